@@ -1,0 +1,48 @@
+"""Which component owns which public name of the contract (see shared/CONTRACT.md)."""
+from __future__ import annotations
+
+COMPONENTS: tuple[str, ...] = (
+    "qkv_projection",
+    "scaling",
+    "masking",
+    "head_splitting",
+    "multi_head_attention",
+    "sinusoidal_encoding",
+    "pre_ln_block",
+    "patch_embedding",
+    "kv_cache",
+)
+
+MODULES: tuple[str, ...] = ("attention", "positional", "block", "vit", "kv_cache")
+
+# module -> public name -> the components whose checks grade that name.
+OWNERS: dict[str, dict[str, frozenset[str]]] = {
+    "attention": {
+        "split_heads": frozenset({"head_splitting"}),
+        "merge_heads": frozenset({"head_splitting"}),
+        "attention_scores": frozenset({"scaling"}),
+        "causal_mask": frozenset({"masking"}),
+        "apply_mask": frozenset({"masking"}),
+        "scaled_dot_product_attention": frozenset({"multi_head_attention"}),
+        "MultiHeadAttention.__init__": frozenset({"qkv_projection"}),
+        "MultiHeadAttention.project_qkv": frozenset({"qkv_projection"}),
+        "MultiHeadAttention.forward": frozenset({"multi_head_attention", "kv_cache"}),
+    },
+    "positional": {"sinusoidal_positional_encoding": frozenset({"sinusoidal_encoding"})},
+    "block": {"TransformerBlock": frozenset({"pre_ln_block", "kv_cache"})},
+    "vit": {
+        "patchify": frozenset({"patch_embedding"}),
+        "PatchEmbedding": frozenset({"patch_embedding"}),
+    },
+    "kv_cache": {"KVCache": frozenset({"kv_cache"})},
+}
+
+
+def module_components(module: str) -> frozenset[str]:
+    """Every component with graded code in `module`."""
+    return frozenset().union(*OWNERS[module].values())
+
+
+def component_modules(component: str) -> tuple[str, ...]:
+    """The files a component's code lives in."""
+    return tuple(m for m in MODULES if component in module_components(m))

@@ -1,0 +1,265 @@
+"""The only way checks touch student code: a black box spoken to in plain data.
+
+Checks hold a `Target` and call functions and objects of the implementation
+through it. What goes in and comes out is plain data (tensors, numbers,
+strings, tuples, lists, dicts, None) and opaque references to objects that
+live on the implementation's side. Tensors are copied both ways, so a check
+never shares memory or objects with student code, and the same checks can run
+against an implementation in another process.
+"""
+from __future__ import annotations
+
+import traceback
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import torch
+
+from . import standins
+from .loader import ImplementationLoadError, Package
+
+
+class StudentError(Exception):
+    """Student code raised; carried as text (type name, message, where)."""
+
+    def __init__(self, type_name: str, message: str, where: str = "", kinds: tuple[str, ...] = ()) -> None:
+        self.type_name, self.message, self.where = type_name, message, where
+        self.kinds = kinds or (type_name,)
+        text = f"{type_name}: {message}" if message else type_name
+        super().__init__(f"{text}\n{where}".rstrip())
+
+
+class NotStarted(StudentError):
+    """Student code raised NotImplementedError: the exercise has not been started."""
+
+
+class LoadFailed(StudentError):
+    """A file of the implementation is missing or failed to import."""
+
+
+@dataclass(frozen=True)
+class Ref:
+    """An object living on the implementation's side."""
+
+    id: int
+    type_name: str
+
+
+class Executor:
+    """The implementation's side: runs requests against one loaded package."""
+
+    def __init__(self, folder: str | Path, isolate_for: str | None = None) -> None:
+        self.package = Package(folder, isolate_for)
+        self.objects: dict[int, Any] = {}
+        self.folder = str(self.package.folder)
+
+    # --- plain data in and out -------------------------------------------------
+    def _inbound(self, value: Any) -> Any:
+        if isinstance(value, Ref):
+            return self.objects[value.id]
+        if isinstance(value, torch.Tensor):
+            return value.detach().clone()
+        if isinstance(value, (list, tuple)):
+            return type(value)(self._inbound(v) for v in value)
+        if isinstance(value, dict):
+            return {k: self._inbound(v) for k, v in value.items()}
+        return value
+
+    def _outbound(self, value: Any) -> Any:
+        if isinstance(value, torch.Tensor):
+            return value.detach().as_subclass(torch.Tensor).clone()
+        if value is None or isinstance(value, (bool, int, float, str, torch.dtype, torch.device, torch.Size)):
+            return value
+        if isinstance(value, (list, tuple)):
+            items = [self._outbound(v) for v in value]
+            return items if isinstance(value, list) else tuple(items)
+        if isinstance(value, dict):
+            return {str(k): self._outbound(v) for k, v in value.items()}
+        return self._store(value)
+
+    def _store(self, obj: Any) -> Ref:
+        for ref_id, known in self.objects.items():
+            if known is obj:
+                return Ref(ref_id, type(obj).__name__)
+        ref_id = len(self.objects) + 1
+        self.objects[ref_id] = obj
+        return Ref(ref_id, type(obj).__name__)
+
+    # --- requests ---------------------------------------------------------------
+    def run(self, op: str, **request: Any) -> Any:
+        try:
+            return getattr(self, f"_op_{op}")(**request)
+        except ImplementationLoadError as exc:
+            raise LoadFailed("ImportError", str(exc)) from None
+        except StudentError as exc:
+            raise exc from None
+        except Exception as exc:  # noqa: BLE001 - any failure of student code
+            cls = NotStarted if isinstance(exc, NotImplementedError) else StudentError
+            kinds = tuple(c.__name__ for c in type(exc).__mro__)
+            raise cls(type(exc).__name__, str(exc), self._where(exc), kinds) from None
+
+    def _where(self, exc: BaseException) -> str:
+        frames = [f for f in traceback.extract_tb(exc.__traceback__) if f.filename.startswith(self.folder)]
+        if not frames:
+            return ""
+        last = frames[-1]
+        return f'  at {Path(last.filename).name}:{last.lineno} in {last.name}: {(last.line or "").strip()}'
+
+    def _op_call(self, name: str, args=(), kwargs=None, return_args: bool = False):
+        func = self.objects[name.id] if isinstance(name, Ref) else self.package.resolve(name)
+        args, kwargs = self._inbound(tuple(args)), self._inbound(kwargs or {})
+        result = self._outbound(func(*args, **kwargs))
+        return (result, self._outbound(args)) if return_args else result
+
+    def _op_new(self, name: str, args=(), kwargs=None, trusted: bool = False):
+        cls = getattr(standins, name) if trusted else self.package.resolve(name)
+        return self._store(cls(*self._inbound(tuple(args)), **self._inbound(kwargs or {})))
+
+    def _op_method(self, ref: Ref, name: str, args=(), kwargs=None):
+        obj = self.objects[ref.id]
+        return self._outbound(getattr(obj, name)(*self._inbound(tuple(args)), **self._inbound(kwargs or {})))
+
+    def _op_getattr(self, ref: Ref, name: str):
+        return self._outbound(getattr(self.objects[ref.id], name))
+
+    def _op_setattr(self, ref: Ref, name: str, value):
+        setattr(self.objects[ref.id], name, self._inbound(value))
+
+    def _op_load_weights(self, ref: Ref, state: dict):
+        module = self.objects[ref.id]
+        result = module.load_state_dict(self._inbound(state), strict=False)
+        if result.unexpected_keys:
+            raise StudentError("KeyError", f"the module has no parameters named {sorted(result.unexpected_keys)}")
+
+    def _op_grad(self, name, args=(), kwargs=None, grad_output=None, output_index: int | None = None):
+        """Backpropagate `grad_output` from a call; returns input and parameter gradients."""
+        func = self.objects[name.id] if isinstance(name, Ref) else self.package.resolve(name)
+        args = [self._inbound(a) for a in args]
+        for a in args:
+            if isinstance(a, torch.Tensor) and a.is_floating_point():
+                a.requires_grad_(True)
+        params = dict(func.named_parameters()) if isinstance(func, torch.nn.Module) else {}
+        for p in params.values():
+            p.grad = None
+        out = func(*args, **self._inbound(kwargs or {}))
+        if output_index is not None:
+            out = out[output_index]
+        (out * self._inbound(grad_output)).sum().backward()
+        return {
+            "args": [self._outbound(a.grad) if isinstance(a, torch.Tensor) and a.grad is not None else None for a in args],
+            "params": {n: (None if p.grad is None else self._outbound(p.grad)) for n, p in params.items()},
+        }
+
+    def close(self) -> None:
+        self.objects.clear()
+        self.package.close()
+
+
+class Target:
+    """The checks' handle on an implementation: `target.fn("attention.split_heads")(x, 2)`."""
+
+    def __init__(self, executor: Executor) -> None:
+        self._executor = executor
+
+    def request(self, op: str, **request: Any) -> Any:
+        return self._executor.run(op, **request)
+
+    def fn(self, name: str) -> "RemoteFunction":
+        return RemoteFunction(self, name)
+
+    def new(self, name: str, *args: Any, **kwargs: Any) -> "RemoteObject":
+        return RemoteObject(self, self.request("new", name=name, args=args, kwargs=kwargs))
+
+    def new_trusted(self, name: str, *args: Any, **kwargs: Any) -> "RemoteObject":
+        """A grader stand-in (e.g. `RecordingKVCache`) created on the implementation's side."""
+        return RemoteObject(self, self.request("new", name=name, args=args, kwargs=kwargs, trusted=True))
+
+    def close(self) -> None:
+        self._executor.close()
+
+
+def _unwrap(value: Any) -> Any:
+    if isinstance(value, RemoteObject):
+        return value.ref
+    if isinstance(value, (list, tuple)):
+        return type(value)(_unwrap(v) for v in value)
+    if isinstance(value, dict):
+        return {k: _unwrap(v) for k, v in value.items()}
+    return value
+
+
+class RemoteFunction:
+    def __init__(self, target: Target, name: str) -> None:
+        self.target, self.name = target, name
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        return self._wrap(self.target.request("call", name=self.name, args=_unwrap(args), kwargs=_unwrap(kwargs)))
+
+    def call_returning_args(self, *args: Any, **kwargs: Any) -> tuple[Any, tuple]:
+        """The result, and the positional arguments as they were after the call."""
+        result, after = self.target.request(
+            "call", name=self.name, args=_unwrap(args), kwargs=_unwrap(kwargs), return_args=True
+        )
+        return self._wrap(result), after
+
+    def grad(self, *args: Any, grad_output: torch.Tensor, output_index: int | None = None, **kwargs: Any) -> dict:
+        """Gradients of `sum(output * grad_output)` w.r.t. the tensor arguments (and parameters)."""
+        return self.target.request(
+            "grad", name=self.name, args=_unwrap(args), kwargs=_unwrap(kwargs),
+            grad_output=grad_output, output_index=output_index,
+        )
+
+    def _wrap(self, value: Any) -> Any:
+        if isinstance(value, Ref):
+            return RemoteObject(self.target, value)
+        if isinstance(value, tuple):
+            return tuple(self._wrap(v) for v in value)
+        return value
+
+
+class RemoteObject(RemoteFunction):
+    """An object on the implementation's side; calling it calls the object."""
+
+    def __init__(self, target: Target, ref: Ref) -> None:
+        super().__init__(target, ref)  # type: ignore[arg-type]
+        self.ref = ref
+
+    @property
+    def type_name(self) -> str:
+        return self.ref.type_name
+
+    def method(self, name: str, *args: Any, **kwargs: Any) -> Any:
+        return self._wrap(self.target.request("method", ref=self.ref, name=name, args=_unwrap(args), kwargs=_unwrap(kwargs)))
+
+    def attr(self, name: str) -> Any:
+        return self._wrap(self.target.request("getattr", ref=self.ref, name=name))
+
+    def set_attr(self, name: str, value: Any) -> None:
+        self.target.request("setattr", ref=self.ref, name=name, value=_unwrap(value))
+
+    def load_weights(self, state: dict[str, torch.Tensor]) -> None:
+        """Copy the given parameters in (other parameters of the module are left alone)."""
+        self.target.request("load_weights", ref=self.ref, state=state)
+
+    def state_dict(self) -> dict[str, torch.Tensor]:
+        return self.method("state_dict")
+
+    def train(self, mode: bool = True) -> None:
+        self.method("train", mode)
+
+    def eval(self) -> None:
+        self.method("eval")
+
+    def __len__(self) -> int:
+        return self.method("__len__")
+
+    def __getattr__(self, name: str):
+        if name.startswith("_"):
+            raise AttributeError(name)
+        return lambda *args, **kwargs: self.method(name, *args, **kwargs)
+
+
+def open_target(folder: str | Path, isolate_for: str | None = None) -> Target:
+    """A target for the implementation in `folder`, isolated for one component's checks."""
+    return Target(Executor(folder, isolate_for))

@@ -1,0 +1,1 @@
+"""The project's own tests (kept apart from the graded checks in tests/)."""

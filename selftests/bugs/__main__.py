@@ -1,0 +1,51 @@
+"""Try catalogue bugs by hand: `python -m selftests.bugs [COMPONENT|BUG_ID ...]`.
+
+For each bug, runs the graded checks against solutions/ with the bug applied
+and prints which components' checks fail. OK means: its own component fails,
+no other component does.
+"""
+from __future__ import annotations
+
+import subprocess
+import sys
+import tempfile
+import xml.etree.ElementTree as ET
+from pathlib import Path
+
+from . import ROOT, all_bugs, materialize
+
+
+def failing_checks(folder: Path) -> dict[str, list[str]]:
+    """component -> names of failing checks, from a pytest run of tests/ against `folder`."""
+    with tempfile.TemporaryDirectory() as tmp:
+        xml = Path(tmp) / "junit.xml"
+        subprocess.run(
+            [sys.executable, "-m", "pytest", str(ROOT / "tests"), "--target", str(folder), "-q",
+             "-p", "no:cacheprovider", f"--junitxml={xml}", "-o", "junit_family=xunit2"],
+            cwd=ROOT, capture_output=True, text=True,
+        )
+        failing: dict[str, list[str]] = {}
+        for case in ET.parse(xml).getroot().iter("testcase"):
+            if case.find("failure") is not None or case.find("error") is not None:
+                component = case.get("classname", "").rpartition(".")[2].removeprefix("test_")
+                failing.setdefault(component, []).append(case.get("name", ""))
+        return failing
+
+
+def main(argv: list[str]) -> int:
+    bugs = [b for b in all_bugs() if not argv or b.component in argv or b.id in argv]
+    bad = 0
+    for bug in bugs:
+        with tempfile.TemporaryDirectory() as tmp:
+            failing = failing_checks(materialize(bug, Path(tmp) / "impl"))
+        own = failing.get(bug.component, [])
+        others = {c: n for c, n in failing.items() if c != bug.component}
+        ok = bool(own) and not others
+        bad += not ok
+        print(f"{'OK ' if ok else 'BAD'} {bug.id}: {len(own)} own failing" + (f"; others failing: {others}" if others else ""))
+    print(f"{len(bugs) - bad} of {len(bugs)} bugs caught fairly")
+    return 1 if bad else 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main(sys.argv[1:]))

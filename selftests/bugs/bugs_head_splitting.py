@@ -1,0 +1,24 @@
+from . import Bug
+
+BUGS = [
+    Bug("head_splitting", "split_without_transpose", "attention.py",
+        'return rearrange(x, "b t (h d) -> b h t d", h=n_heads)',
+        'b, t, d = x.shape\n    return x.reshape(b, n_heads, t, d // n_heads)',
+        "views (B, T, D) straight as (B, H, T, Dh) without swapping T and H"),
+    Bug("head_splitting", "split_heads_interleaved", "attention.py",
+        'return rearrange(x, "b t (h d) -> b h t d", h=n_heads)',
+        'return rearrange(x, "b t (d h) -> b h t d", h=n_heads)',
+        "gives head h every H-th feature instead of a contiguous slice"),
+    Bug("head_splitting", "merge_without_transpose", "attention.py",
+        'return rearrange(x, "b h t d -> b t (h d)")',
+        'b, h, t, d = x.shape\n    return x.reshape(b, t, h * d)',
+        "merges heads by a reshape without swapping H and T back"),
+    Bug("head_splitting", "no_divisibility_check", "attention.py",
+        '    if x.size(-1) % n_heads != 0:\n        raise ValueError(f"d_model={x.size(-1)} is not divisible by n_heads={n_heads}")\n',
+        '',
+        "forgets to reject a d_model that the heads cannot share equally"),
+    Bug("head_splitting", "merge_interleaved", "attention.py",
+        'return rearrange(x, "b h t d -> b t (h d)")',
+        'return rearrange(x, "b h t d -> b t (d h)")',
+        "joins the heads feature by feature instead of head after head"),
+]

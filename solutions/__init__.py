@@ -1,0 +1,1 @@
+"""Reference solutions for transformer-drills. Never shipped to students."""

@@ -1,0 +1,20 @@
+"""Helpers for calling student code through the target and reading what it raised."""
+from __future__ import annotations
+
+from typing import Any, Callable
+
+from grader.target import NotStarted, StudentError
+
+
+def expect_value_error(call: Callable[..., Any], *args: Any, what: str, **kwargs: Any) -> str:
+    """Call student code that must raise ValueError; returns its message."""
+    try:
+        result = call(*args, **kwargs)
+    except NotStarted:
+        raise
+    except StudentError as exc:
+        if "ValueError" in exc.kinds:
+            return exc.message
+        raise AssertionError(f"{what}: expected a ValueError, got {exc.type_name}: {exc.message}") from None
+    shown = getattr(result, "shape", result)
+    raise AssertionError(f"{what}: expected a ValueError, but it returned {shown!r}")
