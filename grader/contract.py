@@ -46,3 +46,17 @@ def module_components(module: str) -> frozenset[str]:
 def component_modules(component: str) -> tuple[str, ...]:
     """The files a component's code lives in."""
     return tuple(m for m in MODULES if component in module_components(m))
+
+# component -> the files where the student writes it (the contract's table). A
+# missing file, or one that fails to import, scores 0 for these components.
+FILES: dict[str, tuple[str, ...]] = {
+    "qkv_projection": ("attention.py",),
+    "scaling": ("attention.py",),
+    "masking": ("attention.py",),
+    "head_splitting": ("attention.py",),
+    "multi_head_attention": ("attention.py",),
+    "sinusoidal_encoding": ("positional.py",),
+    "pre_ln_block": ("block.py",),
+    "patch_embedding": ("vit.py",),
+    "kv_cache": ("kv_cache.py", "attention.py"),
+}

@@ -1,0 +1,1 @@
+"""The transformer-drills grader: load a target, run the checks, score by course.yml, report."""

@@ -1,0 +1,56 @@
+"""Command line: `python -m grader check [COMPONENT ...]`, `python -m grader grade DIR --results FILE`."""
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+from .contract import COMPONENTS
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="python -m grader", description="Grade transformer-drills exercises.")
+    sub = parser.add_subparsers(dest="command", required=True)
+    check = sub.add_parser("check", help="grade exercises/ and print a table per component")
+    check.add_argument("components", nargs="*", metavar="COMPONENT", help=f"any of: {', '.join(COMPONENTS)}")
+    check.add_argument("--target", default=str(ROOT / "exercises"), help="folder to grade (default: exercises/)")
+    check.add_argument("-v", "--verbose", action="store_true", help="list every check")
+    check.add_argument("--hints", action="store_true", help="show each failing component's hint")
+    check.add_argument("--json", action="store_true", help="print the report as JSON")
+    check.add_argument("--fail-under", type=float, metavar="N", help="exit 1 when the score is below N")
+    grade = sub.add_parser("grade", help="grade a submission folder and write results.json")
+    grade.add_argument("submission", metavar="DIR")
+    grade.add_argument("--results", required=True, metavar="FILE", help="where to write the results")
+    grade.add_argument("--format", choices=["gradescope", "json"], default="gradescope")
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = _parser().parse_args(argv)
+    from .course import CourseError
+    from .report import print_terminal, to_json, write_results
+    from .runner import run_checks
+
+    try:
+        if args.command == "check":
+            unknown = [c for c in args.components if c not in COMPONENTS]
+            if unknown:
+                print(f"unknown component(s): {', '.join(unknown)}; choose from {', '.join(COMPONENTS)}", file=sys.stderr)
+                return 2
+            report = run_checks(args.target, args.components or None)
+            if args.json:
+                print(to_json(report))
+            else:
+                print_terminal(report, verbose=args.verbose, hints=args.hints)
+            if args.fail_under is not None and report.score < args.fail_under:
+                return 1
+            return 0
+        report = run_checks(args.submission)
+        write_results(report, args.results, args.format)
+        print(f"{report.score:.1f}/{report.max_score:g} points; results written to {args.results}")
+        return 0
+    except CourseError as exc:
+        print(f"course.yml: {exc}", file=sys.stderr)
+        return 2

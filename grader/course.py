@@ -1,0 +1,68 @@
+"""course.yml: components in teaching order, their points, and the weights of their checks."""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import yaml
+
+from .contract import COMPONENTS
+
+ROOT = Path(__file__).resolve().parent.parent
+COURSE_FILE = ROOT / "course.yml"
+
+
+class CourseError(Exception):
+    """course.yml is missing something or contradicts the contract."""
+
+
+@dataclass(frozen=True)
+class Component:
+    id: str
+    title: str
+    file: str
+    points: float
+    checks: dict[str, float]  # check (test function) name -> weight
+    hint: str = ""
+
+
+@dataclass(frozen=True)
+class Course:
+    name: str
+    components: tuple[Component, ...]
+    timeout: float = 10.0
+    settings: dict = field(default_factory=dict)
+
+    @property
+    def total_points(self) -> float:
+        return sum(c.points for c in self.components)
+
+    def component(self, component_id: str) -> Component:
+        for component in self.components:
+            if component.id == component_id:
+                return component
+        raise CourseError(f"unknown component {component_id!r}; known: {', '.join(c.id for c in self.components)}")
+
+
+def load_course(path: str | Path = COURSE_FILE) -> Course:
+    try:
+        data = yaml.safe_load(Path(path).read_text())
+    except FileNotFoundError:
+        raise CourseError(f"{path} does not exist") from None
+    except yaml.YAMLError as exc:
+        raise CourseError(f"{path} is not valid YAML: {exc}") from None
+    components = []
+    for entry in data.get("components") or []:
+        missing = {"id", "title", "file", "points", "checks"} - set(entry)
+        if missing:
+            raise CourseError(f"component {entry.get('id', '?')} in {path} lacks {sorted(missing)}")
+        if entry["id"] not in COMPONENTS:
+            raise CourseError(f"{path}: {entry['id']!r} is not a component of the contract")
+        checks = {str(k): float(v) for k, v in (entry["checks"] or {}).items()}
+        if not checks or any(w <= 0 for w in checks.values()):
+            raise CourseError(f"{path}: component {entry['id']} needs checks with positive weights")
+        components.append(Component(entry["id"], entry["title"], entry["file"], float(entry["points"]), checks, entry.get("hint", "")))
+    if len({c.id for c in components}) != len(components):
+        raise CourseError(f"{path} lists a component twice")
+    defaults = data.get("defaults") or {}
+    return Course(data.get("name", "transformer-drills"), tuple(components), float(defaults.get("timeout", 10)), defaults)

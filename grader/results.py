@@ -1,0 +1,64 @@
+"""One result model under every report: check -> component -> total."""
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field
+
+PASSED, FAILED, ERROR, TIMEOUT, NOT_STARTED = "passed", "failed", "error", "timeout", "not started"
+
+
+@dataclass
+class CaseResult:
+    """One run of a check (one parametrization)."""
+
+    nodeid: str
+    check: str
+    component: str
+    status: str
+    message: str = ""
+
+
+@dataclass
+class CheckResult:
+    name: str
+    component: str
+    status: str
+    score: float
+    max_score: float
+    cases_passed: int
+    cases_total: int
+    message: str = ""  # the first failing case's message
+
+
+@dataclass
+class ComponentResult:
+    id: str
+    title: str
+    status: str
+    score: float
+    max_score: float
+    checks: list[CheckResult] = field(default_factory=list)
+    message: str = ""  # why the component failed, in one place (first failing check, or a load error)
+    hint: str = ""
+
+    @property
+    def first_failure(self) -> CheckResult | None:
+        return next((c for c in self.checks if c.status != PASSED), None)
+
+
+@dataclass
+class Report:
+    target: str
+    components: list[ComponentResult]
+    duration_s: float = 0.0
+
+    @property
+    def score(self) -> float:
+        return sum(c.score for c in self.components)
+
+    @property
+    def max_score(self) -> float:
+        return sum(c.max_score for c in self.components)
+
+    def to_dict(self) -> dict:
+        return {"target": self.target, "score": round(self.score, 2), "max_score": self.max_score,
+                "duration_s": round(self.duration_s, 3), "components": [asdict(c) for c in self.components]}

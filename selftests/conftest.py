@@ -1,0 +1,47 @@
+"""Fixtures of the project's own tests: graded reports of many implementations."""
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from selftests.bugs import ROOT, all_bugs, alternative_names, materialize, materialize_alternative
+
+WORKERS = 2  # these machines have two cores
+
+
+def grade_folders(folders: list[Path], out_dir: Path) -> dict[str, dict]:
+    """Grade folders in parallel subprocesses; returns {folder: report dict}."""
+    chunks = [folders[i::WORKERS] for i in range(WORKERS) if folders[i::WORKERS]]
+    env = {**os.environ, "PYTHONDONTWRITEBYTECODE": "1"}
+    procs = []
+    for i, chunk in enumerate(chunks):
+        out = out_dir / f"reports-{i}.json"
+        cmd = [sys.executable, "-m", "selftests.grade_many", str(out), *map(str, chunk)]
+        procs.append((out, subprocess.Popen(cmd, cwd=ROOT, env=env, stderr=subprocess.PIPE, text=True)))
+    reports: dict[str, dict] = {}
+    for out, proc in procs:
+        _, err = proc.communicate(timeout=1200)
+        assert proc.returncode == 0, f"grading failed:\n{err[-4000:]}"
+        reports.update(json.loads(out.read_text()))
+    return reports
+
+
+@pytest.fixture(scope="session")
+def graded(tmp_path_factory: pytest.TempPathFactory) -> dict[str, dict]:
+    """Reports for solutions, the stubs, every catalogue bug and every alternative, keyed by a label."""
+    base = tmp_path_factory.mktemp("graded")
+    folders: dict[str, Path] = {"solutions": ROOT / "solutions", "exercises": ROOT / "exercises"}
+    for bug in all_bugs():
+        folders[f"bug:{bug.id}"] = materialize(bug, base / bug.id.replace(":", "__"))
+    for name in alternative_names():
+        folders[f"alternative:{name}"] = materialize_alternative(name, base / f"alt__{name}")
+    reports = grade_folders(list(folders.values()), base)
+    result = {label: reports[str(folder)] for label, folder in folders.items()}
+    shutil.rmtree(base, ignore_errors=True)
+    return result
