@@ -60,13 +60,16 @@ def _trusted_mha_init(self: nn.Module, d_model: int, n_heads: int, bias: bool = 
 
 def _ensure_mha_layers(self: nn.Module, d_model: int, n_heads: int, bias: bool) -> None:
     self.d_model, self.n_heads, self.d_k = d_model, n_heads, d_model // n_heads
+    seen: list[nn.Module] = []
     for name in ("w_q", "w_k", "w_v", "out_proj"):
         layer = getattr(self, name, None)
         fits = (
             isinstance(layer, nn.Linear)
             and layer.weight.shape == (d_model, d_model)
             and (layer.bias is not None) == bias
+            and not any(layer is other for other in seen)
         )
+        seen.append(layer)
         if not fits:
             setattr(self, name, nn.Linear(d_model, d_model, bias=bias))
 

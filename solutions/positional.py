@@ -15,7 +15,7 @@ def sinusoidal_positional_encoding(max_len: int, d_model: int) -> Tensor:
         raise ValueError(f"d_model must be even, got {d_model}")
     position = torch.arange(max_len, dtype=torch.float32).unsqueeze(1)
     inv_freq = torch.exp(torch.arange(0, d_model, 2, dtype=torch.float32) * (-math.log(10000.0) / d_model))
-    pe = torch.zeros(max_len, d_model)
+    pe = torch.zeros(max_len, d_model, dtype=torch.float32)
     pe[:, 0::2] = torch.sin(position * inv_freq)
     pe[:, 1::2] = torch.cos(position * inv_freq)
     return pe

@@ -16,5 +16,5 @@ def expect_value_error(call: Callable[..., Any], *args: Any, what: str, **kwargs
         if "ValueError" in exc.kinds:
             return exc.message
         raise AssertionError(f"{what}: expected a ValueError, got {exc.type_name}: {exc.message}") from None
-    shown = getattr(result, "shape", result)
+    shown = getattr(result, "type_name", None) or getattr(result, "shape", result)
     raise AssertionError(f"{what}: expected a ValueError, but it returned {shown!r}")

@@ -1,0 +1,26 @@
+"""transformer-drills: the exercises. Fill in the stubs, one component at a time.
+
+Which file holds what (the component id is in brackets; a check reports per id):
+
+- ``attention.py``: ``split_heads`` / ``merge_heads`` [head_splitting],
+  ``attention_scores`` [scaling], ``causal_mask`` / ``apply_mask`` [masking],
+  ``MultiHeadAttention.__init__`` / ``project_qkv`` [qkv_projection],
+  ``scaled_dot_product_attention`` / ``MultiHeadAttention.forward``
+  [multi_head_attention; the cache branch of ``forward`` is kv_cache].
+- ``positional.py``: ``sinusoidal_positional_encoding`` [sinusoidal_encoding].
+- ``block.py``: ``TransformerBlock`` [pre_ln_block].
+- ``vit.py``: ``patchify`` / ``PatchEmbedding`` [patch_embedding].
+- ``kv_cache.py``: ``KVCache`` [kv_cache].
+
+Every function you write starts as ``raise NotImplementedError(...)``; replace
+that line with your code. Each component is graded on its own: the checks for
+one component use trusted stand-ins for all the others, so you can work in any
+order (a good one: head_splitting, scaling, masking, multi_head_attention,
+qkv_projection, sinusoidal_encoding, pre_ln_block, patch_embedding, kv_cache).
+
+How to check your work:
+
+    python -m grader check COMPONENT      # e.g. python -m grader check masking
+    python -m grader check                # every component
+    pytest tests/test_<component>.py      # the same checks, with pytest's output
+"""

@@ -1,0 +1,31 @@
+from . import Bug
+
+PROJECT = "return self.w_q(x), self.w_k(x), self.w_v(x)"
+
+BUGS = [
+    Bug("qkv_projection", "swapped_k_v", "attention.py", PROJECT,
+        "return self.w_q(x), self.w_v(x), self.w_k(x)",
+        "returns the value projection as k and the key projection as v"),
+    Bug("qkv_projection", "w_q_for_k", "attention.py", PROJECT,
+        "return self.w_q(x), self.w_q(x), self.w_v(x)",
+        "reuses the query layer to compute the keys"),
+    Bug("qkv_projection", "bias_flag_ignored", "attention.py",
+        "self.w_q = nn.Linear(d_model, d_model, bias=bias)",
+        "self.w_q = nn.Linear(d_model, d_model)",
+        "forgets to pass bias=bias to one of the layers"),
+    Bug("qkv_projection", "no_divisibility_check", "attention.py",
+        '        if d_model % n_heads != 0:\n            raise ValueError(f"d_model={d_model} is not divisible by n_heads={n_heads}")\n        self.d_model',
+        "        self.d_model",
+        "does not reject a d_model that the heads cannot share equally"),
+    Bug("qkv_projection", "d_k_true_division", "attention.py",
+        "d_model // n_heads\n",
+        "d_model / n_heads\n",
+        "computes d_k with / so it is a float"),
+    Bug("qkv_projection", "out_proj_named_w_o", "attention.py",
+        "self.out_proj = nn.Linear",
+        "self.w_o = nn.Linear",
+        "names the output projection w_o as in other tutorials, not out_proj"),
+    Bug("qkv_projection", "no_bias_in_projection", "attention.py", PROJECT,
+        "return (x @ self.w_q.weight.T, x @ self.w_k.weight.T, x @ self.w_v.weight.T)",
+        "projects with the weights only and forgets the biases"),
+]

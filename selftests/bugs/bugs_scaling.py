@@ -1,0 +1,27 @@
+from . import Bug
+
+SCORES = "return q @ k.transpose(-2, -1) / math.sqrt(q.size(-1))"
+
+BUGS = [
+    Bug("scaling", "no_scale", "attention.py", SCORES,
+        "return q @ k.transpose(-2, -1)",
+        "forgets to divide the dot products by sqrt(d)"),
+    Bug("scaling", "divide_by_d", "attention.py", SCORES,
+        "return q @ k.transpose(-2, -1) / q.size(-1)",
+        "divides by d instead of sqrt(d)"),
+    Bug("scaling", "multiply_by_sqrt_d", "attention.py", SCORES,
+        "return q @ k.transpose(-2, -1) * math.sqrt(q.size(-1))",
+        "multiplies by sqrt(d) instead of dividing"),
+    Bug("scaling", "sqrt_of_sequence_length", "attention.py", SCORES,
+        "return q @ k.transpose(-2, -1) / math.sqrt(q.size(-2))",
+        "takes the scale from the sequence dimension instead of the feature dimension"),
+    Bug("scaling", "transpose_dims_1_2", "attention.py", SCORES,
+        "return q @ k.transpose(1, 2) / math.sqrt(q.size(-1))",
+        "transposes dimensions 1 and 2 of k, which is right only for 3-D (B, T, d) inputs"),
+    Bug("scaling", "k_dot_T", "attention.py", SCORES,
+        "return q @ k.T / math.sqrt(q.size(-1))",
+        "uses k.T, which reverses every dimension of a batched k instead of the last two"),
+    Bug("scaling", "scale_in_place", "attention.py", SCORES,
+        "q /= math.sqrt(q.size(-1))\n    return q @ k.transpose(-2, -1)",
+        "scales q in place, changing the caller's tensor"),
+]

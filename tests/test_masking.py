@@ -1,0 +1,149 @@
+"""masking: `causal_mask` and `apply_mask` in attention.py."""
+from __future__ import annotations
+
+import pytest
+import torch
+
+from checklib.compare import assert_equal, check_tensor
+from checklib.student import expect_value_error
+from checklib.weights import randn
+
+# A masked score may be -inf, the dtype's lowest finite value, or any constant at or below this.
+MASKED_AT_MOST = -1e9
+MASK_HINT = ("where the mask is False (True means 'may attend') put -inf, torch.finfo(dtype).min "
+             "or a constant <= -1e9; keep every other score as it is")
+
+
+# ----------------------------------------------------------------------------- causal_mask
+
+def expected_causal(q_len: int, k_len: int) -> torch.Tensor:
+    """mask[i, j] = j <= i + (k_len - q_len), built entry by entry."""
+    mask = torch.zeros(q_len, k_len, dtype=torch.bool)
+    for i in range(q_len):
+        for j in range(k_len):
+            mask[i, j] = j <= i + (k_len - q_len)
+    return mask
+
+
+@pytest.mark.parametrize("q_len", [1, 2, 5])
+def test_causal_mask_square(impl, q_len):
+    out = impl.fn("attention.causal_mask")(q_len)
+    what = f"causal_mask({q_len})"
+    check_tensor(out, what=what, shape=(q_len, q_len), dtype=torch.bool,
+                 hint="k_len defaults to q_len; the mask is a bool tensor (True = may attend)")
+    assert_equal(out, expected_causal(q_len, q_len), what=what,
+                 hint="query i may attend keys 0..i: True on and below the diagonal")
+
+
+@pytest.mark.parametrize("q_len, k_len", [(1, 1), (1, 5), (3, 7), (4, 4), (2, 6), (5, 6)])
+def test_causal_mask_with_k_len(impl, q_len, k_len):
+    what = f"causal_mask({q_len}, {k_len})"
+    for out in (impl.fn("attention.causal_mask")(q_len, k_len), impl.fn("attention.causal_mask")(q_len, k_len=k_len)):
+        check_tensor(out, what=what, shape=(q_len, k_len), dtype=torch.bool,
+                     hint="the mask is a bool tensor of shape (q_len, k_len)")
+        assert_equal(out, expected_causal(q_len, k_len), what=what,
+                     hint="the queries are the LAST q_len of the k_len positions: mask[i, j] is True exactly "
+                          "when j <= i + (k_len - q_len), so the diagonal is shifted right by k_len - q_len")
+
+
+@pytest.mark.parametrize("q_len, k_len", [(3, None), (2, 5)])
+def test_causal_mask_device(impl, q_len, k_len):
+    out = impl.fn("attention.causal_mask")(q_len, k_len, device="meta")
+    shape = (q_len, q_len if k_len is None else k_len)
+    check_tensor(out, what=f"causal_mask({q_len}, {k_len}, device='meta')", shape=shape, dtype=torch.bool,
+                 device="meta", hint="create the mask directly on the requested device (pass device= when you build it)")
+
+
+@pytest.mark.parametrize("q_len, k_len", [(5, 3), (2, 1)])
+def test_causal_mask_rejects_short_keys(impl, q_len, k_len):
+    message = expect_value_error(impl.fn("attention.causal_mask"), q_len, k_len,
+                                 what=f"causal_mask({q_len}, {k_len})")
+    assert message, "the ValueError should say what is wrong (k_len is smaller than q_len)"
+
+
+# ----------------------------------------------------------------------------- apply_mask
+
+def random_mask(*shape: int, gen: torch.Generator) -> torch.Tensor:
+    """A random bool mask with at least one True in every row (all-False rows are never graded)."""
+    mask = torch.rand(*shape, generator=gen) < 0.5
+    keep = torch.randint(shape[-1], (*shape[:-1], 1), generator=gen)
+    return mask.scatter(-1, keep, True)
+
+
+def check_applied(out, scores: torch.Tensor, mask: torch.Tensor, what: str) -> None:
+    check_tensor(out, what=what, shape=scores.shape, dtype=scores.dtype,
+                 hint="the result has the scores' shape and dtype; the mask only broadcasts against them")
+    full = mask.expand(scores.shape)
+    assert_equal(out[full], scores[full], what=f"{what} where the mask is True",
+                 hint="scores where the mask is True must come back bit-identical; True means 'may attend'")
+    masked = out[~full]
+    bad = ~((masked <= MASKED_AT_MOST) | (masked == float("-inf")))
+    if bool(bad.any()):
+        raise AssertionError(
+            f"{what} where the mask is False: {int(bad.sum())} of {masked.numel()} values are not masked, "
+            f"e.g. {masked[bad][0].item()!r} (expected -inf, the dtype's lowest value, or <= -1e9)"
+            f"\n  hint: {MASK_HINT}"
+        )
+
+
+# (scores shape, mask shape): 2-D and 4-D scores, Tq != Tk, Tq = 1, broadcast masks.
+BROADCASTS = [
+    ((4, 6), (4, 6)),
+    ((1, 5), (1, 5)),
+    ((2, 3, 4, 4), (4, 4)),
+    ((2, 3, 3, 5), (2, 1, 3, 5)),
+    ((2, 2, 1, 3), (2, 2, 1, 3)),
+]
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
+@pytest.mark.parametrize("shapes", BROADCASTS, ids=lambda s: "scores{}-mask{}".format(*("x".join(map(str, t)) for t in s)))
+def test_apply_mask_values(impl, gen, shapes, dtype):
+    scores_shape, mask_shape = shapes
+    scores = randn(*scores_shape, gen=gen, dtype=dtype, scale=3.0)
+    mask = random_mask(*mask_shape, gen=gen)
+    out = impl.fn("attention.apply_mask")(scores, mask)
+    check_applied(out, scores, mask, f"apply_mask(scores {tuple(scores.shape)}, mask {tuple(mask.shape)})")
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
+@pytest.mark.parametrize("q_len, k_len", [(4, 4), (2, 5), (1, 3)])
+def test_apply_mask_causal(impl, gen, q_len, k_len, dtype):
+    scores = randn(2, 2, q_len, k_len, gen=gen, dtype=dtype)
+    mask = expected_causal(q_len, k_len)
+    out = impl.fn("attention.apply_mask")(scores, mask)
+    check_applied(out, scores, mask, f"apply_mask(scores {tuple(scores.shape)}, causal mask ({q_len}, {k_len}))")
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
+def test_apply_mask_zero_weight_for_low_scores(impl, gen, dtype):
+    """Masked positions get exactly zero softmax weight even when the allowed scores are near -1e6."""
+    scores = (-1e6 + randn(2, 3, 4, 6, gen=gen, dtype=torch.float64, scale=10.0)).to(dtype)
+    mask = random_mask(2, 1, 4, 6, gen=gen)
+    what = f"softmax(apply_mask(scores near -1e6, mask), -1) ({dtype})"
+    out = impl.fn("attention.apply_mask")(scores, mask)
+    check_tensor(out, what=f"apply_mask(scores {tuple(scores.shape)}, mask {tuple(mask.shape)})",
+                 shape=scores.shape, dtype=dtype)
+    weights = out.softmax(dim=-1)
+    full = mask.expand(scores.shape)
+    assert_equal(weights[~full], torch.zeros(int((~full).sum()), dtype=dtype), what=what,
+                 hint="a masked score must be far below any real score (-inf, finfo.min or <= -1e9), "
+                      "not 0 or -1e4: real scores can be as low as -1e6")
+    assert not bool(torch.isnan(weights).any()), f"{what}: the weights contain NaN\n  hint: {MASK_HINT}"
+
+
+def test_apply_mask_none_returns_scores(impl, gen):
+    for scores in (randn(3, 5, gen=gen), randn(2, 2, 4, 4, gen=gen, dtype=torch.float64)):
+        out = impl.fn("attention.apply_mask")(scores, None)
+        assert_equal(out, scores, what=f"apply_mask(scores {tuple(scores.shape)}, None)",
+                     hint="with mask=None there is nothing to mask: return the scores unchanged")
+
+
+def test_apply_mask_does_not_modify_inputs(impl, gen):
+    scores = randn(2, 2, 3, 5, gen=gen)
+    mask = random_mask(3, 5, gen=gen)
+    _, (scores_after, mask_after) = impl.fn("attention.apply_mask").call_returning_args(scores, mask)
+    assert_equal(scores_after, scores, what="scores after apply_mask(scores, mask)",
+                 hint="functions must not modify their inputs in place: use masked_fill or torch.where, not masked_fill_")
+    assert_equal(mask_after, mask, what="mask after apply_mask(scores, mask)",
+                 hint="functions must not modify their inputs in place")

@@ -1,0 +1,85 @@
+"""qkv_projection: `MultiHeadAttention.__init__` (its layers) and `project_qkv` in attention.py."""
+from __future__ import annotations
+
+import pytest
+import torch
+import torch.nn.functional as F
+
+from checklib.compare import assert_close, check_tensor
+from checklib.student import expect_value_error
+from checklib.weights import mha_state, randn
+
+MHA = "attention.MultiHeadAttention"
+LAYERS = ("w_q", "w_k", "w_v", "out_proj")
+# (d_model, n_heads): one head, one feature per head, the usual case.
+SIZES = [(8, 2), (12, 3), (6, 1), (4, 4), (16, 4)]
+
+
+def expected_keys(bias: bool) -> set[str]:
+    return {f"{layer}.{p}" for layer in LAYERS for p in (("weight", "bias") if bias else ("weight",))}
+
+
+@pytest.mark.parametrize("bias", [True, False])
+@pytest.mark.parametrize("d_model, n_heads", SIZES[:3])
+def test_state_dict_layout(impl, d_model, n_heads, bias):
+    state = impl.new(MHA, d_model, n_heads, bias=bias).state_dict()
+    what = f"MultiHeadAttention({d_model}, {n_heads}, bias={bias}).state_dict()"
+    keys = set(state)
+    if keys != expected_keys(bias):
+        missing, extra = sorted(expected_keys(bias) - keys), sorted(keys - expected_keys(bias))
+        raise AssertionError(
+            f"{what}: wrong parameter names; missing {missing}, unexpected {extra}\n"
+            f"  hint: create exactly four nn.Linear(d_model, d_model, bias=bias) named w_q, w_k, w_v, out_proj "
+            f"(pass bias=bias to every one)"
+        )
+    for key, tensor in state.items():
+        shape = (d_model, d_model) if key.endswith("weight") else (d_model,)
+        check_tensor(tensor, what=f"{what}['{key}']", shape=shape,
+                     hint="every projection maps d_model features to d_model features")
+
+
+@pytest.mark.parametrize("d_model, n_heads", SIZES)
+def test_attributes(impl, d_model, n_heads):
+    m = impl.new(MHA, d_model, n_heads)
+    for name, value in (("d_model", d_model), ("n_heads", n_heads), ("d_k", d_model // n_heads)):
+        got = m.attr(name)
+        if isinstance(got, bool) or not isinstance(got, int) or got != value:
+            raise AssertionError(
+                f"MultiHeadAttention({d_model}, {n_heads}).{name}: expected the int {value}, got {got!r}\n"
+                f"  hint: d_k is the size of one head, d_model // n_heads (an int: it is used as a tensor size)"
+            )
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
+@pytest.mark.parametrize("bias", [True, False])
+@pytest.mark.parametrize("shape", [(2, 5, 8, 2), (1, 1, 12, 3), (3, 4, 6, 1)], ids=lambda s: "B{}-T{}-D{}-H{}".format(*s))
+def test_project_qkv_values(impl, gen, shape, bias, dtype):
+    batch, length, d_model, n_heads = shape
+    m = impl.new(MHA, d_model, n_heads, bias=bias)
+    if dtype == torch.float64:
+        m.double()
+    state = mha_state(d_model, gen=gen, dtype=dtype, bias=bias)
+    m.load_weights(state)
+    x = randn(batch, length, d_model, gen=gen, dtype=dtype)
+    result = m.project_qkv(x)
+    call = f"MultiHeadAttention({d_model}, {n_heads}, bias={bias}).project_qkv(x {tuple(x.shape)})"
+    if not isinstance(result, tuple) or len(result) != 3:
+        raise AssertionError(f"{call}: expected a tuple (q, k, v), got {result!r}")
+    for name, out in zip("qkv", result):
+        layer = f"w_{name}"
+        what = f"{name} of {call}"
+        check_tensor(out, what=what, shape=(batch, length, d_model), dtype=dtype,
+                     hint="each of q, k, v is (B, T, D) in the input's dtype: project first, split heads later")
+        expected = F.linear(x, state[f"{layer}.weight"], state.get(f"{layer}.bias"))
+        assert_close(out, expected, what=what,
+                     hint=f"{name} must be {layer}(x) = x @ {layer}.weight^T" + (f" + {layer}.bias" if bias else "")
+                          + f"; check that {name} comes from its own layer {layer}")
+
+
+@pytest.mark.parametrize("d_model, n_heads", [(10, 3), (8, 3), (6, 4)])
+def test_rejects_indivisible_d_model(impl, d_model, n_heads):
+    def build():
+        return f"a {impl.new(MHA, d_model, n_heads).type_name} object"
+
+    message = expect_value_error(build, what=f"MultiHeadAttention({d_model}, {n_heads})")
+    assert message, "the ValueError should say what is wrong (d_model is not divisible by n_heads)"
