@@ -20,10 +20,12 @@ def _parser() -> argparse.ArgumentParser:
     check.add_argument("--hints", action="store_true", help="show each failing component's hint")
     check.add_argument("--json", action="store_true", help="print the report as JSON")
     check.add_argument("--fail-under", type=float, metavar="N", help="exit 1 when the score is below N")
+    check.add_argument("--timeout", type=float, metavar="S", help="seconds per check (default: course.yml)")
     grade = sub.add_parser("grade", help="grade a submission folder and write results.json")
     grade.add_argument("submission", metavar="DIR")
     grade.add_argument("--results", required=True, metavar="FILE", help="where to write the results")
     grade.add_argument("--format", choices=["gradescope", "json"], default="gradescope")
+    grade.add_argument("--timeout", type=float, metavar="S", help="seconds per check (default: course.yml)")
     return parser
 
 
@@ -31,7 +33,7 @@ def main(argv: list[str] | None = None) -> int:
     args = _parser().parse_args(argv)
     from .course import CourseError
     from .report import print_terminal, to_json, write_results
-    from .runner import run_checks
+    from .runner import GraderError, run_checks
 
     try:
         if args.command == "check":
@@ -39,7 +41,7 @@ def main(argv: list[str] | None = None) -> int:
             if unknown:
                 print(f"unknown component(s): {', '.join(unknown)}; choose from {', '.join(COMPONENTS)}", file=sys.stderr)
                 return 2
-            report = run_checks(args.target, args.components or None)
+            report = run_checks(args.target, args.components or None, timeout=args.timeout)
             if args.json:
                 print(to_json(report))
             else:
@@ -47,10 +49,13 @@ def main(argv: list[str] | None = None) -> int:
             if args.fail_under is not None and report.score < args.fail_under:
                 return 1
             return 0
-        report = run_checks(args.submission)
+        report = run_checks(args.submission, timeout=args.timeout)
         write_results(report, args.results, args.format)
         print(f"{report.score:.1f}/{report.max_score:g} points; results written to {args.results}")
         return 0
     except CourseError as exc:
         print(f"course.yml: {exc}", file=sys.stderr)
         return 2
+    except GraderError as exc:
+        print(f"grader error: {exc}", file=sys.stderr)
+        return 3

@@ -26,8 +26,10 @@ class ImplementationLoadError(Exception):
 class Package:
     """A lazily imported implementation; `module("attention")` imports attention.py."""
 
-    def __init__(self, folder: str | Path, isolate_for: str | None = None) -> None:
+    def __init__(self, folder: str | Path, isolate_for: str | None = None,
+                 broken: dict[str, str] | None = None) -> None:
         self.folder = Path(folder).resolve()
+        self.broken = broken or {}  # file -> why it cannot be loaded (found out before)
         if not self.folder.is_dir():
             raise ImplementationLoadError(f"no such folder: {self.folder}")
         self.isolate_for = isolate_for
@@ -41,6 +43,7 @@ class Package:
                 if isolate_for not in module_components(module):
                     sys.modules[f"{self.name}.{module}"] = standins
         self._modules: dict[str, types.ModuleType] = {}
+        self._patched: set[str] = set()
 
     def module(self, name: str) -> types.ModuleType:
         if name not in self._modules:
@@ -61,6 +64,8 @@ class Package:
         full = f"{self.name}.{name}"
         if sys.modules.get(full) is standins:
             return standins
+        if f"{name}.py" in self.broken:
+            raise ImplementationLoadError(self.broken[f"{name}.py"])
         if not (self.folder / f"{name}.py").is_file():
             raise ImplementationLoadError(f"{name}.py is missing from {self.folder}")
         try:
@@ -68,9 +73,19 @@ class Package:
         except Exception as exc:  # the student's file failed to import
             sys.modules.pop(full, None)
             raise ImplementationLoadError(f"{name}.py failed to import: {type(exc).__name__}: {exc}") from exc
-        if self.isolate_for is not None:
-            _patch_foreign_names(module, name, self.isolate_for)
+        self._patch_imported()
         return module
+
+    def _patch_imported(self) -> None:
+        """Patch every student file imported so far, including those pulled in by sibling imports."""
+        if self.isolate_for is None:
+            return
+        for name in MODULES:
+            module = sys.modules.get(f"{self.name}.{name}")
+            if module is None or module is standins or name in self._patched:
+                continue
+            _patch_foreign_names(module, name, self.isolate_for)
+            self._patched.add(name)
 
     def close(self) -> None:
         for key in [k for k in sys.modules if k == self.name or k.startswith(self.name + ".")]:

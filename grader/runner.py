@@ -2,8 +2,9 @@
 from __future__ import annotations
 
 import io
+import os
 import time
-from contextlib import redirect_stderr, redirect_stdout
+from contextlib import contextmanager, redirect_stderr, redirect_stdout
 from pathlib import Path
 
 import pytest
@@ -12,11 +13,16 @@ from .contract import FILES
 from .course import Course, load_course
 from .loader import ImplementationLoadError, Package
 from .results import ERROR, FAILED, NOT_STARTED, PASSED, TIMEOUT, CaseResult, CheckResult, ComponentResult, Report
-from .target import LoadFailed, NotStarted
+from .target import LoadFailed, NotStarted, StudentTimeout
+from .worker import Limits, Worker, WorkerDied, WorkerTimeout, can_drop_privileges, kill_strays, start_zygote
 
 ROOT = Path(__file__).resolve().parent.parent
 CHECKS_DIR = ROOT / "tests"
 MESSAGE_LIMIT = 2000
+
+
+class GraderError(Exception):
+    """The grader itself failed (not the submission): a broken check, course or installation."""
 
 
 class _Collector:
@@ -49,6 +55,8 @@ def _classify(call: pytest.CallInfo, report: pytest.TestReport) -> tuple[str, st
         return NOT_STARTED, f"not started: {excinfo.value.message}"
     if excinfo.errisinstance(LoadFailed):
         return ERROR, excinfo.value.message
+    if excinfo.errisinstance(StudentTimeout):
+        return TIMEOUT, excinfo.value.message
     text = excinfo.exconly()
     if "Timeout" in text and excinfo.typename == "Failed":
         return TIMEOUT, "timed out: the code did not finish in time (an endless loop?)"
@@ -57,37 +65,89 @@ def _classify(call: pytest.CallInfo, report: pytest.TestReport) -> tuple[str, st
 
 
 def run_checks(target: str | Path, components: list[str] | None = None, *, course: Course | None = None,
-               checks_dir: Path = CHECKS_DIR) -> Report:
-    """Grade the implementation in `target`; `components` limits it to some component ids."""
+               checks_dir: Path = CHECKS_DIR, isolation: str = "process", timeout: float | None = None) -> Report:
+    """Grade the implementation in `target`; `components` limits it to some component ids.
+
+    With process isolation (the default) student code runs only in worker processes.
+    """
     course = course or load_course()
     started = time.perf_counter()
     selected = [course.component(c) for c in components] if components else list(course.components)
-    load_errors = _load_errors(Path(target), {f for c in selected for f in FILES[c.id]})
-    files = [str(checks_dir / f"test_{c.id}.py") for c in selected]
+    limits = Limits(timeout_s=timeout or course.timeout, memory_mb=int(course.settings.get("memory_mb", 2048)))
+    if isolation == "process":
+        start_zygote()
+    folder = str(Path(target).resolve())
+    load_errors = _load_errors(folder, sorted({f for c in selected for f in FILES[c.id]}), limits, isolation)
+    runnable = [c for c in selected if not any(f in load_errors for f in FILES[c.id])]
     collector = _Collector()
-    args = [*files, f"--target={target}", "-p", "no:cacheprovider", "-p", "no:terminal",
-            f"--timeout={course.timeout}", "--rootdir", str(ROOT), "-c", str(ROOT / "pyproject.toml")]
-    with redirect_stdout(io.StringIO()), redirect_stderr(io.StringIO()):
-        pytest.main(args, plugins=[collector])
+    if runnable:
+        files = [str(checks_dir / f"test_{c.id}.py") for c in runnable]
+        args = [*files, f"--target={folder}", f"--isolation={isolation}", f"--check-timeout={limits.timeout_s}",
+                f"--memory-mb={limits.memory_mb}", *[f"--broken={f}={why}" for f, why in load_errors.items()],
+                "-p", "no:cacheprovider", "-q", "--tb=no", "--no-header", f"--timeout={limits.timeout_s * 3 + 30}",
+                "--rootdir", str(ROOT), "-c", str(ROOT / "pyproject.toml")]
+        try:
+            with _hidden_from_workers([ROOT / "solutions", checks_dir]):
+                with redirect_stdout(io.StringIO()) as out, redirect_stderr(io.StringIO()) as err:
+                    code = pytest.main(args, plugins=[collector])
+            if code not in (pytest.ExitCode.OK, pytest.ExitCode.TESTS_FAILED):
+                raise GraderError(f"the checks could not run (pytest exit {int(code)}):\n{err.getvalue()[-2000:]}"
+                                  f"{out.getvalue()[-2000:]}")
+        finally:
+            if isolation == "process":
+                kill_strays()
     results = [_score_component(c, list(collector.cases.values()), load_errors) for c in selected]
     return Report(str(target), results, time.perf_counter() - started)
 
 
-def _load_errors(target: Path, files: set[str]) -> dict[str, str]:
-    """file name -> why it cannot be graded (missing, or fails to import)."""
-    errors: dict[str, str] = {}
+@contextmanager
+def _hidden_from_workers(paths: list[Path]):
+    """As root (workers then run unprivileged), close these folders to other users while grading."""
+    if os.geteuid() != 0 or not can_drop_privileges():
+        yield
+        return
+    saved = {p: p.stat().st_mode for p in paths if p.is_dir()}
     try:
-        package = Package(target)
-    except ImplementationLoadError as exc:
-        return {f: str(exc) for f in files}
-    try:
-        for file in sorted(files):
-            try:
-                package.module(file.removesuffix(".py"))
-            except ImplementationLoadError as exc:
-                errors[file] = str(exc)
+        for path, mode in saved.items():
+            path.chmod(mode & 0o700)
+        yield
     finally:
-        package.close()
+        for path, mode in saved.items():
+            path.chmod(mode)
+
+
+def _load_errors(folder: str, files: list[str], limits: Limits, isolation: str) -> dict[str, str]:
+    """file name -> why it cannot be graded (missing, fails to import, hangs or crashes on import)."""
+    if not Path(folder).is_dir():
+        return {f: f"no such folder: {folder}" for f in files}
+    errors: dict[str, str] = {}
+    if isolation != "process":
+        package = Package(folder)
+        try:
+            for file in files:
+                try:
+                    package.module(file.removesuffix(".py"))
+                except ImplementationLoadError as exc:
+                    errors[file] = str(exc)
+        finally:
+            package.close()
+        return errors
+    worker = Worker(folder, None, limits)
+    try:
+        for file in files:
+            deadline = time.monotonic() + limits.timeout_s
+            try:
+                reply = worker.request({"op": "load", "module": file.removesuffix(".py")}, deadline)
+            except WorkerTimeout:
+                errors[file] = f"{file} did not finish importing within {limits.timeout_s:g} s (an endless loop at import?)"
+                continue
+            except WorkerDied as exc:
+                errors[file] = f"{file} crashed the process while importing: {exc}"
+                continue
+            if "error" in reply:
+                errors[file] = str(reply["error"].get("message"))
+    finally:
+        worker.kill()
     return errors
 
 

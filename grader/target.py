@@ -9,8 +9,8 @@ against an implementation in another process.
 """
 from __future__ import annotations
 
+import time
 import traceback
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -18,6 +18,7 @@ import torch
 
 from . import standins
 from .loader import ImplementationLoadError, Package
+from .wire import Ref
 
 
 class StudentError(Exception):
@@ -38,19 +39,24 @@ class LoadFailed(StudentError):
     """A file of the implementation is missing or failed to import."""
 
 
-@dataclass(frozen=True)
-class Ref:
-    """An object living on the implementation's side."""
+class StudentTimeout(StudentError):
+    """Student code did not finish before the check's deadline."""
 
-    id: int
-    type_name: str
+
+class StudentCrash(StudentError):
+    """The process running student code died (segfault, os._exit, out of memory)."""
+
+
+ERROR_CLASSES = {cls.__name__: cls for cls in (StudentError, LoadFailed, StudentTimeout, StudentCrash)}
+ERROR_CLASSES["not_started"] = NotStarted
 
 
 class Executor:
     """The implementation's side: runs requests against one loaded package."""
 
-    def __init__(self, folder: str | Path, isolate_for: str | None = None) -> None:
-        self.package = Package(folder, isolate_for)
+    def __init__(self, folder: str | Path, isolate_for: str | None = None,
+                 broken: dict[str, str] | None = None) -> None:
+        self.package = Package(folder, isolate_for, broken)
         self.objects: dict[int, Any] = {}
         self.folder = str(self.package.folder)
 
@@ -106,6 +112,9 @@ class Executor:
         last = frames[-1]
         return f'  at {Path(last.filename).name}:{last.lineno} in {last.name}: {(last.line or "").strip()}'
 
+    def _op_load(self, module: str):
+        self.package.module(module)
+
     def _op_call(self, name: str, args=(), kwargs=None, return_args: bool = False):
         func = self.objects[name.id] if isinstance(name, Ref) else self.package.resolve(name)
         args, kwargs = self._inbound(tuple(args)), self._inbound(kwargs or {})
@@ -156,10 +165,50 @@ class Executor:
         self.package.close()
 
 
+class RemoteExecutor:
+    """The grader's side of a worker process: same `run` as Executor, across the boundary."""
+
+    def __init__(self, worker, timeout_s: float) -> None:
+        self.worker, self.timeout_s = worker, timeout_s
+        self.deadline = time.monotonic() + timeout_s
+
+    def begin_check(self) -> None:
+        self.deadline = time.monotonic() + self.timeout_s
+
+    def run(self, op: str, **request: Any) -> Any:
+        from .worker import WorkerDied, WorkerTimeout
+
+        name = request.get("name")
+        label = name if isinstance(name, str) else f"{name.type_name}.{op}" if isinstance(name, Ref) else op
+        if op in ("method", "getattr") and isinstance(request.get("ref"), Ref):
+            label = f"{request['ref'].type_name}.{name}"
+        if label in self.worker.timed_out:
+            raise StudentTimeout("Timeout", f"skipped: `{label}` timed out in an earlier check")
+        try:
+            reply = self.worker.request({"op": op, **request}, self.deadline)
+        except WorkerTimeout:
+            self.worker.timed_out.add(label)
+            raise StudentTimeout("Timeout", f"timed out after {self.timeout_s:g} s in `{label}`") from None
+        except WorkerDied as exc:
+            raise StudentCrash("Crash", f"{exc} while running `{label}`") from None
+        if "error" in reply:
+            error = reply["error"]
+            cls = ERROR_CLASSES.get(error.get("class"), StudentError)
+            raise cls(str(error.get("type")), str(error.get("message")), str(error.get("where", "")),
+                      tuple(str(k) for k in error.get("kinds", ())))
+        return reply.get("ok")
+
+    def close(self) -> None:
+        try:
+            self.worker.request({"op": "reset"}, time.monotonic() + self.timeout_s)
+        except Exception:  # noqa: BLE001 - a dead worker is restarted by the next request
+            pass
+
+
 class Target:
     """The checks' handle on an implementation: `target.fn("attention.split_heads")(x, 2)`."""
 
-    def __init__(self, executor: Executor) -> None:
+    def __init__(self, executor: Executor | RemoteExecutor) -> None:
         self._executor = executor
 
     def request(self, op: str, **request: Any) -> Any:

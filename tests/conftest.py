@@ -4,6 +4,10 @@ The implementation under test is chosen at run time, never by import path:
 `pytest tests --target DIR` (or DRILLS_TARGET=DIR); `exercises/` by default.
 Each check file grades one component, `test_<component>.py`; its checks get a
 target in which every other component's code is a trusted stand-in.
+
+With `--isolation=process` (what the grader uses) student code runs in worker
+processes and each check has `--check-timeout` seconds; plain pytest runs it
+in-process, which is simplest for a learner's own machine.
 """
 from __future__ import annotations
 
@@ -20,7 +24,9 @@ if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
 from grader.contract import COMPONENTS  # noqa: E402
-from grader.target import Target, open_target  # noqa: E402
+
+torch.set_num_threads(1)  # the checks' tensors are tiny: threads only cost time
+from grader.target import RemoteExecutor, Target, open_target  # noqa: E402
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
@@ -29,6 +35,12 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         default=os.environ.get("DRILLS_TARGET", str(ROOT / "exercises")),
         help="folder with the implementation to grade (default: exercises/)",
     )
+    parser.addoption("--isolation", choices=["inprocess", "process"], default=os.environ.get("DRILLS_ISOLATION", "inprocess"),
+                     help="run student code in this process or in worker processes")
+    parser.addoption("--check-timeout", type=float, default=10.0, help="seconds per check (process isolation)")
+    parser.addoption("--memory-mb", type=int, default=2048, help="memory a worker may use (process isolation)")
+    parser.addoption("--broken", action="append", default=[], metavar="FILE=REASON",
+                     help="a file already known not to load, with the reason")
 
 
 def component_of(module_name: str) -> str:
@@ -43,10 +55,48 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
         item.add_marker(pytest.mark.component(component_of(item.module.__name__)))
 
 
+class _Workers:
+    """One worker process per component, started on first use and kept for the session."""
+
+    def __init__(self, config: pytest.Config) -> None:
+        from grader.worker import Limits
+
+        self.folder = str(Path(config.getoption("--target")).resolve())
+        self.limits = Limits(timeout_s=config.getoption("--check-timeout"), memory_mb=config.getoption("--memory-mb"))
+        self.broken = dict(item.split("=", 1) for item in config.getoption("--broken"))
+        self.workers: dict[str, object] = {}
+
+    def target(self, component: str) -> Target:
+        from grader.worker import Worker
+
+        if component not in self.workers:
+            self.workers[component] = Worker(self.folder, component, self.limits, self.broken)
+        executor = RemoteExecutor(self.workers[component], self.limits.timeout_s)
+        return Target(executor)
+
+    def close(self) -> None:
+        for worker in self.workers.values():
+            worker.kill()
+
+
+@pytest.fixture(scope="session")
+def _workers(request: pytest.FixtureRequest):
+    if request.config.getoption("--isolation") != "process":
+        yield None
+        return
+    workers = _Workers(request.config)
+    yield workers
+    workers.close()
+
+
 @pytest.fixture
-def impl(request: pytest.FixtureRequest) -> Target:
+def impl(request: pytest.FixtureRequest, _workers) -> Target:
     """The implementation under test, isolated for this file's component."""
-    target = open_target(request.config.getoption("--target"), isolate_for=component_of(request.module.__name__))
+    component = component_of(request.module.__name__)
+    if _workers is None:
+        target = open_target(request.config.getoption("--target"), isolate_for=component)
+    else:
+        target = _workers.target(component)
     yield target
     target.close()
 

@@ -1,0 +1,419 @@
+"""Student code runs here: in a worker process, never in the grader.
+
+Workers are forked from a zygote that has already imported torch, so a worker
+costs milliseconds. The grader sends requests and receives plain data
+(`grader.wire`); it waits for each answer only until the check's deadline.
+A hang, a crash, `os._exit`, `sys.exit` or running out of memory ends in an
+exception on the grader's side that fails the check at hand; the next request
+starts a fresh worker. Each worker runs in its own session (so its whole
+process group can be killed), with a memory cap, its output drained into a
+capped buffer, and, when the grader runs as root, as an unprivileged user.
+"""
+from __future__ import annotations
+
+import ctypes
+import os
+import pickle
+import signal
+import socket
+import sys
+import threading
+import time
+from dataclasses import dataclass
+from multiprocessing.connection import Connection
+from typing import Any
+
+from . import wire
+
+MESSAGE_LIMIT = 4000
+REPLY_LIMIT = 256 * 1024 * 1024  # no honest answer comes near this
+UNPRIVILEGED_UID = 65534  # "nobody"
+PR_SET_PDEATHSIG, PR_SET_CHILD_SUBREAPER = 1, 36
+
+
+@dataclass(frozen=True)
+class Limits:
+    timeout_s: float = 10.0  # per check
+    memory_mb: int = 2048  # address space a worker may add to what torch already maps
+    output_bytes: int = 64 * 1024  # output kept per worker; the rest is drained and dropped
+
+
+class WorkerTimeout(Exception):
+    """The worker did not answer before the check's deadline (it was killed)."""
+
+
+class WorkerDied(Exception):
+    """The worker process ended while running a request."""
+
+
+# --------------------------------------------------------------------------- worker side
+
+
+def _prctl(option: int, value: int) -> None:
+    try:
+        ctypes.CDLL(None, use_errno=True).prctl(option, value, 0, 0, 0)
+    except (OSError, AttributeError):  # not Linux
+        pass
+
+
+def _confine(output_fd: int, keep_fd: int, limits: Limits) -> None:
+    """Lock the worker down before any student code runs."""
+    import resource
+
+    os.setsid()
+    devnull = os.open(os.devnull, os.O_RDONLY)
+    os.dup2(devnull, 0)
+    os.dup2(output_fd, 1)
+    os.dup2(output_fd, 2)
+    os.closerange(3, keep_fd)
+    os.closerange(keep_fd + 1, 1 << 16)
+    sys.stdout = open(1, "w", buffering=1, closefd=False)
+    sys.stderr = open(2, "w", buffering=1, closefd=False)
+    sys.dont_write_bytecode = True
+    resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
+    if limits.memory_mb:
+        with open("/proc/self/statm") as statm:
+            mapped = int(statm.read().split()[0]) * resource.getpagesize()
+        cap = mapped + limits.memory_mb * 1024 * 1024
+        resource.setrlimit(resource.RLIMIT_AS, (cap, cap))
+    if os.geteuid() == 0 and can_drop_privileges():
+        os.setgroups([])
+        os.setgid(UNPRIVILEGED_UID)
+        os.setuid(UNPRIVILEGED_UID)
+        resource.setrlimit(resource.RLIMIT_NPROC, (256, 256))
+
+
+def _world_readable(path: str) -> bool:
+    """Whether a user who is neither owner nor group can reach and read `path`."""
+    import stat
+
+    path = os.path.realpath(path)
+    parts = path.split(os.sep)
+    for i in range(1, len(parts) + 1):
+        prefix = os.sep.join(parts[:i]) or os.sep
+        try:
+            mode = os.stat(prefix).st_mode
+        except OSError:
+            return False
+        needed = stat.S_IXOTH if stat.S_ISDIR(mode) else stat.S_IROTH
+        if not mode & needed:
+            return False
+    return True
+
+
+def can_drop_privileges() -> bool:
+    """Root drops to an unprivileged user only where that user can still read Python and torch."""
+    import torch
+
+    return all(_world_readable(os.path.dirname(p)) for p in (os.__file__, torch.__file__, __file__))
+
+
+def _die_with(grader_pid: int) -> None:
+    """Once re-parented to the grader, be killed when it dies (even mid-hang)."""
+    deadline = time.monotonic() + 5
+    while os.getppid() != grader_pid and time.monotonic() < deadline:
+        time.sleep(0.0005)
+    _prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
+    if os.getppid() != grader_pid:
+        os._exit(1)
+
+
+def serve(requests: Connection, output_fd: int, folder: str, isolate_for: str | None,
+          limits: Limits, broken: dict[str, str], grader_pid: int) -> None:
+    """The worker's main loop: answer requests until the pipe closes."""
+    _die_with(grader_pid)
+    _confine(output_fd, requests.fileno(), limits)
+    import torch
+
+    from .target import Executor, NotStarted, StudentError
+
+    torch.set_num_threads(1)
+    executor: Executor | None = None
+    while True:
+        try:
+            request = wire.loads(requests.recv_bytes())
+        except (EOFError, OSError):
+            os._exit(0)
+        op = request.pop("op")
+        try:
+            if executor is None:
+                executor = Executor(folder, isolate_for, broken)
+            if op == "reset":
+                executor.objects.clear()
+                reply: dict[str, Any] = {"ok": None}
+            else:
+                reply = {"ok": executor.run(op, **request)}
+        except StudentError as exc:
+            kind = "not_started" if isinstance(exc, NotStarted) else type(exc).__name__
+            reply = {"error": {"class": kind, "type": exc.type_name, "message": exc.message[:MESSAGE_LIMIT],
+                               "where": exc.where[:MESSAGE_LIMIT], "kinds": list(exc.kinds)}}
+        except SystemExit as exc:
+            reply = {"error": {"class": "StudentError", "type": "SystemExit",
+                               "message": f"the code called sys.exit({exc.code!r})", "where": "", "kinds": ["SystemExit"]}}
+        except BaseException as exc:  # noqa: BLE001 - whatever the student raised
+            reply = {"error": {"class": "StudentError", "type": type(exc).__name__,
+                               "message": _safe_str(exc)[:MESSAGE_LIMIT], "where": "", "kinds": [type(exc).__name__]}}
+        try:
+            data = wire.dumps(reply)
+        except Exception as exc:  # noqa: BLE001 - a result that is not data
+            data = wire.dumps({"error": {"class": "StudentError", "type": "TypeError", "where": "", "kinds": ["TypeError"],
+                                         "message": f"returned something that is not tensors or numbers: {exc}"}})
+        requests.send_bytes(data)
+
+
+def _safe_str(exc: BaseException) -> str:
+    try:
+        return str(exc)
+    except Exception:  # noqa: BLE001 - a __str__ that raises
+        return f"<{type(exc).__name__} whose message cannot be shown>"
+
+
+# --------------------------------------------------------------------------- the zygote
+#
+# The zygote is forked from the grader right after `import torch`, before any
+# check is imported or any thread is started. It forks workers on request: each
+# through a short-lived intermediate process, so the worker is re-parented to
+# the grader (a child subreaper), which can then wait for it and read its exit
+# status. Workers thus start in milliseconds with torch already imported, and
+# their memory holds nothing of the checks.
+
+_zygote: socket.socket | None = None
+_zygote_pid: int | None = None
+
+
+def start_zygote() -> None:
+    """Fork the zygote (once per grader process)."""
+    global _zygote, _zygote_pid
+    if _zygote is not None:
+        return
+    import torch  # noqa: F401 - the point: workers inherit it imported
+
+    _prctl(PR_SET_CHILD_SUBREAPER, 1)
+    grader_end, zygote_end = socket.socketpair()
+    pid = os.fork()
+    if pid == 0:  # the zygote
+        try:
+            grader_end.close()
+            _zygote_loop(zygote_end)
+        finally:
+            os._exit(0)
+    zygote_end.close()
+    _zygote, _zygote_pid = grader_end, pid
+
+
+def _zygote_loop(sock: socket.socket) -> None:
+    _prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
+    while True:
+        try:
+            request = _recv_msg(sock)
+        except (EOFError, OSError):
+            return
+        if request["cmd"] == "warm":
+            _warm_up()
+            continue
+        requests_grader, requests_worker = socket.socketpair()
+        out_read, out_write = os.pipe()
+        pid_read, pid_write = os.pipe()
+        intermediate = os.fork()
+        if intermediate == 0:
+            sock.close()
+            requests_grader.close()
+            os.close(out_read)
+            os.close(pid_read)
+            worker = os.fork()
+            if worker == 0:
+                os.close(pid_write)
+                try:
+                    serve(Connection(os.dup(requests_worker.fileno())), out_write, request["folder"],
+                          request["isolate_for"], request["limits"], request["broken"], request["grader"])
+                finally:
+                    os._exit(0)
+            os.write(pid_write, str(worker).encode())
+            os._exit(0)
+        os.close(pid_write)
+        os.waitpid(intermediate, 0)
+        worker_pid = int(os.read(pid_read, 32) or b"0")
+        os.close(pid_read)
+        requests_worker.close()
+        os.close(out_write)
+        _send_msg(sock, {"pid": worker_pid}, fds=[requests_grader.fileno(), out_read])
+        requests_grader.close()
+        os.close(out_read)
+
+
+def _warm_up() -> None:
+    """Import what first use of some torch features imports lazily (seconds), once for all workers."""
+    import torch
+
+    torch.ones(2, 2, dtype=torch.bool, device="meta").tril()
+
+
+def _send_msg(sock: socket.socket, message: dict, fds: list[int] = ()) -> None:
+    data = pickle.dumps(message)
+    header = len(data).to_bytes(8, "little")
+    if fds:
+        socket.send_fds(sock, [header + data], list(fds))
+    else:
+        sock.sendall(header + data)
+
+
+def _recv_msg(sock: socket.socket, with_fds: int = 0) -> dict | tuple[dict, list[int]]:
+    if with_fds:
+        data, fds, _, _ = socket.recv_fds(sock, 1 << 16, with_fds)
+    else:
+        data, fds = sock.recv(1 << 16), []
+    if not data:
+        raise EOFError
+    size = int.from_bytes(data[:8], "little")
+    data = data[8:]
+    while len(data) < size:
+        chunk = sock.recv(size - len(data))
+        if not chunk:
+            raise EOFError
+        data += chunk
+    message = pickle.loads(data)
+    return (message, fds) if with_fds else message
+
+
+def warm_zygote() -> None:
+    """Ask the zygote to pre-import torch's lazily loaded parts, for the workers forked after."""
+    start_zygote()
+    assert _zygote is not None
+    _send_msg(_zygote, {"cmd": "warm"})
+
+
+# --------------------------------------------------------------------------- grader side
+
+
+class Worker:
+    """One worker process for one implementation folder and one component's isolation."""
+
+    def __init__(self, folder: str, isolate_for: str | None, limits: Limits,
+                 broken: dict[str, str] | None = None) -> None:
+        self.folder, self.isolate_for, self.limits = folder, isolate_for, limits
+        self.broken = dict(broken or {})
+        self.timed_out: set[str] = set()  # calls that hung once: later ones fail at once
+        self.output = bytearray()
+        self.output_dropped = 0
+        self.pid: int | None = None
+        self._conn: Connection | None = None
+        self._unanswered = 0  # requests sent without waiting (warm-ups)
+
+    def _start(self) -> None:
+        start_zygote()
+        assert _zygote is not None
+        _send_msg(_zygote, {"cmd": "spawn", "folder": self.folder, "isolate_for": self.isolate_for,
+                            "limits": self.limits, "broken": self.broken, "grader": os.getpid()})
+        message, fds = _recv_msg(_zygote, with_fds=2)
+        self.pid = message["pid"]
+        self._conn = Connection(fds[0])
+        self._unanswered = 0
+        threading.Thread(target=self._drain, args=(fds[1],), daemon=True).start()
+
+    def _drain(self, fd: int) -> None:
+        while True:
+            try:
+                chunk = os.read(fd, 65536)
+            except OSError:
+                break
+            if not chunk:
+                break
+            room = max(self.limits.output_bytes - len(self.output), 0)
+            self.output += chunk[:room]
+            self.output_dropped += len(chunk) - len(chunk[:room])
+        os.close(fd)
+
+    def send_ahead(self, message: dict) -> None:
+        """Send a request whose answer nobody waits for (e.g. loading the files early)."""
+        if self.pid is None:
+            self._start()
+        assert self._conn is not None
+        try:
+            self._conn.send_bytes(wire.dumps(message))
+            self._unanswered += 1
+        except OSError:
+            self.kill()
+
+    def request(self, message: dict, deadline: float) -> Any:
+        """Send one request; returns the decoded reply or raises WorkerTimeout / WorkerDied."""
+        if self.pid is None:
+            self._start()
+        assert self._conn is not None
+        try:
+            self._conn.send_bytes(wire.dumps(message))
+            for _ in range(self._unanswered + 1):
+                if not self._conn.poll(max(deadline - time.monotonic(), 0.0)):
+                    self.kill()
+                    raise WorkerTimeout()
+                data = self._conn.recv_bytes(REPLY_LIMIT)
+            self._unanswered = 0
+        except (EOFError, OSError) as exc:
+            code = self.kill()
+            raise WorkerDied(_describe_exit(code)) from exc
+        try:
+            return wire.loads(data)
+        except wire.WireError as exc:
+            self.kill()
+            raise WorkerDied(f"sent something that is not data ({exc})") from None
+
+    def kill(self) -> int | None:
+        """End the worker and everything it started; returns how it ended (see os.waitstatus_to_exitcode)."""
+        pid, self.pid = self.pid, None
+        if self._conn is not None:
+            self._conn.close()
+            self._conn = None
+        if pid is None:
+            return None
+        for kill in (os.killpg, os.kill):
+            try:
+                kill(pid, signal.SIGKILL)
+            except (ProcessLookupError, PermissionError):
+                pass
+        try:
+            _, status = os.waitpid(pid, 0)
+        except ChildProcessError:
+            return None
+        return os.waitstatus_to_exitcode(status)
+
+
+def _describe_exit(code: int | None) -> str:
+    if code is None:
+        return "the worker process stopped answering"
+    if code < 0:
+        try:
+            name = signal.Signals(-code).name
+        except ValueError:
+            name = f"signal {-code}"
+        hint = " (a segmentation fault)" if name == "SIGSEGV" else " (killed: out of memory?)" if name == "SIGKILL" else ""
+        return f"the process crashed with {name}{hint}"
+    return f"the process exited with status {code} (os._exit or a crash in native code)"
+
+
+def kill_strays() -> list[int]:
+    """Kill every process descended from this one except the fork server; returns their pids."""
+    me = os.getpid()
+    children: dict[int, list[int]] = {}
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry}/stat") as stat:
+                ppid = int(stat.read().rpartition(")")[2].split()[1])
+        except (OSError, ValueError, IndexError):
+            continue
+        children.setdefault(ppid, []).append(int(entry))
+    killed, stack = [], [p for p in children.get(me, []) if p != _zygote_pid]
+    while stack:
+        pid = stack.pop()
+        stack += children.get(pid, [])
+        try:
+            os.kill(pid, signal.SIGKILL)
+            killed.append(pid)
+        except (ProcessLookupError, PermissionError):
+            pass
+    for pid in killed:
+        try:
+            os.waitpid(pid, os.WNOHANG)
+        except ChildProcessError:
+            pass
+    return killed

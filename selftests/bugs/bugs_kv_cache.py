@@ -1,0 +1,66 @@
+from . import Bug
+
+UPDATE = ("            self.k = torch.cat([self.k, k], dim=-2)\n"
+          "            self.v = torch.cat([self.v, v], dim=-2)\n")
+CACHED_BRANCH = (
+    "        q, k, v = (split_heads(t, self.n_heads) for t in self.project_qkv(x))\n"
+    "        if cache is not None:\n"
+    "            if mask is not None:\n"
+    '                raise ValueError("pass either a mask or a cache, not both: the cache implies a causal mask")\n'
+    "            k, v = cache.update(k, v)\n"
+    "            mask = causal_mask(q.size(-2), k.size(-2), device=x.device)\n"
+)
+
+BUGS = [
+    Bug("kv_cache", "cache_forgets", "kv_cache.py",
+        UPDATE,
+        "            self.k, self.v = k, v\n",
+        "overwrites the cached keys and values with the new ones instead of appending"),
+    Bug("kv_cache", "concatenates_features", "kv_cache.py",
+        UPDATE,
+        UPDATE.replace("dim=-2", "dim=-1"),
+        "concatenates along the last dimension (the head features) instead of the sequence dimension"),
+    Bug("kv_cache", "len_is_batch_size", "kv_cache.py",
+        "return 0 if self.k is None else self.k.size(-2)",
+        "return 0 if self.k is None else len(self.k)",
+        "takes len() of the key tensor, which counts its first dimension (the batch), not the positions"),
+    Bug("kv_cache", "forward_ignores_cache", "attention.py",
+        "            k, v = cache.update(k, v)\n",
+        "            cache.update(k, v)\n",
+        "appends to the cache but keeps attending only to the new keys and values, dropping what update returns"),
+    Bug("kv_cache", "no_causal_mask_with_cache", "attention.py",
+        "            mask = causal_mask(q.size(-2), k.size(-2), device=x.device)\n",
+        "            mask = None\n",
+        "assumes a cache means one token at a time, so a multi-token prefill attends to its own future"),
+    Bug("kv_cache", "block_drops_cache", "block.py",
+        "self.attention(self.norm1(x), mask, cache)",
+        "self.attention(self.norm1(x), mask)",
+        "TransformerBlock.forward accepts a cache but never hands it to its attention"),
+    Bug("kv_cache", "mask_with_cache_accepted", "attention.py",
+        "            if mask is not None:\n"
+        '                raise ValueError("pass either a mask or a cache, not both: the cache implies a causal mask")\n',
+        "",
+        "silently replaces a caller's mask with the causal one instead of rejecting the combination"),
+    Bug("kv_cache", "caches_before_head_split", "attention.py",
+        CACHED_BRANCH,
+        "        q, k, v = self.project_qkv(x)\n"
+        "        if cache is not None:\n"
+        "            if mask is not None:\n"
+        '                raise ValueError("pass either a mask or a cache, not both: the cache implies a causal mask")\n'
+        "            k, v = cache.update(k, v)\n"
+        "            mask = causal_mask(q.size(-2), k.size(-2), device=x.device)\n"
+        "        q, k, v = (split_heads(t, self.n_heads) for t in (q, k, v))\n",
+        "stores (B, T, D) keys and values in the cache, splitting heads only afterwards"),
+    Bug("kv_cache", "appends_twice", "attention.py",
+        "            k, v = cache.update(k, v)\n",
+        "            cache.update(k, v)\n            k, v = cache.update(k, v)\n",
+        "calls cache.update once to store and once more to read, appending every position twice"),
+    Bug("kv_cache", "mask_from_new_tokens_only", "attention.py",
+        "            mask = causal_mask(q.size(-2), k.size(-2), device=x.device)\n",
+        "            mask = causal_mask(q.size(-2), device=x.device)\n",
+        "builds a square causal mask over the new positions only, forgetting the cached ones"),
+    Bug("kv_cache", "len_of_empty_cache", "kv_cache.py",
+        "return 0 if self.k is None else self.k.size(-2)",
+        "return self.k.size(-2)",
+        "forgets that a new cache holds no tensor yet, so len() of an empty cache fails"),
+]

@@ -1,0 +1,44 @@
+from . import Bug
+
+# Not here on purpose: "last_attention not set" and "last_attention averaged over the heads".
+# `self.last_attention = ...` is one line shared by the cached and uncached paths of
+# MultiHeadAttention.forward, so kv_cache's test_last_attention_after_cached_step fails too.
+
+BUGS = [
+    Bug("multi_head_attention", "softmax_over_queries", "attention.py",
+        "weights = apply_mask(attention_scores(q, k), mask).softmax(dim=-1)",
+        "weights = apply_mask(attention_scores(q, k), mask).softmax(dim=-2)",
+        "normalises the weights over the queries (dim -2) instead of over the keys"),
+    Bug("multi_head_attention", "sdpa_ignores_mask", "attention.py",
+        "weights = apply_mask(attention_scores(q, k), mask).softmax(dim=-1)",
+        "weights = attention_scores(q, k).softmax(dim=-1)",
+        "accepts the mask argument but never applies it to the scores"),
+    Bug("multi_head_attention", "mask_multiplied_after_softmax", "attention.py",
+        "weights = apply_mask(attention_scores(q, k), mask).softmax(dim=-1)",
+        "weights = attention_scores(q, k).softmax(dim=-1)\n"
+        "    if mask is not None:\n"
+        "        weights = weights * mask",
+        "zeroes the forbidden weights after the softmax, so the rows no longer sum to 1"),
+    Bug("multi_head_attention", "weights_transposed_before_v", "attention.py",
+        "return weights @ v, weights",
+        "return weights.transpose(-2, -1) @ v, weights",
+        "multiplies v by the transposed weights, mixing values by key instead of by query"),
+    Bug("multi_head_attention", "keys_and_queries_swapped", "attention.py",
+        "weights = apply_mask(attention_scores(q, k), mask).softmax(dim=-1)",
+        "weights = apply_mask(attention_scores(k, q), mask).softmax(dim=-1)",
+        "computes k q^T instead of q k^T, so each row scores one key against all queries"),
+    Bug("multi_head_attention", "missing_out_proj", "attention.py",
+        "return self.out_proj(merge_heads(out))",
+        "return merge_heads(out)",
+        "forgets the output projection after merging the heads"),
+    Bug("multi_head_attention", "returns_weights_first", "attention.py",
+        "return weights @ v, weights",
+        "return weights, weights @ v",
+        "returns (weights, out) instead of the contract's (out, weights)"),
+    Bug("multi_head_attention", "always_causal", "attention.py",
+        "        out, weights = scaled_dot_product_attention(q, k, v, mask)\n",
+        "        if mask is None:\n"
+        "            mask = causal_mask(q.size(-2), device=x.device)\n"
+        "        out, weights = scaled_dot_product_attention(q, k, v, mask)\n",
+        "applies a causal mask when no mask is given, as in a decoder, although the default is full attention"),
+]

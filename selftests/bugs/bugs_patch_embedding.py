@@ -1,0 +1,43 @@
+from . import Bug
+
+PATTERN = 'rearrange(images, "b c (h p1) (w p2) -> b (h w) (c p1 p2)", p1=patch_size, p2=patch_size)'
+
+BUGS = [
+    Bug("patch_embedding", "channels_last_in_patch", "vit.py",
+        PATTERN, PATTERN.replace("(c p1 p2)", "(p1 p2 c)"),
+        "flattens each patch pixel by pixel with the channels innermost, (P, P, C), instead of (C, P, P)"),
+    Bug("patch_embedding", "column_major_patches", "vit.py",
+        PATTERN, PATTERN.replace("(h w)", "(w h)"),
+        "numbers the patches column by column instead of row by row"),
+    Bug("patch_embedding", "pixels_column_major", "vit.py",
+        PATTERN, PATTERN.replace("(c p1 p2)", "(c p2 p1)"),
+        "flattens the pixels of each patch column by column"),
+    Bug("patch_embedding", "proj_input_size", "vit.py",
+        "self.proj = nn.Linear(in_channels * patch_size**2, d_model)",
+        "self.proj = nn.Linear(patch_size**2, d_model)",
+        "sizes proj for one channel, forgetting that a flattened patch holds in_channels * P * P values"),
+    Bug("patch_embedding", "num_patches_precedence", "vit.py",
+        "self.num_patches = (img_size // patch_size) ** 2",
+        "self.num_patches = img_size // patch_size**2",
+        "drops the parentheses, so ** binds first: img_size // (patch_size ** 2)"),
+    Bug("patch_embedding", "no_image_shape_check", "vit.py",
+        '        if images.dim() != 4 or tuple(images.shape[1:]) != expected:\n'
+        '            raise ValueError(f"expected images (B, {\', \'.join(map(str, expected))}), got {tuple(images.shape)}")\n',
+        "",
+        "forgets to reject images of the wrong number of channels or size"),
+    Bug("patch_embedding", "no_divisibility_check", "vit.py",
+        '    if height % patch_size or width % patch_size:\n'
+        '        raise ValueError(f"image size {height}x{width} is not a multiple of patch_size={patch_size}")\n',
+        "",
+        "forgets to reject images that the patches do not tile"),
+    Bug("patch_embedding", "only_height_checked", "vit.py",
+        "if height % patch_size or width % patch_size:",
+        "if height % patch_size:",
+        "checks only the height against the patch size (fine for square images only)"),
+    Bug("patch_embedding", "assumes_square_images", "vit.py",
+        "return " + PATTERN,
+        "side = height // patch_size\n"
+        "    patches = images.reshape(images.size(0), images.size(1), side, patch_size, side, patch_size)\n"
+        "    return patches.permute(0, 2, 4, 1, 3, 5).reshape(images.size(0), side * side, -1)",
+        "takes the number of patches per side from the height alone, as if every image were square"),
+]

@@ -1,0 +1,51 @@
+from . import Bug
+
+FORWARD = """        x = x + self.dropout(self.attention(self.norm1(x), mask, cache))
+        return x + self.dropout(self.ff(self.norm2(x)))"""
+
+BUGS = [
+    Bug("pre_ln_block", "post_ln", "block.py", FORWARD,
+        """        x = self.norm1(x + self.dropout(self.attention(x, mask, cache)))
+        return self.norm2(x + self.dropout(self.ff(x)))""",
+        "normalises after each residual addition (Post-LN, the original Transformer) instead of before each branch"),
+    Bug("pre_ln_block", "missing_attention_residual", "block.py",
+        "x = x + self.dropout(self.attention(self.norm1(x), mask, cache))",
+        "x = self.dropout(self.attention(self.norm1(x), mask, cache))",
+        "drops the residual connection around the attention branch"),
+    Bug("pre_ln_block", "shared_layer_norm", "block.py",
+        "self.norm2 = nn.LayerNorm(d_model)",
+        "self.norm2 = self.norm1",
+        "reuses one LayerNorm for both branches instead of two separate ones"),
+    Bug("pre_ln_block", "norm1_for_feed_forward", "block.py",
+        "self.ff(self.norm2(x))",
+        "self.ff(self.norm1(x))",
+        "normalises the feed-forward input with norm1, leaving norm2 unused"),
+    Bug("pre_ln_block", "no_dropout", "block.py", FORWARD,
+        """        x = x + self.attention(self.norm1(x), mask, cache)
+        return x + self.ff(self.norm2(x))""",
+        "creates the dropout layer but never applies it"),
+    Bug("pre_ln_block", "dropout_always_on", "block.py", FORWARD,
+        """        p = self.dropout.p
+        x = x + nn.functional.dropout(self.attention(self.norm1(x), mask, cache), p, training=True)
+        return x + nn.functional.dropout(self.ff(self.norm2(x)), p, training=True)""",
+        "calls functional dropout with training=True, so it stays on in eval mode"),
+    Bug("pre_ln_block", "gelu_activation", "block.py",
+        "nn.ReLU()",
+        "nn.GELU()",
+        "uses GELU in the feed-forward network where the contract asks for ReLU"),
+    Bug("pre_ln_block", "mask_not_passed", "block.py",
+        "self.attention(self.norm1(x), mask, cache)",
+        "self.attention(self.norm1(x), cache=cache)",
+        "forgets to pass the mask on to the attention"),
+    Bug("pre_ln_block", "residual_from_normed_input", "block.py", FORWARD,
+        """        x = self.norm1(x)
+        x = x + self.dropout(self.attention(x, mask, cache))
+        x = self.norm2(x)
+        return x + self.dropout(self.ff(x))""",
+        "overwrites x with its normalised version, so the residual adds to norm(x) instead of x"),
+    Bug("pre_ln_block", "always_causal", "block.py", FORWARD,
+        """        if mask is None and cache is None:
+            mask = x.new_ones(x.size(1), x.size(1)).tril().bool()
+""" + FORWARD,
+        "builds a causal mask when none is given, as in a GPT block, although the default is full attention"),
+]

@@ -1,0 +1,301 @@
+"""kv_cache: `KVCache` in kv_cache.py, and the cache branch of `MultiHeadAttention.forward` / `TransformerBlock.forward`.
+
+The uncached forward of MultiHeadAttention and the block are graded elsewhere, yet they are the
+student's code here too. So cached decoding is compared with the student's own uncached forward,
+run without a mask over each prefix x[:, :t+1] and read at its last position: for a causal layer
+that is what decoding position t must give, whatever the mask handling of the uncached path. A
+stack is built the same way layer by layer: the second block runs over the first block's causal
+outputs.
+"""
+from __future__ import annotations
+
+import pytest
+import torch
+import torch.nn.functional as F
+
+from checklib.compare import assert_close, assert_equal, check_tensor
+from checklib.student import expect_value_error
+from checklib.weights import block_state, linear_state, mha_state, randn
+
+# (B, T, D, H): T = 1, H = 1, one head per feature, usual sizes.
+SHAPES = [(2, 5, 8, 2), (1, 1, 4, 1), (3, 6, 12, 3), (2, 4, 6, 6)]
+CACHES = ["KVCache", "trusted"]  # the student's KVCache, or the grader's (isolates forward)
+CACHED_FORWARD = ("with a cache, forward projects only the new positions, appends their keys and values "
+                  "(after the head split) with cache.update, and lets the new queries attend to everything "
+                  "update returns")
+
+
+def shape_ids(shape) -> str:
+    return "B{}-T{}-D{}-H{}".format(*shape)
+
+
+def heads(x: torch.Tensor, n_heads: int) -> torch.Tensor:
+    """(B, T, D) -> (B, H, T, Dh), head h holding features h*Dh .. (h+1)*Dh - 1."""
+    batch, length, d_model = x.shape
+    return x.reshape(batch, length, n_heads, d_model // n_heads).transpose(1, 2)
+
+
+def new_cache(impl, kind: str):
+    return impl.new("kv_cache.KVCache") if kind == "KVCache" else impl.new_trusted("KVCache")
+
+
+def attention(impl, gen, d_model: int, n_heads: int, dtype=torch.float32, state=None):
+    """The student's MultiHeadAttention carrying injected weights, in eval mode."""
+    module = impl.new("attention.MultiHeadAttention", d_model, n_heads)
+    if dtype != torch.float32:
+        module.method("to", dtype)
+    state = mha_state(d_model, gen=gen, dtype=dtype) if state is None else state
+    module.load_weights(state)
+    module.eval()
+    return module, state
+
+
+def block_stack(impl, gen, d_model: int, n_heads: int, d_ff: int, dtype=torch.float32):
+    """Two of the student's TransformerBlocks with injected weights, in eval mode, without dropout."""
+    # Resolve attention.py through the target first, so that its other components' names are
+    # swapped for trusted stand-ins before block.py imports it.
+    impl.fn("attention.causal_mask")(1)
+    stack = []
+    for _ in range(2):
+        block = impl.new("block.TransformerBlock", d_model, n_heads, d_ff, 0.0)
+        if dtype != torch.float32:
+            block.method("to", dtype)
+        block.load_weights(block_state(d_model, d_ff, gen=gen, dtype=dtype))
+        block.eval()
+        stack.append(block)
+    return stack
+
+
+def causal(forward, x: torch.Tensor) -> torch.Tensor:
+    """Position t is the student's own uncached, unmasked forward over x[:, :t+1], at its last position."""
+    return torch.stack([forward(x[:, :t + 1])[:, -1] for t in range(x.shape[1])], dim=1)
+
+
+# --- the KVCache class ---------------------------------------------------------------
+
+
+def test_cache_starts_empty(impl):
+    cache = impl.new("kv_cache.KVCache")
+    got = len(cache)
+    assert got == 0, f"len(KVCache()): expected 0, got {got!r}\n  hint: a new cache holds no positions"
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
+@pytest.mark.parametrize("chunks", [(3, 1, 2), (1, 1, 1, 1), (4,), (2, 0, 3)], ids=lambda c: "-".join(map(str, c)))
+def test_cache_update_appends_along_the_sequence(impl, gen, chunks, dtype):
+    batch, n_heads, d_head = 2, 3, 4
+    cache = impl.new("kv_cache.KVCache")
+    keys, values = [], []
+    for step, length in enumerate(chunks):
+        k = randn(batch, n_heads, length, d_head, gen=gen, dtype=dtype)
+        v = randn(batch, n_heads, length, d_head, gen=gen, dtype=dtype)
+        keys.append(k)
+        values.append(v)
+        result = cache.update(k, v)
+        what = f"cache.update(k, v) call {step + 1}, after appending chunks of lengths {list(chunks[:step + 1])}"
+        assert isinstance(result, (tuple, list)) and len(result) == 2, (
+            f"{what}: expected a pair (k_all, v_all), got {type(result).__name__}")
+        hint = ("update appends the new keys and values after the cached ones along the sequence "
+                "dimension (dim -2 of (B, H, T, Dh)) and returns everything cached so far")
+        assert_equal(result[0], torch.cat(keys, dim=-2), what=f"k_all from {what}", hint=hint)
+        assert_equal(result[1], torch.cat(values, dim=-2), what=f"v_all from {what}", hint=hint)
+        cached = sum(chunks[:step + 1])
+        got = len(cache)
+        assert got == cached, (
+            f"len(cache) after appending chunks of lengths {list(chunks[:step + 1])}: expected {cached}, got {got!r}"
+            "\n  hint: len counts the cached positions (the size of dim -2), not the calls, batches or heads")
+
+
+# --- decoding through MultiHeadAttention -----------------------------------------------
+
+
+@pytest.mark.parametrize("kind", CACHES)
+@pytest.mark.parametrize("shape", SHAPES, ids=shape_ids)
+def test_token_by_token_matches_full_forward(impl, gen, shape, kind):
+    batch, length, d_model, n_heads = shape
+    module, _ = attention(impl, gen, d_model, n_heads)
+    x = randn(batch, length, d_model, gen=gen)
+    cache = new_cache(impl, kind)
+    expected = causal(module, x)
+    for t in range(length):
+        step = module(x[:, t:t + 1], cache=cache)
+        check_tensor(step, what=f"MultiHeadAttention(x[:, {t}:{t + 1}], cache=cache)", shape=(batch, 1, d_model),
+                     hint="with a cache, x holds only the new positions and so does the output")
+        assert_close(step[:, 0], expected[:, t],
+                     what=f"decoding position {t} one token at a time (cache: {kind}), against the last "
+                          f"position of your uncached forward over x[:, :{t + 1}]",
+                     hint=CACHED_FORWARD)
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
+@pytest.mark.parametrize("kind", CACHES)
+@pytest.mark.parametrize("prefill", [3, 1])
+def test_prefill_then_steps_match_full_forward(impl, gen, prefill, kind, dtype):
+    batch, length, d_model, n_heads = 2, 6, 8, 2
+    module, _ = attention(impl, gen, d_model, n_heads, dtype)
+    x = randn(batch, length, d_model, gen=gen, dtype=dtype)
+    cache = new_cache(impl, kind)
+    expected = causal(module, x)
+    out = module(x[:, :prefill], cache=cache)
+    check_tensor(out, what=f"MultiHeadAttention(x[:, :{prefill}], cache=empty cache)", shape=(batch, prefill, d_model),
+                 dtype=dtype)
+    for t in range(prefill):
+        assert_close(out[:, t], expected[:, t],
+                     what=f"position {t} of a {prefill}-token prefill through an empty cache (cache: {kind}), "
+                          f"against the last position of your uncached forward over x[:, :{t + 1}]",
+                     hint="the new positions attend causally among themselves: build the mask with "
+                          "causal_mask(q_len, k_len), even when the cache was empty")
+    for t in range(prefill, length):
+        step = module(x[:, t:t + 1], cache=cache)
+        assert_close(step[:, 0], expected[:, t],
+                     what=f"decoding position {t} after a {prefill}-token prefill (cache: {kind}), against "
+                          f"the last position of your uncached forward over x[:, :{t + 1}]",
+                     hint=CACHED_FORWARD)
+
+
+@pytest.mark.parametrize("kind", CACHES)
+def test_two_chunks_after_prefill(impl, gen, kind):
+    """A later call may bring several positions too: they see the cache and, causally, each other."""
+    batch, d_model, n_heads = 2, 8, 4
+    module, _ = attention(impl, gen, d_model, n_heads)
+    x = randn(batch, 7, d_model, gen=gen)
+    cache = new_cache(impl, kind)
+    module(x[:, :2], cache=cache)
+    out = module(x[:, 2:5], cache=cache)
+    expected = causal(module, x[:, :5])
+    for t in range(2, 5):
+        assert_close(out[:, t - 2], expected[:, t],
+                     what=f"position {t} from the chunk x[:, 2:5] after a 2-token prefill (cache: {kind})",
+                     hint="the new queries attend to every cached position and to the new positions up to "
+                          "their own: causal_mask(q_len, k_len) with k_len = cached + new")
+
+
+@pytest.mark.parametrize("kind", CACHES)
+@pytest.mark.parametrize("prefill", [1, 3])
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
+def test_block_stack_decoding_matches_full_forward(impl, gen, dtype, prefill, kind):
+    batch, length, d_model, n_heads, d_ff = 2, 5, 8, 2, 16
+    first, second = block_stack(impl, gen, d_model, n_heads, d_ff, dtype)
+    x = randn(batch, length, d_model, gen=gen, dtype=dtype)
+
+    def stack(inputs, caches):
+        return second(first(inputs, cache=caches[0]), cache=caches[1])
+
+    caches = (new_cache(impl, kind), new_cache(impl, kind))
+    expected = causal(second, causal(first, x))
+    chunks = [(0, prefill)] + [(t, t + 1) for t in range(prefill, length)]
+    for start, stop in chunks:
+        out = stack(x[:, start:stop], caches)
+        check_tensor(out, what=f"two TransformerBlocks on x[:, {start}:{stop}], one cache each",
+                     shape=(batch, stop - start, d_model), dtype=dtype)
+        for t in range(start, stop):
+            assert_close(out[:, t - start], expected[:, t],
+                         what=f"position {t} decoded through two TransformerBlocks with one cache each "
+                              f"(chunk x[:, {start}:{stop}], cache: {kind}), against your uncached blocks run "
+                              "causally (each block over every prefix, read at its last position)",
+                         hint="TransformerBlock.forward must hand its cache to self.attention; each block "
+                              "has a cache of its own")
+
+
+def test_cache_length_grows_with_tokens(impl, gen):
+    batch, d_model, n_heads = 2, 8, 2
+    module, _ = attention(impl, gen, d_model, n_heads)
+    x = randn(batch, 8, d_model, gen=gen)
+    cache = impl.new("kv_cache.KVCache")
+    total = 0
+    for start, stop in [(0, 3), (3, 4), (4, 6), (6, 7)]:
+        module(x[:, start:stop], cache=cache)
+        total += stop - start
+        got = len(cache)
+        assert got == total, (
+            f"len(cache) after MultiHeadAttention(x[:, {start}:{stop}], cache=cache): expected {total}, got {got!r}"
+            "\n  hint: each forward call appends its new positions once; len counts positions, not calls")
+
+
+def test_appends_projected_keys_and_values(impl, gen):
+    """What forward hands to cache.update: the new positions' keys and values, after projection and head split."""
+    batch, d_model, n_heads = 2, 12, 3
+    module, _ = attention(impl, gen, d_model, n_heads)
+    x = randn(batch, 6, d_model, gen=gen)
+    recorder = impl.new_trusted("RecordingKVCache")
+    chunks = [(0, 3), (3, 4), (4, 6)]
+    for start, stop in chunks:
+        module(x[:, start:stop], cache=recorder)
+    updates = recorder.updates()
+    assert len(updates) == len(chunks), (
+        f"cache.update calls for {len(chunks)} forward calls with a cache: expected {len(chunks)}, got {len(updates)}"
+        "\n  hint: each forward call appends its new keys and values with exactly one cache.update(k, v)")
+    for (start, stop), (k, v) in zip(chunks, updates):
+        _, keys, values = module.project_qkv(x[:, start:stop])
+        hint = ("the cache holds keys and values after projection and head split, (B, H, T_new, Dh), "
+                "and only those of the new positions")
+        assert_close(k, heads(keys, n_heads), what=f"k passed to cache.update by forward(x[:, {start}:{stop}])", hint=hint)
+        assert_close(v, heads(values, n_heads), what=f"v passed to cache.update by forward(x[:, {start}:{stop}])", hint=hint)
+
+
+@pytest.mark.parametrize("kind", ["RecordingKVCache", "KVCache"])
+def test_past_positions_are_not_reprojected(impl, gen, kind):
+    """Change w_k and w_v after the prefill: the cached keys and values must stay those of the old weights."""
+    batch, d_model, n_heads, prefill = 2, 8, 2, 4
+    module, state = attention(impl, gen, d_model, n_heads)
+    x = randn(batch, prefill + 1, d_model, gen=gen)
+    cache = impl.new_trusted(kind) if kind == "RecordingKVCache" else impl.new("kv_cache.KVCache")
+    module(x[:, :prefill], cache=cache)
+    new_weights = {**linear_state("w_k", d_model, d_model, gen=gen, dtype=torch.float32),
+                   **linear_state("w_v", d_model, d_model, gen=gen, dtype=torch.float32)}
+    module.load_weights(new_weights)
+    out = module(x[:, prefill:], cache=cache)
+
+    def projected(name, weights, inputs):
+        return heads(F.linear(inputs, weights[f"{name}.weight"], weights[f"{name}.bias"]), n_heads)
+
+    old_keys, old_values = projected("w_k", state, x[:, :prefill]), projected("w_v", state, x[:, :prefill])
+    new_keys, new_values = projected("w_k", new_weights, x[:, prefill:]), projected("w_v", new_weights, x[:, prefill:])
+    hint = ("a cached position is projected once, when it is new; later calls project only their own "
+            "positions and reuse the cached keys and values")
+    if kind == "RecordingKVCache":
+        updates = cache.updates()
+        assert len(updates) == 2, f"expected one cache.update per forward call (2), got {len(updates)}\n  hint: {hint}"
+        assert_close(updates[1][0], new_keys, what="k appended by the step after the prefill", hint=hint)
+        assert_close(updates[1][1], new_values, what="v appended by the step after the prefill", hint=hint)
+    else:
+        empty = torch.zeros(batch, n_heads, 0, d_model // n_heads)
+        keys, values = cache.update(empty, empty)
+        assert_close(keys, torch.cat([old_keys, new_keys], dim=-2),
+                     what="the keys in the cache after the prefill and one step (weights changed in between)", hint=hint)
+        assert_close(values, torch.cat([old_values, new_values], dim=-2),
+                     what="the values in the cache after the prefill and one step (weights changed in between)", hint=hint)
+    # The same step through a fresh module with the new weights and a cache holding the old keys.
+    fresh, _ = attention(impl, gen, d_model, n_heads, state={**state, **new_weights})
+    reference_cache = impl.new_trusted("KVCache")
+    reference_cache.update(old_keys, old_values)
+    assert_close(out, fresh(x[:, prefill:], cache=reference_cache),
+                 what="the step after the prefill (w_k, w_v changed in between), against a forward over a cache "
+                      "that holds the prefill's keys and values from the old weights",
+                 hint=hint)
+
+
+@pytest.mark.parametrize("kind", CACHES)
+def test_mask_with_cache_raises(impl, gen, kind):
+    module, _ = attention(impl, gen, 8, 2)
+    x = randn(2, 3, 8, gen=gen)
+    mask = torch.ones(3, 3, dtype=torch.bool).tril()
+    message = expect_value_error(module, x, mask=mask, cache=new_cache(impl, kind),
+                                 what="MultiHeadAttention(x, mask=mask, cache=cache)")
+    assert message, "the ValueError should say what is wrong (a cache implies the causal mask; pass one or the other)"
+
+
+@pytest.mark.parametrize("kind", CACHES)
+@pytest.mark.parametrize("prefill", [1, 4])
+def test_last_attention_after_cached_step(impl, gen, prefill, kind):
+    batch, d_model, n_heads = 2, 8, 2
+    module, _ = attention(impl, gen, d_model, n_heads)
+    x = randn(batch, prefill + 2, d_model, gen=gen)
+    cache = new_cache(impl, kind)
+    module(x[:, :prefill], cache=cache)
+    for t in range(prefill, prefill + 2):
+        module(x[:, t:t + 1], cache=cache)
+        check_tensor(module.attr("last_attention"),
+                     what=f"last_attention after decoding position {t} with a cache (cache: {kind})",
+                     shape=(batch, n_heads, 1, t + 1),
+                     hint="one new query attends to every position so far: (B, H, 1, T_cached + 1)")

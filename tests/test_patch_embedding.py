@@ -1,0 +1,129 @@
+"""patch_embedding: `patchify` and `PatchEmbedding` in vit.py."""
+from __future__ import annotations
+
+import pytest
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+
+from checklib.compare import assert_close, assert_equal, check_tensor
+from checklib.student import expect_value_error
+from checklib.weights import linear_state, randn
+
+# (B, C, H, W, P): non-square images, one and three channels, P = 1, one patch per image.
+IMAGES = [
+    (2, 3, 8, 12, 4),
+    (1, 1, 6, 6, 3),
+    (2, 3, 4, 6, 1),
+    (3, 1, 8, 4, 2),
+    (1, 3, 6, 10, 2),
+    (2, 3, 5, 5, 5),
+]
+ORDER = ("patches are numbered row by row (left to right, then top to bottom), and each patch is "
+         "flattened channel first, then its rows, then its columns: (C, P, P), the order of F.unfold")
+# (img_size, patch_size, in_channels, d_model)
+EMBEDDINGS = [(8, 4, 3, 16), (6, 2, 1, 5), (4, 1, 3, 8), (12, 4, 1, 7), (6, 6, 3, 4)]
+
+
+def image_ids(shape) -> str:
+    return "B{}-C{}-H{}-W{}-P{}".format(*shape)
+
+
+def embedding_ids(sizes) -> str:
+    return "img{}-P{}-C{}-D{}".format(*sizes)
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
+@pytest.mark.parametrize("shape", IMAGES, ids=image_ids)
+def test_patchify_matches_unfold(impl, gen, shape, dtype):
+    batch, channels, height, width, patch = shape
+    images = randn(batch, channels, height, width, gen=gen, dtype=dtype)
+    out = impl.fn("vit.patchify")(images, patch)
+    what = f"patchify(images {tuple(images.shape)}, patch_size={patch})"
+    n_patches = (height // patch) * (width // patch)
+    check_tensor(out, what=what, shape=(batch, n_patches, channels * patch * patch), dtype=dtype,
+                 hint="the result is (B, N, C*P*P) with N = (H/P)*(W/P), in the images' dtype")
+    assert_equal(out, F.unfold(images, patch, stride=patch).transpose(1, 2), what=what, hint=ORDER)
+
+
+@pytest.mark.parametrize("height, width, patch", [(7, 8, 4), (8, 6, 4), (5, 5, 2), (9, 6, 2)])
+def test_patchify_rejects_indivisible(impl, gen, height, width, patch):
+    images = randn(1, 3, height, width, gen=gen)
+    message = expect_value_error(impl.fn("vit.patchify"), images, patch,
+                                 what=f"patchify(images {tuple(images.shape)}, patch_size={patch})")
+    assert message, "the ValueError should say what is wrong (H and W must be multiples of patch_size)"
+
+
+def embedding(impl, gen, sizes, dtype=torch.float32):
+    """A student PatchEmbedding with injected proj weights, and those weights."""
+    img_size, patch, channels, d_model = sizes
+    module = impl.new("vit.PatchEmbedding", img_size, patch, channels, d_model)
+    if dtype != torch.float32:
+        module.method("to", dtype)
+    state = linear_state("proj", channels * patch * patch, d_model, gen=gen, dtype=dtype)
+    module.load_weights(state)
+    return module, state
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
+@pytest.mark.parametrize("sizes", EMBEDDINGS, ids=embedding_ids)
+def test_patch_embedding_matches_strided_conv(impl, gen, sizes, dtype):
+    img_size, patch, channels, d_model = sizes
+    module, state = embedding(impl, gen, sizes, dtype)
+    images = randn(2, channels, img_size, img_size, gen=gen, dtype=dtype)
+    conv = nn.Conv2d(channels, d_model, patch, stride=patch, dtype=dtype)
+    with torch.no_grad():
+        conv.weight.copy_(state["proj.weight"].view(d_model, channels, patch, patch))
+        conv.bias.copy_(state["proj.bias"])
+        expected = conv(images).flatten(2).transpose(1, 2)
+    out = module(images)
+    what = f"PatchEmbedding({img_size}, {patch}, {channels}, {d_model})(images {tuple(images.shape)})"
+    check_tensor(out, what=what, shape=expected.shape, dtype=dtype,
+                 hint="the result is (B, num_patches, d_model): proj applied to every patch of patchify(images)")
+    assert_close(out, expected, what=what,
+                 hint="a linear map of each flattened patch is a convolution with kernel and stride P; "
+                      "proj must take the patches exactly as patchify lays them out: " + ORDER)
+
+
+@pytest.mark.parametrize("sizes", EMBEDDINGS, ids=embedding_ids)
+def test_num_patches(impl, sizes):
+    img_size, patch, channels, d_model = sizes
+    module = impl.new("vit.PatchEmbedding", img_size, patch, channels, d_model)
+    got = module.attr("num_patches")
+    expected = (img_size // patch) ** 2
+    assert got == expected, (
+        f"PatchEmbedding({img_size}, {patch}, {channels}, {d_model}).num_patches: expected {expected}, got {got!r}"
+        f"\n  hint: a {img_size}x{img_size} image holds (img_size / patch_size) ** 2 patches"
+    )
+
+
+@pytest.mark.parametrize("sizes", EMBEDDINGS, ids=embedding_ids)
+def test_state_dict(impl, sizes):
+    img_size, patch, channels, d_model = sizes
+    module = impl.new("vit.PatchEmbedding", img_size, patch, channels, d_model)
+    state = module.state_dict()
+    name = f"PatchEmbedding({img_size}, {patch}, {channels}, {d_model})"
+    assert sorted(state) == ["proj.bias", "proj.weight"], (
+        f"{name}.state_dict(): expected exactly the keys ['proj.bias', 'proj.weight'], got {sorted(state)}"
+        "\n  hint: the only parameters are those of proj = nn.Linear(in_channels * patch_size**2, d_model)"
+    )
+    hint = "proj = nn.Linear(in_channels * patch_size**2, d_model) maps one flattened patch to d_model features"
+    check_tensor(state["proj.weight"], what=f"{name}.proj.weight", shape=(d_model, channels * patch * patch), hint=hint)
+    check_tensor(state["proj.bias"], what=f"{name}.proj.bias", shape=(d_model,), hint=hint)
+
+
+@pytest.mark.parametrize(
+    "shape, problem",
+    [((2, 1, 8, 8), "1 channel instead of 3"),
+     ((2, 4, 8, 8), "4 channels instead of 3"),
+     ((2, 3, 12, 12), "12x12 images instead of 8x8"),
+     ((2, 3, 4, 4), "4x4 images instead of 8x8"),
+     ((2, 3, 8, 12), "8x12 images instead of 8x8")],
+    ids=["C1", "C4", "12x12", "4x4", "8x12"],
+)
+def test_patch_embedding_rejects_wrong_images(impl, gen, shape, problem):
+    module, _ = embedding(impl, gen, (8, 4, 3, 16))
+    images = randn(*shape, gen=gen)
+    message = expect_value_error(module, images,
+                                 what=f"PatchEmbedding(8, 4, 3, 16) given images {shape} ({problem})")
+    assert message, "the ValueError should say what is wrong (the images must be in_channels x img_size x img_size)"

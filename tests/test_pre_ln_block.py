@@ -1,0 +1,258 @@
+"""pre_ln_block: `TransformerBlock` in block.py.
+
+Expected values come from `nn.TransformerEncoderLayer(norm_first=True, activation="relu",
+dropout=0, batch_first=True)` carrying the same injected weights, computed in float64.
+"""
+from __future__ import annotations
+
+import pytest
+import torch
+
+from checklib.causal import (
+    assert_no_gradient_from_future,
+    assert_past_unchanged,
+    causal_bool_mask,
+    one_hot_grad_output,
+    vjp_chain,
+    with_future_changed,
+)
+from checklib.compare import assert_close, assert_equal, assert_not_close, check_tensor
+from checklib.weights import block_state, randn, torch_encoder_layer
+
+BLOCK = "block.TransformerBlock"
+
+DTYPES, DTYPE_IDS = [torch.float32, torch.float64], ["float32", "float64"]
+
+# (B, T, D, H, d_ff): T = 1, H = 1, H = D, T != H.
+SHAPES = [(2, 5, 8, 2, 16), (1, 1, 6, 3, 12), (3, 4, 4, 1, 8), (2, 3, 4, 4, 10), (2, 6, 12, 3, 20)]
+SHAPE_IDS = ["B{}-T{}-D{}-H{}-ff{}".format(*s) for s in SHAPES]
+
+WHERE = ("Pre-LN: x = x + dropout(attention(norm1(x), mask)), then x = x + dropout(ff(norm2(x))), "
+         "with ff = Linear(D, d_ff), ReLU, Linear(d_ff, D)")
+
+
+def random_mask(*shape: int, gen: torch.Generator) -> torch.Tensor:
+    """A bool mask (True = may attend) in which every row has at least one True."""
+    mask = torch.rand(*shape, generator=gen) < 0.6
+    keep = torch.randint(0, shape[-1], shape[:-1], generator=gen)
+    mask.scatter_(-1, keep.unsqueeze(-1), True)
+    return mask
+
+
+def make_mask(kind, batch, n_heads, length, gen):
+    if kind == "none":
+        return None
+    if kind == "causal":
+        return causal_bool_mask(length)
+    if kind == "2d":
+        return random_mask(length, length, gen=gen)
+    if kind == "batch":
+        return random_mask(batch, 1, length, length, gen=gen)
+    return random_mask(batch, n_heads, length, length, gen=gen)  # "heads"
+
+
+def mask_text(mask) -> str:
+    return "None" if mask is None else f"bool {tuple(mask.shape)}"
+
+
+def torch_src_mask(mask, batch, n_heads, length):
+    """Our bool mask (True = may attend) in PyTorch's form (True = NOT allowed)."""
+    if mask is None:
+        return None
+    if mask.dim() == 2:
+        return ~mask
+    return ~mask.expand(batch, n_heads, length, length).reshape(batch * n_heads, length, length)
+
+
+def new_block(impl, d_model, n_heads, d_ff, state, dropout=0.3):
+    """The student's block with injected weights, in eval mode."""
+    m = impl.new(BLOCK, d_model, n_heads, d_ff, dropout=dropout)
+    if next(iter(state.values())).dtype == torch.float64:
+        m.method("double")
+    m.load_weights(state)
+    m.eval()
+    return m
+
+
+def reference(state, d_model, n_heads, d_ff):
+    """nn.TransformerEncoderLayer in float64 carrying `state`."""
+    return torch_encoder_layer({k: v.double() for k, v in state.items()}, d_model, n_heads, d_ff)
+
+
+def expected_output(state, x, mask, d_model, n_heads, d_ff):
+    layer = reference(state, d_model, n_heads, d_ff)
+    batch, length, _ = x.shape
+    # Grad mode on keeps PyTorch off its fused inference path: the plain computation is the reference.
+    out = layer(x.double(), src_mask=torch_src_mask(mask, batch, n_heads, length))
+    return out.detach().to(x.dtype)
+
+
+@pytest.mark.parametrize("dtype", DTYPES, ids=DTYPE_IDS)
+@pytest.mark.parametrize("shape", SHAPES, ids=SHAPE_IDS)
+def test_block_shapes_and_dtypes(impl, gen, shape, dtype):
+    batch, length, d_model, n_heads, d_ff = shape
+    m = new_block(impl, d_model, n_heads, d_ff, block_state(d_model, d_ff, gen=gen, dtype=dtype))
+    x = randn(batch, length, d_model, gen=gen, dtype=dtype)
+    check_tensor(m(x), what=f"TransformerBlock({d_model}, {n_heads}, {d_ff})(x {tuple(x.shape)})",
+                 shape=(batch, length, d_model), dtype=dtype,
+                 hint="the block maps (B, T, D) to (B, T, D): both residual branches must return D features")
+
+
+def test_block_submodule_names(impl, gen):
+    d_model, n_heads, d_ff = 8, 2, 12
+    state = block_state(d_model, d_ff, gen=gen)
+    m = impl.new(BLOCK, d_model, n_heads, d_ff, dropout=0.1)
+    got = m.state_dict()
+    missing, extra = sorted(set(state) - set(got)), sorted(set(got) - set(state))
+    if missing or extra:
+        raise AssertionError(
+            f"TransformerBlock({d_model}, {n_heads}, {d_ff}).state_dict(): missing keys {missing}, unexpected keys {extra}"
+            "\n  hint: name the submodules attention (MultiHeadAttention with bias), norm1, norm2, "
+            "ff = nn.Sequential(Linear, ReLU, Linear) (so ff.0 and ff.2), dropout")
+    for key, value in state.items():
+        check_tensor(got[key], what=f"state_dict()['{key}'] of TransformerBlock({d_model}, {n_heads}, {d_ff})",
+                     shape=value.shape, hint="ff.0 is Linear(d_model, d_ff), ff.2 is Linear(d_ff, d_model); "
+                                             "norm1 and norm2 are LayerNorm(d_model)")
+    m.load_weights(state)
+    back = m.state_dict()
+    for key in ("norm1.weight", "norm1.bias", "norm2.weight", "norm2.bias"):
+        assert_equal(back[key], state[key], what=f"state_dict()['{key}'] after loading different norm1 and norm2 weights",
+                     hint="norm1 and norm2 must be two separate nn.LayerNorm(d_model) objects, not one shared twice")
+
+
+BLOCK_CASES = [
+    *[(s, kind, torch.float32) for s in SHAPES for kind in ("none", "causal", "2d", "batch", "heads")],
+    ((2, 5, 8, 2, 16), "none", torch.float64),
+    ((2, 3, 4, 4, 10), "heads", torch.float64),
+    ((2, 6, 12, 3, 20), "causal", torch.float64),
+    ((3, 4, 4, 1, 8), "batch", torch.float64),
+]
+
+
+@pytest.mark.parametrize("shape, mask_kind, dtype", BLOCK_CASES,
+                         ids=[f"{SHAPE_IDS[SHAPES.index(s)]}-{k}-{str(d)[6:]}" for s, k, d in BLOCK_CASES])
+def test_block_matches_torch_encoder_layer(impl, gen, shape, mask_kind, dtype):
+    batch, length, d_model, n_heads, d_ff = shape
+    state = block_state(d_model, d_ff, gen=gen, dtype=dtype)
+    m = new_block(impl, d_model, n_heads, d_ff, state, dropout=0.3)
+    x = randn(batch, length, d_model, gen=gen, dtype=dtype)
+    mask = make_mask(mask_kind, batch, n_heads, length, gen)
+    out = m(x, mask)
+    assert_close(out, expected_output(state, x, mask, d_model, n_heads, d_ff),
+                 what=f"TransformerBlock({d_model}, {n_heads}, {d_ff}, dropout=0.3).eval()(x {tuple(x.shape)}, "
+                      f"mask={mask_text(mask)}) vs nn.TransformerEncoderLayer(norm_first=True) with the same weights",
+                 hint=WHERE + "; pass the mask on to the attention; eval mode turns dropout off")
+
+
+def test_block_dropout_only_in_train_mode(impl, gen):
+    d_model, n_heads, d_ff = 8, 2, 16
+    state = block_state(d_model, d_ff, gen=gen)
+    m = new_block(impl, d_model, n_heads, d_ff, state, dropout=0.5)
+    x = randn(2, 6, d_model, gen=gen)
+    expected = expected_output(state, x, None, d_model, n_heads, d_ff)
+    call = f"TransformerBlock({d_model}, {n_heads}, {d_ff}, dropout=0.5)"
+    assert_close(m(x), expected, what=f"{call}.eval()(x) vs nn.TransformerEncoderLayer without dropout",
+                 hint="in eval mode dropout must do nothing: use the nn.Dropout submodule (it follows "
+                      "train()/eval()) rather than F.dropout(..., training=True)")
+    m.train()
+    first, second = m(x), m(x)
+    assert_not_close(first, expected, what=f"{call} in train mode vs the same block in eval mode",
+                     hint="in train mode dropout must be applied to the attention and feed-forward branches "
+                          "before they are added back to x")
+    assert_not_close(first, second, what=f"two calls of {call} in train mode",
+                     hint="train-mode dropout draws a fresh random mask on every call")
+    m.eval()
+    assert_close(m(x), expected, what=f"{call} back in eval mode after train mode",
+                 hint="eval() must turn dropout off again")
+
+
+@pytest.mark.parametrize("mask_kind", ["none", "causal"])
+def test_block_gradients_reach_every_parameter(impl, gen, mask_kind):
+    batch, length, d_model, n_heads, d_ff = 2, 5, 8, 2, 16
+    state = block_state(d_model, d_ff, gen=gen, dtype=torch.float64)
+    m = new_block(impl, d_model, n_heads, d_ff, state)
+    x = randn(batch, length, d_model, gen=gen, dtype=torch.float64)
+    mask = make_mask(mask_kind, batch, n_heads, length, gen)
+    g = randn(batch, length, d_model, gen=gen, dtype=torch.float64)
+    grads = m.grad(x, mask, grad_output=g)
+    call = f"TransformerBlock({d_model}, {n_heads}, {d_ff}).eval()(x, mask={mask_text(mask)})"
+    for name in state:
+        grad = grads["params"].get(name)
+        if grad is None:
+            raise AssertionError(f"gradient of {call} w.r.t. {name}: no gradient reached it"
+                                 f"\n  hint: every parameter must be used in forward, with no .detach() or torch.no_grad() in between")
+        # The key bias shifts every score of a query equally, so softmax cancels it: its gradient is zero.
+        if name != "attention.w_k.bias" and not bool(grad.ne(0).any()):
+            raise AssertionError(f"gradient of {call} w.r.t. {name}: it is all zeros"
+                                 f"\n  hint: {name} must influence the output ({WHERE})")
+    layer = reference(state, d_model, n_heads, d_ff)
+    x_ref = x.clone().requires_grad_(True)
+    (layer(x_ref, src_mask=torch_src_mask(mask, batch, n_heads, length)) * g).sum().backward()
+    assert_close(grads["args"][0], x_ref.grad, what=f"gradient of {call} w.r.t. x vs nn.TransformerEncoderLayer's",
+                 hint="both residual paths must carry the gradient straight back to x: " + WHERE)
+
+
+@pytest.mark.parametrize("shape", [(2, 6, 8, 2, 16), (1, 5, 6, 3, 12), (2, 4, 4, 4, 8)],
+                         ids=lambda s: "B{}-T{}-D{}-H{}-ff{}".format(*s))
+def test_block_permutation_equivariance(impl, gen, shape):
+    batch, length, d_model, n_heads, d_ff = shape
+    m = new_block(impl, d_model, n_heads, d_ff, block_state(d_model, d_ff, gen=gen))
+    x = randn(batch, length, d_model, gen=gen)
+    perm = torch.randperm(length, generator=gen)
+    while bool((perm == torch.arange(length)).all()):
+        perm = torch.randperm(length, generator=gen)
+    out, out_perm = m(x), m(x[:, perm])
+    hint = ("without positional encoding or a mask, only attention mixes tokens, and it treats them as a set; "
+            "LayerNorm and the feed-forward act on each token separately (normalise over the last dimension)")
+    assert_close(out_perm, out[:, perm], what=f"TransformerBlock(x[:, {perm.tolist()}]) vs TransformerBlock(x)[:, perm]",
+                 hint=hint)
+    assert_close(out_perm.mean(dim=1), out.mean(dim=1), what="mean over tokens of TransformerBlock(permuted x)", hint=hint)
+
+
+CAUSAL_HINT = ("with a causal mask, output i may only depend on tokens j <= i: pass the mask to the attention; "
+               "LayerNorm and the feed-forward must act on each token separately")
+
+
+@pytest.mark.parametrize("shape", [(2, 5, 8, 2, 16), (1, 4, 6, 6, 12), (2, 6, 6, 1, 8)],
+                         ids=lambda s: "B{}-T{}-D{}-H{}-ff{}".format(*s))
+def test_block_causal_no_leakage(impl, gen, shape):
+    batch, length, d_model, n_heads, d_ff = shape
+    m = new_block(impl, d_model, n_heads, d_ff, block_state(d_model, d_ff, gen=gen))
+    x = randn(batch, length, d_model, gen=gen)
+    mask = causal_bool_mask(length)
+    out = m(x, mask)
+    for position in range(1, length):
+        out2 = m(with_future_changed(x, position, gen), mask)
+        assert_past_unchanged(out, out2, position, what=f"TransformerBlock(x, causal mask)[:, :{position}] after "
+                                                        f"changing x from position {position} on", hint=CAUSAL_HINT)
+    for position in range(length - 1):
+        grad = m.grad(x, mask, grad_output=one_hot_grad_output(out.shape, position, gen))["args"][0]
+        check_tensor(grad, what="gradient of TransformerBlock(x, mask) w.r.t. x", shape=x.shape,
+                     hint="the output must be computed from x with differentiable tensor operations")
+        assert_no_gradient_from_future(grad, position, what=f"d out[:, {position}] / d x[:, {position + 1}:] of "
+                                                            "TransformerBlock with a causal mask", hint=CAUSAL_HINT)
+
+
+def test_two_block_stack_causal_no_leakage(impl, gen):
+    batch, length, d_model, n_heads, d_ff = 2, 6, 8, 2, 16
+    blocks = [new_block(impl, d_model, n_heads, d_ff, block_state(d_model, d_ff, gen=gen)) for _ in range(2)]
+    mask = causal_bool_mask(length)
+
+    def stack(x):
+        hidden = blocks[0](x, mask)
+        return hidden, blocks[1](hidden, mask)
+
+    x = randn(batch, length, d_model, gen=gen)
+    hidden, out = stack(x)
+    for position in range(1, length):
+        _, out2 = stack(with_future_changed(x, position, gen))
+        assert_past_unchanged(out, out2, position, what=f"two stacked TransformerBlocks (causal mask)[:, :{position}] "
+                                                        f"after changing x from position {position} on", hint=CAUSAL_HINT)
+    grads = [lambda inp, g, b=b: b.grad(inp, mask, grad_output=g)["args"][0] for b in blocks]
+    for position in range(length - 1):
+        grad = vjp_chain(grads, [x, hidden], one_hot_grad_output(out.shape, position, gen))
+        check_tensor(grad, what="gradient of two stacked TransformerBlocks w.r.t. x", shape=x.shape,
+                     hint="the output must be computed from x with differentiable tensor operations")
+        assert_no_gradient_from_future(grad, position, what=f"d out[:, {position}] / d x[:, {position + 1}:] of two "
+                                                            "stacked TransformerBlocks with a causal mask",
+                                       hint=CAUSAL_HINT)
