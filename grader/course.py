@@ -24,6 +24,14 @@ class Component:
     points: float
     checks: dict[str, float]  # check (test function) name -> weight
     hint: str = ""
+    hidden: frozenset[str] = frozenset()  # checks that report only pass/fail to the student
+    forbidden: tuple[str, ...] = ()  # library calls that would skip the exercise (dotted names)
+    hints: tuple[str, ...] = ()  # a drill's hint ladder, from a nudge to the key line (course.yml `hints:`)
+
+    @property
+    def hint_ladder(self) -> tuple[str, ...]:
+        """The hints in the order a drill gives them: `hints:` when listed, else the one `hint:`."""
+        return self.hints or ((self.hint,) if self.hint else ())
 
 
 @dataclass(frozen=True)
@@ -44,6 +52,14 @@ class Course:
         raise CourseError(f"unknown component {component_id!r}; known: {', '.join(c.id for c in self.components)}")
 
 
+def _hints(entry: dict, path: str | Path) -> tuple[str, ...]:
+    """A component's `hints:` ladder (optional): a list of strings."""
+    hints = entry.get("hints") or []
+    if not isinstance(hints, list) or not all(isinstance(h, str) for h in hints):
+        raise CourseError(f"{path}: hints of component {entry['id']} must be a list of strings")
+    return tuple(hints)
+
+
 def load_course(path: str | Path = COURSE_FILE) -> Course:
     try:
         data = yaml.safe_load(Path(path).read_text())
@@ -61,7 +77,12 @@ def load_course(path: str | Path = COURSE_FILE) -> Course:
         checks = {str(k): float(v) for k, v in (entry["checks"] or {}).items()}
         if not checks or any(w <= 0 for w in checks.values()):
             raise CourseError(f"{path}: component {entry['id']} needs checks with positive weights")
-        components.append(Component(entry["id"], entry["title"], entry["file"], float(entry["points"]), checks, entry.get("hint", "")))
+        hidden = frozenset(str(h) for h in entry.get("hidden") or [])
+        if not hidden <= set(checks):
+            raise CourseError(f"{path}: component {entry['id']} hides checks it does not list: {sorted(hidden - set(checks))}")
+        forbidden = tuple(str(f) for f in entry.get("forbidden") or [])
+        components.append(Component(entry["id"], entry["title"], entry["file"], float(entry["points"]), checks,
+                                    entry.get("hint", ""), hidden, forbidden, _hints(entry, path)))
     if len({c.id for c in components}) != len(components):
         raise CourseError(f"{path} lists a component twice")
     defaults = data.get("defaults") or {}

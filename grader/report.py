@@ -17,13 +17,16 @@ def _points(score: float, max_score: float) -> str:
 
 def print_terminal(report: Report, *, verbose: bool = False, hints: bool = False, file: TextIO | None = None) -> None:
     """A table per component; each failing component's first failing check; -v lists every check."""
+    from rich import box
     from rich.console import Console
     from rich.table import Table
     from rich.text import Text
 
     file = file or sys.stdout
-    console = Console(file=file, highlight=False, soft_wrap=not file.isatty())
-    table = Table(title=f"transformer-drills: {report.target}", title_justify="left")
+    tty = file.isatty()
+    console = Console(file=file, highlight=False, soft_wrap=not tty, no_color=not tty, width=None if tty else 200)
+    table = Table(title=f"transformer-drills: {report.target}", title_justify="left",
+                  box=box.HEAVY_HEAD if tty else None, pad_edge=False)
     table.add_column("component")
     table.add_column("points", justify="right")
     table.add_column("status")
@@ -42,6 +45,10 @@ def print_terminal(report: Report, *, verbose: bool = False, hints: bool = False
             continue
         console.print(Text(f"\n{component.id}: {component.status}", style=f"bold {STYLE[component.status]}"))
         console.print(Text(_indent(component.message)))
+        if verbose:
+            for check in component.checks:
+                if check.status != PASSED and check.name not in component.message:
+                    console.print(Text(_indent(f"{check.name}: {check.student_message}")))
         if hints and component.hint:
             console.print(Text(_indent(f"hint: {component.hint}"), style="cyan"))
     not_started = [c.id for c in report.components if c.status == NOT_STARTED]
@@ -62,16 +69,14 @@ def to_gradescope(report: Report) -> dict:
     tests = []
     for component in report.components:
         for check in component.checks:
-            output = check.message or ("passed" if check.status == PASSED else check.status)
-            if check.cases_total > 1:
-                output = f"{check.cases_passed}/{check.cases_total} cases passed. " + output
             tests.append({
                 "name": f"{component.id}: {check.name}",
                 "score": round(check.score, 4),
                 "max_score": round(check.max_score, 4),
                 "status": "passed" if check.status == PASSED else "failed",
-                "output": output,
+                "output": _check_output(check),
                 "tags": [component.id, check.status],
+                "visibility": "after_published" if check.hidden else "visible",
             })
     return {
         "score": round(report.score, 4),
@@ -80,10 +85,62 @@ def to_gradescope(report: Report) -> dict:
     }
 
 
+def _check_output(check) -> str:
+    if check.hidden:
+        return check.student_message
+    if check.status == PASSED:
+        return f"passed ({check.cases_total} cases)" if check.cases_total > 1 else "passed"
+    cases = f"{check.cases_passed}/{check.cases_total} cases passed. " if check.cases_total > 1 else ""
+    return cases + (check.message or check.status)
+
+
+def to_junit(report: Report) -> str:
+    """JUnit XML: a test suite per component, a test case per check (for CI dashboards)."""
+    import xml.etree.ElementTree as ET
+
+    suites = ET.Element("testsuites", name="transformer-drills", tests=str(sum(len(c.checks) for c in report.components)))
+    for component in report.components:
+        failures = [c for c in component.checks if c.status != PASSED]
+        suite = ET.SubElement(suites, "testsuite", name=component.id, tests=str(len(component.checks)),
+                              failures=str(len(failures)))
+        for check in component.checks:
+            case = ET.SubElement(suite, "testcase", classname=component.id, name=check.name)
+            ET.SubElement(case, "properties").extend([
+                ET.Element("property", name="score", value=f"{check.score:g}"),
+                ET.Element("property", name="max_score", value=f"{check.max_score:g}"),
+            ])
+            if check.status != PASSED:
+                failure = ET.SubElement(case, "failure", message=check.status, type=check.status)
+                failure.text = _check_output(check)
+    return ET.tostring(suites, encoding="unicode", xml_declaration=True)
+
+
+def to_markdown(report: Report) -> str:
+    """A Markdown summary (GitHub step summaries, pull-request comments)."""
+    lines = [f"## transformer-drills: {report.score:.1f}/{report.max_score:g}", "",
+             "| component | points | status |", "|---|---:|---|"]
+    for component in report.components:
+        lines.append(f"| `{component.id}` | {_points(component.score, component.max_score)} | {component.status} |")
+    for component in report.components:
+        if component.status in (PASSED, NOT_STARTED):
+            continue
+        lines += ["", f"### {component.id}: {component.status}", "", "```", component.message, "```"]
+    return "\n".join(lines) + "\n"
+
+
+FORMATTERS = {
+    "gradescope": lambda report: json.dumps(to_gradescope(report), indent=2),
+    "json": to_json,
+    "junit": to_junit,
+    "markdown": to_markdown,
+}
+
+
 def write_results(report: Report, path: str | Path, fmt: str = "gradescope") -> None:
+    """Write the report atomically in one of FORMATTERS' formats."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
-    content = json.dumps(to_gradescope(report), indent=2) if fmt == "gradescope" else to_json(report)
+    content = FORMATTERS[fmt](report)
     tmp = path.with_name(path.name + ".tmp")
     tmp.write_text(content)
     tmp.replace(path)

@@ -27,6 +27,14 @@ class CheckResult:
     cases_passed: int
     cases_total: int
     message: str = ""  # the first failing case's message
+    hidden: bool = False  # students see only passed/failed
+
+    @property
+    def student_message(self) -> str:
+        """What a student may see: nothing of a hidden check but whether it passed."""
+        if self.hidden:
+            return "hidden check: passed" if self.status == PASSED else "hidden check: failed"
+        return self.message
 
 
 @dataclass

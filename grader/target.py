@@ -115,6 +115,13 @@ class Executor:
     def _op_load(self, module: str):
         self.package.module(module)
 
+    def _op_warm(self):
+        """Import what torch loads lazily on first use of meta tensors (seconds, once per process)."""
+        torch.ones(2, 2, dtype=torch.bool, device="meta").tril()
+
+    def _op_reset(self):
+        self.objects.clear()
+
     def _op_call(self, name: str, args=(), kwargs=None, return_args: bool = False):
         func = self.objects[name.id] if isinstance(name, Ref) else self.package.resolve(name)
         args, kwargs = self._inbound(tuple(args)), self._inbound(kwargs or {})
@@ -199,10 +206,8 @@ class RemoteExecutor:
         return reply.get("ok")
 
     def close(self) -> None:
-        try:
-            self.worker.request({"op": "reset"}, time.monotonic() + self.timeout_s)
-        except Exception:  # noqa: BLE001 - a dead worker is restarted by the next request
-            pass
+        if self.worker.pid is not None:
+            self.worker.send_ahead({"op": "reset"})  # nobody needs to wait for it
 
 
 class Target:

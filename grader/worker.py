@@ -138,11 +138,7 @@ def serve(requests: Connection, output_fd: int, folder: str, isolate_for: str | 
         try:
             if executor is None:
                 executor = Executor(folder, isolate_for, broken)
-            if op == "reset":
-                executor.objects.clear()
-                reply: dict[str, Any] = {"ok": None}
-            else:
-                reply = {"ok": executor.run(op, **request)}
+            reply: dict[str, Any] = {"ok": executor.run(op, **request)}
         except StudentError as exc:
             kind = "not_started" if isinstance(exc, NotStarted) else type(exc).__name__
             reply = {"error": {"class": kind, "type": exc.type_name, "message": exc.message[:MESSAGE_LIMIT],

@@ -66,6 +66,19 @@ class _Workers:
         self.broken = dict(item.split("=", 1) for item in config.getoption("--broken"))
         self.workers: dict[str, object] = {}
 
+    def prespawn(self, components: list[str]) -> None:
+        """Start every component's worker now and have it import its files while other checks run."""
+        from grader.contract import MODULES, module_components
+        from grader.worker import Worker
+
+        for component in components:
+            worker = self.workers.setdefault(component, Worker(self.folder, component, self.limits, self.broken))
+            for module in MODULES:
+                if component in module_components(module):
+                    worker.send_ahead({"op": "load", "module": module})
+            if component == "masking":
+                worker.send_ahead({"op": "warm"})
+
     def target(self, component: str) -> Target:
         from grader.worker import Worker
 
@@ -85,6 +98,8 @@ def _workers(request: pytest.FixtureRequest):
         yield None
         return
     workers = _Workers(request.config)
+    components = [m.args[0] for item in request.session.items for m in item.iter_markers("component")]
+    workers.prespawn(list(dict.fromkeys(components)))
     yield workers
     workers.close()
 
@@ -99,6 +114,12 @@ def impl(request: pytest.FixtureRequest, _workers) -> Target:
         target = _workers.target(component)
     yield target
     target.close()
+
+
+@pytest.fixture
+def target_folder(request: pytest.FixtureRequest) -> str:
+    """The implementation's folder, for checks that only read its source."""
+    return str(Path(request.config.getoption("--target")).resolve())
 
 
 @pytest.fixture

@@ -1,0 +1,54 @@
+"""How long grading takes, against the cost of importing torch in the same run.
+
+    .venv/bin/python benchmarks/grade_speed.py [--runs N]
+
+Times (median of N cold runs, each a fresh interpreter): `python -c "import
+torch"`, `python -m grader grade solutions/` (a complete correct submission),
+`python -m grader grade exercises/` (untouched stubs) and `python -m grader
+check masking --target solutions`. Run it on an otherwise idle machine.
+"""
+from __future__ import annotations
+
+import argparse
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def timed(cmd: list[str], runs: int) -> float:
+    samples = []
+    for _ in range(runs):
+        started = time.perf_counter()
+        subprocess.run(cmd, cwd=ROOT, check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        samples.append(time.perf_counter() - started)
+    return statistics.median(samples)
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--runs", type=int, default=5)
+    args = parser.parse_args()
+    py = sys.executable
+    with tempfile.TemporaryDirectory() as tmp:
+        results = str(Path(tmp) / "results.json")
+        rows = [
+            ("python -c 'import torch'", [py, "-c", "import torch"]),
+            ("grade solutions/ (all correct)", [py, "-m", "grader", "grade", "solutions", "--results", results]),
+            ("grade exercises/ (untouched stubs)", [py, "-m", "grader", "grade", "exercises", "--results", results]),
+            ("check masking --target solutions", [py, "-m", "grader", "check", "masking", "--target", "solutions"]),
+        ]
+        timings = {label: timed(cmd, args.runs) for label, cmd in rows}
+    base = timings["python -c 'import torch'"]
+    print(f"median of {args.runs} cold runs")
+    for label, seconds in timings.items():
+        print(f"  {label:<38} {seconds:6.2f} s  {seconds / base:5.2f}x import torch")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

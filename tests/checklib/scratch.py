@@ -1,0 +1,24 @@
+"""The "from scratch" check: the component's own code, not a library call that skips the exercise."""
+from __future__ import annotations
+
+from grader.course import load_course
+from grader.scratch import forbidden_uses, not_started
+from grader.target import NotStarted
+
+
+def assert_from_scratch(folder: str, component: str) -> None:
+    """Fail when the component's code calls a library function that course.yml forbids for it.
+
+    Reads the source only. An untouched stub reads as "not started": there is no
+    code yet that could be from scratch.
+    """
+    untouched = not_started(folder, component)
+    if untouched:
+        raise NotStarted("NotImplementedError", f"{', '.join(untouched)} still raise NotImplementedError")
+    forbidden = list(load_course().component(component).forbidden)
+    uses = forbidden_uses(folder, component, forbidden)
+    if uses:
+        listed = "\n".join(f"  {use}" for use in uses)
+        raise AssertionError(
+            f"{component} must be written from scratch, but your code calls a library function that does the "
+            f"exercise for you:\n{listed}\n  hint: replace each of these calls with your own tensor operations")
