@@ -52,9 +52,6 @@ def attention(impl, gen, d_model: int, n_heads: int, dtype=torch.float32, state=
 
 def block_stack(impl, gen, d_model: int, n_heads: int, d_ff: int, dtype=torch.float32):
     """Two of the student's TransformerBlocks with injected weights, in eval mode, without dropout."""
-    # Resolve attention.py through the target first, so that its other components' names are
-    # swapped for trusted stand-ins before block.py imports it.
-    impl.fn("attention.causal_mask")(1)
     stack = []
     for _ in range(2):
         block = impl.new("block.TransformerBlock", d_model, n_heads, d_ff, 0.0)
