@@ -3,6 +3,8 @@ from __future__ import annotations
 
 import io
 import os
+import shutil
+import tempfile
 import time
 from contextlib import contextmanager, redirect_stderr, redirect_stdout
 from pathlib import Path
@@ -14,7 +16,8 @@ from .course import Course, load_course
 from .loader import ImplementationLoadError, Package
 from .results import ERROR, FAILED, NOT_STARTED, PASSED, TIMEOUT, CaseResult, CheckResult, ComponentResult, Report
 from .target import LoadFailed, NotStarted, StudentTimeout
-from .worker import Limits, Worker, WorkerDied, WorkerTimeout, can_drop_privileges, kill_strays, start_zygote
+from .worker import (Limits, Worker, WorkerDied, WorkerTimeout, can_drop_privileges, can_hide, kill_strays,
+                     start_zygote)
 
 ROOT = Path(__file__).resolve().parent.parent
 CHECKS_DIR = ROOT / "tests"
@@ -77,6 +80,11 @@ def run_checks(target: str | Path, components: list[str] | None = None, *, cours
     if isolation == "process":
         start_zygote()
     folder = str(Path(target).resolve())
+    with _readable_copy(folder, isolation) as folder:
+        return _run(target, folder, selected, limits, isolation, checks_dir, started)
+
+
+def _run(target, folder: str, selected, limits: Limits, isolation: str, checks_dir: Path, started: float) -> Report:
     load_errors = _load_errors(folder, sorted({f for c in selected for f in FILES[c.id]}), limits, isolation)
     runnable = [c for c in selected if not any(f in load_errors for f in FILES[c.id])]
     collector = _Collector()
@@ -103,9 +111,28 @@ def run_checks(target: str | Path, components: list[str] | None = None, *, cours
 
 
 @contextmanager
+def _readable_copy(folder: str, isolation: str):
+    """As root with unprivileged workers, grade a copy that the workers can read (and cannot spoil)."""
+    if isolation != "process" or os.geteuid() != 0 or not can_drop_privileges() or not Path(folder).is_dir():
+        yield folder
+        return
+    with tempfile.TemporaryDirectory(prefix="drills-submission-") as tmp:
+        copy = Path(tmp) / "submission"
+        shutil.copytree(folder, copy, ignore=shutil.ignore_patterns("__pycache__", ".*"), symlinks=True)
+        Path(tmp).chmod(0o755)
+        for path in [copy, *copy.rglob("*")]:
+            path.chmod(0o755 if path.is_dir() else 0o644)
+        yield str(copy)
+
+
+@contextmanager
 def _hidden_from_workers(paths: list[Path]):
-    """As root (workers then run unprivileged), close these folders to other users while grading."""
-    if os.geteuid() != 0 or not can_drop_privileges():
+    """As root, where workers cannot hide them in a mount namespace, close these folders to others.
+
+    The fallback changes the folders' modes for the duration; two graders running
+    at once as root on one checkout would race on restoring them.
+    """
+    if os.geteuid() != 0 or not can_drop_privileges() or can_hide():
         yield
         return
     saved = {p: p.stat().st_mode for p in paths if p.is_dir()}

@@ -77,10 +77,39 @@ def _confine(output_fd: int, keep_fd: int, limits: Limits) -> None:
         cap = mapped + limits.memory_mb * 1024 * 1024
         resource.setrlimit(resource.RLIMIT_AS, (cap, cap))
     if os.geteuid() == 0 and can_drop_privileges():
+        _hide(HIDDEN_PATHS)
         os.setgroups([])
         os.setgid(UNPRIVILEGED_UID)
         os.setuid(UNPRIVILEGED_UID)
         resource.setrlimit(resource.RLIMIT_NPROC, (256, 256))
+
+
+# What student code must not read when grading as root: the reference and the checks.
+_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+HIDDEN_PATHS = tuple(os.path.join(_ROOT, name) for name in ("solutions", "tests"))
+CLONE_NEWNS, MS_REC, MS_PRIVATE, MS_RDONLY = 0x00020000, 1 << 14, 1 << 18, 1
+
+
+def _hide(paths: tuple[str, ...]) -> bool:
+    """In a private mount namespace, cover each existing path with an empty, closed tmpfs."""
+    libc = ctypes.CDLL(None, use_errno=True)
+    if libc.unshare(CLONE_NEWNS) != 0:
+        return False
+    if libc.mount(b"none", b"/", None, MS_REC | MS_PRIVATE, None) != 0:
+        return False
+    for path in paths:
+        if os.path.isdir(path):
+            libc.mount(b"none", path.encode(), b"tmpfs", MS_RDONLY, b"size=4k,mode=000")
+    return True
+
+
+def can_hide() -> bool:
+    """Whether workers can get a private mount namespace here (root without a seccomp block)."""
+    pid = os.fork()
+    if pid == 0:
+        os._exit(0 if os.geteuid() == 0 and _hide(()) else 1)
+    _, status = os.waitpid(pid, 0)
+    return os.waitstatus_to_exitcode(status) == 0
 
 
 def _world_readable(path: str) -> bool:
