@@ -1,13 +1,28 @@
-"""Command line: `python -m grader check [COMPONENT ...]`, `python -m grader grade DIR --results FILE`."""
+"""Command line: `python -m grader check [COMPONENT ...]`, `python -m grader grade DIR --results FILE`, ...
+
+Each command group lives in its own module with `register(subparsers)`, which
+adds its sub-commands and sets `func` (args -> exit status) on each.
+"""
 from __future__ import annotations
 
 import argparse
+import importlib
 import sys
 from pathlib import Path
 
 from .contract import COMPONENTS
 
 ROOT = Path(__file__).resolve().parent.parent
+
+# Modules adding command groups (each has `register(subparsers)`); add one line per group.
+COMMAND_MODULES: list[str] = [
+    "grader.release",
+    "grader.gradescope",
+    "grader.batch",
+    "grader.drill",
+]
+
+FORMATS = ("gradescope", "json", "junit", "markdown")
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -21,38 +36,54 @@ def _parser() -> argparse.ArgumentParser:
     check.add_argument("--json", action="store_true", help="print the report as JSON")
     check.add_argument("--fail-under", type=float, metavar="N", help="exit 1 when the score is below N")
     check.add_argument("--timeout", type=float, metavar="S", help="seconds per check (default: course.yml)")
+    check.set_defaults(func=_check)
     grade = sub.add_parser("grade", help="grade a submission folder and write results.json")
     grade.add_argument("submission", metavar="DIR")
     grade.add_argument("--results", required=True, metavar="FILE", help="where to write the results")
-    grade.add_argument("--format", choices=["gradescope", "json"], default="gradescope")
+    grade.add_argument("--format", choices=FORMATS, default="gradescope",
+                       help="gradescope (results.json, default), json, junit (XML) or markdown")
     grade.add_argument("--timeout", type=float, metavar="S", help="seconds per check (default: course.yml)")
+    grade.set_defaults(func=_grade)
+    for name in COMMAND_MODULES:
+        importlib.import_module(name).register(sub)
     return parser
+
+
+def _check(args: argparse.Namespace) -> int:
+    from .report import print_terminal, to_json
+    from .runner import run_checks
+
+    unknown = [c for c in args.components if c not in COMPONENTS]
+    if unknown:
+        print(f"unknown component(s): {', '.join(unknown)}; choose from {', '.join(COMPONENTS)}", file=sys.stderr)
+        return 2
+    report = run_checks(args.target, args.components or None, timeout=args.timeout)
+    if args.json:
+        print(to_json(report))
+    else:
+        print_terminal(report, verbose=args.verbose, hints=args.hints)
+    if args.fail_under is not None and report.score < args.fail_under:
+        return 1
+    return 0
+
+
+def _grade(args: argparse.Namespace) -> int:
+    from .report import write_results
+    from .runner import run_checks
+
+    report = run_checks(args.submission, timeout=args.timeout)
+    write_results(report, args.results, args.format)
+    print(f"{report.score:.1f}/{report.max_score:g} points; results written to {args.results}")
+    return 0
 
 
 def main(argv: list[str] | None = None) -> int:
     args = _parser().parse_args(argv)
     from .course import CourseError
-    from .report import print_terminal, to_json, write_results
-    from .runner import GraderError, run_checks
+    from .errors import GraderError
 
     try:
-        if args.command == "check":
-            unknown = [c for c in args.components if c not in COMPONENTS]
-            if unknown:
-                print(f"unknown component(s): {', '.join(unknown)}; choose from {', '.join(COMPONENTS)}", file=sys.stderr)
-                return 2
-            report = run_checks(args.target, args.components or None, timeout=args.timeout)
-            if args.json:
-                print(to_json(report))
-            else:
-                print_terminal(report, verbose=args.verbose, hints=args.hints)
-            if args.fail_under is not None and report.score < args.fail_under:
-                return 1
-            return 0
-        report = run_checks(args.submission, timeout=args.timeout)
-        write_results(report, args.results, args.format)
-        print(f"{report.score:.1f}/{report.max_score:g} points; results written to {args.results}")
-        return 0
+        return args.func(args)
     except CourseError as exc:
         print(f"course.yml: {exc}", file=sys.stderr)
         return 2

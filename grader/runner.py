@@ -13,6 +13,7 @@ import pytest
 
 from .contract import FILES
 from .course import Course, load_course
+from .errors import GraderError
 from .loader import ImplementationLoadError, Package
 from .results import ERROR, FAILED, NOT_STARTED, PASSED, TIMEOUT, CaseResult, CheckResult, ComponentResult, Report
 from .target import LoadFailed, NotStarted, StudentTimeout
@@ -22,10 +23,6 @@ from .worker import (Limits, Worker, WorkerDied, WorkerTimeout, can_drop_privile
 ROOT = Path(__file__).resolve().parent.parent
 CHECKS_DIR = ROOT / "tests"
 MESSAGE_LIMIT = 2000
-
-
-class GraderError(Exception):
-    """The grader itself failed (not the submission): a broken check, course or installation."""
 
 
 class _Collector:

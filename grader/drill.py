@@ -1,0 +1,455 @@
+"""`python -m grader drill ...`: timed practice, writing components from memory.
+
+    drill start [COMPONENT ...] [--random N] [--minutes M] [--no-hints] [--force]
+    drill check              grade the open drill's components, with the time
+    drill hint [COMPONENT]   the next rung of a failing component's hint ladder
+    drill reveal [COMPONENT] [--give-up]   the reference next to your code
+    drill history            past drills per component, best times, a chart
+
+A drill lives in its own folder, `drills/<timestamp>-<components>/` under the
+repository (or `--root DIR`, or `$DRILLS_ROOT`): the five contract files with
+the drilled components as untouched stubs and working reference code for
+everything else, plus `drill.json`, the drill's state. Finished drills go to
+the history file (see grader/drill_history.py).
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import random
+import sys
+import time
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+
+from .contract import COMPONENTS
+from .drill_history import ABANDONED, GAVE_UP, PASSED, HistoryFile, format_duration, pick_components, render_history
+from .drill_workspace import EXERCISES, SOLUTIONS, build_workspace, component_names, definition_source, has_reference
+
+ROOT = Path(__file__).resolve().parent.parent
+STATE_FILE = "drill.json"
+OPEN = "open"
+MINUTES_PER_COMPONENT = 15.0
+
+
+# ---------------------------------------------------------------------------
+# The drill's state (drill.json in its workspace)
+# ---------------------------------------------------------------------------
+@dataclass
+class Drill:
+    id: str
+    components: list[str]
+    started_at: float  # seconds since the epoch
+    minutes: float
+    interview: bool
+    working_code: bool  # False in a student release: the other components are stubs too
+    status: str = OPEN  # open, passed, gave up, abandoned
+    ended_at: float | None = None
+    hints_used: dict[str, int] = field(default_factory=dict)
+    passed_at: dict[str, float] = field(default_factory=dict)  # component -> seconds after the start
+    last_status: dict[str, str] = field(default_factory=dict)
+    checks: int = 0
+    workspace: Path = Path(".")
+
+    @classmethod
+    def load(cls, workspace: Path) -> Drill:
+        data = json.loads((workspace / STATE_FILE).read_text())
+        known = {k: v for k, v in data.items() if k in cls.__dataclass_fields__ and k != "workspace"}
+        return cls(**known, workspace=workspace)
+
+    def save(self) -> None:
+        data = {k: v for k, v in asdict(self).items() if k != "workspace"}
+        tmp = self.workspace / (STATE_FILE + ".tmp")
+        tmp.write_text(json.dumps(data, indent=2))
+        tmp.replace(self.workspace / STATE_FILE)
+
+    @property
+    def is_open(self) -> bool:
+        return self.status == OPEN
+
+    def elapsed(self, now: float | None = None) -> float:
+        end = self.ended_at if self.ended_at is not None else (now or time.time())
+        return max(0.0, end - self.started_at)
+
+    def time_is_up(self, now: float | None = None) -> bool:
+        return self.elapsed(now) > self.minutes * 60
+
+    def details_hidden(self, now: float | None = None) -> bool:
+        """Interview mode hides messages and hints until the drill ends (pass, give-up or time up)."""
+        return self.interview and self.is_open and not self.time_is_up(now)
+
+    def history_entry(self) -> dict:
+        """The finished drill as the history stores it."""
+        def iso(t: float) -> str:
+            return time.strftime("%Y-%m-%dT%H:%M:%S", time.localtime(t))
+
+        elapsed = self.elapsed()
+        components = {c: {"result": PASSED if c in self.passed_at else self.status,
+                          "time_s": round(self.passed_at.get(c, elapsed), 1),
+                          "hints": self.hints_used.get(c, 0)} for c in self.components}
+        return {"id": self.id, "workspace": str(self.workspace), "started": iso(self.started_at),
+                "ended": iso(self.ended_at or time.time()), "minutes": self.minutes, "interview": self.interview,
+                "outcome": self.status, "components": components}
+
+    def finish(self, status: str, history: HistoryFile) -> None:
+        """End the drill (passed, gave up or abandoned) and add it to the history."""
+        self.status, self.ended_at = status, time.time()
+        self.save()
+        history.append(self.history_entry())
+
+
+# ---------------------------------------------------------------------------
+# Where things are
+# ---------------------------------------------------------------------------
+def drills_root(args: argparse.Namespace) -> Path:
+    """--root, else $DRILLS_ROOT, else drills/ in the repository."""
+    root = getattr(args, "root", None) or os.environ.get("DRILLS_ROOT")
+    return Path(root).expanduser().resolve() if root else ROOT / "drills"
+
+
+def all_drills(root: Path, warn) -> list[Drill]:
+    """Every drill under `root`, oldest first; unreadable ones are reported and skipped."""
+    drills = []
+    if not root.is_dir():
+        return drills
+    for folder in sorted(p for p in root.iterdir() if (p / STATE_FILE).is_file()):
+        try:
+            drills.append(Drill.load(folder))
+        except (OSError, ValueError, TypeError) as exc:
+            warn(f"skipping {folder}: its {STATE_FILE} is unreadable ({exc})")
+    return sorted(drills, key=lambda d: d.started_at)
+
+
+def current_drill(root: Path, warn, *, open_only: bool = False) -> Drill | None:
+    """The open drill (the latest, should there be several), else the latest drill unless `open_only`."""
+    drills = all_drills(root, warn)
+    open_drills = [d for d in drills if d.is_open]
+    if open_drills:
+        return open_drills[-1]
+    return None if open_only or not drills else drills[-1]
+
+
+def _display(path: Path) -> str:
+    try:
+        return str(path.relative_to(Path.cwd()))
+    except ValueError:
+        return str(path)
+
+
+def _command(args: argparse.Namespace, sub: str) -> str:
+    root = f" --root {getattr(args, 'root')}" if getattr(args, "root", None) else ""
+    return f"python -m grader drill {sub}{root}"
+
+
+# ---------------------------------------------------------------------------
+# Terminal output
+# ---------------------------------------------------------------------------
+class Out:
+    """rich consoles for results (stdout) and warnings (stderr)."""
+
+    def __init__(self) -> None:
+        from rich.console import Console
+
+        self.console = Console(highlight=False, soft_wrap=not sys.stdout.isatty())
+        self.errors = Console(stderr=True, highlight=False, soft_wrap=True)
+
+    def warn(self, message: str) -> None:
+        self.errors.print(f"[yellow]warning:[/yellow] {message}", markup=True)
+
+    def error(self, message: str) -> None:
+        self.errors.print(f"[red]error:[/red] {message}", markup=True)
+
+    def print(self, *objects, **kwargs) -> None:
+        self.console.print(*objects, **kwargs)
+
+
+def _history(out: Out) -> tuple[HistoryFile, list[dict]]:
+    history = HistoryFile()
+    drills = history.load()
+    for warning in history.warnings:
+        out.warn(warning)
+    history.warnings.clear()
+    return history, drills
+
+
+def _time_line(drill: Drill) -> str:
+    elapsed, limit = drill.elapsed(), drill.minutes * 60
+    if not drill.is_open:
+        return f"elapsed {format_duration(elapsed)} (drill {drill.status})"
+    if elapsed > limit:
+        return f"elapsed {format_duration(elapsed)}: time is up ({format_duration(limit)}, over by {format_duration(elapsed - limit)})"
+    return f"elapsed {format_duration(elapsed)}, remaining {format_duration(limit - elapsed)} of {format_duration(limit)}"
+
+
+# ---------------------------------------------------------------------------
+# start
+# ---------------------------------------------------------------------------
+def _new_workspace(root: Path, components: list[str]) -> Path:
+    """drills/<timestamp>-<components>, never an existing folder."""
+    base = f"{time.strftime('%Y%m%d-%H%M%S')}-{'-'.join(components)}"
+    path, n = root / base, 2
+    while path.exists():
+        path, n = root / f"{base}-{n}", n + 1
+    return path
+
+
+def _choose(args: argparse.Namespace, drills: list[dict], out: Out) -> list[str] | None:
+    unknown = [c for c in args.components if c not in COMPONENTS]
+    if unknown:
+        out.error(f"unknown component(s): {', '.join(unknown)}; choose from {', '.join(COMPONENTS)}")
+        return None
+    if args.components and args.random:
+        out.error("name components or use --random N, not both")
+        return None
+    if args.components:
+        return list(dict.fromkeys(args.components))
+    n = args.random or 1
+    if not 1 <= n <= len(COMPONENTS):
+        out.error(f"--random takes 1 to {len(COMPONENTS)}")
+        return None
+    return pick_components(n, drills, random.Random(args.seed))
+
+
+def _start(args: argparse.Namespace) -> int:
+    out, root = Out(), drills_root(args)
+    history, past = _history(out)
+    components = _choose(args, past, out)
+    if components is None:
+        return 2
+    if args.minutes is not None and args.minutes <= 0:
+        out.error("--minutes must be positive")
+        return 2
+    previous = current_drill(root, out.warn, open_only=True)
+    if previous is not None:
+        if not args.force:
+            out.error(f"a drill is still open: {previous.id} ({', '.join(previous.components)}), "
+                      f"{format_duration(previous.elapsed())} in.\n"
+                      f"  Finish it: `{_command(args, 'check')}` until it passes, or `{_command(args, 'reveal')} --give-up`;\n"
+                      f"  or abandon it (its folder is kept): add --force to this command.")
+            return 1
+        previous.finish(ABANDONED, history)
+        out.print(f"Abandoned the open drill {previous.id}; its folder is kept: {_display(previous.workspace)}")
+    workspace = _new_workspace(root, components)
+    working = build_workspace(workspace, components, exercises=EXERCISES, solutions=SOLUTIONS)
+    drill = Drill(workspace.name, components, time.time(), args.minutes or MINUTES_PER_COMPONENT * len(components),
+                  args.no_hints, working, workspace=workspace)
+    drill.save()
+    _print_started(drill, args, out)
+    return 0
+
+
+def _print_started(drill: Drill, args: argparse.Namespace, out: Out) -> None:
+    from rich.text import Text
+
+    out.print(Text(f"Drill started: {', '.join(drill.components)}", style="bold"))
+    out.print(f"Workspace: {_display(drill.workspace)}")
+    out.print("Write from memory:")
+    for component in drill.components:
+        for module, names in component_names(component).items():
+            out.print(f"  {component}: {_display(drill.workspace / (module + '.py'))}: {', '.join(names)}")
+    if drill.working_code:
+        out.print("Everything else in the workspace is working reference code, so your code runs in context.")
+    else:
+        out.print("This is a student release without the reference: the other components are stubs too "
+                  "(each component is still graded on its own, with trusted stand-ins for the others).")
+    mode = "interview mode: checks show only pass/fail and no hints until the drill ends" if drill.interview \
+        else f"hints: `{_command(args, 'hint')}`"
+    out.print(f"Time: {format_duration(drill.minutes * 60)} from now; {mode}.")
+    out.print(f"Check your work: `{_command(args, 'check')}`")
+
+
+# ---------------------------------------------------------------------------
+# check
+# ---------------------------------------------------------------------------
+def _check(args: argparse.Namespace) -> int:
+    from .report import print_terminal
+    from .results import PASSED as CHECK_PASSED
+    from .runner import run_checks
+
+    out, root = Out(), drills_root(args)
+    drill = current_drill(root, out.warn)
+    if drill is None:
+        out.error(f"no drill under {_display(root)}; start one with `{_command(args, 'start')} COMPONENT`")
+        return 2
+    now = time.time()  # the candidate's time stops when they ask for the check, not when grading ends
+    report = run_checks(drill.workspace, drill.components, timeout=args.timeout)
+    passed = {c.id for c in report.components if c.status == CHECK_PASSED}
+    finished_now = False
+    if drill.is_open:
+        drill.checks += 1
+        drill.last_status = {c.id: c.status for c in report.components}
+        for component in passed:
+            drill.passed_at.setdefault(component, round(drill.elapsed(now), 1))
+        drill.save()
+        if passed == set(drill.components):
+            drill.finish(PASSED, _history(out)[0])
+            finished_now = True
+    else:
+        out.print(f"(drill {drill.id} is {drill.status}; this check is not recorded)")
+    if drill.details_hidden(now):
+        _print_pass_fail(report, out)
+    else:
+        print_terminal(report, verbose=True, file=sys.stdout)
+    out.print(_time_line(drill))
+    if finished_now:
+        hints = sum(drill.hints_used.values())
+        out.print(f"Passed in {format_duration(max(drill.passed_at.values()))} with {hints} hint(s). "
+                  f"`{_command(args, 'reveal')}` shows the reference next to your code; "
+                  f"`{_command(args, 'history')}` shows your progress.")
+    return 0 if passed == set(drill.components) else 1
+
+
+def _print_pass_fail(report, out: Out) -> None:
+    """Interview mode: one line per check, pass or fail, nothing else."""
+    from rich.text import Text
+
+    from .results import PASSED as CHECK_PASSED
+
+    for component in report.components:
+        out.print(Text(f"{component.id}: {'PASS' if component.status == CHECK_PASSED else 'FAIL'}", style="bold"))
+        for check in component.checks:
+            ok = check.status == CHECK_PASSED
+            out.print(Text(f"  {'PASS' if ok else 'FAIL'}  {check.name}", style="green" if ok else "red"))
+    out.print("(interview mode: details and hints are hidden until the drill ends)")
+
+
+# ---------------------------------------------------------------------------
+# hint
+# ---------------------------------------------------------------------------
+def _hint(args: argparse.Namespace) -> int:
+    from .course import load_course
+
+    out, root = Out(), drills_root(args)
+    drill = current_drill(root, out.warn, open_only=True)
+    if drill is None:
+        out.error(f"no open drill; start one with `{_command(args, 'start')} COMPONENT`")
+        return 2
+    if drill.details_hidden():
+        out.error("interview mode: no hints until the drill ends (a pass, time up, or `drill reveal --give-up`)")
+        return 1
+    if args.component and args.component not in drill.components:
+        out.error(f"{args.component} is not part of this drill ({', '.join(drill.components)})")
+        return 2
+    failing = [c for c in drill.components if drill.last_status.get(c) != PASSED]
+    component = args.component or (failing[0] if failing else None)
+    if component is None:
+        out.print("Every component of this drill passed its last check: no hint needed.")
+        return 0
+    ladder = load_course().component(component).hint_ladder
+    used = drill.hints_used.get(component, 0)
+    if used >= len(ladder):
+        out.print(f"No more hints for {component} ({len(ladder)} used). "
+                  f"`{_command(args, 'reveal')} --give-up` shows the reference.")
+        return 1
+    drill.hints_used[component] = used + 1
+    drill.save()
+    out.print(f"{component}, hint {used + 1}/{len(ladder)}: {ladder[used]}")
+    return 0
+
+
+# ---------------------------------------------------------------------------
+# reveal
+# ---------------------------------------------------------------------------
+def _reveal(args: argparse.Namespace) -> int:
+    out, root = Out(), drills_root(args)
+    drill = current_drill(root, out.warn)
+    if drill is None:
+        out.error(f"no drill under {_display(root)}")
+        return 2
+    if args.component and args.component not in drill.components:
+        out.error(f"{args.component} is not part of this drill ({', '.join(drill.components)})")
+        return 2
+    if args.give_up and drill.is_open:
+        drill.finish(GAVE_UP, _history(out)[0])
+        out.print(f"Gave up drill {drill.id} after {format_duration(drill.elapsed())}; it is in the history.")
+    components = [args.component] if args.component else drill.components
+    allowed = [c for c in components if c in drill.passed_at or drill.status == GAVE_UP]
+    refused = [c for c in components if c not in allowed]
+    if refused:
+        out.error(f"{', '.join(refused)} has not passed yet: the reference comes after a pass, "
+                  f"or give up with `{_command(args, 'reveal')} --give-up`")
+        if not allowed:
+            return 1
+    if not has_reference(SOLUTIONS):
+        out.print("The reference is not included in this release (no solutions/ folder); "
+                  f"your code is in {_display(drill.workspace)}.")
+        return 0
+    for component in allowed:
+        for module, names in component_names(component).items():
+            for name in names:
+                _print_side_by_side(component, module, name, drill.workspace, out)
+    return 0 if not refused else 1
+
+
+def _print_side_by_side(component: str, module: str, name: str, workspace: Path, out: Out) -> None:
+    """The reference's and the candidate's source of one name, side by side when the terminal is wide."""
+    from rich.columns import Columns
+    from rich.panel import Panel
+    from rich.syntax import Syntax
+
+    reference = definition_source((SOLUTIONS / f"{module}.py").read_text(), name) or "(not in the reference)"
+    try:
+        yours = definition_source((workspace / f"{module}.py").read_text(), name) or "(not found in your file)"
+    except (OSError, SyntaxError) as exc:
+        yours = f"(could not read your {module}.py: {exc})"
+    panels = [Panel(Syntax(text, "python", theme="ansi_dark", word_wrap=True), title=title, title_align="left")
+              for title, text in ((f"reference: {module}.{name}", reference), (f"yours: {module}.{name}", yours))]
+    out.print(f"\n[bold]{component}[/bold]: {module}.{name}", markup=True)
+    if out.console.width >= 160:
+        out.print(Columns(panels, equal=True, expand=True))
+    else:
+        for panel in panels:
+            out.print(panel)
+
+
+# ---------------------------------------------------------------------------
+# history
+# ---------------------------------------------------------------------------
+def _show_history(args: argparse.Namespace) -> int:
+    out = Out()
+    history, drills = _history(out)
+    out.print(f"Drill history: {history.path}")
+    render_history(drills, out.console)
+    return 0
+
+
+# ---------------------------------------------------------------------------
+# Command line
+# ---------------------------------------------------------------------------
+def register(subparsers) -> None:
+    """Add `drill` and its sub-commands to the grader's command line."""
+    common = argparse.ArgumentParser(add_help=False)
+    common.add_argument("--root", metavar="DIR",
+                        help="folder holding the drill workspaces (default: $DRILLS_ROOT, else drills/ in the repository)")
+    drill = subparsers.add_parser("drill", help="timed practice: write components from memory",
+                                  description="Timed practice for interviews. History: $DRILLS_HOME/history.json "
+                                              "(default ~/.transformer-drills/history.json).")
+    sub = drill.add_subparsers(dest="drill_command", required=True)
+
+    start = sub.add_parser("start", parents=[common], help="start a drill in a fresh workspace")
+    start.add_argument("components", nargs="*", metavar="COMPONENT", help=f"any of: {', '.join(COMPONENTS)}")
+    start.add_argument("--random", type=int, metavar="N", help="pick N components, the weakest and least recent first")
+    start.add_argument("--seed", type=int, help="seed for --random (for repeatable picks)")
+    start.add_argument("--minutes", type=float, metavar="M",
+                       help=f"time limit (default {MINUTES_PER_COMPONENT:g} per component)")
+    start.add_argument("--no-hints", action="store_true",
+                       help="interview mode: only pass/fail per check, no hints, until the drill ends")
+    start.add_argument("--force", action="store_true", help="abandon a drill that is still open")
+    start.set_defaults(func=_start)
+
+    check = sub.add_parser("check", parents=[common], help="grade the drill's components, with the time")
+    check.add_argument("--timeout", type=float, metavar="S", help="seconds per check (default: course.yml)")
+    check.set_defaults(func=_check)
+
+    hint = sub.add_parser("hint", parents=[common], help="the next hint for a failing component")
+    hint.add_argument("component", nargs="?", metavar="COMPONENT")
+    hint.set_defaults(func=_hint)
+
+    reveal = sub.add_parser("reveal", parents=[common], help="the reference next to your code (after a pass)")
+    reveal.add_argument("component", nargs="?", metavar="COMPONENT")
+    reveal.add_argument("--give-up", action="store_true", help="end the drill unpassed and show the reference")
+    reveal.set_defaults(func=_reveal)
+
+    history = sub.add_parser("history", parents=[common], help="past drills per component and a chart of times")
+    history.set_defaults(func=_show_history)

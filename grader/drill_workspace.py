@@ -1,0 +1,156 @@
+"""Build a drill workspace: the reference with the drilled components put back to their stubs.
+
+The drilled names of a component are the public names that grader/contract.py's
+OWNERS gives it. A name is one top-level function or class (`split_heads`,
+`KVCache`) or one method (`MultiHeadAttention.project_qkv`). Sources are edited
+with `ast` line spans, so everything else in a file stays the reference's code.
+"""
+from __future__ import annotations
+
+import ast
+import shutil
+from pathlib import Path
+
+from .contract import MODULES, OWNERS
+
+ROOT = Path(__file__).resolve().parent.parent
+EXERCISES = ROOT / "exercises"
+SOLUTIONS = ROOT / "solutions"
+PACKAGE_INIT = "__init__.py"
+
+# Names OWNERS shares between components, narrowed for some of them in a drill:
+# (module, name) -> {component: the names actually drilled for it}. The block
+# only passes the cache on to attention, so a kv_cache drill keeps a working
+# TransformerBlock and drills KVCache and MultiHeadAttention.forward.
+NARROWED: dict[tuple[str, str], dict[str, tuple[str, ...]]] = {
+    ("block", "TransformerBlock"): {"kv_cache": ()},
+}
+
+Edit = tuple[int, int, list[str]]  # replace lines [start, end) (0-based) with these lines
+
+
+def drilled_names(module: str, components: set[str] | frozenset[str]) -> list[str]:
+    """The names in `module` that a drill of `components` leaves as stubs, in contract order."""
+    names: list[str] = []
+    for name, owners in OWNERS[module].items():
+        drilled = owners & set(components)
+        if not drilled:
+            continue
+        narrowed = NARROWED.get((module, name), {})
+        if all(c in narrowed for c in drilled):
+            names += [n for c in sorted(drilled) for n in narrowed[c] if n not in names]
+        elif name not in names:
+            names.append(name)
+    return names
+
+
+def component_names(component: str) -> dict[str, list[str]]:
+    """module -> the names a drill of this one component leaves as stubs (modules without any left out)."""
+    return {m: names for m in MODULES if (names := drilled_names(m, {component}))}
+
+
+def _start_line(node: ast.AST) -> int:
+    decorators = getattr(node, "decorator_list", [])
+    return min([node.lineno, *(d.lineno for d in decorators)])
+
+
+def definition_spans(source: str) -> dict[str, tuple[int, int]]:
+    """name -> (first line, last line), 1-based and inclusive, of top-level defs, classes and methods."""
+    spans: dict[str, tuple[int, int]] = {}
+    for node in ast.parse(source).body:
+        if not isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            continue
+        spans[node.name] = (_start_line(node), node.end_lineno or node.lineno)
+        if isinstance(node, ast.ClassDef):
+            for item in node.body:
+                if isinstance(item, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                    spans[f"{node.name}.{item.name}"] = (_start_line(item), item.end_lineno or item.lineno)
+    return spans
+
+
+def definition_source(source: str, name: str) -> str | None:
+    """The source of one function, class or method (`Class.method`) of a module; None if it has none."""
+    span = definition_spans(source).get(name)
+    if span is None:
+        return None
+    lines = source.splitlines()[span[0] - 1:span[1]]
+    indent = min((len(l) - len(l.lstrip()) for l in lines if l.strip()), default=0)
+    return "\n".join(l[indent:] for l in lines)
+
+
+def _outermost(names: list[str]) -> list[str]:
+    """Drop methods whose whole class is replaced anyway."""
+    return [n for n in names if "." not in n or n.split(".")[0] not in names]
+
+
+def _docstring_edit(reference: ast.Module, stub: ast.Module, stub_lines: list[str]) -> list[Edit]:
+    """Use the stub's module docstring (it teaches; the reference's says 'reference solution')."""
+    def docstring(tree: ast.Module) -> ast.Expr | None:
+        first = tree.body[0] if tree.body else None
+        if isinstance(first, ast.Expr) and isinstance(first.value, ast.Constant) and isinstance(first.value.value, str):
+            return first
+        return None
+
+    ref_doc, stub_doc = docstring(reference), docstring(stub)
+    if ref_doc is None or stub_doc is None:
+        return []
+    return [(ref_doc.lineno - 1, ref_doc.end_lineno, stub_lines[stub_doc.lineno - 1:stub_doc.end_lineno])]
+
+
+def _import_edit(reference: ast.Module, stub: ast.Module) -> list[Edit]:
+    """Add the stub's top-level imports that the reference lacks (a stub may rely on them), after its own."""
+    imports = [n for n in reference.body if isinstance(n, (ast.Import, ast.ImportFrom))]
+    have = {ast.unparse(n) for n in imports}
+    missing = [ast.unparse(n) for n in stub.body if isinstance(n, (ast.Import, ast.ImportFrom))
+               and ast.unparse(n) not in have and not (isinstance(n, ast.ImportFrom) and n.module == "__future__")]
+    if not missing or not imports:
+        return []
+    after = max(n.end_lineno or n.lineno for n in imports)
+    return [(after, after, missing)]
+
+
+def splice_stubs(reference_source: str, stub_source: str, names: list[str]) -> str:
+    """The reference module with the definitions `names` replaced by the stub module's."""
+    names = _outermost(names)
+    ref_lines, stub_lines = reference_source.splitlines(), stub_source.splitlines()
+    ref_tree, stub_tree = ast.parse(reference_source), ast.parse(stub_source)
+    ref_spans, stub_spans = definition_spans(reference_source), definition_spans(stub_source)
+    edits: list[Edit] = []
+    for name in names:
+        if name not in ref_spans or name not in stub_spans:
+            where = "the reference" if name not in ref_spans else "the stubs"
+            raise ValueError(f"{name} is not defined in {where}")
+        (r0, r1), (s0, s1) = ref_spans[name], stub_spans[name]
+        edits.append((r0 - 1, r1, stub_lines[s0 - 1:s1]))
+    edits += _import_edit(ref_tree, stub_tree) + _docstring_edit(ref_tree, stub_tree, stub_lines)
+    for start, end, new in sorted(edits, key=lambda e: (e[0], e[1]), reverse=True):
+        ref_lines[start:end] = new
+    result = "\n".join(ref_lines) + "\n"
+    ast.parse(result)  # a splice must leave valid Python
+    return result
+
+
+def has_reference(solutions: Path = SOLUTIONS) -> bool:
+    """Whether this checkout holds the reference (a student release does not)."""
+    return all((solutions / f"{m}.py").is_file() for m in MODULES)
+
+
+def build_workspace(dest: Path, components: list[str], *, exercises: Path = EXERCISES,
+                    solutions: Path = SOLUTIONS) -> bool:
+    """Write the five contract files and __init__.py into `dest` (which must not exist yet).
+
+    Returns True when the workspace holds working code for the components not
+    drilled (the reference is here), False for a student release, where the
+    files are the stubs as they are.
+    """
+    dest.mkdir(parents=True, exist_ok=False)
+    shutil.copy(exercises / PACKAGE_INIT, dest / PACKAGE_INIT)
+    working = has_reference(solutions)
+    for module in MODULES:
+        stub = (exercises / f"{module}.py").read_text()
+        if working:
+            source = splice_stubs((solutions / f"{module}.py").read_text(), stub, drilled_names(module, set(components)))
+        else:
+            source = stub
+        (dest / f"{module}.py").write_text(source)
+    return working

@@ -1,0 +1,188 @@
+"""`python -m grader drill ...`, driven as a candidate would: subprocesses, a temporary history and drills folder."""
+from __future__ import annotations
+
+import ast
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from grader.contract import COMPONENTS, MODULES
+from grader.drill_history import HistoryFile
+from grader.drill_workspace import build_workspace, component_names, definition_source
+
+ROOT = Path(__file__).resolve().parent.parent
+pytestmark = pytest.mark.timeout(300)  # subprocesses that import torch, two of which grade
+
+
+@pytest.fixture()
+def drills(tmp_path: Path):
+    """Run `python -m grader drill ARGS` with its history and workspaces under tmp_path."""
+    env = {**os.environ, "DRILLS_HOME": str(tmp_path / "home"), "DRILLS_ROOT": str(tmp_path / "drills"),
+           "COLUMNS": "200", "PYTHONDONTWRITEBYTECODE": "1"}
+
+    def run(*args: str, cwd: Path = ROOT) -> subprocess.CompletedProcess:
+        return subprocess.run([sys.executable, "-m", "grader", "drill", *args], cwd=cwd, env=env,
+                              capture_output=True, text=True, timeout=240)
+
+    run.home = tmp_path / "home"
+    run.root = tmp_path / "drills"
+    return run
+
+
+def workspaces(root: Path) -> list[Path]:
+    return sorted(p for p in root.iterdir() if p.is_dir())
+
+
+def history(home: Path) -> list[dict]:
+    return json.loads((home / "history.json").read_text())["drills"]
+
+
+def test_a_drill_started_failed_hinted_passed_revealed_and_in_the_history(drills):
+    started = drills("start", "masking")
+    assert started.returncode == 0, started.stderr
+    [workspace] = workspaces(drills.root)
+    assert workspace.name.endswith("-masking")
+    assert "causal_mask, apply_mask" in started.stdout and "drill check" in started.stdout
+    assert {p.name for p in workspace.glob("*.py")} == {f"{m}.py" for m in MODULES} | {"__init__.py"}
+    source = (workspace / "attention.py").read_text()
+    assert 'NotImplementedError("masking: write causal_mask")' in source
+    assert "NotImplementedError" not in definition_source(source, "split_heads")  # working code around it
+
+    failed = drills("check")
+    assert failed.returncode == 1
+    assert "not started" in failed.stdout and "remaining" in failed.stdout
+
+    first, second = drills("hint"), drills("hint")
+    assert "hint 1/3" in first.stdout and "hint 2/3" in second.stdout
+    refused = drills("reveal")
+    assert refused.returncode == 1 and "has not passed yet" in refused.stderr
+
+    shutil.copy(ROOT / "solutions" / "attention.py", workspace / "attention.py")
+    passed = drills("check")
+    assert passed.returncode == 0, passed.stdout + passed.stderr
+    assert "Passed in" in passed.stdout and "2 hint(s)" in passed.stdout
+
+    revealed = drills("reveal")
+    assert revealed.returncode == 0, revealed.stderr
+    assert "reference: attention.causal_mask" in revealed.stdout and "yours: attention.apply_mask" in revealed.stdout
+
+    [entry] = history(drills.home)
+    assert entry["outcome"] == "passed"
+    assert entry["components"]["masking"]["hints"] == 2 and entry["components"]["masking"]["time_s"] > 0
+    shown = drills("history")
+    assert shown.returncode == 0
+    assert "masking" in shown.stdout and "best" in shown.stdout and "█" in shown.stdout
+    row = next(line for line in shown.stdout.splitlines() if "passed" in line and "│" in line)
+    assert " 2 " in row
+
+
+def test_interview_mode_shows_only_pass_or_fail_until_the_drill_ends(drills):
+    assert drills("start", "scaling", "--no-hints").returncode == 0
+    checked = drills("check")
+    assert checked.returncode == 1
+    assert "FAIL  test_attention_scores_values" in checked.stdout
+    assert "NotImplementedError" not in checked.stdout and "write attention_scores" not in checked.stdout
+    assert "points" not in checked.stdout
+    hint = drills("hint")
+    assert hint.returncode == 1 and "interview mode" in hint.stderr
+    gave_up = drills("reveal", "--give-up")
+    assert gave_up.returncode == 0
+    assert "reference: attention.attention_scores" in gave_up.stdout
+    assert history(drills.home)[0]["components"]["scaling"]["result"] == "gave up"
+
+
+def test_random_selection_prefers_weak_components_and_an_open_drill_is_never_overwritten(drills):
+    def drill(started: str, component: str, result: str, time_s: float, hints: int) -> dict:
+        return {"id": started, "started": started, "components": {component: {"result": result, "time_s": time_s,
+                                                                                "hints": hints}}}
+
+    past = [drill("2025-01-01T10:00:00", c, "passed", 120, 0) for c in COMPONENTS]
+    past.append(drill("2025-01-02T10:00:00", "head_splitting", "gave up", 900, 3))
+    drills.home.mkdir()
+    (drills.home / "history.json").write_text(json.dumps({"version": 1, "drills": past}))
+    assert drills("start", "--random", "1", "--seed", "1").returncode == 0
+    [first] = workspaces(drills.root)
+    assert first.name.endswith("-head_splitting")  # the weakest
+    (first / "attention.py").write_text("# my attempt\n")
+
+    refused = drills("start", "--random", "1", "--seed", "2")
+    assert refused.returncode == 1 and "still open" in refused.stderr and "--force" in refused.stderr
+    forced = drills("start", "--random", "1", "--seed", "2", "--force")
+    assert forced.returncode == 0 and "Abandoned" in forced.stdout
+    assert [p.name.split("-", 2)[2] for p in workspaces(drills.root)] == ["head_splitting", "head_splitting"]
+    assert (first / "attention.py").read_text() == "# my attempt\n"  # nothing of the earlier drill overwritten
+    assert history(drills.home)[-1]["components"]["head_splitting"]["result"] == "abandoned"
+
+    never = [d for d in past if "kv_cache" not in d["components"]]
+    (drills.home / "history.json").write_text(json.dumps({"version": 1, "drills": never}))
+    started = drills("start", "--random", "2", "--seed", "3", "--force")
+    assert started.returncode == 0, started.stderr
+    assert workspaces(drills.root)[-1].name.endswith("-kv_cache-head_splitting")  # never drilled, then weakest
+
+
+def test_a_corrupt_history_is_reported_moved_aside_and_replaced(drills):
+    drills.home.mkdir()
+    (drills.home / "history.json").write_text("{not json")
+    shown = drills("history")
+    assert shown.returncode == 0
+    assert "unreadable" in shown.stderr and "No finished drills yet" in shown.stdout
+    [aside] = drills.home.glob("history.json.corrupt-*")
+    assert aside.read_text() == "{not json"
+
+
+def test_a_history_of_the_wrong_shape_is_recovered_from(tmp_path):
+    path = tmp_path / "history.json"
+    path.write_text(json.dumps({"version": 1, "drills": [{"oops": 1}]}))
+    history_file = HistoryFile(path)
+    assert history_file.load() == [] and "unreadable" in history_file.warnings[0]
+    history_file.append({"started": "2025-01-01T10:00:00", "components": {"scaling": {"result": "passed"}}})
+    assert len(HistoryFile(path).load()) == 1
+    assert len(list(tmp_path.glob("history.json.corrupt-*"))) == 1
+
+
+def test_a_student_release_drills_the_stubs_and_has_no_reference(drills, tmp_path):
+    release = tmp_path / "release"
+    keep = ("grader", "tests", "exercises", "course.yml", "pyproject.toml")
+    for name in keep:
+        if (ROOT / name).is_dir():
+            shutil.copytree(ROOT / name, release / name, ignore=shutil.ignore_patterns("__pycache__"))
+        else:
+            shutil.copy(ROOT / name, release / name)
+    started = drills("start", "scaling", cwd=release)
+    assert started.returncode == 0, started.stderr
+    assert "without the reference" in started.stdout
+    [workspace] = workspaces(drills.root)
+    assert (workspace / "block.py").read_text() == (ROOT / "exercises" / "block.py").read_text()
+    revealed = drills("reveal", "--give-up", cwd=release)
+    assert revealed.returncode == 0
+    assert "reference is not included" in revealed.stdout
+
+
+@pytest.mark.parametrize("component", COMPONENTS)
+def test_a_workspace_stubs_exactly_the_drilled_component(tmp_path, component):
+    build_workspace(tmp_path / "w", [component])
+    drilled = component_names(component)
+    for module in MODULES:
+        source = (tmp_path / "w" / f"{module}.py").read_text()
+        ast.parse(source)
+        reference = (ROOT / "solutions" / f"{module}.py").read_text()
+        for name in _names(reference):
+            stubbed = "NotImplementedError" in (definition_source(source, name) or "")
+            expected = name in drilled.get(module, []) or name.split(".")[0] in drilled.get(module, [])
+            assert stubbed == expected, f"{module}.{name}"
+
+
+def _names(source: str) -> list[str]:
+    """Every top-level def and method of a module, as `name` or `Class.method`."""
+    names = []
+    for node in ast.parse(source).body:
+        if isinstance(node, ast.FunctionDef):
+            names.append(node.name)
+        elif isinstance(node, ast.ClassDef):
+            names += [f"{node.name}.{m.name}" for m in node.body if isinstance(m, ast.FunctionDef)]
+    return names
