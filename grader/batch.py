@@ -1,0 +1,409 @@
+"""`python -m grader grade-all SUBMISSIONS --out DIR [--jobs N]`: grade a class.
+
+SUBMISSIONS holds one folder per student (the folder's name is the student);
+the exercise files may sit anywhere inside it. Each student is graded with
+`run_checks` in one of N long-lived job processes (each keeps its zygote, so a
+student costs only the checks), and the result is written atomically to
+DIR/results/<student>.json as soon as it is known. DIR/gradebook.csv
+(student, total, one column per component) is rebuilt from those files at the
+end, and after an interrupt.
+
+Resuming: a student whose results file exists and whose submission (and the
+checks) are unchanged is skipped, so a second run, or a run after Ctrl-C,
+grades only what is left. Identical submissions (e.g. untouched stubs) are
+graded once. A submission that crashes or hangs a job process is recorded with
+status "error" and 0 points, the job is restarted, and the batch goes on.
+
+Notebook submissions (.ipynb) are not graded yet: such a student is recorded
+with status "error" and a message saying so.
+"""
+from __future__ import annotations
+
+import argparse
+import csv
+import hashlib
+import io
+import json
+import os
+import queue
+import select
+import signal
+import subprocess
+import sys
+import threading
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+EXERCISE_FILES = ("attention.py", "positional.py", "block.py", "vit.py", "kv_cache.py")
+RECORD_VERSION = 1
+
+
+@dataclass
+class Student:
+    name: str
+    folder: Path | None  # the folder holding the exercise files; None when there is nothing to grade
+    fingerprint: str
+    problem: str = ""  # why it cannot be graded (then folder is None)
+
+
+# --------------------------------------------------------------------------- submissions
+
+
+def _grader_fingerprint() -> str:
+    """Changes whenever the checks or the course change: results made before are then stale."""
+    digest = hashlib.sha256()
+    for path in sorted((ROOT / "tests").rglob("*.py")):
+        digest.update(str(path.relative_to(ROOT)).encode() + b"\0" + path.read_bytes())
+    digest.update((ROOT / "course.yml").read_bytes())
+    return digest.hexdigest()[:16]
+
+
+def _locate(folder: Path) -> Path | None:
+    best = None
+    for path in folder.rglob("*.py"):
+        if path.name not in EXERCISE_FILES or "__MACOSX" in path.parts:
+            continue
+        parent = path.parent
+        key = (-sum((parent / f).is_file() for f in EXERCISE_FILES), len(parent.relative_to(folder).parts), str(parent))
+        best = key if best is None or key < best else best
+    return Path(best[2]) if best else None
+
+
+def discover(submissions: Path, grader_fp: str) -> list[Student]:
+    students = []
+    for entry in sorted(Path(submissions).iterdir()):
+        if not entry.is_dir() or entry.name.startswith((".", "_")):
+            continue
+        folder = _locate(entry)
+        digest = hashlib.sha256(grader_fp.encode())
+        if folder is not None:
+            for name in EXERCISE_FILES:
+                path = folder / name
+                digest.update(name.encode() + b"\0" + (path.read_bytes() if path.is_file() else b"<missing>") + b"\0")
+            students.append(Student(entry.name, folder, digest.hexdigest()))
+            continue
+        notebooks = sorted(entry.rglob("*.ipynb"))
+        for path in notebooks:
+            digest.update(path.read_bytes())
+        problem = ("notebook submissions are not supported by grade-all yet; hand in the exercise files"
+                   if notebooks else "no exercise files found (" + ", ".join(EXERCISE_FILES) + ")")
+        students.append(Student(entry.name, None, digest.hexdigest(), problem))
+    return students
+
+
+# --------------------------------------------------------------------------- records
+
+
+def _write_atomic(path: Path, text: str) -> None:
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    tmp.write_text(text)
+    os.replace(tmp, path)
+
+
+def record_from_report(student: str, fingerprint: str, report) -> dict:
+    from .report import to_gradescope
+
+    return {"version": RECORD_VERSION, "student": student, "fingerprint": fingerprint, "status": "graded",
+            "score": round(report.score, 4), "max_score": report.max_score,
+            "components": {c.id: round(c.score, 4) for c in report.components},
+            "duration_s": round(report.duration_s, 3), "error": "",
+            "results": to_gradescope(report), "report": report.to_dict()}
+
+
+def error_record(student: str, fingerprint: str, message: str) -> dict:
+    from .course import load_course
+
+    course = load_course()
+    return {"version": RECORD_VERSION, "student": student, "fingerprint": fingerprint, "status": "error",
+            "score": 0.0, "max_score": course.total_points, "components": {c.id: 0.0 for c in course.components},
+            "duration_s": 0.0, "error": message,
+            "results": {"score": 0, "output": f"not graded: {message}", "tests": []}}
+
+
+def read_record(path: Path) -> dict | None:
+    try:
+        record = json.loads(path.read_text())
+    except (OSError, ValueError):
+        return None
+    return record if isinstance(record, dict) and record.get("version") == RECORD_VERSION else None
+
+
+def write_gradebook(out: Path, students: list[str] | None = None) -> Path:
+    """gradebook.csv from the per-student files (every student with a results file, or those named)."""
+    from .course import load_course
+
+    components = [c.id for c in load_course().components]
+    results = out / "results"
+    names = students if students is not None else sorted(p.stem for p in results.glob("*.json"))
+    buffer = io.StringIO()
+    writer = csv.writer(buffer, lineterminator="\n")
+    writer.writerow(["student", "total", *components])
+    for name in names:
+        record = read_record(results / f"{name}.json")
+        if record is None:
+            continue
+        writer.writerow([name, f"{record['score']:g}", *(f"{record['components'].get(c, 0.0):g}" for c in components)])
+    path = out / "gradebook.csv"
+    _write_atomic(path, buffer.getvalue())
+    return path
+
+
+# --------------------------------------------------------------------------- job processes
+
+
+def serve() -> None:
+    """A job process: grade one student per request line on stdin, answer one line each."""
+    replies = os.fdopen(os.dup(1), "w", buffering=1)
+    os.dup2(2, 1)  # whatever else prints goes to the log, never into the replies
+    sys.stdout = sys.stderr
+    from .runner import run_checks
+
+    timeout = float(os.environ["DRILLS_BATCH_TIMEOUT"]) if os.environ.get("DRILLS_BATCH_TIMEOUT") else None
+    for line in sys.stdin:
+        task = json.loads(line)
+        try:
+            report = run_checks(task["folder"], timeout=timeout)
+            record = record_from_report(task["student"], task["fingerprint"], report)
+        except Exception as exc:  # the grader failed on this submission: record it, go on
+            record = error_record(task["student"], task["fingerprint"], f"the grader failed: {type(exc).__name__}: {exc}")
+        _write_atomic(Path(task["out"]), json.dumps(record, indent=1))
+        replies.write(json.dumps({"student": task["student"], "status": record["status"]}) + "\n")
+
+
+class Job:
+    """One long-lived grading process; restarted after a crash or a hang."""
+
+    def __init__(self, index: int, command: list[str], log: Path, env: dict) -> None:
+        self.index, self.command, self.log, self.env = index, command, log, env
+        self.proc: subprocess.Popen | None = None
+
+    def _start(self) -> subprocess.Popen:
+        if self.proc is None or self.proc.poll() is not None:
+            log = open(self.log, "a")
+            self.proc = subprocess.Popen(self.command, cwd=ROOT, env=self.env, stdin=subprocess.PIPE,
+                                         stdout=subprocess.PIPE, stderr=log, text=True, start_new_session=True)
+            log.close()
+        return self.proc
+
+    def grade(self, task: dict, limit_s: float) -> str | None:
+        """Send one student; None when it was graded, else why the job failed on it."""
+        proc = self._start()
+        try:
+            proc.stdin.write(json.dumps(task) + "\n")
+            proc.stdin.flush()
+        except (BrokenPipeError, OSError):
+            self.kill()
+            return "the grading process died before it could take this submission"
+        deadline = time.monotonic() + limit_s
+        while True:
+            left = deadline - time.monotonic()
+            if left <= 0:
+                self.kill()
+                return f"grading took longer than {limit_s:g} s; the grading process was stopped"
+            ready, _, _ = select.select([proc.stdout], [], [], min(left, 1.0))
+            if ready:
+                line = proc.stdout.readline()
+                if line:
+                    return None
+                code = proc.wait()
+                self.kill()
+                return f"the grader's process crashed while grading this submission (exit status {code})"
+
+    def kill(self) -> None:
+        if self.proc is None:
+            return
+        try:
+            os.killpg(self.proc.pid, signal.SIGKILL)
+        except (ProcessLookupError, PermissionError):
+            pass
+        self.proc.wait()
+        for stream in (self.proc.stdin, self.proc.stdout):
+            try:
+                stream.close()
+            except (OSError, BrokenPipeError):
+                pass
+        self.proc = None
+
+    def close(self) -> None:
+        if self.proc is not None and self.proc.poll() is None:
+            try:
+                self.proc.stdin.close()
+                self.proc.wait(timeout=10)
+            except (OSError, subprocess.TimeoutExpired, BrokenPipeError):
+                pass
+        self.kill()
+
+
+class _Progress:
+    """A rich progress bar on a terminal, plain lines otherwise."""
+
+    def __init__(self, total: int, done: int) -> None:
+        self.total, self.done = total, done
+        self.bar = None
+        if sys.stderr.isatty():
+            from rich.console import Console
+            from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
+
+            self.bar = Progress(TextColumn("grading"), BarColumn(), MofNCompleteColumn(), TimeRemainingColumn(),
+                                TextColumn("{task.description}"), console=Console(file=sys.stderr))
+            self.task = self.bar.add_task("", total=total, completed=done)
+            self.bar.start()
+
+    def advance(self, line: str) -> None:
+        self.done += 1
+        if self.bar is not None:
+            self.bar.update(self.task, advance=1, description=line)
+        else:
+            print(f"[{self.done}/{self.total}] {line}", file=sys.stderr, flush=True)
+
+    def stop(self) -> None:
+        if self.bar is not None:
+            self.bar.stop()
+
+
+def grade_all(submissions: Path, out: Path, *, jobs: int = 2, force: bool = False, dedupe: bool = True,
+              student_timeout: float = 900.0, check_timeout: float | None = None,
+              job_command: list[str] | None = None) -> dict:
+    """Grade every student folder in `submissions` into `out`; returns a summary."""
+    submissions, out = Path(submissions).resolve(), Path(out).resolve()
+    if not submissions.is_dir():
+        raise FileNotFoundError(f"no such folder: {submissions}")
+    (out / "results").mkdir(parents=True, exist_ok=True)
+    (out / "logs").mkdir(exist_ok=True)
+    started = time.perf_counter()
+    students = discover(submissions, _grader_fingerprint())
+    by_fingerprint: dict[str, dict] = {}
+    todo: list[Student] = []
+    skipped = 0
+    for student in students:
+        record = None if force else read_record(out / "results" / f"{student.name}.json")
+        if record is not None and record.get("fingerprint") == student.fingerprint:
+            skipped += 1
+            if record["status"] == "graded":
+                by_fingerprint.setdefault(student.fingerprint, record)
+            continue
+        todo.append(student)
+    progress = _Progress(len(students), skipped)
+    errors: list[str] = []
+    graded = copied = 0
+    lock = threading.Lock()
+
+    def finish(student: Student, record: dict, copy: bool = False) -> None:
+        nonlocal graded, copied
+        _write_atomic(out / "results" / f"{student.name}.json", json.dumps(record, indent=1))
+        with lock:
+            if record["status"] == "error":
+                errors.append(student.name)
+            elif copy:
+                copied += 1
+            else:
+                graded += 1
+            progress.advance(f"{student.name}: {record['score']:g}/{record['max_score']:g}"
+                             + (f" (error: {record['error'][:60]})" if record["status"] == "error" else ""))
+
+    def copy_of(student: Student, record: dict) -> None:
+        finish(student, {**record, "student": student.name}, copy=True)
+
+    # Students that need a job: unique submissions only; the duplicates reuse their results.
+    unique: dict[str, Student] = {}
+    waiting: dict[str, list[Student]] = {}
+    tasks: queue.Queue = queue.Queue()
+    for student in todo:
+        if student.folder is None:
+            finish(student, error_record(student.name, student.fingerprint, student.problem))
+        elif dedupe and student.fingerprint in by_fingerprint:
+            copy_of(student, by_fingerprint[student.fingerprint])
+        elif dedupe and student.fingerprint in unique:
+            waiting.setdefault(student.fingerprint, []).append(student)
+        else:
+            unique[student.fingerprint] = student
+            tasks.put(student)
+
+    env = {**os.environ, "PYTHONDONTWRITEBYTECODE": "1"}
+    env["PYTHONPATH"] = str(ROOT) + (os.pathsep + env["PYTHONPATH"] if env.get("PYTHONPATH") else "")
+    if check_timeout:
+        env["DRILLS_BATCH_TIMEOUT"] = str(check_timeout)
+    command = job_command or [sys.executable, "-m", "grader.batch", "--serve"]
+    pool = [Job(i, command, out / "logs" / f"job-{i}.log", env) for i in range(max(1, min(jobs, tasks.qsize() or 1)))]
+    stop = threading.Event()
+
+    def run(job: Job) -> None:
+        while not stop.is_set():
+            try:
+                student = tasks.get_nowait()
+            except queue.Empty:
+                return
+            path = out / "results" / f"{student.name}.json"
+            task = {"student": student.name, "folder": str(student.folder), "fingerprint": student.fingerprint,
+                    "out": str(path)}
+            failure = job.grade(task, student_timeout)
+            if stop.is_set():
+                return
+            record = read_record(path) if failure is None else None
+            if record is None or record.get("fingerprint") != student.fingerprint:
+                record = error_record(student.name, student.fingerprint, failure or "the grader wrote no results")
+                _write_atomic(path, json.dumps(record, indent=1))
+            finish(student, record)
+            for twin in waiting.pop(student.fingerprint, []):
+                copy_of(twin, record)
+
+    threads = [threading.Thread(target=run, args=(job,), daemon=True) for job in pool]
+    interrupted = False
+    try:
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            while thread.is_alive():
+                thread.join(0.2)
+    except KeyboardInterrupt:
+        interrupted = True
+        stop.set()
+    finally:
+        for job in pool:
+            job.kill() if interrupted else job.close()
+        progress.stop()
+        gradebook = write_gradebook(out, [s.name for s in students])
+    return {"students": len(students), "graded": graded, "copied": copied, "skipped": skipped,
+            "errors": errors, "interrupted": interrupted, "gradebook": str(gradebook),
+            "seconds": time.perf_counter() - started}
+
+
+def _grade_all(args: argparse.Namespace) -> int:
+    try:
+        summary = grade_all(Path(args.submissions), Path(args.out), jobs=args.jobs, force=args.force,
+                            dedupe=not args.no_dedupe, student_timeout=args.student_timeout,
+                            check_timeout=args.timeout)
+    except FileNotFoundError as exc:
+        print(f"grade-all: {exc}", file=sys.stderr)
+        return 2
+    print(f"{summary['students']} students: {summary['graded']} graded, {summary['copied']} identical to another (results copied), "
+          f"{summary['skipped']} already done, {len(summary['errors'])} not graded, "
+          f"in {summary['seconds']:.1f} s; gradebook: {summary['gradebook']}")
+    if summary["errors"]:
+        print("not graded (see results/<student>.json): " + ", ".join(summary["errors"]))
+    if summary["interrupted"]:
+        print("interrupted: run the same command again to grade the rest", file=sys.stderr)
+        return 130
+    return 0
+
+
+def register(subparsers) -> None:
+    parser = subparsers.add_parser("grade-all", help="grade a folder of submissions (one subfolder per student)")
+    parser.add_argument("submissions", metavar="SUBMISSIONS")
+    parser.add_argument("--out", required=True, metavar="DIR", help="results/<student>.json and gradebook.csv go here")
+    parser.add_argument("--jobs", type=int, default=2, metavar="N", help="grading processes (default 2)")
+    parser.add_argument("--force", action="store_true", help="grade everyone again, even those already done")
+    parser.add_argument("--no-dedupe", action="store_true", help="grade identical submissions separately")
+    parser.add_argument("--student-timeout", type=float, default=900.0, metavar="S",
+                        help="seconds one student may take before the job is stopped (default 900)")
+    parser.add_argument("--timeout", type=float, metavar="S", help="seconds per check (default: course.yml)")
+    parser.set_defaults(func=_grade_all)
+
+
+if __name__ == "__main__":
+    if sys.argv[1:] == ["--serve"]:
+        serve()
+    else:
+        raise SystemExit("usage: python -m grader.batch --serve (a job process of grade-all)")

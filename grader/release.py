@@ -1,0 +1,171 @@
+"""`python -m grader release OUTDIR`: the bundle a class receives.
+
+The bundle holds exercises/, the public checks (tests/ without hidden checks),
+the grader, course.yml (without hidden checks), pyproject.toml, a Makefile, a
+student README and the GitHub Classroom workflow (.github/workflows/classroom.yml). It never holds solutions/ or the hidden checks.
+"""
+from __future__ import annotations
+
+import argparse
+import ast
+import shutil
+import sys
+from pathlib import Path
+
+import yaml
+
+ROOT = Path(__file__).resolve().parent.parent
+IGNORE = shutil.ignore_patterns("__pycache__", "*.pyc", ".pytest_cache")
+
+STUDENT_MAKEFILE = """\
+# make grade: set up .venv on first use, then grade your exercises/ component by component.
+PYTHON ?= python3
+VENV   ?= .venv
+TORCH  ?= torch>=2.2
+BIN    := $(VENV)/bin
+STAMP  := $(VENV)/.installed
+
+.PHONY: grade
+
+$(STAMP): pyproject.toml
+\t$(PYTHON) -m venv $(VENV)
+\t$(BIN)/python -m pip install --quiet --upgrade pip
+\t$(BIN)/python -m pip install --quiet "$(TORCH)"
+\t$(BIN)/python -m pip install --quiet -e .
+\ttouch $(STAMP)
+
+grade: $(STAMP)
+\t$(BIN)/python -m grader check $(COMPONENTS)
+"""
+
+
+def strip_checks(source: str, names: set[str]) -> str:
+    """`source` without the top-level test functions in `names` (decorators included)."""
+    if not names:
+        return source
+    lines = source.splitlines(keepends=True)
+    drop: list[tuple[int, int]] = []
+    for node in ast.parse(source).body:
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and node.name in names:
+            start = min([node.lineno] + [d.lineno for d in node.decorator_list]) - 1
+            drop.append((start, node.end_lineno))
+    for start, end in sorted(drop, reverse=True):
+        del lines[start:end]
+    return "".join(lines)
+
+
+def public_course(text: str, hidden: frozenset[tuple[str, str]]) -> str:
+    """course.yml for students: hidden checks removed (the text is kept as it is when nothing is hidden)."""
+    data = yaml.safe_load(text)
+    if not any(entry.get("hidden") for entry in data.get("components") or []) and not hidden:
+        return text
+    for entry in data.get("components") or []:
+        entry.pop("hidden", None)
+        entry["checks"] = {k: v for k, v in entry["checks"].items() if (entry["id"], k) not in hidden}
+    header = "".join(l for l in text.splitlines(keepends=True)[:10] if l.startswith("#"))
+    return header + yaml.safe_dump(data, sort_keys=False)
+
+
+def student_readme(course_text: str) -> str:
+    data = yaml.safe_load(course_text)
+    name = data.get("name", "transformer-drills")
+    rows = "\n".join(f"| `{c['id']}` | {c['title']} | `exercises/{c['file']}` | {c['points']:g} |"
+                     for c in data["components"])
+    total = sum(float(c["points"]) for c in data["components"])
+    return f"""# {name}
+
+Build a Transformer by hand in PyTorch. You fill in the stubs in `exercises/`
+(every function starts as `raise NotImplementedError(...)`), and the grader
+tells you, component by component, what passes, what fails and why.
+
+## Set up
+
+Python 3.10+ and `make`:
+
+```sh
+make grade
+```
+
+creates `.venv` with everything it needs on first use and grades your
+`exercises/`. Without `make`: `python -m venv .venv`, then
+`.venv/bin/pip install torch -e .` (a CPU build of torch is enough).
+
+## The components
+
+In teaching order ({total:g} points in all):
+
+| component | what it is | file | points |
+|---|---|---|---|
+{rows}
+
+Each file's docstrings explain the shapes and the idea; `TODO` marks where your
+code goes. Each component is graded on its own (the other components are
+replaced by trusted stand-ins while its checks run), so you can work in any order.
+
+## Checking your work
+
+```sh
+python -m grader check
+python -m grader check masking
+python -m grader check masking -v --hints
+python -m pytest tests/test_masking.py -q
+```
+
+The first grades every component; the others one component: a table, the first
+failing check's message (`-v` lists every check, `--hints` adds a hint). A
+failing check says what it expected and what came back.
+
+## Handing in
+
+```sh
+python -m grader grade exercises --results results.json
+```
+
+writes the score you would get on the public checks into `results.json`. Your
+course may grade further checks that are not in this bundle. Hand in the files
+of `exercises/` as your course asks (a zip of the folder, a GitHub push, ...).
+"""
+
+
+def build_release(out: Path) -> Path:
+    from .hidden import hidden_checks
+
+    out = Path(out)
+    if out.exists() and any(out.iterdir()):
+        raise FileExistsError(f"{out} exists and is not empty")
+    out.mkdir(parents=True, exist_ok=True)
+    hidden = hidden_checks()
+    shutil.copytree(ROOT / "exercises", out / "exercises", ignore=IGNORE)
+    shutil.copytree(ROOT / "grader", out / "grader", ignore=IGNORE)
+    shutil.copytree(ROOT / "tests", out / "tests", ignore=IGNORE)
+    for path in (out / "tests").glob("test_*.py"):
+        component = path.stem.removeprefix("test_")
+        names = {check for comp, check in hidden if comp == component}
+        path.write_text(strip_checks(path.read_text(), names))
+    course_text = (ROOT / "course.yml").read_text()
+    (out / "course.yml").write_text(public_course(course_text, hidden))
+    shutil.copy(ROOT / "pyproject.toml", out / "pyproject.toml")
+    (out / "Makefile").write_text(STUDENT_MAKEFILE)
+    (out / ".gitignore").write_text(".venv/\n__pycache__/\n*.pyc\n*.egg-info/\nresults.json\n")
+    (out / "README.md").write_text(student_readme(course_text))
+    workflow = ROOT / ".github" / "workflows" / "classroom.yml"
+    if workflow.is_file():  # GitHub Classroom: the bundle is the template repository
+        (out / ".github" / "workflows").mkdir(parents=True)
+        shutil.copy(workflow, out / ".github" / "workflows" / "classroom.yml")
+    return out
+
+
+def _release(args: argparse.Namespace) -> int:
+    try:
+        out = build_release(Path(args.outdir))
+    except FileExistsError as exc:
+        print(f"release: {exc}", file=sys.stderr)
+        return 2
+    print(f"student bundle written to {out}")
+    return 0
+
+
+def register(subparsers) -> None:
+    parser = subparsers.add_parser("release", help="write the student bundle (no solutions, no hidden checks)")
+    parser.add_argument("outdir", metavar="OUTDIR", help="an empty or new folder")
+    parser.set_defaults(func=_release)
