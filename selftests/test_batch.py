@@ -1,0 +1,143 @@
+"""`python -m grader grade-all`: per-student results, a gradebook, resuming, crashes recorded."""
+from __future__ import annotations
+
+import csv
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from grader.batch import grade_all
+from grader.course import load_course
+
+ROOT = Path(__file__).resolve().parent.parent
+COMPONENTS = [c.id for c in load_course().components]
+SCORES = "return q @ k.transpose(-2, -1) / math.sqrt(q.size(-1))"
+
+CRASHING_JOB = f"""\
+import os, sys
+sys.path.insert(0, {str(ROOT)!r})
+import grader.runner as runner
+real = runner.run_checks
+def run_checks(folder, **kwargs):
+    if os.path.basename(str(folder)) == "crasher":
+        os.kill(os.getpid(), 9)  # the job process dies while grading this student
+    return real(folder, **kwargs)
+runner.run_checks = run_checks
+from grader.batch import serve
+serve()
+"""
+
+
+def _copy(source: Path, dest: Path) -> Path:
+    shutil.copytree(source, dest, ignore=shutil.ignore_patterns("__pycache__", "__init__.py"))
+    return dest
+
+
+@pytest.fixture(scope="module")
+def klass(tmp_path_factory) -> Path:
+    subs = tmp_path_factory.mktemp("class") / "submissions"
+    _copy(ROOT / "solutions", subs / "alice")
+    _copy(ROOT / "exercises", subs / "bob")
+    _copy(ROOT / "exercises", subs / "carol")  # identical to bob
+    dave = _copy(ROOT / "solutions", subs / "dave" / "zip" / "hw")  # nested, one bug in scaling
+    (dave / "attention.py").write_text((dave / "attention.py").read_text().replace(SCORES, "return q @ k.transpose(-2, -1)"))
+    crasher = _copy(ROOT / "solutions", subs / "crasher")
+    (crasher / "vit.py").write_text((crasher / "vit.py").read_text() + "\n# my own work\n")  # not alice's copy
+    (subs / "eve").mkdir()
+    (subs / "eve" / "notes.txt").write_text("nothing to grade")
+    return subs
+
+
+@pytest.fixture(scope="module")
+def graded(klass, tmp_path_factory):
+    out = tmp_path_factory.mktemp("out")
+    job = out.parent / "crashing_job.py"
+    job.write_text(CRASHING_JOB)
+    summary = grade_all(klass, out, jobs=2, job_command=[sys.executable, str(job)])
+    return out, summary
+
+
+def _gradebook(out: Path) -> dict[str, dict[str, str]]:
+    with open(out / "gradebook.csv") as f:
+        rows = list(csv.DictReader(f))
+    assert list(rows[0]) == ["student", "total", *COMPONENTS]
+    return {row["student"]: row for row in rows}
+
+
+@pytest.mark.timeout(300)
+def test_gradebook_and_per_student_results(graded):
+    out, summary = graded
+    book = _gradebook(out)
+    assert set(book) == {"alice", "bob", "carol", "dave", "crasher", "eve"}
+    assert float(book["alice"]["total"]) == pytest.approx(100)
+    assert float(book["bob"]["total"]) == 0 and float(book["carol"]["total"]) == 0
+    dave = {c: float(book["dave"][c]) for c in COMPONENTS}
+    points = {c.id: c.points for c in load_course().components}
+    assert dave["scaling"] < points["scaling"]
+    assert all(dave[c] == pytest.approx(points[c]) for c in COMPONENTS if c != "scaling")
+    assert float(book["dave"]["total"]) == pytest.approx(sum(dave.values()), abs=1e-3)
+    for name in book:
+        record = json.loads((out / "results" / f"{name}.json").read_text())
+        assert record["student"] == name
+        assert set(record["results"]) >= {"score", "tests"}  # Gradescope's schema, per student
+    assert summary["copied"] == 1  # carol's stubs are bob's: graded once
+
+
+@pytest.mark.timeout(300)
+def test_a_crashing_submission_is_recorded_and_the_batch_goes_on(graded):
+    out, summary = graded
+    crasher = json.loads((out / "results" / "crasher.json").read_text())
+    assert crasher["status"] == "error" and "crashed" in crasher["error"] and crasher["score"] == 0
+    eve = json.loads((out / "results" / "eve.json").read_text())
+    assert eve["status"] == "error" and "no exercise files" in eve["error"]
+    assert set(summary["errors"]) == {"crasher", "eve"}
+    assert float(_gradebook(out)["alice"]["total"]) == pytest.approx(100)  # graded after or alongside the crash
+
+
+@pytest.mark.timeout(300)
+def test_second_run_skips_finished_students_and_regrades_a_changed_one(graded, klass):
+    out, _ = graded
+    before = {p.name: p.stat().st_mtime_ns for p in (out / "results").glob("*.json")}
+    summary = grade_all(klass, out, jobs=2)
+    assert summary["skipped"] == 6 and summary["graded"] == 0 and summary["seconds"] < 10
+    assert {p.name: p.stat().st_mtime_ns for p in (out / "results").glob("*.json")} == before
+    dave = klass / "dave" / "zip" / "hw" / "attention.py"
+    original = dave.read_text()
+    try:
+        dave.write_text(original.replace("return q @ k.transpose(-2, -1)\n", f"{SCORES}\n"))
+        summary = grade_all(klass, out, jobs=2)
+        assert summary["graded"] + summary["copied"] == 1 and summary["skipped"] == 5  # now identical to alice
+        assert float(_gradebook(out)["dave"]["total"]) == pytest.approx(100)
+    finally:
+        dave.write_text(original)
+
+
+@pytest.mark.timeout(300)
+def test_an_interrupt_loses_nothing_finished(tmp_path):
+    subs = tmp_path / "subs"
+    for i in range(4):
+        _copy(ROOT / "solutions", subs / f"s{i}")
+        (subs / f"s{i}" / "block.py").write_text((subs / f"s{i}" / "block.py").read_text() + f"\n# student {i}\n")
+    out = tmp_path / "out"
+    proc = subprocess.Popen([sys.executable, "-m", "grader", "grade-all", str(subs), "--out", str(out), "--jobs", "1"],
+                            cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    deadline = time.monotonic() + 120
+    while not list((out / "results").glob("s*.json")) and time.monotonic() < deadline:
+        time.sleep(0.2)
+    proc.send_signal(signal.SIGINT)
+    stdout, stderr = proc.communicate(timeout=60)
+    assert proc.returncode == 130, stderr
+    assert "[1/4]" in stderr  # plain progress lines when not on a terminal
+    finished = sorted(p.stem for p in (out / "results").glob("s*.json"))
+    assert 1 <= len(finished) < 4
+    for name in finished:
+        assert json.loads((out / "results" / f"{name}.json").read_text())["score"] == pytest.approx(100)
+    assert sorted(_gradebook(out)) == finished
+    assert not [p for p in (out / "results").iterdir() if p.name.startswith(".")]  # no half-written files
