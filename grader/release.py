@@ -127,6 +127,41 @@ of `exercises/` as your course asks (a zip of the folder, a GitHub push, ...).
 """
 
 
+RELEASE_STANDINS = '''"""Stand-ins of a student release: only what the checks themselves use.
+
+The official grader replaces every component but the one being graded by a
+trusted implementation, so that one bug costs points in one place. Those
+implementations would be answers, so a release does not ship them: here each
+component is graded together with your own code for the others.
+"""
+from __future__ import annotations
+
+import torch
+from torch import Tensor
+
+COMPLETE = False
+
+
+class RecordingKVCache:
+    """A cache that keeps every `update` call's arguments, so a check can see what was appended."""
+
+    def __init__(self) -> None:
+        self.calls: list[tuple[Tensor, Tensor]] = []
+
+    def update(self, k: Tensor, v: Tensor):
+        self.calls.append((k.detach().clone(), v.detach().clone()))
+        keys = torch.cat([c[0] for c in self.calls], dim=-2)
+        values = torch.cat([c[1] for c in self.calls], dim=-2)
+        return keys, values
+
+    def updates(self) -> list[tuple[Tensor, Tensor]]:
+        return list(self.calls)
+
+    def __len__(self) -> int:
+        return sum(c[0].shape[-2] for c in self.calls)
+'''
+
+
 def build_release(out: Path) -> Path:
     from .hidden import hidden_checks
 
@@ -137,6 +172,7 @@ def build_release(out: Path) -> Path:
     hidden = hidden_checks()
     shutil.copytree(ROOT / "exercises", out / "exercises", ignore=IGNORE)
     shutil.copytree(ROOT / "grader", out / "grader", ignore=IGNORE)
+    (out / "grader" / "standins.py").write_text(RELEASE_STANDINS)
     shutil.copytree(ROOT / "tests", out / "tests", ignore=IGNORE)
     for path in (out / "tests").glob("test_*.py"):
         component = path.stem.removeprefix("test_")

@@ -13,6 +13,10 @@ import torch.nn as nn
 import torch.nn.functional as F
 from torch import Tensor
 
+# A student release replaces this module by one that holds only RecordingKVCache
+# and COMPLETE = False: there, nothing is swapped in and components are graded in context.
+COMPLETE = True
+
 
 def split_heads(x: Tensor, n_heads: int) -> Tensor:
     batch, length, d_model = x.shape

@@ -23,7 +23,7 @@ def test_check_on_untouched_stubs_reports_zero_and_not_started():
     assert result.returncode == 0, result.stderr
     assert "0/100" in result.stdout
     for component in COMPONENTS:
-        line = next(l for l in result.stdout.splitlines() if f" {component} " in l)
+        line = next(l for l in result.stdout.splitlines() if l.split() and l.split()[0] == component)
         assert "not started" in line
 
 

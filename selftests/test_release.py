@@ -15,9 +15,6 @@ import pytest
 from grader.course import load_course
 
 ROOT = Path(__file__).resolve().parent.parent
-# The trusted stand-ins are a working implementation of the contract built from torch's
-# own operations; the grader needs them to grade one component at a time, so they ship.
-SHIPPED_STANDINS = "grader/standins.py"
 
 
 def _env() -> dict:
@@ -76,6 +73,13 @@ def test_bundle_layout_has_no_solutions_and_no_hidden_checks(bundle):
         assert public.component(component.id).checks == expected
 
 
+def test_bundle_ships_no_trusted_implementations(bundle):
+    """The full stand-ins would be answers: the release keeps only what checks use directly."""
+    tree = ast.parse((bundle / "grader" / "standins.py").read_text())
+    names = {n.name for n in tree.body if isinstance(n, (ast.FunctionDef, ast.ClassDef))}
+    assert names == {"RecordingKVCache"}
+
+
 def test_bundle_contains_no_reference_code(bundle):
     bodies = reference_bodies()
     assert len(bodies) >= 15
@@ -84,8 +88,6 @@ def test_bundle_contains_no_reference_code(bundle):
     leaks = []
     for name, body in bodies:
         for rel, text in files.items():
-            if rel == SHIPPED_STANDINS:
-                continue
             # One-line bodies may be the last rung of course.yml's hint ladder, on purpose.
             if body in text and (body.count("\n") >= 1 or not rel.endswith(".yml")):
                 leaks.append(f"{name} in {rel}")
