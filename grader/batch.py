@@ -158,13 +158,17 @@ def serve() -> None:
     replies = os.fdopen(os.dup(1), "w", buffering=1)
     os.dup2(2, 1)  # whatever else prints goes to the log, never into the replies
     sys.stdout = sys.stderr
+    from .cache import ResultCache
     from .runner import run_checks
+    from .worker import warm_zygote
 
     timeout = float(os.environ["DRILLS_BATCH_TIMEOUT"]) if os.environ.get("DRILLS_BATCH_TIMEOUT") else None
+    cache = ResultCache(os.environ["DRILLS_BATCH_CACHE"]) if os.environ.get("DRILLS_BATCH_CACHE") else None
+    warm_zygote()  # once per job: every worker forked after starts with torch's lazy parts loaded
     for line in sys.stdin:
         task = json.loads(line)
         try:
-            report = run_checks(task["folder"], timeout=timeout)
+            report = run_checks(task["folder"], timeout=timeout, cache=cache)
             record = record_from_report(task["student"], task["fingerprint"], report)
         except Exception as exc:  # the grader failed on this submission: record it, go on
             record = error_record(task["student"], task["fingerprint"], f"the grader failed: {type(exc).__name__}: {exc}")
@@ -264,7 +268,7 @@ class _Progress:
 
 
 def grade_all(submissions: Path, out: Path, *, jobs: int = 2, force: bool = False, dedupe: bool = True,
-              student_timeout: float = 900.0, check_timeout: float | None = None,
+              cache: bool = True, student_timeout: float = 900.0, check_timeout: float | None = None,
               job_command: list[str] | None = None) -> dict:
     """Grade every student folder in `submissions` into `out`; returns a summary."""
     submissions, out = Path(submissions).resolve(), Path(out).resolve()
@@ -325,6 +329,8 @@ def grade_all(submissions: Path, out: Path, *, jobs: int = 2, force: bool = Fals
     env["PYTHONPATH"] = str(ROOT) + (os.pathsep + env["PYTHONPATH"] if env.get("PYTHONPATH") else "")
     if check_timeout:
         env["DRILLS_BATCH_TIMEOUT"] = str(check_timeout)
+    if cache:  # components whose files match ones graded before reuse those results (grader/cache.py)
+        env["DRILLS_BATCH_CACHE"] = str(out / "cache")
     command = job_command or [sys.executable, "-m", "grader.batch", "--serve"]
     pool = [Job(i, command, out / "logs" / f"job-{i}.log", env) for i in range(max(1, min(jobs, tasks.qsize() or 1)))]
     stop = threading.Event()
@@ -373,7 +379,7 @@ def grade_all(submissions: Path, out: Path, *, jobs: int = 2, force: bool = Fals
 def _grade_all(args: argparse.Namespace) -> int:
     try:
         summary = grade_all(Path(args.submissions), Path(args.out), jobs=args.jobs, force=args.force,
-                            dedupe=not args.no_dedupe, student_timeout=args.student_timeout,
+                            dedupe=not args.no_dedupe, cache=not args.no_cache, student_timeout=args.student_timeout,
                             check_timeout=args.timeout)
     except FileNotFoundError as exc:
         print(f"grade-all: {exc}", file=sys.stderr)
@@ -396,6 +402,9 @@ def register(subparsers) -> None:
     parser.add_argument("--jobs", type=int, default=2, metavar="N", help="grading processes (default 2)")
     parser.add_argument("--force", action="store_true", help="grade everyone again, even those already done")
     parser.add_argument("--no-dedupe", action="store_true", help="grade identical submissions separately")
+    parser.add_argument("--no-cache", action="store_true",
+                        help="grade every component afresh (by default a component whose files match one graded "
+                             "before, in this output folder, reuses its results)")
     parser.add_argument("--student-timeout", type=float, default=900.0, metavar="S",
                         help="seconds one student may take before the job is stopped (default 900)")
     parser.add_argument("--timeout", type=float, metavar="S", help="seconds per check (default: course.yml)")

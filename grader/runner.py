@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pytest
 
+from .cache import ResultCache, component_key
 from .contract import FILES
 from .course import Course, load_course
 from .errors import GraderError
@@ -65,10 +66,13 @@ def _classify(call: pytest.CallInfo, report: pytest.TestReport) -> tuple[str, st
 
 
 def run_checks(target: str | Path, components: list[str] | None = None, *, course: Course | None = None,
-               checks_dir: Path = CHECKS_DIR, isolation: str = "process", timeout: float | None = None) -> Report:
+               checks_dir: Path = CHECKS_DIR, isolation: str = "process", timeout: float | None = None,
+               cache: ResultCache | None = None) -> Report:
     """Grade the implementation in `target`; `components` limits it to some component ids.
 
     With process isolation (the default) student code runs only in worker processes.
+    With a `cache`, a component whose files are byte-identical to ones graded
+    before gets the earlier results.
     """
     course = course or load_course()
     started = time.perf_counter()
@@ -78,13 +82,20 @@ def run_checks(target: str | Path, components: list[str] | None = None, *, cours
         start_zygote()
     folder = str(Path(target).resolve())
     with _readable_copy(folder, isolation) as folder:
-        return _run(target, folder, selected, limits, isolation, checks_dir, started)
+        return _run(target, folder, selected, limits, isolation, checks_dir, started, cache)
 
 
-def _run(target, folder: str, selected, limits: Limits, isolation: str, checks_dir: Path, started: float) -> Report:
-    load_errors = _load_errors(folder, sorted({f for c in selected for f in FILES[c.id]}), limits, isolation)
-    runnable = [c for c in selected if not any(f in load_errors for f in FILES[c.id])]
+def _run(target, folder: str, selected, limits: Limits, isolation: str, checks_dir: Path, started: float,
+         cache: ResultCache | None) -> Report:
+    settings = f"{limits}|{isolation}"
+    keys = {c.id: component_key(folder, c.id, checks_dir, settings) for c in selected} if cache else {}
+    cached = {c.id: cases for c in selected if cache and (cases := cache.get(keys[c.id])) is not None}
+    to_run = [c for c in selected if c.id not in cached]
+    load_errors = _load_errors(folder, sorted({f for c in to_run for f in FILES[c.id]}), limits, isolation)
+    runnable = [c for c in to_run if not any(f in load_errors for f in FILES[c.id])]
     collector = _Collector()
+    for cases in cached.values():
+        collector.cases.update({case.nodeid: case for case in cases})
     if runnable:
         # masking last: its worker warms up torch's meta-tensor support meanwhile, on the other core
         ordered = sorted(runnable, key=lambda c: c.id == "masking")
@@ -103,6 +114,9 @@ def _run(target, folder: str, selected, limits: Limits, isolation: str, checks_d
         finally:
             if isolation == "process":
                 kill_strays()
+    if cache:
+        for component in runnable:
+            cache.put(keys[component.id], [case for case in collector.cases.values() if case.component == component.id])
     results = [_score_component(c, list(collector.cases.values()), load_errors) for c in selected]
     return Report(str(target), results, time.perf_counter() - started)
 

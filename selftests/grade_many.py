@@ -9,12 +9,14 @@ import json
 import sys
 from pathlib import Path
 
+from grader.cache import ResultCache
 from grader.runner import run_checks
 
 
 def main(argv: list[str]) -> int:
     out, *folders = argv
-    reports = {folder: run_checks(folder).to_dict() for folder in folders}
+    cache = ResultCache()  # a catalogue bug changes one component: the others repeat the reference's results
+    reports = {folder: run_checks(folder, cache=cache).to_dict() for folder in folders}
     Path(out).write_text(json.dumps(reports))
     return 0
 

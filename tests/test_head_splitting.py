@@ -4,6 +4,7 @@ from __future__ import annotations
 import pytest
 import torch
 
+from checklib import mistakes
 from checklib.compare import assert_equal, check_tensor
 from checklib.student import expect_value_error
 from checklib.weights import randn
@@ -28,8 +29,10 @@ def test_split_heads_layout(impl, gen, shape, dtype):
     out = impl.fn("attention.split_heads")(x, n_heads)
     check_tensor(out, what=f"split_heads(x {tuple(x.shape)}, n_heads={n_heads})",
                  shape=(batch, n_heads, length, d_model // n_heads), dtype=dtype,
-                 hint="the result is (B, H, T, Dh): heads come before the sequence")
-    assert_equal(out, expected_split(x, n_heads), what=f"split_heads(x {tuple(x.shape)}, n_heads={n_heads})", hint=WHERE)
+                 hint="the result is (B, H, T, Dh): heads come before the sequence",
+                 mistakes=mistakes.split_mistakes(x, n_heads))
+    assert_equal(out, expected_split(x, n_heads), what=f"split_heads(x {tuple(x.shape)}, n_heads={n_heads})", hint=WHERE,
+                 mistakes=mistakes.split_mistakes(x, n_heads))
 
 
 @pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
@@ -40,7 +43,8 @@ def test_merge_heads_layout(impl, gen, shape, dtype):
     heads = expected_split(x, n_heads).contiguous()
     out = impl.fn("attention.merge_heads")(heads)
     assert_equal(out, x, what=f"merge_heads(x {tuple(heads.shape)})",
-                 hint="merge_heads undoes split_heads: swap H and T back, then join H and Dh into D")
+                 hint="merge_heads undoes split_heads: swap H and T back, then join H and Dh into D",
+                 mistakes=mistakes.merge_mistakes(heads))
 
 
 @pytest.mark.parametrize("shape", SHAPES, ids=lambda s: "B{}-T{}-D{}-H{}".format(*s))

@@ -13,7 +13,8 @@ import pytest
 import torch
 import torch.nn.functional as F
 
-from checklib.compare import assert_close, assert_equal, check_tensor
+from checklib import mistakes
+from checklib.compare import assert_close, assert_equal, check_tensor, fail
 from checklib.student import expect_value_error
 from checklib.weights import block_state, linear_state, mha_state, randn
 
@@ -50,14 +51,20 @@ def attention(impl, gen, d_model: int, n_heads: int, dtype=torch.float32, state=
     return module, state
 
 
-def block_stack(impl, gen, d_model: int, n_heads: int, d_ff: int, dtype=torch.float32):
-    """Two of the student's TransformerBlocks with injected weights, in eval mode, without dropout."""
+def block_stack(impl, gen, d_model: int, n_heads: int, d_ff: int, dtype=torch.float32, states=None):
+    """Two of the student's TransformerBlocks with injected weights, in eval mode, without dropout.
+
+    The injected weights are appended to `states` when it is a list.
+    """
     stack = []
     for _ in range(2):
         block = impl.new("block.TransformerBlock", d_model, n_heads, d_ff, 0.0)
         if dtype != torch.float32:
             block.method("to", dtype)
-        block.load_weights(block_state(d_model, d_ff, gen=gen, dtype=dtype))
+        state = block_state(d_model, d_ff, gen=gen, dtype=dtype)
+        block.load_weights(state)
+        if states is not None:
+            states.append(state)
         block.eval()
         stack.append(block)
     return stack
@@ -94,13 +101,17 @@ def test_cache_update_appends_along_the_sequence(impl, gen, chunks, dtype):
             f"{what}: expected a pair (k_all, v_all), got {type(result).__name__}")
         hint = ("update appends the new keys and values after the cached ones along the sequence "
                 "dimension (dim -2 of (B, H, T, Dh)) and returns everything cached so far")
-        assert_equal(result[0], torch.cat(keys, dim=-2), what=f"k_all from {what}", hint=hint)
-        assert_equal(result[1], torch.cat(values, dim=-2), what=f"v_all from {what}", hint=hint)
+        assert_equal(result[0], torch.cat(keys, dim=-2), what=f"k_all from {what}", hint=hint,
+                     mistakes=mistakes.cache_update_mistakes(keys))
+        assert_equal(result[1], torch.cat(values, dim=-2), what=f"v_all from {what}", hint=hint,
+                     mistakes=mistakes.cache_update_mistakes(values))
         cached = sum(chunks[:step + 1])
         got = len(cache)
-        assert got == cached, (
-            f"len(cache) after appending chunks of lengths {list(chunks[:step + 1])}: expected {cached}, got {got!r}"
-            "\n  hint: len counts the cached positions (the size of dim -2), not the calls, batches or heads")
+        if not got == cached:
+            fail(f"len(cache) after appending chunks of lengths {list(chunks[:step + 1])}",
+                 f"expected {cached}, got {got!r}",
+                 hint="len counts the cached positions (the size of dim -2), not the calls, batches or heads",
+                 actual=got, expected=cached, mistakes=mistakes.cache_len_mistakes(tuple(k.shape), step + 1, cached))
 
 
 # --- decoding through MultiHeadAttention -----------------------------------------------
@@ -110,7 +121,7 @@ def test_cache_update_appends_along_the_sequence(impl, gen, chunks, dtype):
 @pytest.mark.parametrize("shape", SHAPES, ids=shape_ids)
 def test_token_by_token_matches_full_forward(impl, gen, shape, kind):
     batch, length, d_model, n_heads = shape
-    module, _ = attention(impl, gen, d_model, n_heads)
+    module, state = attention(impl, gen, d_model, n_heads)
     x = randn(batch, length, d_model, gen=gen)
     cache = new_cache(impl, kind)
     expected = causal(module, x)
@@ -121,7 +132,7 @@ def test_token_by_token_matches_full_forward(impl, gen, shape, kind):
         assert_close(step[:, 0], expected[:, t],
                      what=f"decoding position {t} one token at a time (cache: {kind}), against the last "
                           f"position of your uncached forward over x[:, :{t + 1}]",
-                     hint=CACHED_FORWARD)
+                     hint=CACHED_FORWARD, mistakes=mistakes.decoding_mistakes(state, x, t, t + 1, n_heads, t))
 
 
 @pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
@@ -129,7 +140,7 @@ def test_token_by_token_matches_full_forward(impl, gen, shape, kind):
 @pytest.mark.parametrize("prefill", [3, 1])
 def test_prefill_then_steps_match_full_forward(impl, gen, prefill, kind, dtype):
     batch, length, d_model, n_heads = 2, 6, 8, 2
-    module, _ = attention(impl, gen, d_model, n_heads, dtype)
+    module, state = attention(impl, gen, d_model, n_heads, dtype)
     x = randn(batch, length, d_model, gen=gen, dtype=dtype)
     cache = new_cache(impl, kind)
     expected = causal(module, x)
@@ -141,20 +152,21 @@ def test_prefill_then_steps_match_full_forward(impl, gen, prefill, kind, dtype):
                      what=f"position {t} of a {prefill}-token prefill through an empty cache (cache: {kind}), "
                           f"against the last position of your uncached forward over x[:, :{t + 1}]",
                      hint="the new positions attend causally among themselves: build the mask with "
-                          "causal_mask(q_len, k_len), even when the cache was empty")
+                          "causal_mask(q_len, k_len), even when the cache was empty",
+                     mistakes=mistakes.decoding_mistakes(state, x, 0, prefill, n_heads, t))
     for t in range(prefill, length):
         step = module(x[:, t:t + 1], cache=cache)
         assert_close(step[:, 0], expected[:, t],
                      what=f"decoding position {t} after a {prefill}-token prefill (cache: {kind}), against "
                           f"the last position of your uncached forward over x[:, :{t + 1}]",
-                     hint=CACHED_FORWARD)
+                     hint=CACHED_FORWARD, mistakes=mistakes.decoding_mistakes(state, x, t, t + 1, n_heads, t))
 
 
 @pytest.mark.parametrize("kind", CACHES)
 def test_two_chunks_after_prefill(impl, gen, kind):
     """A later call may bring several positions too: they see the cache and, causally, each other."""
     batch, d_model, n_heads = 2, 8, 4
-    module, _ = attention(impl, gen, d_model, n_heads)
+    module, state = attention(impl, gen, d_model, n_heads)
     x = randn(batch, 7, d_model, gen=gen)
     cache = new_cache(impl, kind)
     module(x[:, :2], cache=cache)
@@ -164,7 +176,8 @@ def test_two_chunks_after_prefill(impl, gen, kind):
         assert_close(out[:, t - 2], expected[:, t],
                      what=f"position {t} from the chunk x[:, 2:5] after a 2-token prefill (cache: {kind})",
                      hint="the new queries attend to every cached position and to the new positions up to "
-                          "their own: causal_mask(q_len, k_len) with k_len = cached + new")
+                          "their own: causal_mask(q_len, k_len) with k_len = cached + new",
+                     mistakes=mistakes.decoding_mistakes(state, x, 2, 5, n_heads, t))
 
 
 @pytest.mark.parametrize("kind", CACHES)
@@ -172,7 +185,8 @@ def test_two_chunks_after_prefill(impl, gen, kind):
 @pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
 def test_block_stack_decoding_matches_full_forward(impl, gen, dtype, prefill, kind):
     batch, length, d_model, n_heads, d_ff = 2, 5, 8, 2, 16
-    first, second = block_stack(impl, gen, d_model, n_heads, d_ff, dtype)
+    states: list = []
+    first, second = block_stack(impl, gen, d_model, n_heads, d_ff, dtype, states=states)
     x = randn(batch, length, d_model, gen=gen, dtype=dtype)
 
     def stack(inputs, caches):
@@ -191,7 +205,8 @@ def test_block_stack_decoding_matches_full_forward(impl, gen, dtype, prefill, ki
                               f"(chunk x[:, {start}:{stop}], cache: {kind}), against your uncached blocks run "
                               "causally (each block over every prefix, read at its last position)",
                          hint="TransformerBlock.forward must hand its cache to self.attention; each block "
-                              "has a cache of its own")
+                              "has a cache of its own",
+                         mistakes=mistakes.block_decoding_mistakes(states, x, start, stop, n_heads, t))
 
 
 def test_cache_length_grows_with_tokens(impl, gen):
@@ -200,13 +215,15 @@ def test_cache_length_grows_with_tokens(impl, gen):
     x = randn(batch, 8, d_model, gen=gen)
     cache = impl.new("kv_cache.KVCache")
     total = 0
-    for start, stop in [(0, 3), (3, 4), (4, 6), (6, 7)]:
+    for calls, (start, stop) in enumerate([(0, 3), (3, 4), (4, 6), (6, 7)], 1):
         module(x[:, start:stop], cache=cache)
         total += stop - start
         got = len(cache)
-        assert got == total, (
-            f"len(cache) after MultiHeadAttention(x[:, {start}:{stop}], cache=cache): expected {total}, got {got!r}"
-            "\n  hint: each forward call appends its new positions once; len counts positions, not calls")
+        if not got == total:
+            fail(f"len(cache) after MultiHeadAttention(x[:, {start}:{stop}], cache=cache)", f"expected {total}, got {got!r}",
+                 hint="each forward call appends its new positions once; len counts positions, not calls",
+                 actual=got, expected=total, mistakes=mistakes.cache_len_mistakes((batch, n_heads, total, d_model // n_heads),
+                                                                  calls, total))
 
 
 def test_appends_projected_keys_and_values(impl, gen):
@@ -226,8 +243,10 @@ def test_appends_projected_keys_and_values(impl, gen):
         _, keys, values = module.project_qkv(x[:, start:stop])
         hint = ("the cache holds keys and values after projection and head split, (B, H, T_new, Dh), "
                 "and only those of the new positions")
-        assert_close(k, heads(keys, n_heads), what=f"k passed to cache.update by forward(x[:, {start}:{stop}])", hint=hint)
-        assert_close(v, heads(values, n_heads), what=f"v passed to cache.update by forward(x[:, {start}:{stop}])", hint=hint)
+        assert_close(k, heads(keys, n_heads), what=f"k passed to cache.update by forward(x[:, {start}:{stop}])", hint=hint,
+                     mistakes=mistakes.appended_mistakes(keys, values, n_heads, "k"))
+        assert_close(v, heads(values, n_heads), what=f"v passed to cache.update by forward(x[:, {start}:{stop}])", hint=hint,
+                     mistakes=mistakes.appended_mistakes(keys, values, n_heads, "v"))
 
 
 @pytest.mark.parametrize("kind", ["RecordingKVCache", "KVCache"])
@@ -253,15 +272,19 @@ def test_past_positions_are_not_reprojected(impl, gen, kind):
     if kind == "RecordingKVCache":
         updates = cache.updates()
         assert len(updates) == 2, f"expected one cache.update per forward call (2), got {len(updates)}\n  hint: {hint}"
-        assert_close(updates[1][0], new_keys, what="k appended by the step after the prefill", hint=hint)
-        assert_close(updates[1][1], new_values, what="v appended by the step after the prefill", hint=hint)
+        assert_close(updates[1][0], new_keys, what="k appended by the step after the prefill", hint=hint,
+                     mistakes=mistakes.reprojected_mistakes(new_weights, x, n_heads, "w_k"))
+        assert_close(updates[1][1], new_values, what="v appended by the step after the prefill", hint=hint,
+                     mistakes=mistakes.reprojected_mistakes(new_weights, x, n_heads, "w_v"))
     else:
         empty = torch.zeros(batch, n_heads, 0, d_model // n_heads)
         keys, values = cache.update(empty, empty)
         assert_close(keys, torch.cat([old_keys, new_keys], dim=-2),
-                     what="the keys in the cache after the prefill and one step (weights changed in between)", hint=hint)
+                     what="the keys in the cache after the prefill and one step (weights changed in between)", hint=hint,
+                     mistakes=mistakes.reprojected_mistakes(new_weights, x, n_heads, "w_k"))
         assert_close(values, torch.cat([old_values, new_values], dim=-2),
-                     what="the values in the cache after the prefill and one step (weights changed in between)", hint=hint)
+                     what="the values in the cache after the prefill and one step (weights changed in between)", hint=hint,
+                     mistakes=mistakes.reprojected_mistakes(new_weights, x, n_heads, "w_v"))
     # The same step through a fresh module with the new weights and a cache holding the old keys.
     fresh, _ = attention(impl, gen, d_model, n_heads, state={**state, **new_weights})
     reference_cache = impl.new_trusted("KVCache")

@@ -4,7 +4,8 @@ from __future__ import annotations
 import pytest
 import torch
 
-from checklib.compare import assert_equal, check_tensor
+from checklib import mistakes
+from checklib.compare import assert_equal, check_tensor, fail
 from checklib.student import expect_value_error
 from checklib.weights import randn
 
@@ -32,7 +33,8 @@ def test_causal_mask_square(impl, q_len):
     check_tensor(out, what=what, shape=(q_len, q_len), dtype=torch.bool,
                  hint="k_len defaults to q_len; the mask is a bool tensor (True = may attend)")
     assert_equal(out, expected_causal(q_len, q_len), what=what,
-                 hint="query i may attend keys 0..i: True on and below the diagonal")
+                 hint="query i may attend keys 0..i: True on and below the diagonal",
+                 mistakes=mistakes.causal_mask_mistakes(q_len, q_len))
 
 
 @pytest.mark.parametrize("q_len, k_len", [(1, 1), (1, 5), (3, 7), (4, 4), (2, 6), (5, 6)])
@@ -40,8 +42,9 @@ def test_causal_mask_with_k_len(impl, q_len, k_len):
     what = f"causal_mask({q_len}, {k_len})"
     for out in (impl.fn("attention.causal_mask")(q_len, k_len), impl.fn("attention.causal_mask")(q_len, k_len=k_len)):
         check_tensor(out, what=what, shape=(q_len, k_len), dtype=torch.bool,
-                     hint="the mask is a bool tensor of shape (q_len, k_len)")
-        assert_equal(out, expected_causal(q_len, k_len), what=what,
+                     hint="the mask is a bool tensor of shape (q_len, k_len)",
+                     mistakes=mistakes.causal_mask_mistakes(q_len, k_len))
+        assert_equal(out, expected_causal(q_len, k_len), what=what, mistakes=mistakes.causal_mask_mistakes(q_len, k_len),
                      hint="the queries are the LAST q_len of the k_len positions: mask[i, j] is True exactly "
                           "when j <= i + (k_len - q_len), so the diagonal is shifted right by k_len - q_len")
 
@@ -75,15 +78,15 @@ def check_applied(out, scores: torch.Tensor, mask: torch.Tensor, what: str) -> N
                  hint="the result has the scores' shape and dtype; the mask only broadcasts against them")
     full = mask.expand(scores.shape)
     assert_equal(out[full], scores[full], what=f"{what} where the mask is True",
-                 hint="scores where the mask is True must come back bit-identical; True means 'may attend'")
+                 hint="scores where the mask is True must come back bit-identical; True means 'may attend'",
+                 mistakes=mistakes.kept_where_allowed_mistakes(out, scores, full))
     masked = out[~full]
     bad = ~((masked <= MASKED_AT_MOST) | (masked == float("-inf")))
     if bool(bad.any()):
-        raise AssertionError(
-            f"{what} where the mask is False: {int(bad.sum())} of {masked.numel()} values are not masked, "
-            f"e.g. {masked[bad][0].item()!r} (expected -inf, the dtype's lowest value, or <= -1e9)"
-            f"\n  hint: {MASK_HINT}"
-        )
+        fail(f"{what} where the mask is False",
+             f"{int(bad.sum())} of {masked.numel()} values are not masked, "
+             f"e.g. {masked[bad][0].item()!r} (expected -inf, the dtype's lowest value, or <= -1e9)",
+             hint=MASK_HINT, actual=masked, mistakes=mistakes.masked_fill_mistakes(masked, scores[~full]))
 
 
 # (scores shape, mask shape): 2-D and 4-D scores, Tq != Tk, Tq = 1, broadcast masks.
@@ -144,6 +147,7 @@ def test_apply_mask_does_not_modify_inputs(impl, gen):
     mask = random_mask(3, 5, gen=gen)
     _, (scores_after, mask_after) = impl.fn("attention.apply_mask").call_returning_args(scores, mask)
     assert_equal(scores_after, scores, what="scores after apply_mask(scores, mask)",
-                 hint="functions must not modify their inputs in place: use masked_fill or torch.where, not masked_fill_")
+                 hint="functions must not modify their inputs in place: use masked_fill or torch.where, not masked_fill_",
+                 mistakes=mistakes.filled_in_place_mistakes(scores, mask, scores_after))
     assert_equal(mask_after, mask, what="mask after apply_mask(scores, mask)",
                  hint="functions must not modify their inputs in place")

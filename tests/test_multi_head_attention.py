@@ -18,6 +18,7 @@ from checklib.causal import (
     one_hot_grad_output,
     with_future_changed,
 )
+from checklib import mistakes
 from checklib.compare import assert_close, assert_equal, check_tensor
 from checklib.weights import mha_state, randn, torch_mha
 
@@ -121,7 +122,7 @@ def test_sdpa_matches_torch(impl, gen, case, mask_kind, dtype):
     out, _ = impl.fn(SDPA)(q, k, v, mask)
     hint = SDPA_WHERE if mask is None else SDPA_WHERE + "; keys where the mask is False get a weight of 0"
     assert_close(out, expected, what=f"out of {describe(q, k, v, mask)} vs torch.nn.functional.scaled_dot_product_attention",
-                 hint=hint)
+                 hint=hint, mistakes=mistakes.sdpa_out_mistakes(q, k, v, mask))
 
 
 @pytest.mark.parametrize("mask_kind", ["none", "2d", "full"])
@@ -132,16 +133,20 @@ def test_sdpa_weights_are_softmax_of_scaled_scores(impl, gen, case, mask_kind):
     mask = sdpa_mask(mask_kind, lead, t_q, t_k, gen)
     _, weights = impl.fn(SDPA)(q, k, v, mask)
     what = f"weights of {describe(q, k, v, mask)}"
-    check_tensor(weights, what=what, shape=(*lead, t_q, t_k), dtype=torch.float64)
+    weight_mistakes = mistakes.sdpa_weights_mistakes(q, k, v, mask)
+    check_tensor(weights, what=what, shape=(*lead, t_q, t_k), dtype=torch.float64, mistakes=weight_mistakes)
     assert_close(weights.sum(dim=-1), torch.ones(*lead, t_q, dtype=torch.float64), what=f"row sums of the {what}",
-                 hint="each query's weights are a softmax over the keys (the last dimension), so they sum to 1")
+                 hint="each query's weights are a softmax over the keys (the last dimension), so they sum to 1",
+                 mistakes=mistakes.mapped(weight_mistakes, lambda w: w.sum(dim=-1)))
     if mask is not None:
         masked = weights.masked_select(~mask.expand_as(weights))
         assert_close(masked, torch.zeros_like(masked), what=f"{what} where the mask is False",
                      hint="a key the mask forbids must get weight 0: fill its score with -inf (or a very "
-                          "negative number) before the softmax; True means 'may attend'")
+                          "negative number) before the softmax; True means 'may attend'",
+                     mistakes=mistakes.mapped(weight_mistakes, lambda w: w.masked_select(~mask.expand_as(w))))
     assert_close(weights, reference_weights(q, k, mask), what=what,
-                 hint="weights = softmax(q @ k^T / sqrt(d), dim=-1), d being q's last dimension")
+                 hint="weights = softmax(q @ k^T / sqrt(d), dim=-1), d being q's last dimension",
+                 mistakes=weight_mistakes)
 
 
 def test_sdpa_does_not_modify_inputs(impl, gen):
@@ -263,13 +268,15 @@ def test_mha_matches_torch(impl, gen, shape, mask_kind, bias, dtype):
             f"mask={'None' if mask is None else 'bool ' + str(tuple(mask.shape))})")
     out = m(x, mask)
     weights = m.attr("last_attention")
+    weight_mistakes = mistakes.mha_weights_mistakes(state, x, mask, n_heads)
     check_tensor(weights, what=f"last_attention after {call}", shape=(batch, n_heads, length, length), dtype=dtype,
-                 hint="keep the weights of every head, (B, H, T, T), in self.last_attention")
+                 hint="keep the weights of every head, (B, H, T, T), in self.last_attention", mistakes=weight_mistakes)
     assert_close(weights, expected_weights,
                  what=f"last_attention after {call} vs nn.MultiheadAttention's per-head weights",
                  hint="weights come from the projected, head-split q and k (scaled by sqrt(Dh), masked, softmax "
-                      "over the keys); the mask broadcasts over (B, H, T, T)")
-    assert_close(out, expected_out, what=f"{call} vs nn.MultiheadAttention with the same weights", hint=MHA_WHERE)
+                      "over the keys); the mask broadcasts over (B, H, T, T)", mistakes=weight_mistakes)
+    assert_close(out, expected_out, what=f"{call} vs nn.MultiheadAttention with the same weights", hint=MHA_WHERE,
+                 mistakes=mistakes.mha_out_mistakes(state, x, mask, n_heads))
 
 
 def test_mha_last_attention_follows_latest_call(impl, gen):

@@ -6,7 +6,8 @@ import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
-from checklib.compare import assert_close, assert_equal, check_tensor
+from checklib import mistakes
+from checklib.compare import assert_close, assert_equal, check_tensor, fail
 from checklib.student import expect_value_error
 from checklib.weights import linear_state, randn
 
@@ -41,9 +42,11 @@ def test_patchify_matches_unfold(impl, gen, shape, dtype):
     out = impl.fn("vit.patchify")(images, patch)
     what = f"patchify(images {tuple(images.shape)}, patch_size={patch})"
     n_patches = (height // patch) * (width // patch)
+    patch_mistakes = mistakes.patchify_mistakes(images, patch)
     check_tensor(out, what=what, shape=(batch, n_patches, channels * patch * patch), dtype=dtype,
-                 hint="the result is (B, N, C*P*P) with N = (H/P)*(W/P), in the images' dtype")
-    assert_equal(out, F.unfold(images, patch, stride=patch).transpose(1, 2), what=what, hint=ORDER)
+                 hint="the result is (B, N, C*P*P) with N = (H/P)*(W/P), in the images' dtype", mistakes=patch_mistakes)
+    assert_equal(out, F.unfold(images, patch, stride=patch).transpose(1, 2), what=what, hint=ORDER,
+                 mistakes=patch_mistakes)
 
 
 @pytest.mark.parametrize("height, width, patch", [(7, 8, 4), (8, 6, 4), (5, 5, 2), (9, 6, 2)])
@@ -82,7 +85,8 @@ def test_patch_embedding_matches_strided_conv(impl, gen, sizes, dtype):
                  hint="the result is (B, num_patches, d_model): proj applied to every patch of patchify(images)")
     assert_close(out, expected, what=what,
                  hint="a linear map of each flattened patch is a convolution with kernel and stride P; "
-                      "proj must take the patches exactly as patchify lays them out: " + ORDER)
+                      "proj must take the patches exactly as patchify lays them out: " + ORDER,
+                 mistakes=mistakes.embedding_mistakes(images, patch, state))
 
 
 @pytest.mark.parametrize("sizes", EMBEDDINGS, ids=embedding_ids)
@@ -91,10 +95,10 @@ def test_num_patches(impl, sizes):
     module = impl.new("vit.PatchEmbedding", img_size, patch, channels, d_model)
     got = module.attr("num_patches")
     expected = (img_size // patch) ** 2
-    assert got == expected, (
-        f"PatchEmbedding({img_size}, {patch}, {channels}, {d_model}).num_patches: expected {expected}, got {got!r}"
-        f"\n  hint: a {img_size}x{img_size} image holds (img_size / patch_size) ** 2 patches"
-    )
+    if not got == expected:
+        fail(f"PatchEmbedding({img_size}, {patch}, {channels}, {d_model}).num_patches", f"expected {expected}, got {got!r}",
+             hint=f"a {img_size}x{img_size} image holds (img_size / patch_size) ** 2 patches",
+             actual=got, expected=expected, mistakes=mistakes.num_patches_mistakes(img_size, patch))
 
 
 @pytest.mark.parametrize("sizes", EMBEDDINGS, ids=embedding_ids)
@@ -108,7 +112,8 @@ def test_state_dict(impl, sizes):
         "\n  hint: the only parameters are those of proj = nn.Linear(in_channels * patch_size**2, d_model)"
     )
     hint = "proj = nn.Linear(in_channels * patch_size**2, d_model) maps one flattened patch to d_model features"
-    check_tensor(state["proj.weight"], what=f"{name}.proj.weight", shape=(d_model, channels * patch * patch), hint=hint)
+    check_tensor(state["proj.weight"], what=f"{name}.proj.weight", shape=(d_model, channels * patch * patch), hint=hint,
+                 mistakes=mistakes.proj_shape_mistakes(patch, d_model))
     check_tensor(state["proj.bias"], what=f"{name}.proj.bias", shape=(d_model,), hint=hint)
 
 

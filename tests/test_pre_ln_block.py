@@ -16,6 +16,7 @@ from checklib.causal import (
     vjp_chain,
     with_future_changed,
 )
+from checklib import mistakes
 from checklib.compare import assert_close, assert_equal, assert_not_close, check_tensor
 from checklib.weights import block_state, randn, torch_encoder_layer
 
@@ -117,7 +118,8 @@ def test_block_submodule_names(impl, gen):
     back = m.state_dict()
     for key in ("norm1.weight", "norm1.bias", "norm2.weight", "norm2.bias"):
         assert_equal(back[key], state[key], what=f"state_dict()['{key}'] after loading different norm1 and norm2 weights",
-                     hint="norm1 and norm2 must be two separate nn.LayerNorm(d_model) objects, not one shared twice")
+                     hint="norm1 and norm2 must be two separate nn.LayerNorm(d_model) objects, not one shared twice",
+                     mistakes=mistakes.shared_norm_mistakes(state, key))
 
 
 BLOCK_CASES = [
@@ -141,7 +143,8 @@ def test_block_matches_torch_encoder_layer(impl, gen, shape, mask_kind, dtype):
     assert_close(out, expected_output(state, x, mask, d_model, n_heads, d_ff),
                  what=f"TransformerBlock({d_model}, {n_heads}, {d_ff}, dropout=0.3).eval()(x {tuple(x.shape)}, "
                       f"mask={mask_text(mask)}) vs nn.TransformerEncoderLayer(norm_first=True) with the same weights",
-                 hint=WHERE + "; pass the mask on to the attention; eval mode turns dropout off")
+                 hint=WHERE + "; pass the mask on to the attention; eval mode turns dropout off",
+                 mistakes=mistakes.block_mistakes(state, x, mask, n_heads))
 
 
 def test_block_dropout_only_in_train_mode(impl, gen):
@@ -153,7 +156,8 @@ def test_block_dropout_only_in_train_mode(impl, gen):
     call = f"TransformerBlock({d_model}, {n_heads}, {d_ff}, dropout=0.5)"
     assert_close(m(x), expected, what=f"{call}.eval()(x) vs nn.TransformerEncoderLayer without dropout",
                  hint="in eval mode dropout must do nothing: use the nn.Dropout submodule (it follows "
-                      "train()/eval()) rather than F.dropout(..., training=True)")
+                      "train()/eval()) rather than F.dropout(..., training=True)",
+                 mistakes=mistakes.block_mistakes(state, x, None, n_heads))
     m.train()
     first, second = m(x), m(x)
     assert_not_close(first, expected, what=f"{call} in train mode vs the same block in eval mode",

@@ -5,7 +5,8 @@ import pytest
 import torch
 import torch.nn.functional as F
 
-from checklib.compare import assert_close, check_tensor
+from checklib import mistakes
+from checklib.compare import assert_close, check_tensor, fail
 from checklib.student import expect_value_error
 from checklib.weights import mha_state, randn
 
@@ -27,11 +28,10 @@ def test_state_dict_layout(impl, d_model, n_heads, bias):
     keys = set(state)
     if keys != expected_keys(bias):
         missing, extra = sorted(expected_keys(bias) - keys), sorted(keys - expected_keys(bias))
-        raise AssertionError(
-            f"{what}: wrong parameter names; missing {missing}, unexpected {extra}\n"
-            f"  hint: create exactly four nn.Linear(d_model, d_model, bias=bias) named w_q, w_k, w_v, out_proj "
-            f"(pass bias=bias to every one)"
-        )
+        fail(what, f"wrong parameter names; missing {missing}, unexpected {extra}",
+             hint="create exactly four nn.Linear(d_model, d_model, bias=bias) named w_q, w_k, w_v, out_proj "
+                  "(pass bias=bias to every one)",
+             actual=keys, expected=expected_keys(bias), mistakes=mistakes.state_dict_key_mistakes(expected_keys(bias), bias))
     for key, tensor in state.items():
         shape = (d_model, d_model) if key.endswith("weight") else (d_model,)
         check_tensor(tensor, what=f"{what}['{key}']", shape=shape,
@@ -44,10 +44,9 @@ def test_attributes(impl, d_model, n_heads):
     for name, value in (("d_model", d_model), ("n_heads", n_heads), ("d_k", d_model // n_heads)):
         got = m.attr(name)
         if isinstance(got, bool) or not isinstance(got, int) or got != value:
-            raise AssertionError(
-                f"MultiHeadAttention({d_model}, {n_heads}).{name}: expected the int {value}, got {got!r}\n"
-                f"  hint: d_k is the size of one head, d_model // n_heads (an int: it is used as a tensor size)"
-            )
+            fail(f"MultiHeadAttention({d_model}, {n_heads}).{name}", f"expected the int {value}, got {got!r}",
+                 hint="d_k is the size of one head, d_model // n_heads (an int: it is used as a tensor size)",
+                 actual=got, mistakes=mistakes.d_k_mistakes(d_model, n_heads) if name == "d_k" else None)
 
 
 @pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
@@ -73,7 +72,8 @@ def test_project_qkv_values(impl, gen, shape, bias, dtype):
         expected = F.linear(x, state[f"{layer}.weight"], state.get(f"{layer}.bias"))
         assert_close(out, expected, what=what,
                      hint=f"{name} must be {layer}(x) = x @ {layer}.weight^T" + (f" + {layer}.bias" if bias else "")
-                          + f"; check that {name} comes from its own layer {layer}")
+                          + f"; check that {name} comes from its own layer {layer}",
+                     mistakes=mistakes.projection_mistakes(x, state, name))
 
 
 @pytest.mark.parametrize("d_model, n_heads", [(10, 3), (8, 3), (6, 4)])

@@ -6,6 +6,7 @@ import math
 import pytest
 import torch
 
+from checklib import mistakes
 from checklib.compare import assert_close, assert_equal, check_tensor
 from checklib.weights import randn
 
@@ -44,7 +45,7 @@ def test_attention_scores_values(impl, gen, case, dtype):
     check_tensor(out, what=what, shape=(*lead, tq, tk), dtype=dtype,
                  hint="the result is (..., Tq, Tk) in the inputs' dtype: the leading dimensions are kept "
                       "and k is transposed in its last two dimensions only")
-    assert_close(out, expected_scores(q, k), what=what, hint=WHERE)
+    assert_close(out, expected_scores(q, k), what=what, hint=WHERE, mistakes=mistakes.scores_mistakes(q, k))
 
 
 @pytest.mark.parametrize("d", [4, 16, 64])
@@ -58,7 +59,8 @@ def test_scale_is_one_over_sqrt_d(impl, gen, d):
     assert_close(out, torch.full((2, 3, 5), 1.0 / math.sqrt(d), dtype=torch.float64),
                  what=f"attention_scores of unit vectors with d={d} (every score should be 1/sqrt({d}))",
                  hint="divide the dot products by sqrt(d) with d the feature size q.size(-1): not d itself, "
-                      "not the sequence length, and do not multiply")
+                      "not the sequence length, and do not multiply",
+                 mistakes=mistakes.scores_mistakes(q, k))
 
 
 def test_scaled_scores_are_not_saturated(impl, gen):
@@ -88,5 +90,6 @@ def test_attention_scores_does_not_modify_inputs(impl, gen):
     q = randn(2, 3, 4, 8, gen=gen)
     k = randn(2, 3, 5, 8, gen=gen)
     _, (q_after, k_after) = impl.fn("attention.attention_scores").call_returning_args(q, k)
-    assert_equal(q_after, q, what="q after attention_scores(q, k)", hint="functions must not modify their inputs in place")
+    assert_equal(q_after, q, what="q after attention_scores(q, k)", hint="functions must not modify their inputs in place",
+                 mistakes=mistakes.q_scaled_in_place_mistakes(q))
     assert_equal(k_after, k, what="k after attention_scores(q, k)", hint="functions must not modify their inputs in place")

@@ -4,6 +4,7 @@ from __future__ import annotations
 import pytest
 import torch
 
+from checklib import mistakes
 from checklib.compare import assert_close, assert_not_close, check_tensor
 from checklib.student import expect_value_error
 from checklib.weights import mha_state, randn, torch_mha
@@ -31,22 +32,28 @@ def angle_atol(last_position: int) -> float:
     return max(1e-5, 8 * EPS32 * last_position)
 
 
-def assert_close_by_position(actual, expected, *, what: str, hint: str) -> None:
+def assert_close_by_position(actual, expected, *, what: str, hint: str, mistakes=None) -> None:
     """Rows (positions) compared block by block, each block allowing float32's angle rounding."""
-    check_tensor(actual, what=what, shape=expected.shape, hint=hint)
+    check_tensor(actual, what=what, shape=expected.shape, hint=hint, mistakes=mistakes)
     for start, stop in BLOCKS:
         if start >= expected.shape[0]:
             break
         stop = min(stop, expected.shape[0])
         assert_close(actual[start:stop].to(torch.float64), expected[start:stop],
-                     what=f"{what}, positions {start}..{stop - 1}", hint=hint, atol=angle_atol(stop - 1))
+                     what=f"{what}, positions {start}..{stop - 1}", hint=hint, atol=angle_atol(stop - 1),
+                     mistakes=_rows(mistakes, start, stop))
+
+
+def _rows(table_mistakes, start: int, stop: int):
+    return table_mistakes and mistakes.mapped(table_mistakes, lambda t: t[start:stop])
 
 
 def encoding(impl, max_len: int, d_model: int) -> torch.Tensor:
     pe = impl.fn("positional.sinusoidal_positional_encoding")(max_len, d_model)
     return check_tensor(pe, what=f"sinusoidal_positional_encoding({max_len}, {d_model})",
                         shape=(max_len, d_model), dtype=torch.float32,
-                        hint="the table is float32 (max_len, d_model): one row per position, one column per feature")
+                        hint="the table is float32 (max_len, d_model): one row per position, one column per feature",
+                        mistakes=mistakes.table_shape_mistakes(max_len, d_model))
 
 
 @pytest.mark.parametrize("max_len, d_model", SIZES, ids=lambda v: str(v))
@@ -60,7 +67,8 @@ def test_even_columns_are_sines(impl, max_len, d_model):
     assert_close_by_position(pe[:, 0::2], torch.sin(angles(max_len, d_model)),
                              what=f"PE[:, 0::2] (the even columns) of sinusoidal_positional_encoding({max_len}, {d_model})",
                              hint=f"even columns hold the sines: {FORMULA}; check sin/cos order, the exponent 2i/d_model "
-                                  "(i counts pairs, not columns) and the base 10000")
+                                  "(i counts pairs, not columns) and the base 10000",
+                             mistakes=mistakes.mapped(mistakes.table_mistakes(max_len, d_model), lambda t: t[:, 0::2]))
 
 
 @pytest.mark.parametrize("max_len, d_model", SIZES, ids=lambda v: str(v))
@@ -68,18 +76,20 @@ def test_odd_columns_are_cosines(impl, max_len, d_model):
     pe = encoding(impl, max_len, d_model)
     assert_close_by_position(pe[:, 1::2], torch.cos(angles(max_len, d_model)),
                              what=f"PE[:, 1::2] (the odd columns) of sinusoidal_positional_encoding({max_len}, {d_model})",
-                             hint=f"odd columns hold the cosines of the same angle as the sine just before them: {FORMULA}")
+                             hint=f"odd columns hold the cosines of the same angle as the sine just before them: {FORMULA}",
+                             mistakes=mistakes.mapped(mistakes.table_mistakes(max_len, d_model), lambda t: t[:, 1::2]))
 
 
 @pytest.mark.parametrize("d_model", [2, 8, 30])
 def test_position_zero(impl, d_model):
     pe = encoding(impl, 5, d_model)
+    table_mistakes = mistakes.table_mistakes(5, d_model)
     assert_close(pe[0, 0::2], torch.zeros(d_model // 2),
                  what=f"PE[0, 0::2] (sines at position 0, d_model={d_model})",
-                 hint="positions start at 0, and sin(0) = 0")
+                 hint="positions start at 0, and sin(0) = 0", mistakes=mistakes.mapped(table_mistakes, lambda t: t[0, 0::2]))
     assert_close(pe[0, 1::2], torch.ones(d_model // 2),
                  what=f"PE[0, 1::2] (cosines at position 0, d_model={d_model})",
-                 hint="positions start at 0, and cos(0) = 1")
+                 hint="positions start at 0, and cos(0) = 1", mistakes=mistakes.mapped(table_mistakes, lambda t: t[0, 1::2]))
 
 
 @pytest.mark.parametrize("shift", [1, 3, 17])

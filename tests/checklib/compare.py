@@ -2,11 +2,26 @@
 
 Tolerances are defined here once: relative to the dtype, and scaled by the
 magnitude of the expected values.
+
+Every comparison takes `mistakes`: a mapping from a one-sentence diagnosis
+addressed to the student ("your scores equal q·kᵀ without the 1/√d factor") to
+what that mistake would have produced on the same inputs (see `mistakes.py`).
+A value may be a tensor, a `torch.Size` (the mistake is known by its shape
+only), a plain value (int, float, set, ...) compared with ==, or a zero-arg
+callable returning one of these, so that nothing is computed unless the check
+fails. When a check fails and what came back matches a mistake (same shape,
+and close with the check's tolerance), the message gets a line
+`  diagnosis: <sentence>` before the hint.
 """
 from __future__ import annotations
 
+from typing import Any, Callable, Mapping
+
 import torch
 from torch import Tensor
+
+# diagnosis sentence -> what the mistake gives (or a zero-arg callable computing it)
+Mistakes = Mapping[str, Any]
 
 # (rtol, atol) per dtype; atol is scaled by max(1, |expected|.max()).
 TOLERANCES: dict[torch.dtype, tuple[float, float]] = {
@@ -23,24 +38,98 @@ def _fmt_shape(shape) -> str:
     return "(" + ", ".join(str(s) for s in shape) + ")"
 
 
-def _fail(what: str, problem: str, hint: str) -> None:
+def _fail(what: str, problem: str, hint: str, diagnosis: str | None = None) -> None:
     message = f"{what}: {problem}"
+    if diagnosis:
+        message += f"\n  diagnosis: {diagnosis}"
     if hint:
         message += f"\n  hint: {hint}"
     raise AssertionError(message)
 
 
-def check_tensor(actual, *, what: str, shape=None, dtype: torch.dtype | None = None, device=None, hint: str = "") -> Tensor:
+def _bad_values(got: Tensor, reference: Tensor, rtol: float, atol: float, *, finite_scale: bool = False
+                ) -> tuple[Tensor, float]:
+    """Where `got` is not close to `reference` (both float64), and the atol scale used."""
+    if finite_scale:  # scale by the finite values only: an -inf in `reference` must not allow everything
+        reference_finite = reference[torch.isfinite(reference)]
+        scale = max(1.0, reference_finite.abs().max().item()) if reference_finite.numel() else 1.0
+    else:
+        scale = max(1.0, reference.abs().max().item()) if reference.numel() else 1.0
+    allowed = atol * scale + rtol * reference.abs()
+    bad = torch.isnan(got) != torch.isnan(reference)
+    both_finite = torch.isfinite(got) & torch.isfinite(reference)
+    bad |= both_finite & ((got - reference).abs() > allowed)
+    bad |= ~both_finite & ~torch.isnan(reference) & (got != reference)
+    return bad, scale
+
+
+def _matches(actual: Any, candidate: Any, rtol: float | None, atol: float | None) -> bool:
+    if candidate is None:
+        return False
+    if isinstance(candidate, torch.Size):
+        return isinstance(actual, Tensor) and actual.shape == candidate
+    if isinstance(candidate, Tensor):
+        if not isinstance(actual, Tensor) or actual.shape != candidate.shape or actual.device != candidate.device:
+            return False
+        if actual.numel() == 0:
+            return True
+        if not (actual.is_floating_point() or candidate.is_floating_point()):
+            return bool((actual == candidate).all())
+        default_rtol, default_atol = tolerance(actual.dtype if actual.is_floating_point() else candidate.dtype)
+        bad, _ = _bad_values(actual.detach().to(torch.float64), candidate.detach().to(torch.float64),
+                             default_rtol if rtol is None else rtol, default_atol if atol is None else atol,
+                             finite_scale=True)
+        return not bool(bad.any())
+    if isinstance(actual, Tensor) or type(actual) is not type(candidate):
+        return False
+    return bool(actual == candidate)
+
+
+def diagnose(actual: Any, mistakes: Mistakes | None, *, expected: Any = None, rtol: float | None = None,
+             atol: float | None = None) -> str | None:
+    """The sentence of the first mistake whose output `actual` matches, or None.
+
+    A mistake that gives the expected result on these inputs says nothing and is skipped,
+    and so is a mistake model that cannot be computed for them (it raises): a diagnosis
+    only ever adds a line to a failure, it never causes or hides one.
+    """
+    for sentence, model in (mistakes or {}).items():
+        try:
+            candidate = model() if callable(model) else model
+            if expected is not None and _matches(expected, candidate, rtol, atol):
+                continue
+            if _matches(actual, candidate, rtol, atol):
+                return sentence
+        except Exception:  # noqa: BLE001 - a mistake that does not apply to these inputs
+            continue
+    return None
+
+
+def fail(what: str, problem: str, *, hint: str = "", actual: Any = None, expected: Any = None,
+         mistakes: Mistakes | None = None) -> None:
+    """Raise the standard failure message, with a diagnosis line when `actual` matches a mistake."""
+    _fail(what, problem, hint, diagnose(actual, mistakes, expected=expected))
+
+
+def check_tensor(actual, *, what: str, shape=None, dtype: torch.dtype | None = None, device=None, hint: str = "",
+                 mistakes: Mistakes | None = None) -> Tensor:
     """Fail unless `actual` is a plain tensor of the given shape, dtype and device."""
-    if not isinstance(actual, Tensor):
-        _fail(what, f"expected a torch.Tensor, got {type(actual).__name__}", hint)
-    if shape is not None and tuple(actual.shape) != tuple(shape):
-        _fail(what, f"expected shape {_fmt_shape(shape)}, got {_fmt_shape(actual.shape)}", hint)
-    if dtype is not None and actual.dtype != dtype:
-        _fail(what, f"expected dtype {dtype}, got {actual.dtype}", hint)
-    if device is not None and actual.device != torch.device(device):
-        _fail(what, f"expected a tensor on device {torch.device(device)}, got one on {actual.device}", hint)
+    problem = _tensor_problem(actual, shape, dtype, device)
+    if problem is not None:
+        _fail(what, problem, hint, diagnose(actual, mistakes))
     return actual
+
+
+def _tensor_problem(actual, shape, dtype, device) -> str | None:
+    if not isinstance(actual, Tensor):
+        return f"expected a torch.Tensor, got {type(actual).__name__}"
+    if shape is not None and tuple(actual.shape) != tuple(shape):
+        return f"expected shape {_fmt_shape(shape)}, got {_fmt_shape(actual.shape)}"
+    if dtype is not None and actual.dtype != dtype:
+        return f"expected dtype {dtype}, got {actual.dtype}"
+    if device is not None and actual.device != torch.device(device):
+        return f"expected a tensor on device {torch.device(device)}, got one on {actual.device}"
+    return None
 
 
 def assert_close(
@@ -52,20 +141,18 @@ def assert_close(
     rtol: float | None = None,
     atol: float | None = None,
     check_dtype: bool = True,
+    mistakes: Mistakes | None = None,
 ) -> None:
-    """Fail with the first differing position and the size of the error."""
-    check_tensor(actual, what=what, shape=expected.shape, dtype=expected.dtype if check_dtype else None, hint=hint)
+    """Fail with the first differing position and the size of the error (and a diagnosis, see `mistakes`)."""
     default_rtol, default_atol = tolerance(expected.dtype)
     rtol = default_rtol if rtol is None else rtol
     atol = default_atol if atol is None else atol
+    problem = _tensor_problem(actual, expected.shape, expected.dtype if check_dtype else None, None)
+    if problem is not None:
+        _fail(what, problem, hint, diagnose(actual, mistakes, expected=expected, rtol=rtol, atol=atol))
     reference = expected.to(torch.float64)
     got = actual.to(torch.float64)
-    scale = max(1.0, reference.abs().max().item()) if reference.numel() else 1.0
-    allowed = atol * scale + rtol * reference.abs()
-    bad_values = torch.isnan(got) != torch.isnan(reference)
-    both_finite = torch.isfinite(got) & torch.isfinite(reference)
-    bad_values |= both_finite & ((got - reference).abs() > allowed)
-    bad_values |= ~both_finite & ~torch.isnan(reference) & (got != reference)
+    bad_values, scale = _bad_values(got, reference, rtol, atol)
     if not bad_values.any():
         return
     index = tuple(int(i) for i in bad_values.nonzero()[0])
@@ -78,12 +165,15 @@ def assert_close(
         f"allowed {atol * scale:.1g} + {rtol:.0e}·|expected|); first at index {list(index)}: "
         f"expected {reference[index].item():.6g}, got {got[index].item():.6g}",
         hint,
+        diagnose(actual, mistakes, expected=expected, rtol=rtol, atol=atol),
     )
 
 
-def assert_equal(actual, expected: Tensor, *, what: str, hint: str = "") -> None:
-    """Bit-identical values (NaN equal to NaN), same shape and dtype."""
-    check_tensor(actual, what=what, shape=expected.shape, dtype=expected.dtype, hint=hint)
+def assert_equal(actual, expected: Tensor, *, what: str, hint: str = "", mistakes: Mistakes | None = None) -> None:
+    """Bit-identical values (NaN equal to NaN), same shape and dtype (and a diagnosis, see `mistakes`)."""
+    problem = _tensor_problem(actual, expected.shape, expected.dtype, None)
+    if problem is not None:
+        _fail(what, problem, hint, diagnose(actual, mistakes, expected=expected))
     same = (actual == expected) | (torch.isnan(actual) & torch.isnan(expected)) if actual.is_floating_point() else actual == expected
     if bool(same.all()):
         return
@@ -93,6 +183,7 @@ def assert_equal(actual, expected: Tensor, *, what: str, hint: str = "") -> None
         f"{int((~same).sum())} of {same.numel()} values differ; first at index {list(index)}: "
         f"expected {expected[index].item()!r}, got {actual[index].item()!r}",
         hint,
+        diagnose(actual, mistakes, expected=expected),
     )
 
 

@@ -1,0 +1,114 @@
+"""Reuse a component's results when nothing it depends on has changed.
+
+While one component's checks run, every other component's code is a trusted
+stand-in, so its results depend only on the student files that component
+loads, the checks, the grader and course.yml. Those make the key, the student
+files by their syntax tree, so comments and layout do not count. A class where
+many students hand in the same code for a component (untouched stubs, shared
+starter code, copies) then grades each distinct version once.
+"""
+from __future__ import annotations
+
+import ast
+import hashlib
+import json
+import os
+from dataclasses import asdict
+from functools import lru_cache
+from pathlib import Path
+
+from .contract import MODULES, OWNERS, module_components
+from .results import ERROR, TIMEOUT, CaseResult
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+@lru_cache(maxsize=None)
+def grader_fingerprint(checks_dir: str) -> str:
+    """A hash of everything that decides a grade besides the submission."""
+    digest = hashlib.sha256()
+    paths = sorted([*Path(checks_dir).rglob("*.py"), *(ROOT / "grader").glob("*.py"), ROOT / "course.yml"])
+    for path in paths:
+        digest.update(str(path.relative_to(ROOT) if path.is_relative_to(ROOT) else path).encode())
+        digest.update(path.read_bytes())
+    return digest.hexdigest()
+
+
+def component_key(folder: str | Path, component: str, checks_dir: str | Path, settings: str) -> str:
+    digest = hashlib.sha256(f"{grader_fingerprint(str(checks_dir))}|{component}|{settings}".encode())
+    for module in MODULES:
+        if component in module_components(module):
+            digest.update(f"|{module}:".encode())
+            digest.update(_code_of(Path(folder) / f"{module}.py", module, component))
+    return digest.hexdigest()
+
+
+def _code_of(path: Path, module: str, component: str) -> bytes:
+    """What the file does for `component`: its syntax tree (no comments or layout), else its bytes.
+
+    The bodies of contract functions that another component owns are left out:
+    while `component` is graded they are replaced by stand-ins. That holds only
+    where the file reaches them by calling them by name, so a body whose name is
+    used any other way (an alias, say) stays in.
+    """
+    if not path.is_file():
+        return b"<missing>"
+    source = path.read_bytes()
+    try:
+        tree = ast.parse(source)
+    except (SyntaxError, ValueError):
+        return source
+    foreign = {q.rpartition(".")[2] for q, owners in OWNERS[module].items() if component not in owners and "." in q}
+    foreign |= {q for q, owners in OWNERS[module].items() if component not in owners and "." not in q}
+    foreign -= _names_used_other_than_called(tree)
+    for node in ast.walk(tree):
+        for child in getattr(node, "body", []) if isinstance(node, (ast.Module, ast.ClassDef)) else []:
+            if isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef)) and child.name in foreign:
+                child.body = [ast.Pass()]
+    return ast.dump(tree).encode()
+
+
+def _names_used_other_than_called(tree: ast.Module) -> set[str]:
+    """Names (and attribute names) that appear other than as the callee of a call or a definition."""
+    called = {id(n.func) for n in ast.walk(tree) if isinstance(n, ast.Call)}
+    used = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Name) and id(node) not in called:
+            used.add(node.id)
+        elif isinstance(node, ast.Attribute) and id(node) not in called:
+            used.add(node.attr)
+    return used
+
+
+class ResultCache:
+    """Component results by key, in memory and, given a folder, on disk (shared by batch jobs)."""
+
+    def __init__(self, folder: str | Path | None = None) -> None:
+        self.folder = Path(folder) if folder else None
+        self.memory: dict[str, list[CaseResult]] = {}
+        self.hits = self.misses = 0
+
+    def get(self, key: str) -> list[CaseResult] | None:
+        cases = self.memory.get(key)
+        if cases is None and self.folder is not None:
+            try:
+                cases = [CaseResult(**c) for c in json.loads((self.folder / f"{key}.json").read_text())]
+            except (OSError, ValueError, TypeError):
+                cases = None
+        if cases is None:
+            self.misses += 1
+            return None
+        self.hits += 1
+        self.memory[key] = cases
+        return cases
+
+    def put(self, key: str, cases: list[CaseResult]) -> None:
+        """Remember results unless a case timed out or crashed (those may not happen twice)."""
+        if not cases or any(c.status in (TIMEOUT, ERROR) for c in cases):
+            return
+        self.memory[key] = cases
+        if self.folder is not None:
+            self.folder.mkdir(parents=True, exist_ok=True)
+            tmp = self.folder / f".{key}.{os.getpid()}.tmp"
+            tmp.write_text(json.dumps([asdict(c) for c in cases]))
+            tmp.replace(self.folder / f"{key}.json")

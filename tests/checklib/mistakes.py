@@ -1,0 +1,508 @@
+"""Mistake models: what a known, common mistake would output on the checks' own inputs.
+
+Each function below computes, grader-side and with PyTorch operations only (never
+from `solutions/`), the output of one realistic mistake, from the same inputs and
+injected weights a check already has. The `*_mistakes` bundles map a one-sentence
+diagnosis, addressed to the student, to a zero-arg callable computing that
+output, so nothing is computed unless the check fails. `compare.assert_close`
+(and friends) take such a mapping as `mistakes=` and name the mistake that the
+student's output matches.
+
+Models compute in float64; the comparison uses the check's own tolerance.
+"""
+from __future__ import annotations
+
+import math
+from typing import Any, Callable
+
+import torch
+import torch.nn.functional as F
+from torch import Tensor
+
+Mistakes = dict[str, Any]
+
+
+def mapped(mistakes: Mistakes, fn: Callable[[Any], Any]) -> Mistakes:
+    """The same mistakes seen through `fn` (e.g. a slice, or a row sum), still lazy."""
+    return {sentence: (lambda m=model: fn(m() if callable(m) else m)) for sentence, model in mistakes.items()}
+
+
+# --- scaling -----------------------------------------------------------------------------------------
+
+def scores(q: Tensor, k: Tensor, scale: float) -> Tensor:
+    return q.double() @ k.double().transpose(-2, -1) * scale
+
+
+def scores_mistakes(q: Tensor, k: Tensor) -> Mistakes:
+    d, t_q, t_k = q.shape[-1], q.shape[-2], k.shape[-2]
+    return {
+        "your scores equal q·kᵀ without the 1/√d factor (d = q.size(-1))": lambda: scores(q, k, 1.0),
+        "your scores are q·kᵀ divided by d instead of by √d": lambda: scores(q, k, 1.0 / d),
+        "your scores are q·kᵀ multiplied by √d instead of divided by it": lambda: scores(q, k, math.sqrt(d)),
+        "your scores are q·kᵀ divided by √Tq, the square root of the number of queries (dim -2), "
+        "instead of √d, the feature size (dim -1)": lambda: scores(q, k, 1.0 / math.sqrt(t_q)),
+        "your scores are q·kᵀ divided by √Tk, the square root of the number of keys, "
+        "instead of √d, the feature size (dim -1)": lambda: scores(q, k, 1.0 / math.sqrt(t_k)),
+    }
+
+
+def q_scaled_in_place_mistakes(q: Tensor) -> Mistakes:
+    return {"attention_scores divided the caller's q by √d in place (q /= ...): "
+            "compute a new tensor instead": lambda: q.double() / math.sqrt(q.shape[-1])}
+
+
+# --- masking -----------------------------------------------------------------------------------------
+
+def causal_mask_mistakes(q_len: int, k_len: int) -> Mistakes:
+    offset = k_len - q_len
+    ones = torch.ones(q_len, k_len, dtype=torch.bool)
+    return {
+        "your mask excludes the diagonal: a query may attend its own position too "
+        "(j <= i + (k_len - q_len), not <)": lambda: ones.tril(diagonal=offset - 1),
+        "your mask ignores the offset k_len - q_len: the queries are the LAST q_len positions, "
+        "so the diagonal moves right by k_len - q_len": lambda: ones.tril(),
+        "your mask keeps the upper triangle (triu): True must be on and below the (shifted) diagonal, "
+        "so queries never see the future": lambda: ones.triu(diagonal=offset),
+        "your mask is inverted: True must mark the keys a query MAY attend": lambda: ~ones.tril(diagonal=offset),
+        "your mask is transposed: it should be (q_len, k_len), one row per query":
+            lambda: torch.ones(k_len, q_len, dtype=torch.bool).tril(diagonal=-offset),
+    }
+
+
+def _masked_value(values: Tensor) -> float | None:
+    """The one constant in `values` if they are all the same (the fill value a student used), else None."""
+    if values.numel() == 0 or not bool((values == values.flatten()[0]).all()):
+        return None
+    return values.flatten()[0].item()
+
+
+def kept_where_allowed_mistakes(out: Tensor, scores: Tensor, full_mask: Tensor) -> Mistakes:
+    """For `out[full_mask]` (the allowed positions): what comes back if the mask was used the wrong way round."""
+    fill = _masked_value(out[full_mask])
+    low = fill is not None and (fill <= -1e9 or fill == float("-inf"))
+    return {
+        "you masked the positions where the mask is True; True means 'may attend', so fill where it is False "
+        "(masked_fill(~mask, ...))": lambda: torch.full_like(scores[full_mask], fill) if low else None,
+    }
+
+
+def masked_fill_mistakes(masked: Tensor, scores_there: Tensor) -> Mistakes:
+    """For the values at the masked positions: a fill that is not low enough, or no fill at all."""
+    fill = _masked_value(masked)
+    mistakes: Mistakes = {
+        "you filled the masked scores with 0, and softmax still gives a score of 0 real weight":
+            lambda: torch.zeros_like(masked),
+        "the masked positions still hold their original scores: the mask was not applied":
+            lambda: scores_there,
+    }
+    if fill is not None and fill != 0 and fill > -1e9:
+        mistakes[f"you filled the masked scores with {fill:g}, which is not low enough: real scores can be as low "
+                 "as -1e6, so use -inf, torch.finfo(dtype).min or a constant <= -1e9"] = lambda: masked
+    return mistakes
+
+
+def filled_in_place_mistakes(scores: Tensor, mask: Tensor, after: Tensor) -> Mistakes:
+    full = mask.expand(scores.shape)
+    fill = _masked_value(after[~full])
+    return {"apply_mask filled the caller's scores in place (masked_fill_): use masked_fill or torch.where, "
+            "which return a new tensor": lambda: scores.masked_fill(~full, fill) if fill is not None else None}
+
+
+# --- head_splitting ----------------------------------------------------------------------------------
+
+def split_mistakes(x: Tensor, n_heads: int) -> Mistakes:
+    batch, length, d_model = x.shape
+    d_head = d_model // n_heads
+    return {
+        "you viewed (B, T, D) directly as (B, H, T, Dh) with reshape/view: first view it as (B, T, H, Dh), "
+        "then swap T and H with transpose(1, 2)": lambda: x.reshape(batch, n_heads, length, d_head),
+        "your heads are interleaved: head h got every H-th feature instead of the contiguous slice "
+        "h*Dh .. (h+1)*Dh - 1 (view D as (H, Dh), not (Dh, H))":
+            lambda: x.reshape(batch, length, d_head, n_heads).permute(0, 3, 1, 2),
+        "you split D into (H, Dh) but did not swap T and H: the result must be (B, H, T, Dh)":
+            lambda: x.reshape(batch, length, n_heads, d_head),
+    }
+
+
+def merge_mistakes(heads: Tensor) -> Mistakes:
+    batch, n_heads, length, d_head = heads.shape
+    return {
+        "you reshaped (B, H, T, Dh) straight to (B, T, D) without first swapping H and T back (transpose(1, 2))":
+            lambda: heads.reshape(batch, length, n_heads * d_head),
+        "you joined the heads feature by feature ((Dh, H) order) instead of head after head ((H, Dh) order)":
+            lambda: heads.permute(0, 2, 3, 1).reshape(batch, length, n_heads * d_head),
+        "you swapped H and T back but did not join H and Dh into D": lambda: heads.transpose(1, 2),
+    }
+
+
+# --- qkv_projection ----------------------------------------------------------------------------------
+
+def linear(x: Tensor, state: dict[str, Tensor], layer: str, *, bias: bool = True) -> Tensor:
+    b = state.get(f"{layer}.bias") if bias else None
+    return F.linear(x.double(), state[f"{layer}.weight"].double(), None if b is None else b.double())
+
+
+def projection_mistakes(x: Tensor, state: dict[str, Tensor], name: str) -> Mistakes:
+    """For q, k or v of project_qkv: the wrong layer, or the right one without its bias."""
+    own = f"w_{name}"
+    mistakes: Mistakes = {
+        f"your {name} equals {layer}(x): {name} must come from its own layer {own}": (lambda layer=layer: linear(x, state, layer))
+        for layer in ("w_q", "w_k", "w_v", "out_proj") if layer != own
+    }
+    if f"{own}.bias" in state:
+        mistakes[f"your {name} is x @ {own}.weight^T without the bias: call the layer, {own}(x)"] = \
+            lambda: linear(x, state, own, bias=False)
+    return mistakes
+
+
+def state_dict_key_mistakes(expected: set[str], bias: bool) -> Mistakes:
+    layers = ("w_q", "w_k", "w_v", "out_proj")
+    mistakes: Mistakes = {
+        "you named the output projection w_o; the contract calls it out_proj":
+            {k.replace("out_proj.", "w_o.") for k in expected},
+    }
+    for layer in layers:
+        if bias:
+            mistakes[f"{layer} has no bias: create it with nn.Linear(d_model, d_model, bias=bias)"] = expected - {f"{layer}.bias"}
+        else:
+            mistakes[f"{layer} has a bias although bias=False: pass bias=bias when you create {layer}"] = expected | {f"{layer}.bias"}
+    return mistakes
+
+
+def d_k_mistakes(d_model: int, n_heads: int) -> Mistakes:
+    return {"your d_k is d_model / n_heads, a float: use // so it is an int": d_model / n_heads}
+
+
+# --- multi_head_attention ----------------------------------------------------------------------------
+
+def attention(q: Tensor, k: Tensor, v: Tensor, mask: Tensor | None, *, scale: bool = True, softmax_dim: int = -1,
+              mask_mode: str = "fill", swap_qk: bool = False, transpose_weights: bool = False) -> tuple[Tensor, Tensor]:
+    """(out, weights) of scaled dot-product attention in float64, with one mistake switched on."""
+    q, k, v = q.double(), k.double(), v.double()
+    if swap_qk:
+        q, k = k, q
+    s = q @ k.transpose(-2, -1) / (math.sqrt(q.shape[-1]) if scale else 1.0)
+    if mask is not None and mask_mode == "fill":
+        s = s.masked_fill(~mask, float("-inf"))
+    elif mask is not None and mask_mode == "inverted":
+        s = s.masked_fill(mask, float("-inf"))
+    weights = s.softmax(dim=softmax_dim)
+    if mask is not None and mask_mode == "multiply":
+        weights = weights * mask
+    out = (weights.transpose(-2, -1) if transpose_weights else weights) @ v
+    return out, weights
+
+
+SDPA_MISTAKES = {
+    "your weights are normalised over the queries (softmax over dim -2) instead of over the keys (dim -1)":
+        dict(softmax_dim=-2),
+    "your attention ignores the mask: the output equals attention with mask=None": dict(mask_mode="ignore"),
+    "you multiplied the weights by the mask after the softmax, so the rows no longer sum to 1: fill the masked "
+    "scores with -inf before the softmax": dict(mask_mode="multiply"),
+    "you used the mask inverted: True means 'may attend', so fill the scores where it is False":
+        dict(mask_mode="inverted"),
+    "you multiplied v by the transposed weights (weightsᵀ @ v): out = weights @ v": dict(transpose_weights=True),
+    "your scores are k·qᵀ instead of q·kᵀ (queries and keys swapped)": dict(swap_qk=True),
+    "your scores are not divided by √d before the softmax": dict(scale=False),
+}
+SWAPPED_RESULTS = "you returned (weights, out); the contract's order is (out, weights)"
+
+
+def sdpa_out_mistakes(q: Tensor, k: Tensor, v: Tensor, mask: Tensor | None) -> Mistakes:
+    mistakes: Mistakes = {s: (lambda kw=kw: attention(q, k, v, mask, **kw)[0]) for s, kw in SDPA_MISTAKES.items()}
+    mistakes[SWAPPED_RESULTS] = lambda: attention(q, k, v, mask)[1]
+    return mistakes
+
+
+def sdpa_weights_mistakes(q: Tensor, k: Tensor, v: Tensor, mask: Tensor | None) -> Mistakes:
+    mistakes: Mistakes = {s: (lambda kw=kw: attention(q, k, v, mask, **kw)[1]) for s, kw in SDPA_MISTAKES.items()}
+    mistakes[SWAPPED_RESULTS] = lambda: attention(q, k, v, mask)[0]
+    return mistakes
+
+
+def mha(state: dict[str, Tensor], x: Tensor, mask: Tensor | None, n_heads: int, *, prefix: str = "",
+        out_proj: bool = True, causal_default: bool = False, split: str = "right", average_heads: bool = False,
+        **attention_kwargs: Any) -> tuple[Tensor, Tensor]:
+    """(out, weights (B, H, T, T)) of the contract's MultiHeadAttention in float64, with one mistake switched on."""
+    batch, length, d_model = x.shape
+    d_head = d_model // n_heads
+    q, k, v = (linear(x, state, f"{prefix}w_{n}") for n in "qkv")
+    if split == "no_transpose":
+        q, k, v = (t.reshape(batch, n_heads, length, d_head) for t in (q, k, v))
+    else:
+        q, k, v = (t.reshape(batch, length, n_heads, d_head).transpose(1, 2) for t in (q, k, v))
+    if mask is None and causal_default:
+        mask = torch.ones(length, length, dtype=torch.bool).tril()
+    out, weights = attention(q, k, v, mask, **attention_kwargs)
+    if split == "no_transpose":
+        out = out.reshape(batch, length, d_model)
+    else:
+        out = out.transpose(1, 2).reshape(batch, length, d_model)
+    if out_proj:
+        out = linear(out, state, f"{prefix}out_proj")
+    return out, weights.mean(dim=1) if average_heads else weights
+
+
+MHA_MISTAKES = {
+    "you returned the merged heads without applying out_proj": dict(out_proj=False),
+    "your attention is causal when no mask is given; without a mask every position attends to every other":
+        dict(causal_default=True),
+    "your attention ignores the mask: the output equals attention with mask=None": dict(mask_mode="ignore"),
+    "you split the heads with a plain reshape to (B, H, T, Dh), without swapping T and H": dict(split="no_transpose"),
+    "your weights are normalised over the queries (softmax over dim -2) instead of over the keys (dim -1)":
+        dict(softmax_dim=-2),
+    "your scores are not divided by √Dh before the softmax": dict(scale=False),
+    "you averaged the weights over the heads; last_attention keeps every head, (B, H, T, T)": dict(average_heads=True),
+}
+
+
+def mha_out_mistakes(state: dict[str, Tensor], x: Tensor, mask: Tensor | None, n_heads: int) -> Mistakes:
+    return {s: (lambda kw=kw: mha(state, x, mask, n_heads, **kw)[0]) for s, kw in MHA_MISTAKES.items()
+            if "average_heads" not in kw}
+
+
+def mha_weights_mistakes(state: dict[str, Tensor], x: Tensor, mask: Tensor | None, n_heads: int) -> Mistakes:
+    return {s: (lambda kw=kw: mha(state, x, mask, n_heads, **kw)[1]) for s, kw in MHA_MISTAKES.items()
+            if "out_proj" not in kw}
+
+
+# --- sinusoidal_encoding -----------------------------------------------------------------------------
+
+def table(max_len: int, d_model: int, *, base: float = 10000.0, exponent: str = "2i", first: int = 0,
+          even=torch.sin, odd=torch.cos, angle: str = "p*w") -> Tensor:
+    """(max_len, d_model) in float64, with one mistake switched on."""
+    pairs = torch.arange(0, d_model, 2, dtype=torch.float64)
+    if exponent == "i":
+        pairs = pairs / 2
+    position = torch.arange(first, first + max_len, dtype=torch.float64).unsqueeze(1)
+    pe = torch.zeros(max_len, d_model, dtype=torch.float64)
+    for parity, fn in ((0, even), (1, odd)):
+        exps = pairs + (parity if exponent == "column" else 0)
+        w = torch.pow(base, -exps / d_model)
+        a = {"p*w": position * w, "p+w": position + w, "w": w.expand(max_len, -1)}[angle]
+        pe[:, parity::2] = fn(a)
+    return pe
+
+
+TABLE_MISTAKES = {
+    "your even columns hold cosines: they hold the sines (are sin and cos swapped?)": dict(even=torch.cos),
+    "your odd columns hold sines: they hold the cosines of the same angles as the sines before them":
+        dict(odd=torch.sin),
+    "your exponent uses the pair index i instead of 2i: the frequencies are 10000^(-2i/d_model)": dict(exponent="i"),
+    "your exponent uses the column index, so a cosine gets a different frequency from the sine before it: "
+    "both columns 2i and 2i+1 use 10000^(-2i/d_model)": dict(exponent="column"),
+    "your wavelengths use the base 1000 instead of 10000": dict(base=1000.0),
+    "your positions start at 1 instead of 0": dict(first=1),
+    "your angle is position + frequency instead of position × frequency": dict(angle="p+w"),
+    "your angle leaves the position out, so every row is the same: the angle is position × frequency": dict(angle="w"),
+}
+
+
+def table_mistakes(max_len: int, d_model: int) -> Mistakes:
+    return {s: (lambda kw=kw: table(max_len, d_model, **kw)) for s, kw in TABLE_MISTAKES.items()}
+
+
+def table_shape_mistakes(max_len: int, d_model: int) -> Mistakes:
+    return {
+        "your table has a leading batch dimension, (1, max_len, d_model): return the (max_len, d_model) table":
+            torch.Size((1, max_len, d_model)),
+        "your table is transposed, (d_model, max_len): one row per position": torch.Size((d_model, max_len)),
+    }
+
+
+# --- pre_ln_block ------------------------------------------------------------------------------------
+
+def block(state: dict[str, Tensor], x: Tensor, mask: Tensor | None, n_heads: int, *, variant: str = "") -> Tensor:
+    """The contract's Pre-LN TransformerBlock in eval mode, float64, with the mistake `variant` switched on."""
+    s = {k: v.double() for k, v in state.items()}
+    x = x.double()
+    d_model = x.shape[-1]
+
+    def norm(name, h):
+        if variant == "shared_norm1":
+            name = "norm1"
+        elif variant == "shared_norm2":
+            name = "norm2"
+        return F.layer_norm(h, (d_model,), s[f"{name}.weight"], s[f"{name}.bias"], eps=1e-5)
+
+    def attend(h):
+        m = mask
+        if variant == "ignores_mask":
+            m = None
+        elif variant == "always_causal" and m is None:
+            m = torch.ones(h.shape[1], h.shape[1], dtype=torch.bool).tril()
+        return mha(s, h, m, n_heads, prefix="attention.")[0]
+
+    def ff(h):
+        hidden = linear(h, s, "ff.0")
+        hidden = F.gelu(hidden) if variant == "gelu" else F.relu(hidden)
+        return linear(hidden, s, "ff.2")
+
+    if variant == "post_ln":
+        x = norm("norm1", x + attend(x))
+        return norm("norm2", x + ff(x))
+    if variant == "residual_from_normed":
+        x = norm("norm1", x)
+        x = x + attend(x)
+        x = norm("norm2", x)
+        return x + ff(x)
+    h = attend(norm("norm1", x))
+    x = h if variant == "no_attention_residual" else x + h
+    h = ff(norm("norm1" if variant == "norm1_for_ff" else "norm2", x))
+    return h if variant == "no_ff_residual" else x + h
+
+
+BLOCK_MISTAKES = {
+    "your block is Post-LN (it normalises after each residual addition, as the original Transformer did); "
+    "this block is Pre-LN: x + attention(norm1(x)), then x + ff(norm2(x))": "post_ln",
+    "your block has no residual connection around the attention: x = x + dropout(attention(norm1(x), ...))":
+        "no_attention_residual",
+    "your block has no residual connection around the feed-forward: x = x + dropout(ff(norm2(x)))": "no_ff_residual",
+    "your feed-forward input is normalised with norm1 instead of norm2": "norm1_for_ff",
+    "your block uses one LayerNorm for both branches (the weights of norm1 in both places)": "shared_norm1",
+    "your block uses one LayerNorm for both branches (the weights of norm2 in both places)": "shared_norm2",
+    "your residuals add to the normalised x instead of x itself: keep x, and give norm1(x) only to the attention":
+        "residual_from_normed",
+    "your feed-forward uses GELU; the contract's is ReLU": "gelu",
+    "your block does not pass the mask on to its attention": "ignores_mask",
+    "your block applies a causal mask when none is given; without a mask every token attends to every other":
+        "always_causal",
+}
+
+
+def block_mistakes(state: dict[str, Tensor], x: Tensor, mask: Tensor | None, n_heads: int) -> Mistakes:
+    return {s: (lambda v=v: block(state, x, mask, n_heads, variant=v)) for s, v in BLOCK_MISTAKES.items()}
+
+
+def shared_norm_mistakes(state: dict[str, Tensor], key: str) -> Mistakes:
+    """For state_dict()[key] of a norm after loading different norm1 and norm2 weights."""
+    other = key.replace("norm1", "@").replace("norm2", "norm1").replace("@", "norm2")
+    return {"norm1 and norm2 are the same LayerNorm object: loading norm2's weights overwrote norm1's "
+            "(or the other way round); create two separate nn.LayerNorm(d_model)": state[other]}
+
+
+# --- patch_embedding ---------------------------------------------------------------------------------
+
+def patches(images: Tensor, patch: int, order: tuple[int, ...]) -> Tensor:
+    """Patchify with the dims of (B, C, h, P1, w, P2) permuted by `order` before flattening to (B, N, C*P*P)."""
+    b, c, height, width = images.shape
+    grid = images.reshape(b, c, height // patch, patch, width // patch, patch).permute(*order)
+    return grid.reshape(b, (height // patch) * (width // patch), c * patch * patch)
+
+
+PATCH_MISTAKES = {
+    "your patches are flattened pixel by pixel with the channels innermost, (P, P, C): "
+    "flatten each patch channel first, (C, P, P)": (0, 2, 4, 3, 5, 1),
+    "your patches are numbered column by column: number them row by row (left to right, then top to bottom)":
+        (0, 4, 2, 1, 3, 5),
+    "the pixels of each of your patches are flattened column by column: flatten (C, P, P) row by row":
+        (0, 2, 4, 1, 5, 3),
+}
+
+
+def patchify_mistakes(images: Tensor, patch: int) -> Mistakes:
+    mistakes: Mistakes = {s: (lambda o=o: patches(images, patch, o)) for s, o in PATCH_MISTAKES.items()}
+    mistakes["you returned F.unfold's layout (B, C*P*P, N): transpose it to (B, N, C*P*P)"] = \
+        lambda: F.unfold(images, patch, stride=patch)
+    return mistakes
+
+
+def embedding_mistakes(images: Tensor, patch: int, state: dict[str, Tensor]) -> Mistakes:
+    return {s: (lambda o=o: linear(patches(images, patch, o), state, "proj")) for s, o in PATCH_MISTAKES.items()}
+
+
+def num_patches_mistakes(img_size: int, patch: int) -> Mistakes:
+    return {
+        "your num_patches is img_size // patch_size**2: ** binds before //, so write (img_size // patch_size) ** 2":
+            img_size // patch**2,
+        "your num_patches counts the patches along one side only: an image holds (img_size // patch_size) ** 2":
+            img_size // patch,
+    }
+
+
+def proj_shape_mistakes(patch: int, d_model: int) -> Mistakes:
+    return {"proj is sized for one channel: a flattened patch holds in_channels * patch_size**2 values":
+            torch.Size((d_model, patch * patch))}
+
+
+# --- kv_cache ----------------------------------------------------------------------------------------
+
+def cache_update_mistakes(chunks: list[Tensor]) -> Mistakes:
+    """For what update returns after appending `chunks` (each (B, H, T, Dh)) one by one."""
+    return {
+        "your cache forgets: update returned only the newest keys and values, not everything cached so far":
+            lambda: chunks[-1],
+        "your cache concatenates along the last dimension (the head features) instead of the sequence dimension -2":
+            lambda: torch.cat(chunks, dim=-1),
+        "your cache concatenates along dimension 1 (the heads) instead of the sequence dimension -2":
+            lambda: torch.cat(chunks, dim=1),
+        "your cache concatenates along dimension 0 (the batch) instead of the sequence dimension -2":
+            lambda: torch.cat(chunks, dim=0),
+        "update returned what was cached before this call, without the new keys and values":
+            lambda: torch.cat(chunks[:-1], dim=-2),
+    }
+
+
+def cache_len_mistakes(shape: tuple[int, ...], calls: int, positions: int) -> Mistakes:
+    """For len(cache) with keys of `shape` (B, H, T, Dh) cached after `calls` calls holding `positions` positions."""
+    batch, n_heads, _, d_head = shape
+    return {
+        "len() of your cache counts the batch (len of the key tensor is its first dimension), not the positions "
+        "(dim -2)": batch,
+        "your forward appends every position twice (cache.update called twice per forward)": 2 * positions,
+        "len() of your cache counts update calls, not positions": calls,
+        "len() of your cache counts the heads (dimension 1), not the positions (dim -2)": n_heads,
+        "len() of your cache counts the head features (the last dimension), not the positions (dim -2)": d_head,
+    }
+
+
+def decoding_mistakes(state: dict[str, Tensor], x: Tensor, start: int, stop: int, n_heads: int,
+                      at: int) -> Mistakes:
+    """For output position `at` of a cached forward over the chunk x[:, start:stop] after x[:, :start] was cached."""
+    return {
+        "your cached forward attends only to the new positions, not to the cached ones: let the queries attend "
+        "to all the keys and values that cache.update returns":
+            lambda: mha(state, x[:, start:stop], torch.ones(stop - start, stop - start, dtype=torch.bool).tril(),
+                        n_heads)[0][:, at - start],
+        "your cached forward lets the new positions attend to each other without a causal mask: build it with "
+        "causal_mask(q_len, k_len), even when several positions are new or the cache was empty":
+            lambda: mha(state, x[:, :stop], None, n_heads)[0][:, at],
+        "your cached forward attends only to the new positions, without a mask, as if there were no cache":
+            lambda: mha(state, x[:, start:stop], None, n_heads)[0][:, at - start],
+    }
+
+
+def block_decoding_mistakes(states: list[dict[str, Tensor]], x: Tensor, start: int, stop: int, n_heads: int,
+                            at: int) -> Mistakes:
+    """For position `at` of two cached blocks over x[:, start:stop]: the blocks did not use their caches."""
+    def uncached_chunk():
+        h = x[:, start:stop]
+        for state in states:
+            h = block(state, h, None, n_heads)
+        return h[:, at - start]
+
+    return {"your blocks decode as if there were no cache: each block attends only to the new positions, without "
+            "a mask; TransformerBlock.forward must hand its cache to self.attention": uncached_chunk}
+
+
+def heads(x: Tensor, n_heads: int) -> Tensor:
+    batch, length, d_model = x.shape
+    return x.reshape(batch, length, n_heads, d_model // n_heads).transpose(1, 2)
+
+
+def appended_mistakes(keys: Tensor, values: Tensor, n_heads: int, name: str) -> Mistakes:
+    """For what forward hands to cache.update as `name` ('k' or 'v'), given the projected new keys and values."""
+    own, other = (keys, values) if name == "k" else (values, keys)
+    return {
+        f"your forward stores {name} in the cache before the head split, (B, T, D): split the heads first, "
+        "the cache holds (B, H, T, Dh)": lambda: own,
+        f"your forward hands cache.update the {'values' if name == 'k' else 'keys'} as {name}":
+            lambda: heads(other, n_heads),
+    }
+
+
+def reprojected_mistakes(new_state: dict[str, Tensor], x: Tensor, n_heads: int, layer: str) -> Mistakes:
+    """Keys or values of every position of `x` (the cached ones too) projected with the current weights."""
+    return {"your forward re-projects the cached positions with the current weights: a position is projected "
+            "once, when it is new, and its keys and values are then reused from the cache":
+            lambda: heads(linear(x, new_state, layer), n_heads)}
