@@ -11,6 +11,7 @@ capped buffer, and, when the grader runs as root, as an unprivileged user.
 """
 from __future__ import annotations
 
+import atexit
 import ctypes
 import os
 import pickle
@@ -224,6 +225,21 @@ def start_zygote() -> None:
             os._exit(0)
     zygote_end.close()
     _zygote, _zygote_pid = grader_end, pid
+    atexit.register(_stop_zygote)
+
+
+def _stop_zygote() -> None:
+    global _zygote, _zygote_pid
+    if _zygote is not None:
+        _zygote.close()
+        _zygote = None
+    if _zygote_pid is not None:
+        try:
+            os.kill(_zygote_pid, signal.SIGKILL)
+            os.waitpid(_zygote_pid, 0)
+        except (ProcessLookupError, ChildProcessError):
+            pass
+        _zygote_pid = None
 
 
 def _zygote_loop(sock: socket.socket) -> None:

@@ -6,6 +6,7 @@ import torch
 
 from checklib import mistakes
 from checklib.compare import assert_equal, check_tensor, fail
+from checklib.scratch import assert_from_scratch
 from checklib.student import expect_value_error
 from checklib.weights import randn
 
@@ -151,3 +152,8 @@ def test_apply_mask_does_not_modify_inputs(impl, gen):
                  mistakes=mistakes.filled_in_place_mistakes(scores, mask, scores_after))
     assert_equal(mask_after, mask, what="mask after apply_mask(scores, mask)",
                  hint="functions must not modify their inputs in place")
+
+
+def test_from_scratch(target_folder):
+    """No library call that does the exercise (course.yml lists them for masking)."""
+    assert_from_scratch(target_folder, "masking")

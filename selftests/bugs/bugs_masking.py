@@ -42,3 +42,12 @@ BUGS = [
         "ones = torch.ones(q_len, k_len, device=device)",
         "returns a float mask of ones and zeros instead of a bool mask"),
 ]
+
+BUGS += [
+    Bug("masking", "library_causal_mask", "attention.py",
+        "    ones = torch.ones(q_len, k_len, dtype=torch.bool, device=device)\n    return ones.tril(diagonal=k_len - q_len)\n",
+        "    if q_len == k_len:\n"
+        "        return torch.nn.Transformer.generate_square_subsequent_mask(q_len, device=device) == 0\n"
+        "    ones = torch.ones(q_len, k_len, dtype=torch.bool, device=device)\n    return ones.tril(diagonal=k_len - q_len)\n",
+        "builds the square causal mask with torch.nn.Transformer.generate_square_subsequent_mask instead of by hand"),
+]

@@ -42,3 +42,12 @@ BUGS = [
         "        out, weights = scaled_dot_product_attention(q, k, v, mask)\n",
         "applies a causal mask when no mask is given, as in a decoder, although the default is full attention"),
 ]
+
+BUGS += [
+    Bug("multi_head_attention", "library_attention", "attention.py",
+        "    weights = apply_mask(attention_scores(q, k), mask).softmax(dim=-1)\n    return weights @ v, weights\n",
+        "    weights = apply_mask(attention_scores(q, k), mask).softmax(dim=-1)\n"
+        "    out = torch.nn.functional.scaled_dot_product_attention(q, k, v, attn_mask=mask)\n"
+        "    return out, weights\n",
+        "computes the output with torch.nn.functional.scaled_dot_product_attention instead of weights @ v"),
+]

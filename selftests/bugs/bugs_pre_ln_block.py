@@ -49,3 +49,11 @@ BUGS = [
 """ + FORWARD,
         "builds a causal mask when none is given, as in a GPT block, although the default is full attention"),
 ]
+
+BUGS += [
+    Bug("pre_ln_block", "library_encoder_layer", "block.py",
+        "        self.dropout = nn.Dropout(dropout)\n",
+        "        self.dropout = nn.Dropout(dropout)\n"
+        "        self.layer = nn.TransformerEncoderLayer(d_model, n_heads, d_ff, dropout, batch_first=True, norm_first=True)\n",
+        "builds the block on torch.nn.TransformerEncoderLayer"),
+]
