@@ -3,9 +3,11 @@
 #   make test           run the project's own test suite
 # TORCH picks the torch requirement; the project itself needs torch>=2.2.
 # Example: make test TORCH=torch==2.13.0   (a CPU wheel, where one is at hand)
+# EXTRAS=nbgrader also installs nbgrader, for the nbgrader channel and its test.
 PYTHON ?= python3
 VENV   ?= .venv
 TORCH  ?= torch>=2.2
+EXTRAS ?=
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 
@@ -15,7 +17,7 @@ $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
 	$(BIN)/python -m pip install --quiet "$(TORCH)"
-	$(BIN)/python -m pip install --quiet -e .
+	$(BIN)/python -m pip install --quiet -e ".$(if $(EXTRAS),[$(EXTRAS)])"
 	touch $(STAMP)
 
 grade: $(STAMP)

@@ -20,6 +20,7 @@ COMMAND_MODULES: list[str] = [
     "grader.gradescope",
     "grader.batch",
     "grader.drill",
+    "grader.nbgrader_course",
 ]
 
 FORMATS = ("gradescope", "json", "junit", "markdown")

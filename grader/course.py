@@ -87,3 +87,34 @@ def load_course(path: str | Path = COURSE_FILE) -> Course:
         raise CourseError(f"{path} lists a component twice")
     defaults = data.get("defaults") or {}
     return Course(data.get("name", "transformer-drills"), tuple(components), float(defaults.get("timeout", 10)), defaults)
+
+
+@dataclass(frozen=True)
+class Assignment:
+    """A group of components handed out together (course.yml `assignments:`; the nbgrader channel)."""
+
+    id: str
+    title: str
+    components: tuple[str, ...]
+
+
+def load_assignments(path: str | Path = COURSE_FILE) -> tuple[Assignment, ...]:
+    """course.yml's `assignments:` (id, title, components); without it, one assignment holding every component."""
+    course = load_course(path)
+    data = yaml.safe_load(Path(path).read_text()) or {}
+    entries = data.get("assignments")
+    if not entries:
+        return (Assignment("transformer", "Build a Transformer", tuple(c.id for c in course.components)),)
+    known = {c.id for c in course.components}
+    assignments = []
+    for entry in entries:
+        if not isinstance(entry, dict) or not {"id", "components"} <= set(entry):
+            raise CourseError(f"{path}: each assignment needs an id and components")
+        components = tuple(str(c) for c in entry["components"] or [])
+        unknown = [c for c in components if c not in known]
+        if not components or unknown:
+            raise CourseError(f"{path}: assignment {entry['id']} lists unknown or no components: {unknown}")
+        assignments.append(Assignment(str(entry["id"]), str(entry.get("title", entry["id"])), components))
+    if len({a.id for a in assignments}) != len(assignments):
+        raise CourseError(f"{path} lists an assignment twice")
+    return tuple(assignments)
