@@ -51,11 +51,14 @@ def main() -> int:
     parser.add_argument("--students", type=int, default=100)
     parser.add_argument("--jobs", type=int, default=2)
     parser.add_argument("--dedupe", action="store_true", help="identical submissions (no per-student comment)")
+    parser.add_argument("--no-cache", action="store_true", help="grade every component afresh (no reuse of results)")
     args = parser.parse_args()
     with tempfile.TemporaryDirectory(prefix="drills-bench-") as tmp:
         subs, out = Path(tmp) / "submissions", Path(tmp) / "out"
         kinds = generate(subs, args.students, unique=not args.dedupe)
         command = [sys.executable, "-m", "grader", "grade-all", str(subs), "--out", str(out), "--jobs", str(args.jobs)]
+        if args.no_cache:
+            command.append("--no-cache")
         started = time.perf_counter()
         result = subprocess.run(command, cwd=ROOT, capture_output=True, text=True)
         seconds = time.perf_counter() - started
@@ -66,7 +69,8 @@ def main() -> int:
     nbgrader = NBGRADER_S_PER_NOTEBOOK * args.students
     print(result.stdout.strip())
     print(f"{args.students} submissions ({kinds['correct']} correct, {kinds['bug']} buggy, {kinds['stubs']} stubs), "
-          f"--jobs {args.jobs}{', identical ones shared' if args.dedupe else ', all distinct'}: "
+          f"--jobs {args.jobs}{', identical ones shared' if args.dedupe else ', all distinct'}"
+          f"{', no result cache' if args.no_cache else ''}: "
           f"{seconds:.1f} s in all, {seconds / args.students:.2f} s per submission "
           f"({len(rows)} gradebook rows)")
     print(f"nbgrader autograde of the same as notebooks: ~{nbgrader:.0f} s ({NBGRADER_S_PER_NOTEBOOK} s each, serial); "
