@@ -6,6 +6,7 @@ import torch
 
 from checklib import mistakes
 from checklib.compare import assert_equal, check_tensor, fail
+from checklib.masks import random_mask
 from checklib.scratch import assert_from_scratch
 from checklib.student import expect_value_error
 from checklib.weights import randn
@@ -66,13 +67,6 @@ def test_causal_mask_rejects_short_keys(impl, q_len, k_len):
 
 
 # ----------------------------------------------------------------------------- apply_mask
-
-def random_mask(*shape: int, gen: torch.Generator) -> torch.Tensor:
-    """A random bool mask with at least one True in every row (all-False rows are never graded)."""
-    mask = torch.rand(*shape, generator=gen) < 0.5
-    keep = torch.randint(shape[-1], (*shape[:-1], 1), generator=gen)
-    return mask.scatter(-1, keep, True)
-
 
 def check_applied(out, scores: torch.Tensor, mask: torch.Tensor, what: str) -> None:
     check_tensor(out, what=what, shape=scores.shape, dtype=scores.dtype,

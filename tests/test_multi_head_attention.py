@@ -20,6 +20,7 @@ from checklib.causal import (
 )
 from checklib import mistakes
 from checklib.compare import assert_close, assert_equal, check_tensor
+from checklib.masks import random_mask, self_attention_mask, to_torch_attn_mask
 from checklib.scratch import assert_from_scratch
 from checklib.weights import mha_state, randn, torch_mha
 
@@ -47,14 +48,6 @@ SDPA_WHERE = ("weights = softmax(masked scores, dim=-1) over the keys, with scor
               "out = weights @ v")
 MHA_WHERE = ("project x with w_q, w_k, w_v, split the heads, run scaled_dot_product_attention per head "
              "with the mask, merge the heads, then apply out_proj")
-
-
-def random_mask(*shape: int, gen: torch.Generator) -> torch.Tensor:
-    """A bool mask (True = may attend) in which every row has at least one True."""
-    mask = torch.rand(*shape, generator=gen) < 0.6
-    keep = torch.randint(0, shape[-1], shape[:-1], generator=gen)
-    mask.scatter_(-1, keep.unsqueeze(-1), True)
-    return mask
 
 
 def sdpa_mask(kind: str, lead: tuple[int, ...], t_q: int, t_k: int, gen: torch.Generator):
@@ -200,15 +193,6 @@ def new_mha(impl, d_model, n_heads, state, bias=True):
     return m
 
 
-def torch_attn_mask(mask, batch, n_heads, length):
-    """Our bool mask (True = may attend) in nn.MultiheadAttention's form (True = NOT allowed)."""
-    if mask is None:
-        return None
-    if mask.dim() == 2:
-        return ~mask
-    return ~mask.expand(batch, n_heads, length, length).reshape(batch * n_heads, length, length)
-
-
 def mha_expected(state, x, mask, d_model, n_heads):
     """(out, per-head weights) of nn.MultiheadAttention in float64 carrying `state`."""
     state64 = {k: v.double() for k, v in state.items()}
@@ -216,21 +200,9 @@ def mha_expected(state, x, mask, d_model, n_heads):
     x64 = x.double()
     batch, length, _ = x.shape
     with torch.no_grad():
-        out, weights = ref(x64, x64, x64, attn_mask=torch_attn_mask(mask, batch, n_heads, length),
+        out, weights = ref(x64, x64, x64, attn_mask=to_torch_attn_mask(mask, batch, n_heads, length),
                            need_weights=True, average_attn_weights=False)
     return out.to(x.dtype), weights.to(x.dtype)
-
-
-def mha_mask(kind, batch, n_heads, length, gen):
-    if kind == "none":
-        return None
-    if kind == "causal":
-        return causal_bool_mask(length)
-    if kind == "2d":
-        return random_mask(length, length, gen=gen)
-    if kind == "batch":
-        return random_mask(batch, 1, length, length, gen=gen)
-    return random_mask(batch, n_heads, length, length, gen=gen)  # "heads"
 
 
 @pytest.mark.parametrize("shape, dtype", [(s, DTYPES[i % 2]) for i, s in enumerate(MHA_SHAPES)],
@@ -269,7 +241,7 @@ def test_mha_matches_torch(impl, gen, shape, mask_kind, bias, dtype):
     state = mha_state(d_model, gen=gen, dtype=dtype, bias=bias)
     m = new_mha(impl, d_model, n_heads, state, bias=bias)
     x = randn(batch, length, d_model, gen=gen, dtype=dtype)
-    mask = mha_mask(mask_kind, batch, n_heads, length, gen)
+    mask = self_attention_mask(mask_kind, batch, n_heads, length, gen)
     expected_out, expected_weights = mha_expected(state, x, mask, d_model, n_heads)
     call = (f"MultiHeadAttention({d_model}, {n_heads}, bias={bias})(x {tuple(x.shape)}, "
             f"mask={'None' if mask is None else 'bool ' + str(tuple(mask.shape))})")

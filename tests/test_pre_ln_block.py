@@ -18,6 +18,7 @@ from checklib.causal import (
 )
 from checklib import mistakes
 from checklib.compare import assert_close, assert_equal, assert_not_close, check_tensor
+from checklib.masks import self_attention_mask, to_torch_attn_mask
 from checklib.scratch import assert_from_scratch
 from checklib.weights import block_state, randn, torch_encoder_layer
 
@@ -33,37 +34,8 @@ WHERE = ("Pre-LN: x = x + dropout(attention(norm1(x), mask)), then x = x + dropo
          "with ff = Linear(D, d_ff), ReLU, Linear(d_ff, D)")
 
 
-def random_mask(*shape: int, gen: torch.Generator) -> torch.Tensor:
-    """A bool mask (True = may attend) in which every row has at least one True."""
-    mask = torch.rand(*shape, generator=gen) < 0.6
-    keep = torch.randint(0, shape[-1], shape[:-1], generator=gen)
-    mask.scatter_(-1, keep.unsqueeze(-1), True)
-    return mask
-
-
-def make_mask(kind, batch, n_heads, length, gen):
-    if kind == "none":
-        return None
-    if kind == "causal":
-        return causal_bool_mask(length)
-    if kind == "2d":
-        return random_mask(length, length, gen=gen)
-    if kind == "batch":
-        return random_mask(batch, 1, length, length, gen=gen)
-    return random_mask(batch, n_heads, length, length, gen=gen)  # "heads"
-
-
 def mask_text(mask) -> str:
     return "None" if mask is None else f"bool {tuple(mask.shape)}"
-
-
-def torch_src_mask(mask, batch, n_heads, length):
-    """Our bool mask (True = may attend) in PyTorch's form (True = NOT allowed)."""
-    if mask is None:
-        return None
-    if mask.dim() == 2:
-        return ~mask
-    return ~mask.expand(batch, n_heads, length, length).reshape(batch * n_heads, length, length)
 
 
 def new_block(impl, d_model, n_heads, d_ff, state, dropout=0.3):
@@ -85,7 +57,7 @@ def expected_output(state, x, mask, d_model, n_heads, d_ff):
     layer = reference(state, d_model, n_heads, d_ff)
     batch, length, _ = x.shape
     # Grad mode on keeps PyTorch off its fused inference path: the plain computation is the reference.
-    out = layer(x.double(), src_mask=torch_src_mask(mask, batch, n_heads, length))
+    out = layer(x.double(), src_mask=to_torch_attn_mask(mask, batch, n_heads, length))
     return out.detach().to(x.dtype)
 
 
@@ -141,7 +113,7 @@ def test_block_matches_torch_encoder_layer(impl, gen, shape, mask_kind, dtype):
     state = block_state(d_model, d_ff, gen=gen, dtype=dtype)
     m = new_block(impl, d_model, n_heads, d_ff, state, dropout=0.3)
     x = randn(batch, length, d_model, gen=gen, dtype=dtype)
-    mask = make_mask(mask_kind, batch, n_heads, length, gen)
+    mask = self_attention_mask(mask_kind, batch, n_heads, length, gen)
     out = m(x, mask)
     assert_close(out, expected_output(state, x, mask, d_model, n_heads, d_ff),
                  what=f"TransformerBlock({d_model}, {n_heads}, {d_ff}, dropout=0.3).eval()(x {tuple(x.shape)}, "
@@ -179,7 +151,7 @@ def test_block_gradients_reach_every_parameter(impl, gen, mask_kind):
     state = block_state(d_model, d_ff, gen=gen, dtype=torch.float64)
     m = new_block(impl, d_model, n_heads, d_ff, state)
     x = randn(batch, length, d_model, gen=gen, dtype=torch.float64)
-    mask = make_mask(mask_kind, batch, n_heads, length, gen)
+    mask = self_attention_mask(mask_kind, batch, n_heads, length, gen)
     g = randn(batch, length, d_model, gen=gen, dtype=torch.float64)
     grads = m.grad(x, mask, grad_output=g)
     call = f"TransformerBlock({d_model}, {n_heads}, {d_ff}).eval()(x, mask={mask_text(mask)})"
@@ -194,7 +166,7 @@ def test_block_gradients_reach_every_parameter(impl, gen, mask_kind):
                                  f"\n  hint: {name} must influence the output ({WHERE})")
     layer = reference(state, d_model, n_heads, d_ff)
     x_ref = x.clone().requires_grad_(True)
-    (layer(x_ref, src_mask=torch_src_mask(mask, batch, n_heads, length)) * g).sum().backward()
+    (layer(x_ref, src_mask=to_torch_attn_mask(mask, batch, n_heads, length)) * g).sum().backward()
     assert_close(grads["args"][0], x_ref.grad, what=f"gradient of {call} w.r.t. x vs nn.TransformerEncoderLayer's",
                  hint="both residual paths must carry the gradient straight back to x: " + WHERE)
 

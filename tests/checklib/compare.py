@@ -15,7 +15,7 @@ and close with the check's tolerance), the message gets a line
 """
 from __future__ import annotations
 
-from typing import Any, Callable, Mapping
+from typing import Any, Mapping
 
 import torch
 from torch import Tensor

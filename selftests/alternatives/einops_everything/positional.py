@@ -1,7 +1,6 @@
 """Alternative: a Python loop over the dimensions."""
 from __future__ import annotations
 
-import math
 
 import torch
 from torch import Tensor
