@@ -2,12 +2,14 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from functools import lru_cache
 from pathlib import Path
 
 import yaml
 
 from .contract import COMPONENTS
 
+_YAML_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)  # libyaml where available
 ROOT = Path(__file__).resolve().parent.parent
 COURSE_FILE = ROOT / "course.yml"
 
@@ -61,8 +63,18 @@ def _hints(entry: dict, path: str | Path) -> tuple[str, ...]:
 
 
 def load_course(path: str | Path = COURSE_FILE) -> Course:
+    """Read and check course.yml (parsed once per version of the file in a process)."""
     try:
-        data = yaml.safe_load(Path(path).read_text())
+        stat = Path(path).stat()
+    except FileNotFoundError:
+        raise CourseError(f"{path} does not exist") from None
+    return _load_course(str(Path(path).resolve()), stat.st_mtime_ns, stat.st_size)
+
+
+@lru_cache(maxsize=8)
+def _load_course(path: str, mtime_ns: int, size: int) -> Course:
+    try:
+        data = yaml.load(Path(path).read_text(), Loader=_YAML_LOADER)
     except FileNotFoundError:
         raise CourseError(f"{path} does not exist") from None
     except yaml.YAMLError as exc:

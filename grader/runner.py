@@ -102,7 +102,11 @@ def _run(target, folder: str, selected, limits: Limits, isolation: str, checks_d
         files = [str(checks_dir / f"test_{c.id}.py") for c in ordered]
         args = [*files, f"--target={folder}", f"--isolation={isolation}", f"--check-timeout={limits.timeout_s}",
                 f"--memory-mb={limits.memory_mb}", *[f"--broken={f}={why}" for f, why in load_errors.items()],
-                "-p", "no:cacheprovider", "-q", "--tb=no", "--no-header", f"--timeout={limits.timeout_s * 3 + 30}",
+                "-p", "no:cacheprovider", "-q", "--tb=no", "--no-header",
+                # these plugins cost a garbage collection or log handlers per check or session, and
+                # guard nothing here: student code never runs in this process
+                "-p", "no:unraisableexception", "-p", "no:threadexception", "-p", "no:logging",
+                f"--timeout={limits.timeout_s * 3 + 30}",
                 "--rootdir", str(ROOT), "-c", str(ROOT / "pyproject.toml")]
         try:
             with _hidden_from_workers([ROOT / "solutions", checks_dir]):
