@@ -125,7 +125,9 @@ def test_an_interrupt_loses_nothing_finished(tmp_path):
         _copy(ROOT / "solutions", subs / f"s{i}")
         (subs / f"s{i}" / "block.py").write_text((subs / f"s{i}" / "block.py").read_text() + f"\n# student {i}\n")
     out = tmp_path / "out"
-    proc = subprocess.Popen([sys.executable, "-m", "grader", "grade-all", str(subs), "--out", str(out), "--jobs", "1"],
+    # --no-cache: the students differ only by a comment, so cached results would finish them all at once
+    proc = subprocess.Popen([sys.executable, "-m", "grader", "grade-all", str(subs), "--out", str(out), "--jobs", "1",
+                             "--no-cache"],
                             cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     deadline = time.monotonic() + 120
     while not list((out / "results").glob("s*.json")) and time.monotonic() < deadline:
