@@ -44,6 +44,11 @@ class Course:
     settings: dict = field(default_factory=dict)
 
     @property
+    def hidden_checks(self) -> frozenset[tuple[str, str]]:
+        """{(component id, check name)} of every hidden check: left out of releases, after_published on Gradescope."""
+        return frozenset((c.id, check) for c in self.components for check in c.hidden)
+
+    @property
     def total_points(self) -> float:
         return sum(c.points for c in self.components)
 

@@ -163,13 +163,13 @@ class RecordingKVCache:
 
 
 def build_release(out: Path) -> Path:
-    from .hidden import hidden_checks
+    from .course import load_course
 
     out = Path(out)
     if out.exists() and any(out.iterdir()):
         raise FileExistsError(f"{out} exists and is not empty")
     out.mkdir(parents=True, exist_ok=True)
-    hidden = hidden_checks()
+    hidden = load_course().hidden_checks
     shutil.copytree(ROOT / "exercises", out / "exercises", ignore=IGNORE)
     shutil.copytree(ROOT / "grader", out / "grader", ignore=IGNORE)
     (out / "grader" / "standins.py").write_text(RELEASE_STANDINS)

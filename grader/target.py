@@ -116,14 +116,19 @@ class Executor:
         self.package.module(module)
 
     def _op_warm(self):
-        """Import what torch loads lazily on first use of meta tensors (seconds, once per process)."""
-        torch.ones(2, 2, dtype=torch.bool, device="meta").tril()
+        from .worker import warm_up
+
+        warm_up()
 
     def _op_reset(self):
         self.objects.clear()
 
-    def _op_call(self, name: str, args=(), kwargs=None, return_args: bool = False):
-        func = self.objects[name.id] if isinstance(name, Ref) else self.package.resolve(name)
+    def _callee(self, name: str | Ref):
+        """A stored object (a module, a cache) or a name of the implementation ('attention.split_heads')."""
+        return self.objects[name.id] if isinstance(name, Ref) else self.package.resolve(name)
+
+    def _op_call(self, name: str | Ref, args=(), kwargs=None, return_args: bool = False):
+        func = self._callee(name)
         args, kwargs = self._inbound(tuple(args)), self._inbound(kwargs or {})
         result = self._outbound(func(*args, **kwargs))
         return (result, self._outbound(args)) if return_args else result
@@ -139,9 +144,6 @@ class Executor:
     def _op_getattr(self, ref: Ref, name: str):
         return self._outbound(getattr(self.objects[ref.id], name))
 
-    def _op_setattr(self, ref: Ref, name: str, value):
-        setattr(self.objects[ref.id], name, self._inbound(value))
-
     def _op_load_weights(self, ref: Ref, state: dict):
         module = self.objects[ref.id]
         result = module.load_state_dict(self._inbound(state), strict=False)
@@ -150,7 +152,7 @@ class Executor:
 
     def _op_grad(self, name, args=(), kwargs=None, grad_output=None, output_index: int | None = None):
         """Backpropagate `grad_output` from a call; returns input and parameter gradients."""
-        func = self.objects[name.id] if isinstance(name, Ref) else self.package.resolve(name)
+        func = self._callee(name)
         args = [self._inbound(a) for a in args]
         for a in args:
             if isinstance(a, torch.Tensor) and a.is_floating_point():
@@ -288,9 +290,6 @@ class RemoteObject(RemoteFunction):
 
     def attr(self, name: str) -> Any:
         return self._wrap(self.target.request("getattr", ref=self.ref, name=name))
-
-    def set_attr(self, name: str, value: Any) -> None:
-        self.target.request("setattr", ref=self.ref, name=name, value=_unwrap(value))
 
     def load_weights(self, state: dict[str, torch.Tensor]) -> None:
         """Copy the given parameters in (other parameters of the module are left alone)."""

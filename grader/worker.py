@@ -21,6 +21,7 @@ import sys
 import threading
 import time
 from dataclasses import dataclass
+from functools import lru_cache
 from multiprocessing.connection import Connection
 from typing import Any
 
@@ -104,6 +105,7 @@ def _hide(paths: tuple[str, ...]) -> bool:
     return True
 
 
+@lru_cache(maxsize=None)
 def can_hide() -> bool:
     """Whether workers can get a private mount namespace here (root without a seccomp block)."""
     pid = os.fork()
@@ -131,6 +133,7 @@ def _world_readable(path: str) -> bool:
     return True
 
 
+@lru_cache(maxsize=None)
 def can_drop_privileges() -> bool:
     """Root drops to an unprivileged user only where that user can still read Python and torch."""
     import torch
@@ -250,7 +253,7 @@ def _zygote_loop(sock: socket.socket) -> None:
         except (EOFError, OSError):
             return
         if request["cmd"] == "warm":
-            _warm_up()
+            warm_up()
             continue
         requests_grader, requests_worker = socket.socketpair()
         out_read, out_write = os.pipe()
@@ -282,8 +285,8 @@ def _zygote_loop(sock: socket.socket) -> None:
         os.close(out_read)
 
 
-def _warm_up() -> None:
-    """Import what first use of some torch features imports lazily (seconds), once for all workers."""
+def warm_up() -> None:
+    """Import what torch loads lazily on first use of meta tensors (seconds, once per process)."""
     import torch
 
     torch.ones(2, 2, dtype=torch.bool, device="meta").tril()

@@ -69,23 +69,24 @@ class _Workers:
     def prespawn(self, components: list[str]) -> None:
         """Start every component's worker now and have it import its files while other checks run."""
         from grader.contract import MODULES, module_components
-        from grader.worker import Worker
 
         for component in components:
-            worker = self.workers.setdefault(component, Worker(self.folder, component, self.limits, self.broken))
+            worker = self._worker(component)
             for module in MODULES:
                 if component in module_components(module):
                     worker.send_ahead({"op": "load", "module": module})
             if component == "masking":
                 worker.send_ahead({"op": "warm"})
 
-    def target(self, component: str) -> Target:
+    def _worker(self, component: str):
         from grader.worker import Worker
 
         if component not in self.workers:
             self.workers[component] = Worker(self.folder, component, self.limits, self.broken)
-        executor = RemoteExecutor(self.workers[component], self.limits.timeout_s)
-        return Target(executor)
+        return self.workers[component]
+
+    def target(self, component: str) -> Target:
+        return Target(RemoteExecutor(self._worker(component), self.limits.timeout_s))
 
     def close(self) -> None:
         for worker in self.workers.values():
