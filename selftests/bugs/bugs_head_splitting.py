@@ -22,3 +22,10 @@ BUGS = [
         'return rearrange(x, "b h t d -> b t (d h)")',
         "joins the heads feature by feature instead of head after head"),
 ]
+
+BUGS += [
+    Bug("head_splitting", "resizes_input_in_place", "attention.py",
+        'return rearrange(x, "b t (h d) -> b h t d", h=n_heads)',
+        'b, t, d = x.shape\n    x.resize_(b, t, n_heads, d // n_heads)\n    return x.transpose(1, 2)',
+        "reshapes the caller's tensor in place with resize_ to avoid a copy"),
+]

@@ -57,3 +57,10 @@ BUGS += [
         "        self.layer = nn.TransformerEncoderLayer(d_model, n_heads, d_ff, dropout, batch_first=True, norm_first=True)\n",
         "builds the block on torch.nn.TransformerEncoderLayer"),
 ]
+
+BUGS += [
+    Bug("pre_ln_block", "squeezes_the_batch", "block.py",
+        "        return x + self.dropout(self.ff(self.norm2(x)))\n",
+        "        return (x + self.dropout(self.ff(self.norm2(x)))).squeeze(0)\n",
+        "squeezes away the batch dimension (tested with one example at a time), so a batch of one comes back 2-D"),
+]
