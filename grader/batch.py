@@ -162,7 +162,7 @@ def serve() -> None:
 
     timeout = float(os.environ["DRILLS_BATCH_TIMEOUT"]) if os.environ.get("DRILLS_BATCH_TIMEOUT") else None
     cache = ResultCache(os.environ["DRILLS_BATCH_CACHE"]) if os.environ.get("DRILLS_BATCH_CACHE") else None
-    warm_zygote()  # once per job: every worker forked after starts with torch's lazy parts loaded
+    warm_zygote()  # once per job, so that no student pays for torch's meta-device set-up (see warm_up)
     for line in sys.stdin:
         task = json.loads(line)
         try:

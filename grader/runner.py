@@ -97,9 +97,7 @@ def _run(target, folder: str, selected, limits: Limits, isolation: str, checks_d
     for cases in cached.values():
         collector.cases.update({case.nodeid: case for case in cases})
     if runnable:
-        # masking last: its worker warms up torch's meta-tensor support meanwhile, on the other core
-        ordered = sorted(runnable, key=lambda c: c.id == "masking")
-        files = [str(checks_dir / f"test_{c.id}.py") for c in ordered]
+        files = [str(checks_dir / f"test_{c.id}.py") for c in runnable]
         args = [*files, f"--target={folder}", f"--isolation={isolation}", f"--check-timeout={limits.timeout_s}",
                 f"--memory-mb={limits.memory_mb}", *[f"--broken={f}={why}" for f, why in load_errors.items()],
                 "-p", "no:cacheprovider", "-q", "--tb=no", "--no-header",

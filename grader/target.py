@@ -115,11 +115,6 @@ class Executor:
     def _op_load(self, module: str):
         self.package.module(module)
 
-    def _op_warm(self):
-        from .worker import warm_up
-
-        warm_up()
-
     def _op_reset(self):
         self.objects.clear()
 
@@ -127,10 +122,16 @@ class Executor:
         """A stored object (a module, a cache) or a name of the implementation ('attention.split_heads')."""
         return self.objects[name.id] if isinstance(name, Ref) else self.package.resolve(name)
 
-    def _op_call(self, name: str | Ref, args=(), kwargs=None, return_args: bool = False):
+    def _op_call(self, name: str | Ref, args=(), kwargs=None, return_args: bool = False,
+                 default_device: str | None = None):
         func = self._callee(name)
         args, kwargs = self._inbound(tuple(args)), self._inbound(kwargs or {})
-        result = self._outbound(func(*args, **kwargs))
+        if default_device is None:
+            result = self._outbound(func(*args, **kwargs))
+        else:
+            with torch.device(default_device):
+                result = func(*args, **kwargs)
+            result = self._outbound(result)
         return (result, self._outbound(args)) if return_args else result
 
     def _op_new(self, name: str, args=(), kwargs=None, trusted: bool = False):
@@ -258,6 +259,11 @@ class RemoteFunction:
             "call", name=self.name, args=_unwrap(args), kwargs=_unwrap(kwargs), return_args=True
         )
         return self._wrap(result), after
+
+    def with_default_device(self, default_device: str, /, *args: Any, **kwargs: Any) -> Any:
+        """Call with torch's default device (where tensors made without `device=` land) set."""
+        return self._wrap(self.target.request("call", name=self.name, args=_unwrap(args), kwargs=_unwrap(kwargs),
+                                              default_device=default_device))
 
     def grad(self, *args: Any, grad_output: torch.Tensor, output_index: int | None = None, **kwargs: Any) -> dict:
         """Gradients of `sum(output * grad_output)` w.r.t. the tensor arguments (and parameters)."""

@@ -286,7 +286,11 @@ def _zygote_loop(sock: socket.socket) -> None:
 
 
 def warm_up() -> None:
-    """Import what torch loads lazily on first use of meta tensors (seconds, once per process)."""
+    """Import what torch loads lazily on first use of meta tensors (seconds, once per process).
+
+    The masking checks ask for the meta device only when a cheaper question left
+    the answer open (see test_causal_mask_device).
+    """
     import torch
 
     torch.ones(2, 2, dtype=torch.bool, device="meta").tril()

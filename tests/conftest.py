@@ -75,8 +75,6 @@ class _Workers:
             for module in MODULES:
                 if component in module_components(module):
                     worker.send_ahead({"op": "load", "module": module})
-            if component == "masking":
-                worker.send_ahead({"op": "warm"})
 
     def _worker(self, component: str):
         from grader.worker import Worker

@@ -33,8 +33,8 @@ def causal_mask(q_len: int, k_len: int | None = None, *, device=None) -> Tensor:
         k_len = q_len
     if k_len < q_len:
         raise ValueError("k_len must not be smaller than q_len")
-    future = torch.triu(torch.ones(q_len, k_len, device=device), diagonal=k_len - q_len + 1)
-    return future == 0
+    future = torch.triu(torch.ones(q_len, k_len), diagonal=k_len - q_len + 1)
+    return (future == 0).to(device)  # built on the CPU, then moved: wasteful on a GPU, but correct
 
 
 def apply_mask(scores: Tensor, mask: Tensor | None) -> Tensor:
