@@ -20,6 +20,7 @@ import socket
 import sys
 import threading
 import time
+from collections import deque
 from dataclasses import dataclass
 from functools import lru_cache
 from multiprocessing.connection import Connection
@@ -152,8 +153,12 @@ def _die_with(grader_pid: int) -> None:
 
 
 def serve(requests: Connection, output_fd: int, folder: str, isolate_for: str | None,
-          limits: Limits, broken: dict[str, str], grader_pid: int) -> None:
-    """The worker's main loop: answer requests until the pipe closes."""
+          limits: Limits, broken: dict[str, str], grader_pid: int, preload: tuple[str, ...] = ()) -> None:
+    """The worker's main loop: answer requests until the pipe closes.
+
+    `preload` names modules to import before the first request (a failure
+    there is reported again by the request that needs the module).
+    """
     _die_with(grader_pid)
     _confine(output_fd, requests.fileno(), limits)
     import torch
@@ -162,6 +167,12 @@ def serve(requests: Connection, output_fd: int, folder: str, isolate_for: str | 
 
     torch.set_num_threads(1)
     executor: Executor | None = None
+    for module in preload:
+        try:
+            executor = executor or Executor(folder, isolate_for, broken)
+            executor.run("load", module=module)
+        except BaseException:  # noqa: BLE001 - the request that needs the module says what went wrong
+            pass
     while True:
         try:
             request = wire.loads(requests.recv_bytes())
@@ -208,6 +219,7 @@ def _safe_str(exc: BaseException) -> str:
 
 _zygote: socket.socket | None = None
 _zygote_pid: int | None = None
+_spawning: deque[Worker] = deque()  # asked of the zygote, in order, whose pid and pipes are not read yet
 
 
 def start_zygote() -> None:
@@ -218,7 +230,8 @@ def start_zygote() -> None:
     import torch  # noqa: F401 - the point: workers inherit it imported
 
     _prctl(PR_SET_CHILD_SUBREAPER, 1)
-    grader_end, zygote_end = socket.socketpair()
+    # one record per message: several spawn answers may be on their way at once
+    grader_end, zygote_end = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
     pid = os.fork()
     if pid == 0:  # the zygote
         try:
@@ -233,6 +246,7 @@ def start_zygote() -> None:
 
 def _stop_zygote() -> None:
     global _zygote, _zygote_pid
+    _spawning.clear()
     if _zygote is not None:
         _zygote.close()
         _zygote = None
@@ -269,7 +283,8 @@ def _zygote_loop(sock: socket.socket) -> None:
                 os.close(pid_write)
                 try:
                     serve(Connection(os.dup(requests_worker.fileno())), out_write, request["folder"],
-                          request["isolate_for"], request["limits"], request["broken"], request["grader"])
+                          request["isolate_for"], request["limits"], request["broken"], request["grader"],
+                          request["preload"])
                 finally:
                     os._exit(0)
             os.write(pid_write, str(worker).encode())
@@ -337,9 +352,10 @@ class Worker:
     """One worker process for one implementation folder and one component's isolation."""
 
     def __init__(self, folder: str, isolate_for: str | None, limits: Limits,
-                 broken: dict[str, str] | None = None) -> None:
+                 broken: dict[str, str] | None = None, preload: tuple[str, ...] = ()) -> None:
         self.folder, self.isolate_for, self.limits = folder, isolate_for, limits
         self.broken = dict(broken or {})
+        self.preload = tuple(preload)
         self.timed_out: set[str] = set()  # calls that hung once: later ones fail at once
         self.output = bytearray()
         self.output_dropped = 0
@@ -347,12 +363,23 @@ class Worker:
         self._conn: Connection | None = None
         self._unanswered = 0  # requests sent without waiting (warm-ups)
 
-    def _start(self) -> None:
+    def spawn(self) -> None:
+        """Have the zygote fork this worker, without waiting (it imports `preload` meanwhile)."""
         start_zygote()
         assert _zygote is not None
+        if self.pid is not None or self in _spawning:
+            return
         _send_msg(_zygote, {"cmd": "spawn", "folder": self.folder, "isolate_for": self.isolate_for,
-                            "limits": self.limits, "broken": self.broken, "grader": os.getpid()})
-        message, fds = _recv_msg(_zygote, with_fds=2)
+                            "limits": self.limits, "broken": self.broken, "grader": os.getpid(),
+                            "preload": self.preload})
+        _spawning.append(self)
+
+    def _start(self) -> None:
+        self.spawn()
+        while self in _spawning:  # the zygote answers in the order it was asked
+            _spawning.popleft()._attach(*_recv_msg(_zygote, with_fds=2))
+
+    def _attach(self, message: dict, fds: list[int]) -> None:
         self.pid = message["pid"]
         self._conn = Connection(fds[0])
         self._unanswered = 0
@@ -406,6 +433,8 @@ class Worker:
 
     def kill(self) -> int | None:
         """End the worker and everything it started; returns how it ended (see os.waitstatus_to_exitcode)."""
+        if self in _spawning:
+            self._start()
         pid, self.pid = self.pid, None
         if self._conn is not None:
             self._conn.close()

@@ -67,20 +67,17 @@ class _Workers:
         self.workers: dict[str, object] = {}
 
     def prespawn(self, components: list[str]) -> None:
-        """Start every component's worker now and have it import its files while other checks run."""
-        from grader.contract import MODULES, module_components
-
+        """Start every component's worker now; each imports its files while other checks run."""
         for component in components:
-            worker = self._worker(component)
-            for module in MODULES:
-                if component in module_components(module):
-                    worker.send_ahead({"op": "load", "module": module})
+            self._worker(component).spawn()
 
     def _worker(self, component: str):
+        from grader.contract import MODULES, module_components
         from grader.worker import Worker
 
         if component not in self.workers:
-            self.workers[component] = Worker(self.folder, component, self.limits, self.broken)
+            preload = tuple(m for m in MODULES if component in module_components(m))
+            self.workers[component] = Worker(self.folder, component, self.limits, self.broken, preload)
         return self.workers[component]
 
     def target(self, component: str) -> Target:
