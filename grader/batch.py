@@ -166,7 +166,8 @@ def serve() -> None:
     for line in sys.stdin:
         task = json.loads(line)
         try:
-            report = run_checks(task["folder"], timeout=timeout, cache=cache)
+            # one process per student: the jobs already keep the cores busy
+            report = run_checks(task["folder"], timeout=timeout, cache=cache, processes=1)
             record = record_from_report(task["student"], task["fingerprint"], report)
         except Exception as exc:  # the grader failed on this submission: record it, go on
             record = error_record(task["student"], task["fingerprint"], f"the grader failed: {type(exc).__name__}: {exc}")

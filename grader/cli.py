@@ -91,3 +91,6 @@ def main(argv: list[str] | None = None) -> int:
     except GraderError as exc:
         print(f"grader error: {exc}", file=sys.stderr)
         return 3
+    except KeyboardInterrupt:
+        print("interrupted", file=sys.stderr)
+        return 130

@@ -7,6 +7,7 @@ import shutil
 import tempfile
 import time
 from contextlib import contextmanager, redirect_stderr, redirect_stdout
+from functools import partial
 from pathlib import Path
 
 import pytest
@@ -18,12 +19,14 @@ from .errors import GraderError
 from .loader import ImplementationLoadError, Package
 from .results import ERROR, FAILED, NOT_STARTED, PASSED, TIMEOUT, CaseResult, CheckResult, ComponentResult, Report
 from .target import LoadFailed, NotStarted, StudentTimeout
+from .forked import Forked
 from .worker import (Limits, Worker, WorkerDied, WorkerTimeout, can_drop_privileges, can_hide, kill_strays,
-                     start_zygote)
+                     start_own_zygote, start_zygote, stop_zygote)
 
 ROOT = Path(__file__).resolve().parent.parent
 CHECKS_DIR = ROOT / "tests"
 MESSAGE_LIMIT = 2000
+PROCESSES = min(os.cpu_count() or 1, 2)  # grading waits on workers half the time: two keep two cores busy
 
 
 class _Collector:
@@ -65,14 +68,26 @@ def _classify(call: pytest.CallInfo, report: pytest.TestReport) -> tuple[str, st
     return FAILED, text[:MESSAGE_LIMIT]
 
 
+class _Shard:
+    """A pytest plugin that keeps every `count`-th check case, starting at `index`."""
+
+    def __init__(self, index: int, count: int) -> None:
+        self.index, self.count = index, count
+
+    @pytest.hookimpl(trylast=True)
+    def pytest_collection_modifyitems(self, items: list[pytest.Item]) -> None:
+        items[:] = items[self.index::self.count]
+
+
 def run_checks(target: str | Path, components: list[str] | None = None, *, course: Course | None = None,
                checks_dir: Path = CHECKS_DIR, isolation: str = "process", timeout: float | None = None,
-               cache: ResultCache | None = None) -> Report:
+               cache: ResultCache | None = None, processes: int = PROCESSES) -> Report:
     """Grade the implementation in `target`; `components` limits it to some component ids.
 
-    With process isolation (the default) student code runs only in worker processes.
-    With a `cache`, a component whose files are byte-identical to ones graded
-    before gets the earlier results.
+    With process isolation (the default) student code runs only in worker processes,
+    and the cases are shared out over `processes` grading processes (forks of
+    this one, each with its own workers). With a `cache`, a component whose
+    files are byte-identical to ones graded before gets the earlier results.
     """
     course = course or load_course()
     started = time.perf_counter()
@@ -81,48 +96,79 @@ def run_checks(target: str | Path, components: list[str] | None = None, *, cours
     if isolation == "process":
         start_zygote()
     folder = str(Path(target).resolve())
+    processes = max(processes, 1) if isolation == "process" else 1
     with _readable_copy(folder, isolation) as folder:
-        return _run(target, folder, selected, limits, isolation, checks_dir, started, cache)
+        return _run(target, folder, selected, limits, isolation, checks_dir, started, cache, processes)
 
 
 def _run(target, folder: str, selected, limits: Limits, isolation: str, checks_dir: Path, started: float,
-         cache: ResultCache | None) -> Report:
+         cache: ResultCache | None, processes: int) -> Report:
     settings = f"{limits}|{isolation}"
     keys = {c.id: component_key(folder, c.id, checks_dir, settings) for c in selected} if cache else {}
     cached = {c.id: cases for c in selected if cache and (cases := cache.get(keys[c.id])) is not None}
     to_run = [c for c in selected if c.id not in cached]
-    load_errors = _load_errors(folder, sorted({f for c in to_run for f in FILES[c.id]}), limits, isolation)
-    runnable = [c for c in to_run if not any(f in load_errors for f in FILES[c.id])]
     collector = _Collector()
     for cases in cached.values():
         collector.cases.update({case.nodeid: case for case in cases})
-    if runnable:
-        files = [str(checks_dir / f"test_{c.id}.py") for c in runnable]
-        args = [*files, f"--target={folder}", f"--isolation={isolation}", f"--check-timeout={limits.timeout_s}",
-                f"--memory-mb={limits.memory_mb}", *[f"--broken={f}={why}" for f, why in load_errors.items()],
-                "-p", "no:cacheprovider", "-q", "--tb=no", "--no-header", "-p", "pytest_timeout",
-                # Student code never runs in this process, so capturing output, turning warnings into
-                # errors and these plugins guard nothing here, and cost time on every check. Every
-                # assert in the checks has its own message: none needs rewriting.
-                "--capture=no", "--assert=plain", "-p", "no:warnings",
-                "-p", "no:unraisableexception", "-p", "no:threadexception", "-p", "no:logging",
-                f"--timeout={limits.timeout_s * 3 + 30}",
-                "--rootdir", str(ROOT), "-c", str(ROOT / "pyproject.toml")]
-        try:
-            with _hidden_from_workers([ROOT / "solutions", checks_dir]):
-                with redirect_stdout(io.StringIO()) as out, redirect_stderr(io.StringIO()) as err, _no_plugin_autoload():
-                    code = pytest.main(args, plugins=[collector])
-            if code not in (pytest.ExitCode.OK, pytest.ExitCode.TESTS_FAILED):
-                raise GraderError(f"the checks could not run (pytest exit {int(code)}):\n{err.getvalue()[-2000:]}"
-                                  f"{out.getvalue()[-2000:]}")
-        finally:
-            if isolation == "process":
-                kill_strays()
+    # the other grading processes fork now, before any worker (and the thread draining its output) exists
+    helpers = [Forked(partial(_run_shard_in_fork, index=i, count=processes)) for i in range(1, processes)] if to_run else []
+    try:
+        load_errors = _load_errors(folder, sorted({f for c in to_run for f in FILES[c.id]}), limits, isolation)
+        runnable = [c for c in to_run if not any(f in load_errors for f in FILES[c.id])]
+        args = _pytest_args([checks_dir / f"test_{c.id}.py" for c in runnable], folder, limits, isolation, load_errors)
+        for helper in helpers:
+            helper.send(args if runnable else None)
+        with _hidden_from_workers([ROOT / "solutions", checks_dir]):
+            cases = _run_shard(args, 0, processes) if runnable else []
+            for helper in helpers:
+                cases += helper.result()
+        collector.cases.update({case.nodeid: case for case in cases})
+    finally:
+        if isolation == "process":
+            kill_strays()
     if cache:
         for component in runnable:
             cache.put(keys[component.id], [case for case in collector.cases.values() if case.component == component.id])
     results = [_score_component(c, list(collector.cases.values()), load_errors) for c in selected]
     return Report(str(target), results, time.perf_counter() - started)
+
+
+def _pytest_args(files: list[Path], folder: str, limits: Limits, isolation: str, load_errors: dict[str, str]) -> list[str]:
+    return [*map(str, files), f"--target={folder}", f"--isolation={isolation}", f"--check-timeout={limits.timeout_s}",
+            f"--memory-mb={limits.memory_mb}", *[f"--broken={f}={why}" for f, why in load_errors.items()],
+            "-p", "no:cacheprovider", "-q", "--tb=no", "--no-header", "-p", "pytest_timeout",
+            # Student code never runs in this process, so capturing output, turning warnings into
+            # errors and these plugins guard nothing here, and cost time on every check. Every
+            # assert in the checks has its own message: none needs rewriting.
+            "--capture=no", "--assert=plain", "-p", "no:warnings",
+            "-p", "no:unraisableexception", "-p", "no:threadexception", "-p", "no:logging",
+            f"--timeout={limits.timeout_s * 3 + 30}",
+            "--rootdir", str(ROOT), "-c", str(ROOT / "pyproject.toml")]
+
+
+def _run_shard(args: list[str], index: int, count: int) -> list[CaseResult]:
+    collector = _Collector()
+    plugins = [collector, _Shard(index, count)] if count > 1 else [collector]
+    with redirect_stdout(io.StringIO()) as out, redirect_stderr(io.StringIO()) as err, _no_plugin_autoload():
+        code = pytest.main(args, plugins=plugins)
+    if code == pytest.ExitCode.INTERRUPTED:
+        raise KeyboardInterrupt
+    if code not in (pytest.ExitCode.OK, pytest.ExitCode.TESTS_FAILED):
+        raise GraderError(f"the checks could not run (pytest exit {int(code)}):\n{err.getvalue()[-2000:]}"
+                          f"{out.getvalue()[-2000:]}")
+    return list(collector.cases.values())
+
+
+def _run_shard_in_fork(args: list[str] | None, index: int, count: int) -> list[CaseResult]:
+    """A forked grading process's part (`args` None: nothing to run after all)."""
+    if args is None:
+        return []
+    start_own_zygote()
+    try:
+        return _run_shard(args, index, count)
+    finally:
+        kill_strays()
+        stop_zygote()
 
 
 @contextmanager

@@ -241,10 +241,21 @@ def start_zygote() -> None:
             os._exit(0)
     zygote_end.close()
     _zygote, _zygote_pid = grader_end, pid
-    atexit.register(_stop_zygote)
+    atexit.register(stop_zygote)
 
 
-def _stop_zygote() -> None:
+def start_own_zygote() -> None:
+    """In a forked copy of the grader: leave the parent's zygote alone and fork one's own."""
+    global _zygote, _zygote_pid
+    if _zygote is not None:
+        _zygote.close()  # this copy of the socket only; the parent keeps talking on its own
+    _zygote, _zygote_pid = None, None
+    _spawning.clear()
+    start_zygote()
+
+
+def stop_zygote() -> None:
+    """End the fork server (workers it forked are not affected)."""
     global _zygote, _zygote_pid
     _spawning.clear()
     if _zygote is not None:
