@@ -7,7 +7,6 @@ import shutil
 import tempfile
 import time
 from contextlib import contextmanager, redirect_stderr, redirect_stdout
-from functools import partial
 from pathlib import Path
 
 import pytest
@@ -68,6 +67,29 @@ def _classify(call: pytest.CallInfo, report: pytest.TestReport) -> tuple[str, st
     return FAILED, text[:MESSAGE_LIMIT]
 
 
+# Seconds each component's checks take on the reference (benchmarks/grade_speed.py's machine, one
+# process). Only used to share components fairly between grading processes; a stale figure costs speed.
+COST = {"kv_cache": 0.85, "multi_head_attention": 0.43, "pre_ln_block": 0.36, "qkv_projection": 0.17,
+        "patch_embedding": 0.14, "masking": 0.09, "sinusoidal_encoding": 0.07, "head_splitting": 0.07,
+        "scaling": 0.06}
+
+
+def plan_shards(components: list[str], processes: int) -> list[tuple[list[str], int, int]]:
+    """Who grades what: per process, (components, index, count): every `count`-th case from `index` on.
+
+    Whole components where there are enough of them (each component's worker
+    then starts once); the cases of a lone component are dealt out instead.
+    """
+    if processes <= 1 or not components:
+        return [(components, 0, 1)]
+    if len(components) == 1:
+        return [(components, index, processes) for index in range(processes)]
+    groups: list[list[str]] = [[] for _ in range(processes)]
+    for component in sorted(components, key=lambda c: -COST.get(c, 0.1)):  # longest first, to the least loaded
+        min(groups, key=lambda g: sum(COST.get(c, 0.1) for c in g)).append(component)
+    return [(group, 0, 1) for group in groups if group]
+
+
 class _Shard:
     """A pytest plugin that keeps every `count`-th check case, starting at `index`."""
 
@@ -111,15 +133,16 @@ def _run(target, folder: str, selected, limits: Limits, isolation: str, checks_d
     for cases in cached.values():
         collector.cases.update({case.nodeid: case for case in cases})
     # the other grading processes fork now, before any worker (and the thread draining its output) exists
-    helpers = [Forked(partial(_run_shard_in_fork, index=i, count=processes)) for i in range(1, processes)] if to_run else []
+    helpers = [Forked(_run_shard_in_fork) for _ in range(1, processes)] if to_run else []
     try:
         load_errors = _load_errors(folder, sorted({f for c in to_run for f in FILES[c.id]}), limits, isolation)
         runnable = [c for c in to_run if not any(f in load_errors for f in FILES[c.id])]
-        args = _pytest_args([checks_dir / f"test_{c.id}.py" for c in runnable], folder, limits, isolation, load_errors)
-        for helper in helpers:
-            helper.send(args if runnable else None)
+        shards = [(_pytest_args([checks_dir / f"test_{c}.py" for c in group], folder, limits, isolation, load_errors),
+                   index, count) for group, index, count in plan_shards([c.id for c in runnable], processes)]
+        for helper, shard in zip(helpers, [*shards[1:], *[None] * len(helpers)]):
+            helper.send(shard)
         with _hidden_from_workers([ROOT / "solutions", checks_dir]):
-            cases = _run_shard(args, 0, processes) if runnable else []
+            cases = _run_shard(*shards[0]) if runnable else []
             for helper in helpers:
                 cases += helper.result()
         collector.cases.update({case.nodeid: case for case in cases})
@@ -159,13 +182,13 @@ def _run_shard(args: list[str], index: int, count: int) -> list[CaseResult]:
     return list(collector.cases.values())
 
 
-def _run_shard_in_fork(args: list[str] | None, index: int, count: int) -> list[CaseResult]:
-    """A forked grading process's part (`args` None: nothing to run after all)."""
-    if args is None:
+def _run_shard_in_fork(shard: tuple[list[str], int, int] | None) -> list[CaseResult]:
+    """A forked grading process's part (None: nothing left for it)."""
+    if shard is None:
         return []
     start_own_zygote()
     try:
-        return _run_shard(args, index, count)
+        return _run_shard(*shard)
     finally:
         kill_strays()
         stop_zygote()

@@ -24,7 +24,7 @@ from collections import deque
 from dataclasses import dataclass
 from functools import lru_cache
 from multiprocessing.connection import Connection
-from typing import Any
+from typing import Any, Callable
 
 from . import wire
 
@@ -142,24 +142,21 @@ def can_drop_privileges() -> bool:
     return all(_world_readable(os.path.dirname(p)) for p in (os.__file__, torch.__file__, __file__))
 
 
-def _die_with(grader_pid: int) -> None:
-    """Once re-parented to the grader, be killed when it dies (even mid-hang)."""
-    deadline = time.monotonic() + 5
-    while os.getppid() != grader_pid and time.monotonic() < deadline:
-        time.sleep(0.0005)
+def _die_with(parent_pid: int) -> None:
+    """Be killed when the zygote dies (even mid-hang); it dies with the grader."""
     _prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
-    if os.getppid() != grader_pid:
+    if os.getppid() != parent_pid:  # it died before this line
         os._exit(1)
 
 
 def serve(requests: Connection, output_fd: int, folder: str, isolate_for: str | None,
-          limits: Limits, broken: dict[str, str], grader_pid: int, preload: tuple[str, ...] = ()) -> None:
+          limits: Limits, broken: dict[str, str], zygote_pid: int, preload: tuple[str, ...] = ()) -> None:
     """The worker's main loop: answer requests until the pipe closes.
 
     `preload` names modules to import before the first request (a failure
     there is reported again by the request that needs the module).
     """
-    _die_with(grader_pid)
+    _die_with(zygote_pid)
     _confine(output_fd, requests.fileno(), limits)
     import torch
 
@@ -211,15 +208,15 @@ def _safe_str(exc: BaseException) -> str:
 # --------------------------------------------------------------------------- the zygote
 #
 # The zygote is forked from the grader right after `import torch`, before any
-# check is imported or any thread is started. It forks workers on request: each
-# through a short-lived intermediate process, so the worker is re-parented to
-# the grader (a child subreaper), which can then wait for it and read its exit
-# status. Workers thus start in milliseconds with torch already imported, and
-# their memory holds nothing of the checks.
+# check is imported or any thread is started. It forks workers on request, so a
+# worker starts in milliseconds with torch already imported and its memory holds
+# nothing of the checks. Workers are the zygote's children: it reaps them and
+# tells the grader how each ended. Requests go out without waiting; the answers
+# come back in order, one record each.
 
 _zygote: socket.socket | None = None
 _zygote_pid: int | None = None
-_spawning: deque[Worker] = deque()  # asked of the zygote, in order, whose pid and pipes are not read yet
+_awaiting: deque[Callable[[dict, list[int]], None]] = deque()  # who takes each answer still to come
 
 
 def start_zygote() -> None:
@@ -229,8 +226,7 @@ def start_zygote() -> None:
         return
     import torch  # noqa: F401 - the point: workers inherit it imported
 
-    _prctl(PR_SET_CHILD_SUBREAPER, 1)
-    # one record per message: several spawn answers may be on their way at once
+    _prctl(PR_SET_CHILD_SUBREAPER, 1)  # what student code leaves running comes back to the grader to be killed
     grader_end, zygote_end = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
     pid = os.fork()
     if pid == 0:  # the zygote
@@ -250,14 +246,14 @@ def start_own_zygote() -> None:
     if _zygote is not None:
         _zygote.close()  # this copy of the socket only; the parent keeps talking on its own
     _zygote, _zygote_pid = None, None
-    _spawning.clear()
+    _awaiting.clear()
     start_zygote()
 
 
 def stop_zygote() -> None:
-    """End the fork server (workers it forked are not affected)."""
+    """End the zygote, and with it every worker it forked."""
     global _zygote, _zygote_pid
-    _spawning.clear()
+    _awaiting.clear()
     if _zygote is not None:
         _zygote.close()
         _zygote = None
@@ -270,45 +266,75 @@ def stop_zygote() -> None:
         _zygote_pid = None
 
 
+def _ask_zygote(request: dict, on_answer: Callable[[dict, list[int]], None]) -> None:
+    start_zygote()
+    assert _zygote is not None
+    _send_msg(_zygote, request)
+    _awaiting.append(on_answer)
+
+
+def _take_answers(until: Callable[[], bool]) -> None:
+    while not until():
+        on_answer = _awaiting.popleft()
+        on_answer(*_recv_msg(_zygote, with_fds=2))
+
+
 def _zygote_loop(sock: socket.socket) -> None:
     _prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
+    me = os.getpid()
+    ended: dict[int, int] = {}  # pid -> wait status, for workers that ended before the grader asked
     while True:
         try:
             request = _recv_msg(sock)
         except (EOFError, OSError):
             return
+        _reap_ended(ended)
         if request["cmd"] == "warm":
             warm_up()
-            continue
-        requests_grader, requests_worker = socket.socketpair()
-        out_read, out_write = os.pipe()
-        pid_read, pid_write = os.pipe()
-        intermediate = os.fork()
-        if intermediate == 0:
+        elif request["cmd"] == "reap":
+            _send_msg(sock, {"status": _wait_for(request["pid"], ended)})
+        else:
+            _fork_worker(sock, request, me)
+
+
+def _reap_ended(ended: dict[int, int]) -> None:
+    while True:
+        try:
+            pid, status = os.waitpid(-1, os.WNOHANG)
+        except ChildProcessError:
+            return
+        if pid == 0:
+            return
+        ended[pid] = status
+
+
+def _wait_for(pid: int, ended: dict[int, int]) -> int | None:
+    if pid in ended:
+        return ended.pop(pid)
+    try:
+        return os.waitpid(pid, 0)[1]
+    except ChildProcessError:
+        return None
+
+
+def _fork_worker(sock: socket.socket, request: dict, zygote_pid: int) -> None:
+    requests_grader, requests_worker = socket.socketpair()
+    out_read, out_write = os.pipe()
+    pid = os.fork()
+    if pid == 0:
+        try:
             sock.close()
             requests_grader.close()
             os.close(out_read)
-            os.close(pid_read)
-            worker = os.fork()
-            if worker == 0:
-                os.close(pid_write)
-                try:
-                    serve(Connection(os.dup(requests_worker.fileno())), out_write, request["folder"],
-                          request["isolate_for"], request["limits"], request["broken"], request["grader"],
-                          request["preload"])
-                finally:
-                    os._exit(0)
-            os.write(pid_write, str(worker).encode())
+            serve(Connection(os.dup(requests_worker.fileno())), out_write, request["folder"], request["isolate_for"],
+                  request["limits"], request["broken"], zygote_pid, request["preload"])
+        finally:
             os._exit(0)
-        os.close(pid_write)
-        os.waitpid(intermediate, 0)
-        worker_pid = int(os.read(pid_read, 32) or b"0")
-        os.close(pid_read)
-        requests_worker.close()
-        os.close(out_write)
-        _send_msg(sock, {"pid": worker_pid}, fds=[requests_grader.fileno(), out_read])
-        requests_grader.close()
-        os.close(out_read)
+    requests_worker.close()
+    os.close(out_write)
+    _send_msg(sock, {"pid": pid}, fds=[requests_grader.fileno(), out_read])
+    requests_grader.close()
+    os.close(out_read)
 
 
 def warm_up() -> None:
@@ -353,7 +379,7 @@ def warm_zygote() -> None:
     """Ask the zygote to pre-import torch's lazily loaded parts, for the workers forked after."""
     start_zygote()
     assert _zygote is not None
-    _send_msg(_zygote, {"cmd": "warm"})
+    _send_msg(_zygote, {"cmd": "warm"})  # no answer
 
 
 # --------------------------------------------------------------------------- grader side
@@ -372,25 +398,23 @@ class Worker:
         self.output_dropped = 0
         self.pid: int | None = None
         self._conn: Connection | None = None
-        self._unanswered = 0  # requests sent without waiting (warm-ups)
+        self._unanswered = 0  # requests sent without waiting (resets)
+        self._spawning = False  # asked of the zygote, not answered yet
 
     def spawn(self) -> None:
         """Have the zygote fork this worker, without waiting (it imports `preload` meanwhile)."""
-        start_zygote()
-        assert _zygote is not None
-        if self.pid is not None or self in _spawning:
+        if self.pid is not None or self._spawning:
             return
-        _send_msg(_zygote, {"cmd": "spawn", "folder": self.folder, "isolate_for": self.isolate_for,
-                            "limits": self.limits, "broken": self.broken, "grader": os.getpid(),
-                            "preload": self.preload})
-        _spawning.append(self)
+        _ask_zygote({"cmd": "spawn", "folder": self.folder, "isolate_for": self.isolate_for, "limits": self.limits,
+                     "broken": self.broken, "preload": self.preload}, self._attach)
+        self._spawning = True
 
     def _start(self) -> None:
         self.spawn()
-        while self in _spawning:  # the zygote answers in the order it was asked
-            _spawning.popleft()._attach(*_recv_msg(_zygote, with_fds=2))
+        _take_answers(until=lambda: not self._spawning)
 
     def _attach(self, message: dict, fds: list[int]) -> None:
+        self._spawning = False
         self.pid = message["pid"]
         self._conn = Connection(fds[0])
         self._unanswered = 0
@@ -444,7 +468,7 @@ class Worker:
 
     def kill(self) -> int | None:
         """End the worker and everything it started; returns how it ended (see os.waitstatus_to_exitcode)."""
-        if self in _spawning:
+        if self._spawning:
             self._start()
         pid, self.pid = self.pid, None
         if self._conn is not None:
@@ -457,11 +481,15 @@ class Worker:
                 kill(pid, signal.SIGKILL)
             except (ProcessLookupError, PermissionError):
                 pass
-        try:
-            _, status = os.waitpid(pid, 0)
-        except ChildProcessError:
+        if _zygote is None:  # stopped, and its workers with it
             return None
-        return os.waitstatus_to_exitcode(status)
+        answer: dict = {}
+        try:
+            _ask_zygote({"cmd": "reap", "pid": pid}, lambda message, fds: answer.update(message))
+            _take_answers(until=lambda: bool(answer))
+        except (OSError, EOFError, IndexError):  # the zygote is gone, and its workers with it
+            return None
+        return None if answer["status"] is None else os.waitstatus_to_exitcode(answer["status"])
 
 
 def _describe_exit(code: int | None) -> str:
@@ -478,7 +506,7 @@ def _describe_exit(code: int | None) -> str:
 
 
 def kill_strays() -> list[int]:
-    """Kill every process descended from this one except the fork server; returns their pids."""
+    """Kill every process descended from this one except the zygote; returns their pids."""
     me = os.getpid()
     children: dict[int, list[int]] = {}
     for entry in os.listdir("/proc"):
@@ -490,7 +518,8 @@ def kill_strays() -> list[int]:
         except (OSError, ValueError, IndexError):
             continue
         children.setdefault(ppid, []).append(int(entry))
-    killed, stack = [], [p for p in children.get(me, []) if p != _zygote_pid]
+    # the grader's other descendants, and the zygote's: workers left running, and what student code left
+    killed, stack = [], [p for p in children.get(me, []) if p != _zygote_pid] + children.get(_zygote_pid, [])
     while stack:
         pid = stack.pop()
         stack += children.get(pid, [])
