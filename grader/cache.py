@@ -39,11 +39,11 @@ def component_key(folder: str | Path, component: str, checks_dir: str | Path, se
     for module in MODULES:
         if component in module_components(module):
             digest.update(f"|{module}:".encode())
-            digest.update(_code_of(Path(folder) / f"{module}.py", module, component))
+            digest.update(b"\0".join(_code_of(Path(folder) / f"{module}.py", module, component)))
     return digest.hexdigest()
 
 
-def _code_of(path: Path, module: str, component: str) -> bytes:
+def _code_of(path: Path, module: str, component: str) -> list[bytes]:
     """What the file does for `component`: its syntax tree (no comments or layout), else its bytes.
 
     The bodies of contract functions that another component owns are left out:
@@ -51,21 +51,44 @@ def _code_of(path: Path, module: str, component: str) -> bytes:
     where the file reaches them by calling them by name, so a body whose name is
     used any other way (an alias, say) stays in.
     """
-    if not path.is_file():
-        return b"<missing>"
-    source = path.read_bytes()
+    try:
+        source = path.read_bytes()
+    except OSError:
+        return [b"<missing>"]
+    pieces = _pieces(source)
+    if pieces is None:
+        return [source]
+    statements, used = pieces
+    foreign = {q.rpartition(".")[2] for q, owners in OWNERS[module].items() if component not in owners} - used
+    return [b"<stand-in>" if name in foreign else dump for name, dump in statements]
+
+
+@lru_cache(maxsize=64)
+def _pieces(source: bytes) -> tuple[list[tuple[str | None, bytes]], frozenset[str]] | None:
+    """The file's statements as (name of the function defined or None, syntax tree dump), and the used names.
+
+    A class counts as its header and its own statements, so that one method can
+    be left out. Parsed once per file however many components load it.
+    """
     try:
         tree = ast.parse(source)
     except (SyntaxError, ValueError):
-        return source
-    foreign = {q.rpartition(".")[2] for q, owners in OWNERS[module].items() if component not in owners and "." in q}
-    foreign |= {q for q, owners in OWNERS[module].items() if component not in owners and "." not in q}
-    foreign -= _names_used_other_than_called(tree)
-    for node in ast.walk(tree):
-        for child in getattr(node, "body", []) if isinstance(node, (ast.Module, ast.ClassDef)) else []:
-            if isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef)) and child.name in foreign:
-                child.body = [ast.Pass()]
-    return ast.dump(tree).encode()
+        return None
+    used = frozenset(_names_used_other_than_called(tree))
+    statements: list[tuple[str | None, bytes]] = []
+    for node in tree.body:
+        if isinstance(node, ast.ClassDef):
+            body, node.body = node.body, []
+            statements.append((None, ast.dump(node).encode()))
+            statements += [(_defined(child), ast.dump(child).encode()) for child in body]
+            statements.append((None, b"<end of class>"))
+        else:
+            statements.append((_defined(node), ast.dump(node).encode()))
+    return statements, used
+
+
+def _defined(node: ast.stmt) -> str | None:
+    return node.name if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) else None
 
 
 def _names_used_other_than_called(tree: ast.Module) -> set[str]:
