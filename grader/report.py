@@ -12,7 +12,7 @@ STYLE = {PASSED: "green", FAILED: "red", ERROR: "red", TIMEOUT: "magenta", NOT_S
 
 
 def _points(score: float, max_score: float) -> str:
-    return f"{round(score, 1):g}/{max_score:g}"
+    return f"{round(score, 1):g}/{round(max_score, 1):g}"
 
 
 def print_terminal(report: Report, *, verbose: bool = False, hints: bool = False, file: TextIO | None = None) -> None:

@@ -188,19 +188,16 @@ class RemoteExecutor:
     def run(self, op: str, **request: Any) -> Any:
         from .worker import WorkerDied, WorkerTimeout
 
-        name = request.get("name")
-        label = name if isinstance(name, str) else f"{name.type_name}.{op}" if isinstance(name, Ref) else op
-        if op in ("method", "getattr") and isinstance(request.get("ref"), Ref):
-            label = f"{request['ref'].type_name}.{name}"
-        if label in self.worker.timed_out:
-            raise StudentTimeout("Timeout", f"skipped: `{label}` timed out in an earlier check")
+        label = self._label(op, request)
         try:
             reply = self.worker.request({"op": op, **request}, self.deadline)
         except WorkerTimeout:
             self.worker.timed_out.add(label)
             raise StudentTimeout("Timeout", f"timed out after {self.timeout_s:g} s in `{label}`") from None
         except WorkerDied as exc:
-            raise StudentCrash("Crash", f"{exc} while running `{label}`") from None
+            raise StudentCrash("Crash", f"{exc} while running `{self.worker.first_ahead or label}`") from None
+        if self.worker.earlier_error is not None:  # a request sent ahead failed first
+            reply, self.worker.earlier_error = self.worker.earlier_error[1], None
         if "error" in reply:
             error = reply["error"]
             cls = ERROR_CLASSES.get(error.get("class"), StudentError)
@@ -208,8 +205,22 @@ class RemoteExecutor:
                       tuple(str(k) for k in error.get("kinds", ())))
         return reply.get("ok")
 
+    def run_ahead(self, op: str, **request: Any) -> None:
+        """Send a request whose result is not needed without waiting; an error in it is raised by the next `run`."""
+        self.worker.send_ahead({"op": op, **request}, self._label(op, request))
+
+    def _label(self, op: str, request: dict) -> str:
+        name = request.get("name")
+        label = name if isinstance(name, str) else f"{name.type_name}.{op}" if isinstance(name, Ref) else op
+        if op in ("method", "getattr", "load_weights") and isinstance(request.get("ref"), Ref):
+            label = f"{request['ref'].type_name}.{name or op}"
+        if label in self.worker.timed_out:
+            raise StudentTimeout("Timeout", f"skipped: `{label}` timed out in an earlier check")
+        return label
+
     def close(self) -> None:
         if self.worker.pid is not None:
+            self.worker.forget_ahead()
             self.worker.send_ahead({"op": "reset"})  # nobody needs to wait for it
 
 
@@ -221,6 +232,12 @@ class Target:
 
     def request(self, op: str, **request: Any) -> Any:
         return self._executor.run(op, **request)
+
+    def request_ahead(self, op: str, **request: Any) -> None:
+        """A request whose result is not needed: across a process boundary it does not wait for the
+        answer, and an error in it is raised by the next request instead."""
+        run_ahead = getattr(self._executor, "run_ahead", self._executor.run)
+        run_ahead(op, **request)
 
     def fn(self, name: str) -> "RemoteFunction":
         return RemoteFunction(self, name)
@@ -299,16 +316,20 @@ class RemoteObject(RemoteFunction):
 
     def load_weights(self, state: dict[str, torch.Tensor]) -> None:
         """Copy the given parameters in (other parameters of the module are left alone)."""
-        self.target.request("load_weights", ref=self.ref, state=state)
+        self.target.request_ahead("load_weights", ref=self.ref, state=state)
 
     def state_dict(self) -> dict[str, torch.Tensor]:
         return self.method("state_dict")
 
     def train(self, mode: bool = True) -> None:
-        self.method("train", mode)
+        self.target.request_ahead("method", ref=self.ref, name="train", args=(mode,), kwargs={})
 
     def eval(self) -> None:
-        self.method("eval")
+        self.target.request_ahead("method", ref=self.ref, name="eval", args=(), kwargs={})
+
+    def to(self, dtype: torch.dtype) -> None:
+        """Convert the module's parameters in place (Module.to)."""
+        self.target.request_ahead("method", ref=self.ref, name="to", args=(dtype,), kwargs={})
 
     def __len__(self) -> int:
         return self.method("__len__")

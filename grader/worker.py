@@ -398,7 +398,8 @@ class Worker:
         self.output_dropped = 0
         self.pid: int | None = None
         self._conn: Connection | None = None
-        self._unanswered = 0  # requests sent without waiting (resets)
+        self._ahead: list[str | None] = []  # requests sent without waiting: the label whose error counts, or None
+        self.earlier_error: tuple[str, dict] | None = None  # (label, reply) of the first of those that failed
         self._spawning = False  # asked of the zygote, not answered yet
 
     def spawn(self) -> None:
@@ -417,7 +418,7 @@ class Worker:
         self._spawning = False
         self.pid = message["pid"]
         self._conn = Connection(fds[0])
-        self._unanswered = 0
+        self._ahead = []
         threading.Thread(target=self._drain, args=(fds[1],), daemon=True).start()
 
     def _drain(self, fd: int) -> None:
@@ -433,16 +434,27 @@ class Worker:
             self.output_dropped += len(chunk) - len(chunk[:room])
         os.close(fd)
 
-    def send_ahead(self, message: dict) -> None:
-        """Send a request whose answer nobody waits for (e.g. loading the files early)."""
+    def send_ahead(self, message: dict, label: str | None = None) -> None:
+        """Send a request without waiting for its answer; with a `label`, an error in it becomes
+        `earlier_error` when the next request is answered."""
         if self.pid is None:
             self._start()
         assert self._conn is not None
         try:
             self._conn.send_bytes(wire.dumps(message))
-            self._unanswered += 1
+            self._ahead.append(label)
         except OSError:
             self.kill()
+
+    def forget_ahead(self) -> None:
+        """Errors of the requests sent ahead so far no longer count."""
+        self._ahead = [None] * len(self._ahead)
+        self.earlier_error = None
+
+    @property
+    def first_ahead(self) -> str | None:
+        """The label of the first request sent ahead and not answered yet."""
+        return next((label for label in self._ahead if label), None)
 
     def request(self, message: dict, deadline: float) -> Any:
         """Send one request; returns the decoded reply or raises WorkerTimeout / WorkerDied."""
@@ -451,15 +463,22 @@ class Worker:
         assert self._conn is not None
         try:
             self._conn.send_bytes(wire.dumps(message))
-            for _ in range(self._unanswered + 1):
+            for label in [*self._ahead, "this"]:
                 if not self._conn.poll(max(deadline - time.monotonic(), 0.0)):
                     self.kill()
                     raise WorkerTimeout()
                 data = self._conn.recv_bytes(REPLY_LIMIT)
-            self._unanswered = 0
+                self._ahead = self._ahead[1:]
+                if label not in (None, "this") and self.earlier_error is None:
+                    earlier = self._decode(data)
+                    if "error" in earlier:
+                        self.earlier_error = (label, earlier)
         except (EOFError, OSError) as exc:
             code = self.kill()
             raise WorkerDied(_describe_exit(code)) from exc
+        return self._decode(data)
+
+    def _decode(self, data: bytes) -> dict:
         try:
             return wire.loads(data)
         except wire.WireError as exc:

@@ -44,7 +44,7 @@ def attention(impl, gen, d_model: int, n_heads: int, dtype=torch.float32, state=
     """The student's MultiHeadAttention carrying injected weights, in eval mode."""
     module = impl.new("attention.MultiHeadAttention", d_model, n_heads)
     if dtype != torch.float32:
-        module.method("to", dtype)
+        module.to(dtype)
     state = mha_state(d_model, gen=gen, dtype=dtype) if state is None else state
     module.load_weights(state)
     module.eval()
@@ -60,7 +60,7 @@ def block_stack(impl, gen, d_model: int, n_heads: int, d_ff: int, dtype=torch.fl
     for _ in range(2):
         block = impl.new("block.TransformerBlock", d_model, n_heads, d_ff, 0.0)
         if dtype != torch.float32:
-            block.method("to", dtype)
+            block.to(dtype)
         state = block_state(d_model, d_ff, gen=gen, dtype=dtype)
         block.load_weights(state)
         if states is not None:

@@ -188,7 +188,7 @@ def test_sdpa_causal_no_leakage(impl, gen, lead, length):
 def new_mha(impl, d_model, n_heads, state, bias=True):
     m = impl.new(MHA, d_model, n_heads, bias=bias)
     if next(iter(state.values())).dtype == torch.float64:
-        m.method("double")
+        m.to(torch.float64)
     m.load_weights(state)
     return m
 

@@ -62,7 +62,7 @@ def embedding(impl, gen, sizes, dtype=torch.float32):
     img_size, patch, channels, d_model = sizes
     module = impl.new("vit.PatchEmbedding", img_size, patch, channels, d_model)
     if dtype != torch.float32:
-        module.method("to", dtype)
+        module.to(dtype)
     state = linear_state("proj", channels * patch * patch, d_model, gen=gen, dtype=dtype)
     module.load_weights(state)
     return module, state

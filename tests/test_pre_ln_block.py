@@ -42,7 +42,7 @@ def new_block(impl, d_model, n_heads, d_ff, state, dropout=0.3):
     """The student's block with injected weights, in eval mode."""
     m = impl.new(BLOCK, d_model, n_heads, d_ff, dropout=dropout)
     if next(iter(state.values())).dtype == torch.float64:
-        m.method("double")
+        m.to(torch.float64)
     m.load_weights(state)
     m.eval()
     return m
