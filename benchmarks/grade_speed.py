@@ -2,7 +2,7 @@
 
     .venv/bin/python benchmarks/grade_speed.py [--runs N]
 
-Times (median of N cold runs, each a fresh interpreter): `python -c "import
+Times (median of N rounds of cold runs, each a fresh interpreter): `python -c "import
 torch"`, `python -m grader grade solutions/` (a complete correct submission),
 `python -m grader grade exercises/` (untouched stubs) and `python -m grader
 check masking --target solutions`. Run it on an otherwise idle machine.
@@ -20,13 +20,10 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 
 
-def timed(cmd: list[str], runs: int) -> float:
-    samples = []
-    for _ in range(runs):
-        started = time.perf_counter()
-        subprocess.run(cmd, cwd=ROOT, check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-        samples.append(time.perf_counter() - started)
-    return statistics.median(samples)
+def timed(cmd: list[str]) -> float:
+    started = time.perf_counter()
+    subprocess.run(cmd, cwd=ROOT, check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    return time.perf_counter() - started
 
 
 def main() -> int:
@@ -42,11 +39,19 @@ def main() -> int:
             ("grade exercises/ (untouched stubs)", [py, "-m", "grader", "grade", "exercises", "--results", results]),
             ("check masking --target solutions", [py, "-m", "grader", "check", "masking", "--target", "solutions"]),
         ]
-        timings = {label: timed(cmd, args.runs) for label, cmd in rows}
-    base = timings["python -c 'import torch'"]
-    print(f"median of {args.runs} cold runs")
-    for label, seconds in timings.items():
-        print(f"  {label:<38} {seconds:6.2f} s  {seconds / base:5.2f}x import torch")
+        # Rounds of one run each, so that every ratio compares runs made under the same load
+        # (a shared machine's speed drifts over minutes).
+        seconds: dict[str, list[float]] = {label: [] for label, _ in rows}
+        ratios: dict[str, list[float]] = {label: [] for label, _ in rows}
+        for _ in range(args.runs):
+            round_ = {label: timed(cmd) for label, cmd in rows}
+            for label, value in round_.items():
+                seconds[label].append(value)
+                ratios[label].append(value / round_[rows[0][0]])
+    print(f"median of {args.runs} rounds of cold runs (ratio: against import torch in the same round)")
+    for label, _ in rows:
+        print(f"  {label:<38} {statistics.median(seconds[label]):6.2f} s  "
+              f"{statistics.median(ratios[label]):5.2f}x import torch")
     return 0
 
 

@@ -134,6 +134,10 @@ class Executor:
             result = self._outbound(result)
         return (result, self._outbound(args)) if return_args else result
 
+    def _op_call_many(self, name: str | Ref, calls=()):
+        func = self._callee(name)
+        return [self._outbound(func(*self._inbound(tuple(args)))) for args in calls]
+
     def _op_new(self, name: str, args=(), kwargs=None, trusted: bool = False):
         cls = getattr(standins, name) if trusted else self.package.resolve(name)
         return self._store(cls(*self._inbound(tuple(args)), **self._inbound(kwargs or {})))
@@ -211,7 +215,8 @@ class RemoteExecutor:
 
     def _label(self, op: str, request: dict) -> str:
         name = request.get("name")
-        label = name if isinstance(name, str) else f"{name.type_name}.{op}" if isinstance(name, Ref) else op
+        call = "call" if op == "call_many" else op  # the same function either way
+        label = name if isinstance(name, str) else f"{name.type_name}.{call}" if isinstance(name, Ref) else op
         if op in ("method", "getattr", "load_weights") and isinstance(request.get("ref"), Ref):
             label = f"{request['ref'].type_name}.{name or op}"
         if label in self.worker.timed_out:
@@ -269,6 +274,10 @@ class RemoteFunction:
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
         return self._wrap(self.target.request("call", name=self.name, args=_unwrap(args), kwargs=_unwrap(kwargs)))
+
+    def map(self, calls: list[tuple]) -> list[Any]:
+        """Call once per tuple of positional arguments, in one round trip; the results in order."""
+        return [self._wrap(r) for r in self.target.request("call_many", name=self.name, calls=[_unwrap(a) for a in calls])]
 
     def call_returning_args(self, *args: Any, **kwargs: Any) -> tuple[Any, tuple]:
         """The result, and the positional arguments as they were after the call."""

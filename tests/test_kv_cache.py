@@ -72,7 +72,8 @@ def block_stack(impl, gen, d_model: int, n_heads: int, d_ff: int, dtype=torch.fl
 
 def causal(forward, x: torch.Tensor) -> torch.Tensor:
     """Position t is the student's own uncached, unmasked forward over x[:, :t+1], at its last position."""
-    return torch.stack([forward(x[:, :t + 1])[:, -1] for t in range(x.shape[1])], dim=1)
+    prefixes = forward.map([(x[:, :t + 1],) for t in range(x.shape[1])])
+    return torch.stack([out[:, -1] for out in prefixes], dim=1)
 
 
 # --- the KVCache class ---------------------------------------------------------------
