@@ -4,8 +4,9 @@
 
 Times (median of N rounds of cold runs, each a fresh interpreter): `python -c "import
 torch"`, `python -m grader grade solutions/` (a complete correct submission),
-`python -m grader grade exercises/` (untouched stubs) and `python -m grader
-check masking --target solutions`. Run it on an otherwise idle machine.
+`python -m grader grade exercises/` (untouched stubs), and `python -m grader
+check` of masking and of kv_cache (the component with the most work) against
+solutions/. Run it on an otherwise idle machine.
 """
 from __future__ import annotations
 
@@ -38,6 +39,7 @@ def main() -> int:
             ("grade solutions/ (all correct)", [py, "-m", "grader", "grade", "solutions", "--results", results]),
             ("grade exercises/ (untouched stubs)", [py, "-m", "grader", "grade", "exercises", "--results", results]),
             ("check masking --target solutions", [py, "-m", "grader", "check", "masking", "--target", "solutions"]),
+            ("check kv_cache --target solutions", [py, "-m", "grader", "check", "kv_cache", "--target", "solutions"]),
         ]
         # Rounds of one run each, so that every ratio compares runs made under the same load
         # (a shared machine's speed drifts over minutes).
