@@ -132,10 +132,13 @@ def _run(target, folder: str, selected, limits: Limits, isolation: str, checks_d
     collector = _Collector()
     for cases in cached.values():
         collector.cases.update({case.nodeid: case for case in cases})
+    loader = Worker(folder, None, limits) if isolation == "process" and to_run and Path(folder).is_dir() else None
+    if loader is not None:
+        loader.spawn()  # the zygote forks it while this process forks the others
     # the other grading processes fork now, before any worker (and the thread draining its output) exists
     helpers = [Forked(_run_shard_in_fork) for _ in range(1, processes)] if to_run else []
     try:
-        load_errors = _load_errors(folder, sorted({f for c in to_run for f in FILES[c.id]}), limits, isolation)
+        load_errors = _load_errors(folder, sorted({f for c in to_run for f in FILES[c.id]}), limits, isolation, loader)
         runnable = [c for c in to_run if not any(f in load_errors for f in FILES[c.id])]
         shards = [(_pytest_args([checks_dir / f"test_{c}.py" for c in group], folder, limits, isolation, load_errors),
                    index, count) for group, index, count in plan_shards([c.id for c in runnable], processes)]
@@ -243,7 +246,8 @@ def _hidden_from_workers(paths: list[Path]):
             path.chmod(mode)
 
 
-def _load_errors(folder: str, files: list[str], limits: Limits, isolation: str) -> dict[str, str]:
+def _load_errors(folder: str, files: list[str], limits: Limits, isolation: str,
+                 worker: Worker | None = None) -> dict[str, str]:
     """file name -> why it cannot be graded (missing, fails to import, hangs or crashes on import)."""
     if not Path(folder).is_dir():
         return {f: f"no such folder: {folder}" for f in files}
@@ -259,7 +263,7 @@ def _load_errors(folder: str, files: list[str], limits: Limits, isolation: str) 
         finally:
             package.close()
         return errors
-    worker = Worker(folder, None, limits)
+    worker = worker or Worker(folder, None, limits)
     try:
         for file in files:
             deadline = time.monotonic() + limits.timeout_s
