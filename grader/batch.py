@@ -162,8 +162,16 @@ def serve() -> None:
 
     timeout = float(os.environ["DRILLS_BATCH_TIMEOUT"]) if os.environ.get("DRILLS_BATCH_TIMEOUT") else None
     cache = ResultCache(os.environ["DRILLS_BATCH_CACHE"]) if os.environ.get("DRILLS_BATCH_CACHE") else None
-    warm_zygote()  # once per job, so that no student pays for torch's meta-device set-up (see warm_up)
-    for line in sys.stdin:
+    warmed, graded = False, 0
+    while True:
+        if not warmed and (graded or not select.select([sys.stdin], [], [], 0)[0]):
+            # Once per job, so that no student pays for torch's meta-device set-up (see warm_up): while
+            # idle, or else after the first student, who should not wait for it.
+            warm_zygote()
+            warmed = True
+        line = sys.stdin.readline()
+        if not line:
+            break
         task = json.loads(line)
         try:
             # one process per student: the jobs already keep the cores busy
@@ -173,6 +181,7 @@ def serve() -> None:
             record = error_record(task["student"], task["fingerprint"], f"the grader failed: {type(exc).__name__}: {exc}")
         _write_atomic(Path(task["out"]), json.dumps(record, indent=1))
         replies.write(json.dumps({"student": task["student"], "status": record["status"]}) + "\n")
+        graded += 1
     replies.close()
     sys.stderr.flush()
     os._exit(0)  # every result is written: skip tearing torch down (half a second)
@@ -185,7 +194,8 @@ class Job:
         self.index, self.command, self.log, self.env = index, command, log, env
         self.proc: subprocess.Popen | None = None
 
-    def _start(self) -> subprocess.Popen:
+    def start(self) -> subprocess.Popen:
+        """Start the process unless it runs (it then loads torch while waiting for work)."""
         if self.proc is None or self.proc.poll() is not None:
             log = open(self.log, "a")
             self.proc = subprocess.Popen(self.command, cwd=ROOT, env=self.env, stdin=subprocess.PIPE,
@@ -195,7 +205,7 @@ class Job:
 
     def grade(self, task: dict, limit_s: float) -> str | None:
         """Send one student; None when it was graded, else why the job failed on it."""
-        proc = self._start()
+        proc = self.start()
         try:
             proc.stdin.write(json.dumps(task) + "\n")
             proc.stdin.flush()
@@ -336,12 +346,22 @@ def grade_all(submissions: Path, out: Path, *, jobs: int = 2, force: bool = Fals
     command = job_command or [sys.executable, "-m", "grader.batch", "--serve"]
     pool = [Job(i, command, out / "logs" / f"job-{i}.log", env) for i in range(max(1, min(jobs, tasks.qsize() or 1)))]
     stop = threading.Event()
+    # With the result cache, the other jobs start their first student only once the first one is
+    # graded: its components' results are then known, instead of being graded by every job at once.
+    first_done = threading.Event()
+    if not cache:
+        first_done.set()
 
     def run(job: Job) -> None:
+        job.start()  # torch loads meanwhile
+        if job.index > 0:
+            while not (first_done.wait(0.2) or stop.is_set()):
+                pass
         while not stop.is_set():
             try:
                 student = tasks.get_nowait()
             except queue.Empty:
+                first_done.set()
                 return
             path = out / "results" / f"{student.name}.json"
             task = {"student": student.name, "folder": str(student.folder), "fingerprint": student.fingerprint,
@@ -354,6 +374,7 @@ def grade_all(submissions: Path, out: Path, *, jobs: int = 2, force: bool = Fals
                 record = error_record(student.name, student.fingerprint, failure or "the grader wrote no results")
                 _write_atomic(path, json.dumps(record, indent=1))
             finish(student, record)
+            first_done.set()
             for twin in waiting.pop(student.fingerprint, []):
                 copy_of(twin, record)
 
