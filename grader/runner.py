@@ -169,6 +169,9 @@ def _pytest_args(files: list[Path], folder: str, limits: Limits, isolation: str,
             # assert in the checks has its own message: none needs rewriting.
             "--capture=no", "--assert=plain", "-p", "no:warnings",
             "-p", "no:unraisableexception", "-p", "no:threadexception", "-p", "no:logging",
+            # and no check uses these (registering a plugin costs a millisecond or two per session)
+            *[arg for name in ("doctest", "junitxml", "pastebin", "stepwise", "setuponly", "setupplan", "legacypath",
+                               "debugging", "tmpdir", "monkeypatch", "recwarn", "python_path") for arg in ("-p", f"no:{name}")],
             f"--timeout={limits.timeout_s * 3 + 30}",
             "--rootdir", str(ROOT), "-c", str(ROOT / "pyproject.toml")]
 
@@ -279,7 +282,7 @@ def _load_errors(folder: str, files: list[str], limits: Limits, isolation: str,
             if "error" in reply:
                 errors[file] = str(reply["error"].get("message"))
     finally:
-        worker.kill()
+        worker.kill(how_it_ended=False)
     return errors
 
 

@@ -292,7 +292,9 @@ def _zygote_loop(sock: socket.socket) -> None:
         if request["cmd"] == "warm":
             warm_up()
         elif request["cmd"] == "reap":
-            _send_msg(sock, {"status": _wait_for(request["pid"], ended)})
+            status = _wait_for(request["pid"], ended)
+            if request.get("answer", True):
+                _send_msg(sock, {"status": status})
         else:
             _fork_worker(sock, request, me)
 
@@ -485,8 +487,9 @@ class Worker:
             self.kill()
             raise WorkerDied(f"sent something that is not data ({exc})") from None
 
-    def kill(self) -> int | None:
-        """End the worker and everything it started; returns how it ended (see os.waitstatus_to_exitcode)."""
+    def kill(self, how_it_ended: bool = True) -> int | None:
+        """End the worker and everything it started; returns how it ended (see os.waitstatus_to_exitcode),
+        unless told that nobody asks (then the zygote reaps it without answering)."""
         if self._spawning:
             self._start()
         pid, self.pid = self.pid, None
@@ -501,6 +504,12 @@ class Worker:
             except (ProcessLookupError, PermissionError):
                 pass
         if _zygote is None:  # stopped, and its workers with it
+            return None
+        if not how_it_ended:
+            try:
+                _send_msg(_zygote, {"cmd": "reap", "pid": pid, "answer": False})
+            except OSError:
+                pass
             return None
         answer: dict = {}
         try:

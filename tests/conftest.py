@@ -85,7 +85,7 @@ class _Workers:
 
     def close(self) -> None:
         for worker in self.workers.values():
-            worker.kill()
+            worker.kill(how_it_ended=False)
 
 
 @pytest.fixture(scope="session")
