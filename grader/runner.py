@@ -8,6 +8,7 @@ import tempfile
 import time
 from contextlib import contextmanager, redirect_stderr, redirect_stdout
 from pathlib import Path
+from unittest import mock
 
 import pytest
 
@@ -15,10 +16,10 @@ from .cache import ResultCache, component_key
 from .contract import FILES
 from .course import Course, load_course
 from .errors import GraderError
+from .forked import Forked
 from .loader import ImplementationLoadError, Package
 from .results import ERROR, FAILED, NOT_STARTED, PASSED, TIMEOUT, CaseResult, CheckResult, ComponentResult, Report
 from .target import LoadFailed, NotStarted, StudentTimeout
-from .forked import Forked
 from .worker import (Limits, Worker, WorkerDied, WorkerTimeout, can_drop_privileges, can_hide, kill_strays,
                      start_own_zygote, start_zygote, stop_zygote)
 
@@ -110,7 +111,7 @@ def run_checks(target: str | Path, components: list[str] | None = None, *, cours
     With process isolation (the default) student code runs only in worker processes,
     and the cases are shared out over `processes` grading processes (forks of
     this one, each with its own workers). With a `cache`, a component whose
-    files are byte-identical to ones graded before gets the earlier results.
+    code (its syntax tree, see grader/cache.py) was graded before gets the earlier results.
     """
     course = course or load_course()
     started = time.perf_counter()
@@ -179,7 +180,9 @@ def _pytest_args(files: list[Path], folder: str, limits: Limits, isolation: str,
 def _run_shard(args: list[str], index: int, count: int) -> list[CaseResult]:
     collector = _Collector()
     plugins = [collector, _Shard(index, count)] if count > 1 else [collector]
-    with redirect_stdout(io.StringIO()) as out, redirect_stderr(io.StringIO()) as err, _no_plugin_autoload():
+    # no plugin autoload: load only the plugins the checks need, not every one installed (anyio's costs 0.2 s)
+    with redirect_stdout(io.StringIO()) as out, redirect_stderr(io.StringIO()) as err, \
+            mock.patch.dict(os.environ, {"PYTEST_DISABLE_PLUGIN_AUTOLOAD": "1"}):
         code = pytest.main(args, plugins=plugins)
     if code == pytest.ExitCode.INTERRUPTED:
         raise KeyboardInterrupt
@@ -199,20 +202,6 @@ def _run_shard_in_fork(shard: tuple[list[str], int, int] | None) -> list[CaseRes
     finally:
         kill_strays()
         stop_zygote()
-
-
-@contextmanager
-def _no_plugin_autoload():
-    """Load only the plugins the checks need, not every one installed (anyio's alone costs 0.2 s)."""
-    saved = os.environ.get("PYTEST_DISABLE_PLUGIN_AUTOLOAD")
-    os.environ["PYTEST_DISABLE_PLUGIN_AUTOLOAD"] = "1"
-    try:
-        yield
-    finally:
-        if saved is None:
-            del os.environ["PYTEST_DISABLE_PLUGIN_AUTOLOAD"]
-        else:
-            os.environ["PYTEST_DISABLE_PLUGIN_AUTOLOAD"] = saved
 
 
 @contextmanager

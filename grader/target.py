@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import time
 import traceback
+from contextlib import nullcontext
 from pathlib import Path
 from typing import Any
 
@@ -93,6 +94,10 @@ class Executor:
         return Ref(ref_id, type(obj).__name__)
 
     # --- requests ---------------------------------------------------------------
+    def run_ahead(self, op: str, **request: Any) -> None:
+        """In the same process nothing is gained by sending ahead: run it now."""
+        self.run(op, **request)
+
     def run(self, op: str, **request: Any) -> Any:
         try:
             return getattr(self, f"_op_{op}")(**request)
@@ -126,12 +131,9 @@ class Executor:
                  default_device: str | None = None):
         func = self._callee(name)
         args, kwargs = self._inbound(tuple(args)), self._inbound(kwargs or {})
-        if default_device is None:
-            result = self._outbound(func(*args, **kwargs))
-        else:
-            with torch.device(default_device):
-                result = func(*args, **kwargs)
-            result = self._outbound(result)
+        with torch.device(default_device) if default_device else nullcontext():
+            result = func(*args, **kwargs)
+        result = self._outbound(result)
         return (result, self._outbound(args)) if return_args else result
 
     def _op_call_many(self, name: str | Ref, calls=()):
@@ -201,7 +203,7 @@ class RemoteExecutor:
         except WorkerDied as exc:
             raise StudentCrash("Crash", f"{exc} while running `{self.worker.first_ahead or label}`") from None
         if self.worker.earlier_error is not None:  # a request sent ahead failed first
-            reply, self.worker.earlier_error = self.worker.earlier_error[1], None
+            reply, self.worker.earlier_error = self.worker.earlier_error, None
         if "error" in reply:
             error = reply["error"]
             cls = ERROR_CLASSES.get(error.get("class"), StudentError)
@@ -214,6 +216,7 @@ class RemoteExecutor:
         self.worker.send_ahead({"op": op, **request}, self._label(op, request))
 
     def _label(self, op: str, request: dict) -> str:
+        """What the request is reported as; a call that timed out in an earlier check fails at once."""
         name = request.get("name")
         call = "call" if op == "call_many" else op  # the same function either way
         label = name if isinstance(name, str) else f"{name.type_name}.{call}" if isinstance(name, Ref) else op
@@ -241,8 +244,7 @@ class Target:
     def request_ahead(self, op: str, **request: Any) -> None:
         """A request whose result is not needed: across a process boundary it does not wait for the
         answer, and an error in it is raised by the next request instead."""
-        run_ahead = getattr(self._executor, "run_ahead", self._executor.run)
-        run_ahead(op, **request)
+        self._executor.run_ahead(op, **request)
 
     def fn(self, name: str) -> "RemoteFunction":
         return RemoteFunction(self, name)
@@ -331,14 +333,18 @@ class RemoteObject(RemoteFunction):
         return self.method("state_dict")
 
     def train(self, mode: bool = True) -> None:
-        self.target.request_ahead("method", ref=self.ref, name="train", args=(mode,), kwargs={})
+        self._method_ahead("train", mode)
 
     def eval(self) -> None:
-        self.target.request_ahead("method", ref=self.ref, name="eval", args=(), kwargs={})
+        self._method_ahead("eval")
 
     def to(self, dtype: torch.dtype) -> None:
         """Convert the module's parameters in place (Module.to)."""
-        self.target.request_ahead("method", ref=self.ref, name="to", args=(dtype,), kwargs={})
+        self._method_ahead("to", dtype)
+
+    def _method_ahead(self, name: str, *args: Any) -> None:
+        """A method whose result is not needed (see Target.request_ahead)."""
+        self.target.request_ahead("method", ref=self.ref, name=name, args=args, kwargs={})
 
     def __len__(self) -> int:
         return self.method("__len__")

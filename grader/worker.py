@@ -266,10 +266,15 @@ def stop_zygote() -> None:
         _zygote_pid = None
 
 
-def _ask_zygote(request: dict, on_answer: Callable[[dict, list[int]], None]) -> None:
+def _tell_zygote(request: dict) -> None:
+    """A request the zygote does not answer."""
     start_zygote()
     assert _zygote is not None
     _send_msg(_zygote, request)
+
+
+def _ask_zygote(request: dict, on_answer: Callable[[dict, list[int]], None]) -> None:
+    _tell_zygote({**request, "answer": True})
     _awaiting.append(on_answer)
 
 
@@ -293,7 +298,7 @@ def _zygote_loop(sock: socket.socket) -> None:
             warm_up()
         elif request["cmd"] == "reap":
             status = _wait_for(request["pid"], ended)
-            if request.get("answer", True):
+            if request["answer"]:
                 _send_msg(sock, {"status": status})
         else:
             _fork_worker(sock, request, me)
@@ -379,9 +384,7 @@ def _recv_msg(sock: socket.socket, with_fds: int = 0) -> dict | tuple[dict, list
 
 def warm_zygote() -> None:
     """Ask the zygote to pre-import torch's lazily loaded parts, for the workers forked after."""
-    start_zygote()
-    assert _zygote is not None
-    _send_msg(_zygote, {"cmd": "warm"})  # no answer
+    _tell_zygote({"cmd": "warm"})
 
 
 # --------------------------------------------------------------------------- grader side
@@ -401,7 +404,7 @@ class Worker:
         self.pid: int | None = None
         self._conn: Connection | None = None
         self._ahead: list[str | None] = []  # requests sent without waiting: the label whose error counts, or None
-        self.earlier_error: tuple[str, dict] | None = None  # (label, reply) of the first of those that failed
+        self.earlier_error: dict | None = None  # the reply of the first of those that failed
         self._spawning = False  # asked of the zygote, not answered yet
 
     def spawn(self) -> None:
@@ -465,20 +468,24 @@ class Worker:
         assert self._conn is not None
         try:
             self._conn.send_bytes(wire.dumps(message))
-            for label in [*self._ahead, "this"]:
-                if not self._conn.poll(max(deadline - time.monotonic(), 0.0)):
-                    self.kill()
-                    raise WorkerTimeout()
-                data = self._conn.recv_bytes(REPLY_LIMIT)
-                self._ahead = self._ahead[1:]
-                if label not in (None, "this") and self.earlier_error is None:
+            while self._ahead:  # the answers to requests sent ahead come first
+                data = self._receive(deadline)
+                if self._ahead.pop(0) is not None and self.earlier_error is None:
                     earlier = self._decode(data)
                     if "error" in earlier:
-                        self.earlier_error = (label, earlier)
+                        self.earlier_error = earlier
+            data = self._receive(deadline)
         except (EOFError, OSError) as exc:
             code = self.kill()
             raise WorkerDied(_describe_exit(code)) from exc
         return self._decode(data)
+
+    def _receive(self, deadline: float) -> bytes:
+        assert self._conn is not None
+        if not self._conn.poll(max(deadline - time.monotonic(), 0.0)):
+            self.kill()
+            raise WorkerTimeout()
+        return self._conn.recv_bytes(REPLY_LIMIT)
 
     def _decode(self, data: bytes) -> dict:
         try:
@@ -507,7 +514,7 @@ class Worker:
             return None
         if not how_it_ended:
             try:
-                _send_msg(_zygote, {"cmd": "reap", "pid": pid, "answer": False})
+                _tell_zygote({"cmd": "reap", "pid": pid, "answer": False})
             except OSError:
                 pass
             return None
