@@ -151,22 +151,38 @@ def write_gradebook(out: Path, students: list[str] | None = None) -> Path:
 # --------------------------------------------------------------------------- job processes
 
 
+def _core_for(index: int) -> int | None:
+    """The index-th (cyclically) of the cores this process may use; None where there is only one."""
+    cores = sorted(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else []
+    return cores[index % len(cores)] if len(cores) > 1 else None
+
+
 def serve() -> None:
-    """A job process: grade one student per request line on stdin, answer one line each."""
+    """A job process: grade one student per request line on stdin, answer one line each.
+
+    A request may ask for two grading processes (the first student of a batch,
+    while the other jobs wait for its results). After its first student the
+    job stays on one core with its workers (`DRILLS_BATCH_CORE`): a job and its
+    workers hand requests back and forth thousands of times per student, and
+    on one core each hand-over is a local wake-up instead of an interrupt to
+    another CPU, which is costly on virtual machines (a tenth of a batch here).
+    """
+    core = _core_for(int(os.environ["DRILLS_BATCH_CORE"])) if os.environ.get("DRILLS_BATCH_CORE") else None
     replies = os.fdopen(os.dup(1), "w", buffering=1)
     os.dup2(2, 1)  # whatever else prints goes to the log, never into the replies
     sys.stdout = sys.stderr
     from .cache import ResultCache
-    from .runner import run_checks
-    from .worker import warm_zygote
+    from .runner import PROCESSES, run_checks
+    from .worker import a_worker_loaded_meta, pin_to_core, warm_zygote
 
     timeout = float(os.environ["DRILLS_BATCH_TIMEOUT"]) if os.environ.get("DRILLS_BATCH_TIMEOUT") else None
     cache = ResultCache(os.environ["DRILLS_BATCH_CACHE"]) if os.environ.get("DRILLS_BATCH_CACHE") else None
     warmed, graded = False, 0
     while True:
-        if not warmed and (graded or not select.select([sys.stdin], [], [], 0)[0]):
-            # Once per job, so that no student pays for torch's meta-device set-up (see warm_up): while
-            # idle, or else after the first student, who should not wait for it.
+        if not warmed and ((not graded and not select.select([sys.stdin], [], [], 0)[0]) or a_worker_loaded_meta()):
+            # Once per job, so that students whose masks compute on the meta device do not pay for
+            # torch's set-up of it (see warm_up) each: while waiting for the first student, or as soon
+            # as a student needed it (a warm-up with work waiting would hold up the next student).
             warm_zygote()
             warmed = True
         line = sys.stdin.readline()
@@ -174,14 +190,16 @@ def serve() -> None:
             break
         task = json.loads(line)
         try:
-            # one process per student: the jobs already keep the cores busy
-            report = run_checks(task["folder"], timeout=timeout, cache=cache, processes=1)
+            report = run_checks(task["folder"], timeout=timeout, cache=cache, 
+                                processes=min(int(task.get("processes", 1)), PROCESSES))
             record = record_from_report(task["student"], task["fingerprint"], report)
         except Exception as exc:  # the grader failed on this submission: record it, go on
             record = error_record(task["student"], task["fingerprint"], f"the grader failed: {type(exc).__name__}: {exc}")
         _write_atomic(Path(task["out"]), json.dumps(record, indent=1))
         replies.write(json.dumps({"student": task["student"], "status": record["status"]}) + "\n")
         graded += 1
+        if core is not None and graded == 1:
+            pin_to_core(core)
     replies.close()
     sys.stderr.flush()
     os._exit(0)  # every result is written: skip tearing torch down (half a second)
@@ -198,8 +216,9 @@ class Job:
         """Start the process unless it runs (it then loads torch while waiting for work)."""
         if self.proc is None or self.proc.poll() is not None:
             log = open(self.log, "a")
-            self.proc = subprocess.Popen(self.command, cwd=ROOT, env=self.env, stdin=subprocess.PIPE,
-                                         stdout=subprocess.PIPE, stderr=log, text=True, start_new_session=True)
+            env = {**self.env, "DRILLS_BATCH_CORE": str(self.index)}
+            self.proc = subprocess.Popen(self.command, cwd=ROOT, env=env, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                         stderr=log, text=True, start_new_session=True)
             log.close()
         return self.proc
 
@@ -366,6 +385,8 @@ def grade_all(submissions: Path, out: Path, *, jobs: int = 2, force: bool = Fals
             path = out / "results" / f"{student.name}.json"
             task = {"student": student.name, "folder": str(student.folder), "fingerprint": student.fingerprint,
                     "out": str(path)}
+            if not first_done.is_set():  # the others wait for this one: let it use their cores too
+                task["processes"] = len(pool)
             failure = job.grade(task, student_timeout)
             if stop.is_set():
                 return

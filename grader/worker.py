@@ -170,6 +170,7 @@ def serve(requests: Connection, output_fd: int, folder: str, isolate_for: str | 
             executor.run("load", module=module)
         except BaseException:  # noqa: BLE001 - the request that needs the module says what went wrong
             pass
+    meta_reported = META_MODULE in sys.modules  # already imported in the zygote
     while True:
         try:
             request = wire.loads(requests.recv_bytes())
@@ -190,6 +191,8 @@ def serve(requests: Connection, output_fd: int, folder: str, isolate_for: str | 
         except BaseException as exc:  # noqa: BLE001 - whatever the student raised
             reply = {"error": {"class": "StudentError", "type": type(exc).__name__,
                                "message": _safe_str(exc)[:MESSAGE_LIMIT], "where": "", "kinds": [type(exc).__name__]}}
+        if not meta_reported and META_MODULE in sys.modules:
+            reply["meta_loaded"] = meta_reported = True
         try:
             data = wire.dumps(reply)
         except Exception as exc:  # noqa: BLE001 - a result that is not data
@@ -248,6 +251,16 @@ def start_own_zygote() -> None:
     _zygote, _zygote_pid = None, None
     _awaiting.clear()
     start_zygote()
+
+
+def pin_to_core(core: int) -> None:
+    """Keep this process, its zygote and the workers forked from now on, on one core."""
+    os.sched_setaffinity(0, {core})
+    if _zygote_pid is not None:
+        try:
+            os.sched_setaffinity(_zygote_pid, {core})
+        except ProcessLookupError:
+            pass
 
 
 def stop_zygote() -> None:
@@ -344,11 +357,16 @@ def _fork_worker(sock: socket.socket, request: dict, zygote_pid: int) -> None:
     os.close(out_read)
 
 
+# Imported by torch on the first operation on meta tensors (over a second: it and 800 more modules, sympy too).
+META_MODULE = "torch._dynamo"
+_meta_loaded_by_a_worker = False
+
+
 def warm_up() -> None:
     """Import what torch loads lazily on first use of meta tensors (seconds, once per process).
 
-    The masking checks ask for the meta device only when a cheaper question left
-    the answer open (see test_causal_mask_device).
+    The masking checks run student code with meta as the default device; code
+    that builds its mask without `device=` then computes on meta tensors.
     """
     import torch
 
@@ -385,6 +403,11 @@ def _recv_msg(sock: socket.socket, with_fds: int = 0) -> dict | tuple[dict, list
 def warm_zygote() -> None:
     """Ask the zygote to pre-import torch's lazily loaded parts, for the workers forked after."""
     _tell_zygote({"cmd": "warm"})
+
+
+def a_worker_loaded_meta() -> bool:
+    """Whether a worker of this process imported torch's meta-tensor machinery (see warm_up)."""
+    return _meta_loaded_by_a_worker
 
 
 # --------------------------------------------------------------------------- grader side
@@ -488,11 +511,15 @@ class Worker:
         return self._conn.recv_bytes(REPLY_LIMIT)
 
     def _decode(self, data: bytes) -> dict:
+        global _meta_loaded_by_a_worker
         try:
-            return wire.loads(data)
+            reply = wire.loads(data)
         except wire.WireError as exc:
             self.kill()
             raise WorkerDied(f"sent something that is not data ({exc})") from None
+        if isinstance(reply, dict) and reply.pop("meta_loaded", False):
+            _meta_loaded_by_a_worker = True
+        return reply
 
     def kill(self, how_it_ended: bool = True) -> int | None:
         """End the worker and everything it started; returns how it ended (see os.waitstatus_to_exitcode),

@@ -145,3 +145,32 @@ def test_an_interrupt_loses_nothing_finished(tmp_path):
         assert json.loads((out / "results" / f"{name}.json").read_text())["score"] == pytest.approx(100)
     assert sorted(_gradebook(out)) == finished
     assert not [p for p in (out / "results").iterdir() if p.name.startswith(".")]  # no half-written files
+
+
+
+META_WORKER = f"""\
+import sys, time
+sys.path.insert(0, {str(ROOT)!r})
+from grader.worker import Limits, Worker, a_worker_loaded_meta, start_zygote
+start_zygote()
+for folder in sys.argv[1:]:
+    worker = Worker(folder, None, Limits())
+    reply = worker.request({{"op": "call", "name": "attention.causal_mask", "args": (3,), "kwargs": {{}}}},
+                           time.monotonic() + 30)
+    worker.kill()
+    print("error" in reply, a_worker_loaded_meta())
+"""
+
+
+def test_a_worker_computing_on_meta_is_noticed(tmp_path):
+    """A job warms its zygote for the meta device once a student's code needed it (and not before)."""
+    for name, device in (("cpu", "cpu"), ("meta", "meta")):
+        (tmp_path / name).mkdir()
+        (tmp_path / name / "attention.py").write_text(
+            f"import torch\ndef causal_mask(q_len, k_len=None, *, device=None):\n"
+            f"    return torch.ones(q_len, q_len, dtype=torch.bool, device={device!r}).tril()\n")
+    script = tmp_path / "meta_worker.py"
+    script.write_text(META_WORKER)
+    proc = subprocess.run([sys.executable, str(script), str(tmp_path / "cpu"), str(tmp_path / "meta")],
+                          capture_output=True, text=True, timeout=120)
+    assert proc.stdout.split() == ["False", "False", "False", "True"], proc.stdout + proc.stderr
