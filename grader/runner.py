@@ -52,6 +52,22 @@ class _Collector:
             self.cases[item.nodeid] = case
 
 
+class _PlainFailures:
+    """A pytest plugin: a failing check's report carries its exception's text, not a formatted traceback.
+
+    Nothing here reads pytest's tracebacks, and formatting one (reading and
+    laying out the source of every frame) costs more than many checks take.
+    """
+
+    @pytest.hookimpl(tryfirst=True)
+    def pytest_runtest_makereport(self, item: pytest.Item, call: pytest.CallInfo) -> pytest.TestReport | None:
+        excinfo = call.excinfo
+        if excinfo is None or excinfo.errisinstance((pytest.skip.Exception, pytest.xfail.Exception)):
+            return None  # pytest's own report: passing and skipping cost nothing to report
+        return pytest.TestReport(item.nodeid, item.location, {}, "failed", excinfo.exconly()[:MESSAGE_LIMIT], call.when,
+                                 duration=call.duration, start=call.start, stop=call.stop)
+
+
 def _classify(call: pytest.CallInfo, report: pytest.TestReport) -> tuple[str, str]:
     excinfo = call.excinfo
     if excinfo is None:
@@ -179,7 +195,7 @@ def _pytest_args(files: list[Path], folder: str, limits: Limits, isolation: str,
 
 def _run_shard(args: list[str], index: int, count: int) -> list[CaseResult]:
     collector = _Collector()
-    plugins = [collector, _Shard(index, count)] if count > 1 else [collector]
+    plugins = [collector, _PlainFailures(), *([_Shard(index, count)] if count > 1 else [])]
     # no plugin autoload: load only the plugins the checks need, not every one installed (anyio's costs 0.2 s)
     with redirect_stdout(io.StringIO()) as out, redirect_stderr(io.StringIO()) as err, \
             mock.patch.dict(os.environ, {"PYTEST_DISABLE_PLUGIN_AUTOLOAD": "1"}):
