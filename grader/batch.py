@@ -23,6 +23,7 @@ import argparse
 import csv
 import hashlib
 import io
+import itertools
 import json
 import os
 import queue
@@ -160,49 +161,86 @@ def _core_for(index: int) -> int | None:
 def serve() -> None:
     """A job process: grade one student per request line on stdin, answer one line each.
 
-    A request may ask for two grading processes (the first student of a batch,
-    while the other jobs wait for its results). After its first student the
-    job stays on one core with its workers (`DRILLS_BATCH_CORE`): a job and its
-    workers hand requests back and forth thousands of times per student, and
-    on one core each hand-over is a local wake-up instead of an interrupt to
-    another CPU, which is costly on virtual machines (a tenth of a batch here).
+    The students are graded in one pytest session (grader/session.py). A
+    request may ask for two grading processes instead (the first student of a
+    batch, while the other jobs wait for its results). After its first student
+    the job stays on one core with its workers (`DRILLS_BATCH_CORE`): a job
+    and its workers hand requests back and forth thousands of times per
+    student, and on one core each hand-over is a local wake-up instead of an
+    interrupt to another CPU, which is costly on virtual machines (a tenth of
+    a batch here).
     """
-    core = _core_for(int(os.environ["DRILLS_BATCH_CORE"])) if os.environ.get("DRILLS_BATCH_CORE") else None
     replies = os.fdopen(os.dup(1), "w", buffering=1)
     os.dup2(2, 1)  # whatever else prints goes to the log, never into the replies
     sys.stdout = sys.stderr
-    from .cache import ResultCache
-    from .runner import PROCESSES, run_checks
-    from .worker import a_worker_loaded_meta, pin_to_core, warm_zygote
+    server = _Server(replies)
+    tasks = server.tasks()
+    first = next(tasks, None)
+    if first is not None and int(first.get("processes", 1)) > 1:
+        server.grade(first)
+        first = None
+    pending = itertools.chain([first] if first else [], tasks)
+    from .session import serve_in_session
 
-    timeout = float(os.environ["DRILLS_BATCH_TIMEOUT"]) if os.environ.get("DRILLS_BATCH_TIMEOUT") else None
-    cache = ResultCache(os.environ["DRILLS_BATCH_CACHE"]) if os.environ.get("DRILLS_BATCH_CACHE") else None
-    warmed, graded = False, 0
-    while True:
-        if not warmed and ((not graded and not select.select([sys.stdin], [], [], 0)[0]) or a_worker_loaded_meta()):
-            # Once per job, so that students whose masks compute on the meta device do not pay for
-            # torch's set-up of it (see warm_up) each: while waiting for the first student, or as soon
-            # as a student needed it (a warm-up with work waiting would hold up the next student).
-            warm_zygote()
-            warmed = True
-        line = sys.stdin.readline()
-        if not line:
-            break
-        task = json.loads(line)
+    try:
+        serve_in_session(pending, server.grade, server.limits)
+    except Exception as exc:  # noqa: BLE001 - the session broke: grade the others without one
+        print(f"grade-all: {exc}; going on without a shared session", file=sys.stderr)
+        for task in pending:
+            server.grade(task)
+    replies.close()
+    sys.stderr.flush()
+    os._exit(0)  # every result is written: skip tearing torch down (half a second)
+
+
+class _Server:
+    """A job's state: its settings from the environment, and how many students it graded."""
+
+    def __init__(self, replies) -> None:
+        from .cache import ResultCache
+        from .runner import limits_for
+
+        self.replies = replies
+        self.core = _core_for(int(os.environ["DRILLS_BATCH_CORE"])) if os.environ.get("DRILLS_BATCH_CORE") else None
+        self.timeout = float(os.environ["DRILLS_BATCH_TIMEOUT"]) if os.environ.get("DRILLS_BATCH_TIMEOUT") else None
+        self.cache = ResultCache(os.environ["DRILLS_BATCH_CACHE"]) if os.environ.get("DRILLS_BATCH_CACHE") else None
+        self.limits = limits_for(timeout=self.timeout)
+        self.graded = 0
+
+    def tasks(self):
+        """The requests, one per line of stdin, as dicts."""
+        from .worker import a_worker_loaded_meta, warm_zygote
+
+        warmed = False
+        while True:
+            if not warmed and ((not self.graded and not select.select([sys.stdin], [], [], 0)[0])
+                               or a_worker_loaded_meta()):
+                # Once per job, so that students whose masks compute on the meta device do not pay for
+                # torch's set-up of it (see warm_up) each: while waiting for the first student, or as soon
+                # as a student needed it (a warm-up with work waiting would hold up the next student).
+                warm_zygote()
+                warmed = True
+            line = sys.stdin.readline()
+            if not line:
+                return
+            yield json.loads(line)
+
+    def grade(self, task: dict, session=None) -> None:
+        """Grade one student (in `session` when given), write the results and answer; never raises."""
+        from .runner import PROCESSES, run_checks
+        from .worker import pin_to_core
+
         try:
-            report = run_checks(task["folder"], timeout=timeout, cache=cache, 
+            report = run_checks(task["folder"], timeout=self.timeout, cache=self.cache, session=session,
                                 processes=min(int(task.get("processes", 1)), PROCESSES))
             record = record_from_report(task["student"], task["fingerprint"], report)
         except Exception as exc:  # the grader failed on this submission: record it, go on
             record = error_record(task["student"], task["fingerprint"], f"the grader failed: {type(exc).__name__}: {exc}")
         _write_atomic(Path(task["out"]), json.dumps(record, indent=1))
-        replies.write(json.dumps({"student": task["student"], "status": record["status"]}) + "\n")
-        graded += 1
-        if core is not None and graded == 1:
-            pin_to_core(core)
-    replies.close()
-    sys.stderr.flush()
-    os._exit(0)  # every result is written: skip tearing torch down (half a second)
+        self.replies.write(json.dumps({"student": task["student"], "status": record["status"]}) + "\n")
+        self.graded += 1
+        if self.core is not None and self.graded == 1:
+            pin_to_core(self.core)
 
 
 class Job:

@@ -8,6 +8,7 @@ import tempfile
 import time
 from contextlib import contextmanager, redirect_stderr, redirect_stdout
 from pathlib import Path
+from typing import TYPE_CHECKING
 from unittest import mock
 
 import pytest
@@ -22,6 +23,9 @@ from .results import ERROR, FAILED, NOT_STARTED, PASSED, TIMEOUT, CaseResult, Ch
 from .target import LoadFailed, NotStarted, StudentTimeout
 from .worker import (Limits, Worker, WorkerDied, WorkerTimeout, can_drop_privileges, can_hide, kill_strays,
                      start_own_zygote, start_zygote, stop_zygote)
+
+if TYPE_CHECKING:
+    from .session import CheckSession
 
 ROOT = Path(__file__).resolve().parent.parent
 CHECKS_DIR = ROOT / "tests"
@@ -119,30 +123,38 @@ class _Shard:
         items[:] = items[self.index::self.count]
 
 
+def limits_for(course: Course | None = None, timeout: float | None = None) -> Limits:
+    """Each check's time and each worker's memory: course.yml's, or `timeout` seconds per check."""
+    course = course or load_course()
+    return Limits(timeout_s=timeout or course.timeout, memory_mb=int(course.settings.get("memory_mb", 2048)))
+
+
 def run_checks(target: str | Path, components: list[str] | None = None, *, course: Course | None = None,
                checks_dir: Path = CHECKS_DIR, isolation: str = "process", timeout: float | None = None,
-               cache: ResultCache | None = None, processes: int = PROCESSES) -> Report:
+               cache: ResultCache | None = None, processes: int = PROCESSES, session: CheckSession | None = None) -> Report:
     """Grade the implementation in `target`; `components` limits it to some component ids.
 
     With process isolation (the default) student code runs only in worker processes,
     and the cases are shared out over `processes` grading processes (forks of
     this one, each with its own workers). With a `cache`, a component whose
     code (its syntax tree, see grader/cache.py) was graded before gets the earlier results.
+    With a `session` (grader/session.py, process isolation only) the checks run in
+    that open pytest session, in this process.
     """
     course = course or load_course()
     started = time.perf_counter()
     selected = [course.component(c) for c in components] if components else list(course.components)
-    limits = Limits(timeout_s=timeout or course.timeout, memory_mb=int(course.settings.get("memory_mb", 2048)))
+    limits = limits_for(course, timeout)
     if isolation == "process":
         start_zygote()
     folder = str(Path(target).resolve())
-    processes = max(processes, 1) if isolation == "process" else 1
+    processes = max(processes, 1) if isolation == "process" and session is None else 1
     with _readable_copy(folder, isolation) as folder:
-        return _run(target, folder, selected, limits, isolation, checks_dir, started, cache, processes)
+        return _run(target, folder, selected, limits, isolation, checks_dir, started, cache, processes, session)
 
 
 def _run(target, folder: str, selected, limits: Limits, isolation: str, checks_dir: Path, started: float,
-         cache: ResultCache | None, processes: int) -> Report:
+         cache: ResultCache | None, processes: int, session: CheckSession | None) -> Report:
     settings = f"{limits}|{isolation}"
     keys = {c.id: component_key(folder, c.id, checks_dir, settings) for c in selected} if cache else {}
     cached = {c.id: cases for c in selected if cache and (cases := cache.get(keys[c.id])) is not None}
@@ -158,14 +170,11 @@ def _run(target, folder: str, selected, limits: Limits, isolation: str, checks_d
     try:
         load_errors = _load_errors(folder, sorted({f for c in to_run for f in FILES[c.id]}), limits, isolation, loader)
         runnable = [c for c in to_run if not any(f in load_errors for f in FILES[c.id])]
-        shards = [(_pytest_args([checks_dir / f"test_{c}.py" for c in group], folder, limits, isolation, load_errors),
-                   index, count) for group, index, count in plan_shards([c.id for c in runnable], processes)]
-        for helper, shard in zip(helpers, [*shards[1:], *[None] * len(helpers)]):
-            helper.send(shard)
         with _hidden_from_workers([ROOT / "solutions", checks_dir]):
-            cases = _run_shard(*shards[0]) if runnable else []
-            for helper in helpers:
-                cases += helper.result()
+            if session is not None:
+                cases = session.run([c.id for c in runnable], folder, limits, load_errors) if runnable else []
+            else:
+                cases = _run_shards([c.id for c in runnable], helpers, folder, limits, isolation, checks_dir, load_errors)
         collector.cases.update({case.nodeid: case for case in cases})
     finally:
         if isolation == "process":
@@ -175,6 +184,19 @@ def _run(target, folder: str, selected, limits: Limits, isolation: str, checks_d
             cache.put(keys[component.id], [case for case in collector.cases.values() if case.component == component.id])
     results = [_score_component(c, list(collector.cases.values()), load_errors) for c in selected]
     return Report(str(target), results, time.perf_counter() - started)
+
+
+def _run_shards(components: list[str], helpers: list[Forked], folder: str, limits: Limits, isolation: str,
+                checks_dir: Path, load_errors: dict[str, str]) -> list[CaseResult]:
+    """Run the checks of `components`, shared out between this process and the `helpers`."""
+    shards = [(_pytest_args([checks_dir / f"test_{c}.py" for c in group], folder, limits, isolation, load_errors),
+               index, count) for group, index, count in plan_shards(components, len(helpers) + 1)]
+    for helper, shard in zip(helpers, [*shards[1:], *[None] * len(helpers)]):
+        helper.send(shard)
+    cases = _run_shard(*shards[0]) if components else []
+    for helper in helpers:
+        cases += helper.result()
+    return cases
 
 
 def _pytest_args(files: list[Path], folder: str, limits: Limits, isolation: str, load_errors: dict[str, str]) -> list[str]:

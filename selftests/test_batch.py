@@ -174,3 +174,30 @@ def test_a_worker_computing_on_meta_is_noticed(tmp_path):
     proc = subprocess.run([sys.executable, str(script), str(tmp_path / "cpu"), str(tmp_path / "meta")],
                           capture_output=True, text=True, timeout=120)
     assert proc.stdout.split() == ["False", "False", "False", "True"], proc.stdout + proc.stderr
+
+
+def test_one_session_grades_each_student_as_if_alone(tmp_path):
+    """grade-all's jobs grade student after student in one pytest session: nothing may carry over."""
+    from grader.runner import limits_for, run_checks
+    from grader.session import serve_in_session
+    from selftests.hostile import ATTACKS
+
+    folders = {"stubs": _copy(ROOT / "exercises", tmp_path / "stubs"),
+               "correct": _copy(ROOT / "solutions", tmp_path / "correct")}
+    for attack in ATTACKS:
+        if attack.name in ("hang", "segfault", "os_exit_at_import"):
+            evidence = tmp_path / f"{attack.name}-evidence"
+            evidence.mkdir()
+            folders[attack.name] = attack.materialize(tmp_path / attack.name, evidence)
+
+    def summary(report) -> list:
+        return [(c.id, c.status, round(c.score, 6), [(k.name, k.status, k.message) for k in c.checks])
+                for c in report.components]
+
+    alone = {name: summary(run_checks(folder, timeout=2, processes=1)) for name, folder in folders.items()}
+    shared: dict[str, list] = {}
+    order = ["hang", "correct", "segfault", "stubs", "os_exit_at_import", "correct"]
+    serve_in_session(iter(order), lambda name, session: shared.setdefault(name, []).append(
+        summary(run_checks(folders[name], timeout=2, session=session))), limits_for(timeout=2))
+    for name in order:
+        assert all(got == alone[name] for got in shared[name]), name
