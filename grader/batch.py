@@ -129,18 +129,20 @@ def read_record(path: Path) -> dict | None:
     return record if isinstance(record, dict) and record.get("version") == RECORD_VERSION else None
 
 
-def write_gradebook(out: Path, students: list[str] | None = None) -> Path:
-    """gradebook.csv from the per-student files (every student with a results file, or those named)."""
+def write_gradebook(out: Path, students: list[str] | None = None, known: dict[str, dict] | None = None) -> Path:
+    """gradebook.csv from the per-student files (every student with a results file, or those named);
+    `known` records (by student) are used instead of reading their files again."""
     from .course import load_course
 
     components = [c.id for c in load_course().components]
     results = out / "results"
     names = students if students is not None else sorted(p.stem for p in results.glob("*.json"))
+    known = known or {}
     buffer = io.StringIO()
     writer = csv.writer(buffer, lineterminator="\n")
     writer.writerow(["student", "total", *components])
     for name in names:
-        record = read_record(results / f"{name}.json")
+        record = known.get(name) or read_record(results / f"{name}.json")
         if record is None:
             continue
         writer.writerow([name, f"{record['score']:g}", *(f"{record['components'].get(c, 0.0):g}" for c in components)])
@@ -363,10 +365,14 @@ def grade_all(submissions: Path, out: Path, *, jobs: int = 2, force: bool = Fals
     graded = copied = 0
     lock = threading.Lock()
 
-    def finish(student: Student, record: dict, copy: bool = False) -> None:
+    known: dict[str, dict] = {}  # what finished in this run, for the gradebook
+
+    def finish(student: Student, record: dict, copy: bool = False, written: bool = False) -> None:
         nonlocal graded, copied
-        _write_atomic(out / "results" / f"{student.name}.json", json.dumps(record, indent=1))
+        if not written:
+            _write_atomic(out / "results" / f"{student.name}.json", json.dumps(record, indent=1))
         with lock:
+            known[student.name] = {"score": record["score"], "components": record["components"]}
             if record["status"] == "error":
                 errors.append(student.name)
             elif copy:
@@ -429,10 +435,10 @@ def grade_all(submissions: Path, out: Path, *, jobs: int = 2, force: bool = Fals
             if stop.is_set():
                 return
             record = read_record(path) if failure is None else None
-            if record is None or record.get("fingerprint") != student.fingerprint:
+            written = record is not None and record.get("fingerprint") == student.fingerprint  # by the job
+            if not written:
                 record = error_record(student.name, student.fingerprint, failure or "the grader wrote no results")
-                _write_atomic(path, json.dumps(record, indent=1))
-            finish(student, record)
+            finish(student, record, written=written)
             first_done.set()
             for twin in waiting.pop(student.fingerprint, []):
                 copy_of(twin, record)
@@ -452,7 +458,7 @@ def grade_all(submissions: Path, out: Path, *, jobs: int = 2, force: bool = Fals
         for job in pool:
             job.kill() if interrupted else job.close()
         progress.stop()
-        gradebook = write_gradebook(out, [s.name for s in students])
+        gradebook = write_gradebook(out, [s.name for s in students], known)
     return {"students": len(students), "graded": graded, "copied": copied, "skipped": skipped,
             "errors": errors, "interrupted": interrupted, "gradebook": str(gradebook),
             "seconds": time.perf_counter() - started}

@@ -229,7 +229,7 @@ class RemoteExecutor:
     def close(self) -> None:
         if self.worker.pid is not None:
             self.worker.forget_ahead()
-            self.worker.send_ahead({"op": "reset"})  # nobody needs to wait for it
+            self.worker.reset_later()
 
 
 class Target:

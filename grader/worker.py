@@ -176,10 +176,12 @@ def serve(requests: Connection, output_fd: int, folder: str, isolate_for: str | 
             request = wire.loads(requests.recv_bytes())
         except (EOFError, OSError):
             os._exit(0)
-        op = request.pop("op")
+        op, reset = request.pop("op"), request.pop("reset", False)
         try:
             if executor is None:
                 executor = Executor(folder, isolate_for, broken)
+            if reset:
+                executor.run("reset")
             reply: dict[str, Any] = {"ok": executor.run(op, **request)}
         except StudentError as exc:
             kind = "not_started" if isinstance(exc, NotStarted) else type(exc).__name__
@@ -429,6 +431,7 @@ class Worker:
         self._ahead: list[str | None] = []  # requests sent without waiting: the label whose error counts, or None
         self.earlier_error: dict | None = None  # the reply of the first of those that failed
         self._spawning = False  # asked of the zygote, not answered yet
+        self._reset_first = False  # the next request first drops the objects made so far
 
     def spawn(self) -> None:
         """Have the zygote fork this worker, without waiting (it imports `preload` meanwhile)."""
@@ -447,6 +450,7 @@ class Worker:
         self.pid = message["pid"]
         self._conn = Connection(fds[0])
         self._ahead = []
+        self._reset_first = False
         threading.Thread(target=self._drain, args=(fds[1],), daemon=True).start()
 
     def _drain(self, fd: int) -> None:
@@ -469,10 +473,19 @@ class Worker:
             self._start()
         assert self._conn is not None
         try:
-            self._conn.send_bytes(wire.dumps(message))
+            self._conn.send_bytes(self._encode(message))
             self._ahead.append(label)
         except OSError:
             self.kill()
+
+    def reset_later(self) -> None:
+        """Have the objects made so far dropped before the next request (with it: one message fewer)."""
+        self._reset_first = True
+
+    def _encode(self, message: dict) -> bytes:
+        if self._reset_first:
+            message, self._reset_first = {**message, "reset": True}, False
+        return wire.dumps(message)
 
     def forget_ahead(self) -> None:
         """Errors of the requests sent ahead so far no longer count."""
@@ -490,7 +503,7 @@ class Worker:
             self._start()
         assert self._conn is not None
         try:
-            self._conn.send_bytes(wire.dumps(message))
+            self._conn.send_bytes(self._encode(message))
             while self._ahead:  # the answers to requests sent ahead come first
                 data = self._receive(deadline)
                 if self._ahead.pop(0) is not None and self.earlier_error is None:
