@@ -26,15 +26,16 @@ import io
 import itertools
 import json
 import os
-import queue
 import select
 import signal
 import subprocess
 import sys
 import threading
 import time
+from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Callable
 
 ROOT = Path(__file__).resolve().parent.parent
 EXERCISE_FILES = ("attention.py", "positional.py", "block.py", "vit.py", "kv_cache.py")
@@ -311,6 +312,62 @@ class Job:
         self.kill()
 
 
+class _Schedule:
+    """Which student a job grades next: none whose code for a component another job is grading now.
+
+    Students who hand in the same code for a component (the same correct
+    solution, untouched stubs) would otherwise have it graded by several jobs
+    at once; one after the other, the later ones take the results from the
+    result cache. Without the cache (`keys` None) any student will do.
+    """
+
+    def __init__(self, students: list[Student], keys: Callable[[Student], frozenset[str]] | None) -> None:
+        self.todo, self.keys = list(students), keys
+        self.busy: Counter[str] = Counter()  # component keys being graded now (not graded before)
+        self.graded: set[str] = set()  # component keys graded already: their results are in the cache
+        self.grading = 0  # students being graded now
+        self.changed = threading.Condition()
+
+    def __len__(self) -> int:
+        return len(self.todo)
+
+    def take(self, stop: threading.Event) -> tuple[Student, bool] | None:
+        """The next student (None when none is left), and whether it is all there is to grade for now
+        (no other student being graded, and none that could be)."""
+        with self.changed:
+            while self.todo and not stop.is_set():
+                student = next((s for s in self.todo if self._free(s)), None)
+                if student is not None:
+                    self.todo.remove(student)
+                    if self.keys is not None:
+                        self.busy.update(self.keys(student) - self.graded)
+                    alone = not self.grading and not any(self._free(s) for s in self.todo)
+                    self.grading += 1
+                    return student, alone
+                self.changed.wait(0.5)
+            return None
+
+    def done(self, student: Student) -> None:
+        with self.changed:
+            self.grading -= 1
+            if self.keys is not None:
+                self.busy.subtract(self.keys(student) - self.graded)
+                self.busy = +self.busy
+                self.graded |= self.keys(student)
+            self.changed.notify_all()
+
+    def _free(self, student: Student) -> bool:
+        return self.keys is None or self.busy.keys().isdisjoint(self.keys(student) - self.graded)
+
+
+def _component_keys(student: Student) -> frozenset[str]:
+    """One key per component of the student's code (grader/cache.py's, which equal keys share results)."""
+    from .cache import component_key
+    from .contract import COMPONENTS
+
+    return frozenset(component_key(student.folder, c, ROOT / "tests", "") for c in COMPONENTS)
+
+
 class _Progress:
     """A rich progress bar on a terminal, plain lines otherwise."""
 
@@ -388,7 +445,6 @@ def grade_all(submissions: Path, out: Path, *, jobs: int = 2, force: bool = Fals
     # Students that need a job: unique submissions only; the duplicates reuse their results.
     unique: dict[str, Student] = {}
     waiting: dict[str, list[Student]] = {}
-    tasks: queue.Queue = queue.Queue()
     for student in todo:
         if student.folder is None:
             finish(student, error_record(student.name, student.fingerprint, student.problem))
@@ -398,7 +454,9 @@ def grade_all(submissions: Path, out: Path, *, jobs: int = 2, force: bool = Fals
             waiting.setdefault(student.fingerprint, []).append(student)
         else:
             unique[student.fingerprint] = student
-            tasks.put(student)
+    keys: dict[str, frozenset[str]] = {}
+    schedule = _Schedule(list(unique.values()),
+                         (lambda s: keys.get(s.name) or keys.setdefault(s.name, _component_keys(s))) if cache else None)
 
     env = {**os.environ, "PYTHONDONTWRITEBYTECODE": "1"}
     env["PYTHONPATH"] = str(ROOT) + (os.pathsep + env["PYTHONPATH"] if env.get("PYTHONPATH") else "")
@@ -407,31 +465,29 @@ def grade_all(submissions: Path, out: Path, *, jobs: int = 2, force: bool = Fals
     if cache:  # components whose files match ones graded before reuse those results (grader/cache.py)
         env["DRILLS_BATCH_CACHE"] = str(out / "cache")
     command = job_command or [sys.executable, "-m", "grader.batch", "--serve"]
-    pool = [Job(i, command, out / "logs" / f"job-{i}.log", env) for i in range(max(1, min(jobs, tasks.qsize() or 1)))]
+    pool = [Job(i, command, out / "logs" / f"job-{i}.log", env) for i in range(max(1, min(jobs, len(schedule) or 1)))]
     stop = threading.Event()
-    # With the result cache, the other jobs start their first student only once the first one is
-    # graded: its components' results are then known, instead of being graded by every job at once.
-    first_done = threading.Event()
-    if not cache:
-        first_done.set()
+
+    crashed: list[BaseException] = []
 
     def run(job: Job) -> None:
+        try:
+            grade_with(job)
+        except BaseException as exc:  # a bug here: stop the batch, and say so (after the gradebook is written)
+            crashed.append(exc)
+            stop.set()
+
+    def grade_with(job: Job) -> None:
         job.start()  # torch loads meanwhile
-        if job.index > 0:
-            while not (first_done.wait(0.2) or stop.is_set()):
-                pass
-        while not stop.is_set():
-            try:
-                student = tasks.get_nowait()
-            except queue.Empty:
-                first_done.set()
-                return
+        while (taken := schedule.take(stop)) is not None:
+            student, alone = taken
             path = out / "results" / f"{student.name}.json"
             task = {"student": student.name, "folder": str(student.folder), "fingerprint": student.fingerprint,
                     "out": str(path)}
-            if not first_done.is_set():  # the others wait for this one: let it use their cores too
+            if alone:  # the other jobs can only wait for this one (the first of a class, say): lend it their cores
                 task["processes"] = len(pool)
             failure = job.grade(task, student_timeout)
+            schedule.done(student)
             if stop.is_set():
                 return
             record = read_record(path) if failure is None else None
@@ -439,7 +495,6 @@ def grade_all(submissions: Path, out: Path, *, jobs: int = 2, force: bool = Fals
             if not written:
                 record = error_record(student.name, student.fingerprint, failure or "the grader wrote no results")
             finish(student, record, written=written)
-            first_done.set()
             for twin in waiting.pop(student.fingerprint, []):
                 copy_of(twin, record)
 
@@ -459,6 +514,8 @@ def grade_all(submissions: Path, out: Path, *, jobs: int = 2, force: bool = Fals
             job.kill() if interrupted else job.close()
         progress.stop()
         gradebook = write_gradebook(out, [s.name for s in students], known)
+    if crashed:
+        raise crashed[0]
     return {"students": len(students), "graded": graded, "copied": copied, "skipped": skipped,
             "errors": errors, "interrupted": interrupted, "gradebook": str(gradebook),
             "seconds": time.perf_counter() - started}

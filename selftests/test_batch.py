@@ -201,3 +201,33 @@ def test_one_session_grades_each_student_as_if_alone(tmp_path):
         summary(run_checks(folders[name], timeout=2, session=session))), limits_for(timeout=2))
     for name in order:
         assert all(got == alone[name] for got in shared[name]), name
+
+
+def test_no_two_jobs_grade_the_same_component_code_at_once():
+    """The schedule holds back a student whose code for a component another job is grading right now."""
+    import threading
+
+    from grader.batch import Student, _Schedule
+
+    code = {"first": {"attention=A", "vit=A"}, "twin": {"attention=A", "vit=A"}, "stubs": {"attention=S", "vit=S"},
+            "buggy": {"attention=B", "vit=A"}}
+    students = [Student(name, Path(name), name) for name in code]
+    schedule = _Schedule(students, lambda s: frozenset(code[s.name]))
+    stop = threading.Event()
+    first, alone = schedule.take(stop)
+    assert (first.name, alone) == ("first", False)  # the stubs could be graded meanwhile
+    stubs, alone = schedule.take(stop)
+    assert (stubs.name, alone) == ("stubs", False)  # "first" is being graded
+    waited = []
+    thread = threading.Thread(target=lambda: waited.append(schedule.take(stop)))
+    thread.start()
+    thread.join(0.3)
+    assert thread.is_alive(), "twin and buggy share vit=A with first, which is being graded"
+    schedule.done(first)
+    thread.join(5)
+    assert waited[0][0].name == "twin"  # its code is all graded now: the cache has it
+    assert schedule.take(stop)[0].name == "buggy"
+    assert schedule.take(stop) is None
+
+    lone = _Schedule([Student("only", Path("only"), "only")], lambda s: frozenset({"x"}))
+    assert lone.take(stop)[1] is True  # nothing else to grade: it may use the other jobs' cores
