@@ -9,7 +9,6 @@ import time
 from contextlib import contextmanager, redirect_stderr, redirect_stdout
 from pathlib import Path
 from typing import TYPE_CHECKING
-from unittest import mock
 
 import pytest
 
@@ -202,7 +201,9 @@ def _run_shards(components: list[str], helpers: list[Forked], folder: str, limit
 def _pytest_args(files: list[Path], folder: str, limits: Limits, isolation: str, load_errors: dict[str, str]) -> list[str]:
     return [*map(str, files), f"--target={folder}", f"--isolation={isolation}", f"--check-timeout={limits.timeout_s}",
             f"--memory-mb={limits.memory_mb}", *[f"--broken={f}={why}" for f, why in load_errors.items()],
-            "-p", "no:cacheprovider", "-q", "--tb=no", "--no-header", "-p", "pytest_timeout",
+            "-p", "no:cacheprovider", "-q", "--tb=no", "--no-header",
+            # only the plugins the checks need, not every one installed (anyio's costs 0.2 s)
+            "--disable-plugin-autoload", "-p", "pytest_timeout",
             # Student code never runs in this process, so capturing output, turning warnings into
             # errors and these plugins guard nothing here, and cost time on every check. Every
             # assert in the checks has its own message: none needs rewriting.
@@ -218,9 +219,7 @@ def _pytest_args(files: list[Path], folder: str, limits: Limits, isolation: str,
 def _run_shard(args: list[str], index: int, count: int) -> list[CaseResult]:
     collector = _Collector()
     plugins = [collector, _PlainFailures(), *([_Shard(index, count)] if count > 1 else [])]
-    # no plugin autoload: load only the plugins the checks need, not every one installed (anyio's costs 0.2 s)
-    with redirect_stdout(io.StringIO()) as out, redirect_stderr(io.StringIO()) as err, \
-            mock.patch.dict(os.environ, {"PYTEST_DISABLE_PLUGIN_AUTOLOAD": "1"}):
+    with redirect_stdout(io.StringIO()) as out, redirect_stderr(io.StringIO()) as err:
         code = pytest.main(args, plugins=plugins)
     if code == pytest.ExitCode.INTERRUPTED:
         raise KeyboardInterrupt

@@ -11,7 +11,6 @@ from __future__ import annotations
 import os
 from contextlib import redirect_stdout
 from typing import Callable, Iterable, TypeVar
-from unittest import mock
 
 import pytest
 
@@ -71,9 +70,7 @@ def serve_in_session(tasks: Iterable[Task], each: Callable[[Task, CheckSession],
     collector = _Collector()
     files = [CHECKS_DIR / f"test_{component}.py" for component in COMPONENTS]
     args = _pytest_args(files, str(ROOT / "exercises"), limits, "process", {})
-    # pytest's own report goes nowhere; no plugin autoload, as in runner._run_shard
-    with open(os.devnull, "w") as devnull, redirect_stdout(devnull), \
-            mock.patch.dict(os.environ, {"PYTEST_DISABLE_PLUGIN_AUTOLOAD": "1"}):
+    with open(os.devnull, "w") as devnull, redirect_stdout(devnull):  # pytest's own report goes nowhere
         code = pytest.main(args, plugins=[collector, _PlainFailures(), _Loop(tasks, each, collector)])
     if code not in (pytest.ExitCode.OK, pytest.ExitCode.TESTS_FAILED, pytest.ExitCode.NO_TESTS_COLLECTED):
         raise GraderError(f"the checks' session ended early (pytest exit {int(code)})")
