@@ -90,9 +90,12 @@ def _classify(call: pytest.CallInfo, report: pytest.TestReport) -> tuple[str, st
 
 # Seconds each component's checks take on the reference (benchmarks/grade_speed.py's machine, one
 # process). Only used to share components fairly between grading processes; a stale figure costs speed.
-COST = {"kv_cache": 0.75, "multi_head_attention": 0.45, "pre_ln_block": 0.43, "qkv_projection": 0.16,
-        "patch_embedding": 0.13, "sinusoidal_encoding": 0.11, "masking": 0.10, "head_splitting": 0.09,
-        "scaling": 0.06}
+# A helper process starts later than this one: it forks its own zygote, and gets its share only after
+# the import check (measured: it ends 0.1-0.2 s after this one on equal shares).
+HELPER_START_S = 0.15
+COST = {"kv_cache": 0.73, "pre_ln_block": 0.42, "multi_head_attention": 0.39, "patch_embedding": 0.14,
+        "qkv_projection": 0.12, "sinusoidal_encoding": 0.10, "masking": 0.08, "head_splitting": 0.08,
+        "scaling": 0.03}
 
 
 def plan_shards(components: list[str], processes: int) -> list[tuple[list[str], int, int]]:
@@ -106,8 +109,11 @@ def plan_shards(components: list[str], processes: int) -> list[tuple[list[str], 
     if len(components) == 1:
         return [(components, index, processes) for index in range(processes)]
     groups: list[list[str]] = [[] for _ in range(processes)]
+    load = [0.0] + [HELPER_START_S] * (processes - 1)
     for component in sorted(components, key=lambda c: -COST.get(c, 0.1)):  # longest first, to the least loaded
-        min(groups, key=lambda g: sum(COST.get(c, 0.1) for c in g)).append(component)
+        least = load.index(min(load))
+        groups[least].append(component)
+        load[least] += COST.get(component, 0.1)
     return [(group, 0, 1) for group in groups if group]
 
 
@@ -211,7 +217,8 @@ def _pytest_args(files: list[Path], folder: str, limits: Limits, isolation: str,
             "-p", "no:unraisableexception", "-p", "no:threadexception", "-p", "no:logging",
             # and no check uses these (registering a plugin costs a millisecond or two per session)
             *[arg for name in ("doctest", "junitxml", "pastebin", "stepwise", "setuponly", "setupplan", "legacypath",
-                               "debugging", "tmpdir", "monkeypatch", "recwarn", "python_path") for arg in ("-p", f"no:{name}")],
+                               "debugging", "tmpdir", "monkeypatch", "recwarn", "python_path", "faulthandler", "skipping",
+                               "subtests", "unittest") for arg in ("-p", f"no:{name}")],
             f"--timeout={limits.timeout_s * 3 + 30}",
             "--rootdir", str(ROOT), "-c", str(ROOT / "pyproject.toml")]
 
