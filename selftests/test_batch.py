@@ -164,15 +164,21 @@ for folder in sys.argv[1:]:
 
 def test_a_worker_computing_on_meta_is_noticed(tmp_path):
     """A job warms its zygote for the meta device once a student's code needed it (and not before)."""
-    for name, device in (("cpu", "cpu"), ("meta", "meta")):
-        (tmp_path / name).mkdir()
-        (tmp_path / name / "attention.py").write_text(
-            f"import torch\ndef causal_mask(q_len, k_len=None, *, device=None):\n"
-            f"    return torch.ones(q_len, q_len, dtype=torch.bool, device={device!r}).tril()\n")
-    script = tmp_path / "meta_worker.py"
-    script.write_text(META_WORKER)
-    proc = subprocess.run([sys.executable, str(script), str(tmp_path / "cpu"), str(tmp_path / "meta")],
-                          capture_output=True, text=True, timeout=120)
+    import tempfile
+
+    # somewhere workers can read when they run as an unprivileged user (grading as root)
+    with tempfile.TemporaryDirectory(prefix="drills-meta-") as shared:
+        Path(shared).chmod(0o755)
+        for name, device in (("cpu", "cpu"), ("meta", "meta")):
+            (Path(shared) / name).mkdir(mode=0o755)
+            (Path(shared) / name / "attention.py").write_text(
+                f"import torch\ndef causal_mask(q_len, k_len=None, *, device=None):\n"
+                f"    return torch.ones(q_len, q_len, dtype=torch.bool, device={device!r}).tril()\n")
+            (Path(shared) / name / "attention.py").chmod(0o644)
+        script = tmp_path / "meta_worker.py"
+        script.write_text(META_WORKER)
+        proc = subprocess.run([sys.executable, str(script), f"{shared}/cpu", f"{shared}/meta"],
+                              capture_output=True, text=True, timeout=120)
     assert proc.stdout.split() == ["False", "False", "False", "True"], proc.stdout + proc.stderr
 
 
