@@ -361,11 +361,15 @@ class _Schedule:
 
 
 def _component_keys(student: Student) -> frozenset[str]:
-    """One key per component of the student's code (grader/cache.py's, which equal keys share results)."""
+    """One key per component of the student's code (grader/cache.py's, which equal keys share results);
+    none when the code cannot be read that way (the student is then scheduled as if unlike any other)."""
     from .cache import component_key
     from .contract import COMPONENTS
 
-    return frozenset(component_key(student.folder, c, ROOT / "tests", "") for c in COMPONENTS)
+    try:
+        return frozenset(component_key(student.folder, c, ROOT / "tests", "") for c in COMPONENTS)
+    except Exception:  # noqa: BLE001 - whatever a submission's files do to the parser, the batch goes on
+        return frozenset()
 
 
 class _Progress:

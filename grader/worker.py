@@ -256,13 +256,13 @@ def start_own_zygote() -> None:
 
 
 def pin_to_core(core: int) -> None:
-    """Keep this process, its zygote and the workers forked from now on, on one core."""
-    os.sched_setaffinity(0, {core})
-    if _zygote_pid is not None:
-        try:
-            os.sched_setaffinity(_zygote_pid, {core})
-        except ProcessLookupError:
-            pass
+    """Keep this process, its zygote and the workers forked from now on, on one core (where allowed)."""
+    for pid in (0, _zygote_pid):
+        if pid is not None:
+            try:
+                os.sched_setaffinity(pid, {core})
+            except OSError:  # not allowed here, or the zygote is gone: only speed is lost
+                pass
 
 
 def stop_zygote() -> None:
