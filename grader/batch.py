@@ -477,9 +477,10 @@ def grade_all(submissions: Path, out: Path, *, jobs: int = 2, force: bool = Fals
     def run(job: Job) -> None:
         try:
             grade_with(job)
-        except BaseException as exc:  # a bug here: stop the batch, and say so (after the gradebook is written)
-            crashed.append(exc)
-            stop.set()
+        except BaseException as exc:
+            if not stop.is_set():  # a bug here: stop the batch, and say so (after the gradebook is written)
+                crashed.append(exc)  # (once stopping, the job it waited on may be killed under it: no news)
+                stop.set()
 
     def grade_with(job: Job) -> None:
         job.start()  # torch loads meanwhile
