@@ -32,7 +32,6 @@ import subprocess
 import sys
 import threading
 import time
-from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable
@@ -323,9 +322,9 @@ class _Schedule:
 
     def __init__(self, students: list[Student], keys: Callable[[Student], frozenset[str]] | None) -> None:
         self.todo, self.keys = list(students), keys
-        self.busy: Counter[str] = Counter()  # component keys being graded now (not graded before)
+        self.busy: set[str] = set()  # component keys being graded now (each by one student: see _free)
+        self.held: dict[str, frozenset[str]] = {}  # student -> the keys it holds in `busy`
         self.graded: set[str] = set()  # component keys graded already: their results are in the cache
-        self.grading = 0  # students being graded now
         self.changed = threading.Condition()
 
     def __len__(self) -> int:
@@ -339,25 +338,22 @@ class _Schedule:
                 student = next((s for s in self.todo if self._free(s)), None)
                 if student is not None:
                     self.todo.remove(student)
-                    if self.keys is not None:
-                        self.busy.update(self.keys(student) - self.graded)
-                    alone = not self.grading and not any(self._free(s) for s in self.todo)
-                    self.grading += 1
+                    alone = not self.held and not any(self._free(s) for s in self.todo)
+                    self.held[student.name] = self.keys(student) - self.graded if self.keys else frozenset()
+                    self.busy |= self.held[student.name]
                     return student, alone
                 self.changed.wait(0.5)
             return None
 
     def done(self, student: Student) -> None:
         with self.changed:
-            self.grading -= 1
-            if self.keys is not None:
-                self.busy.subtract(self.keys(student) - self.graded)
-                self.busy = +self.busy
-                self.graded |= self.keys(student)
+            held = self.held.pop(student.name)
+            self.busy -= held
+            self.graded |= held
             self.changed.notify_all()
 
     def _free(self, student: Student) -> bool:
-        return self.keys is None or self.busy.keys().isdisjoint(self.keys(student) - self.graded)
+        return self.keys is None or self.busy.isdisjoint(self.keys(student) - self.graded)
 
 
 def _component_keys(student: Student) -> frozenset[str]:
