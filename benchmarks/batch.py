@@ -78,7 +78,10 @@ def nbgrader_seconds_per_notebook(n: int, tmp: Path) -> float:
     nbformat.write(nbformat.v4.new_notebook(cells=cells, metadata={"kernelspec": {
         "name": "python3", "display_name": "Python 3", "language": "python"}}), course / "source" / "ps" / "ps.ipynb")
     env = {**os.environ, "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}"}
-    run = lambda *args: subprocess.run(["nbgrader", *args], cwd=course, env=env, check=True, capture_output=True)  # noqa: E731
+
+    def run(*args: str) -> None:
+        subprocess.run(["nbgrader", *args], cwd=course, env=env, check=True, capture_output=True)
+
     run("generate_assignment", "ps", "--force")
     for i in range(n):
         (course / "submitted" / f"s{i}" / "ps").mkdir(parents=True)

@@ -17,7 +17,7 @@ from dataclasses import asdict
 from functools import lru_cache
 from pathlib import Path
 
-from .contract import MODULES, OWNERS, module_components
+from .contract import OWNERS, component_modules
 from .results import ERROR, TIMEOUT, CaseResult
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -36,10 +36,9 @@ def grader_fingerprint(checks_dir: str) -> str:
 
 def component_key(folder: str | Path, component: str, checks_dir: str | Path, settings: str) -> str:
     digest = hashlib.sha256(f"{grader_fingerprint(str(checks_dir))}|{component}|{settings}".encode())
-    for module in MODULES:
-        if component in module_components(module):
-            digest.update(f"|{module}:".encode())
-            digest.update(b"\0".join(_code_of(Path(folder) / f"{module}.py", module, component)))
+    for module in component_modules(component):
+        digest.update(f"|{module}:".encode())
+        digest.update(b"\0".join(_code_of(Path(folder) / f"{module}.py", module, component)))
     return digest.hexdigest()
 
 

@@ -88,11 +88,11 @@ def _classify(call: pytest.CallInfo, report: pytest.TestReport) -> tuple[str, st
     return FAILED, text[:MESSAGE_LIMIT]
 
 
-# Seconds each component's checks take on the reference (benchmarks/grade_speed.py's machine, one
-# process). Only used to share components fairly between grading processes; a stale figure costs speed.
 # A helper process starts later than this one: it forks its own zygote, and gets its share only after
 # the import check (measured: it ends 0.1-0.2 s after this one on equal shares).
 HELPER_START_S = 0.15
+# Seconds each component's checks take on the reference (benchmarks/grade_speed.py's machine, one
+# process). Only used to share components fairly between grading processes; a stale figure costs speed.
 COST = {"kv_cache": 0.73, "pre_ln_block": 0.42, "multi_head_attention": 0.39, "patch_embedding": 0.14,
         "qkv_projection": 0.12, "sinusoidal_encoding": 0.10, "masking": 0.08, "head_splitting": 0.08,
         "scaling": 0.03}

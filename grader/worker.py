@@ -170,7 +170,7 @@ def serve(requests: Connection, output_fd: int, folder: str, isolate_for: str | 
             executor.run("load", module=module)
         except BaseException:  # noqa: BLE001 - the request that needs the module says what went wrong
             pass
-    meta_reported = META_MODULE in sys.modules  # already imported in the zygote
+    meta_before = META_MODULE in sys.modules  # imported in the zygote already (warmed)
     while True:
         try:
             request = wire.loads(requests.recv_bytes())
@@ -193,8 +193,8 @@ def serve(requests: Connection, output_fd: int, folder: str, isolate_for: str | 
         except BaseException as exc:  # noqa: BLE001 - whatever the student raised
             reply = {"error": {"class": "StudentError", "type": type(exc).__name__,
                                "message": _safe_str(exc)[:MESSAGE_LIMIT], "where": "", "kinds": [type(exc).__name__]}}
-        if not meta_reported and META_MODULE in sys.modules:
-            reply["meta_loaded"] = meta_reported = True
+        if not meta_before and META_MODULE in sys.modules:  # on every reply: some are never read
+            reply["meta_loaded"] = True
         try:
             data = wire.dumps(reply)
         except Exception as exc:  # noqa: BLE001 - a result that is not data

@@ -72,12 +72,12 @@ class _Workers:
             self._worker(component).spawn()
 
     def _worker(self, component: str):
-        from grader.contract import MODULES, module_components
+        from grader.contract import component_modules
         from grader.worker import Worker
 
         if component not in self.workers:
-            preload = tuple(m for m in MODULES if component in module_components(m))
-            self.workers[component] = Worker(self.folder, component, self.limits, self.broken, preload)
+            self.workers[component] = Worker(self.folder, component, self.limits, self.broken,
+                                             component_modules(component))
         return self.workers[component]
 
     def target(self, component: str) -> Target:
