@@ -58,6 +58,7 @@ class Report:
     target: str
     components: list[ComponentResult]
     duration_s: float = 0.0
+    protection: str = "none"  # the sandbox student code ran in (grader/sandbox.py), or "in-process"
 
     @property
     def score(self) -> float:
@@ -69,4 +70,5 @@ class Report:
 
     def to_dict(self) -> dict:
         return {"target": self.target, "score": round(self.score, 2), "max_score": self.max_score,
-                "duration_s": round(self.duration_s, 3), "components": [asdict(c) for c in self.components]}
+                "duration_s": round(self.duration_s, 3), "protection": self.protection,
+                "components": [asdict(c) for c in self.components]}

@@ -20,8 +20,11 @@ from .forked import Forked
 from .loader import ImplementationLoadError, Package
 from .results import ERROR, FAILED, NOT_STARTED, PASSED, TIMEOUT, CaseResult, CheckResult, ComponentResult, Report
 from .target import LoadFailed, NotStarted, StudentTimeout
-from .worker import (Limits, Worker, WorkerDied, WorkerTimeout, can_drop_privileges, can_hide, kill_strays,
-                     start_own_zygote, start_zygote, stop_zygote)
+from . import sandbox
+from .sandbox import Plan
+from .source import private_copy
+from .worker import (Limits, Worker, WorkerDied, WorkerTimeout, kill_strays, start_own_zygote, start_zygote,
+                     stop_zygote)
 
 if TYPE_CHECKING:
     from .session import CheckSession
@@ -128,6 +131,11 @@ class _Shard:
         items[:] = items[self.index::self.count]
 
 
+def protection() -> str:
+    """The sandbox the workers of this process get (grader/sandbox.py), probed once."""
+    return sandbox.choose()
+
+
 def limits_for(course: Course | None = None, timeout: float | None = None) -> Limits:
     """Each check's time and each worker's memory: course.yml's, or `timeout` seconds per check."""
     course = course or load_course()
@@ -150,16 +158,20 @@ def run_checks(target: str | Path, components: list[str] | None = None, *, cours
     started = time.perf_counter()
     selected = [course.component(c) for c in components] if components else list(course.components)
     limits = limits_for(course, timeout)
-    if isolation == "process":
-        start_zygote()
-    folder = str(Path(target).resolve())
     processes = max(processes, 1) if isolation == "process" and session is None else 1
-    with _readable_copy(folder, isolation) as folder:
-        return _run(target, folder, selected, limits, isolation, checks_dir, started, cache, processes, session)
+    if isolation != "process":
+        return _run(target, str(Path(target).resolve()), selected, limits, isolation, checks_dir, started, cache,
+                    processes, session, None)
+    start_zygote()
+    with private_copy(target) as (folder, unreadable):
+        plan = Plan.for_copy(protection(), folder)
+        return _run(target, folder, selected, limits, isolation, checks_dir, started, cache, processes, session, plan,
+                    unreadable)
 
 
 def _run(target, folder: str, selected, limits: Limits, isolation: str, checks_dir: Path, started: float,
-         cache: ResultCache | None, processes: int, session: CheckSession | None) -> Report:
+         cache: ResultCache | None, processes: int, session: CheckSession | None, plan: Plan | None,
+         unreadable: dict[str, str] | None = None) -> Report:
     settings = f"{limits}|{isolation}"
     keys = {c.id: component_key(folder, c.id, checks_dir, settings) for c in selected} if cache else {}
     cached = {c.id: cases for c in selected if cache and (cases := cache.get(keys[c.id])) is not None}
@@ -167,19 +179,20 @@ def _run(target, folder: str, selected, limits: Limits, isolation: str, checks_d
     collector = _Collector()
     for cases in cached.values():
         collector.cases.update({case.nodeid: case for case in cases})
-    loader = Worker(folder, None, limits) if isolation == "process" and to_run and Path(folder).is_dir() else None
+    loader = Worker(plan, None, limits) if plan is not None and to_run and Path(folder).is_dir() else None
     if loader is not None:
         loader.spawn()  # the zygote forks it while this process forks the others
     # the other grading processes fork now, before any worker (and the thread draining its output) exists
     helpers = [Forked(_run_shard_in_fork) for _ in range(1, processes)] if to_run else []
     try:
-        load_errors = _load_errors(folder, sorted({f for c in to_run for f in FILES[c.id]}), limits, isolation, loader)
+        load_errors = _load_errors(folder, sorted({f for c in to_run for f in FILES[c.id]}), limits, plan, loader)
+        load_errors.update({f: why for f, why in (unreadable or {}).items() if f in load_errors})
         runnable = [c for c in to_run if not any(f in load_errors for f in FILES[c.id])]
-        with _hidden_from_workers([ROOT / "solutions", checks_dir]):
-            if session is not None:
-                cases = session.run([c.id for c in runnable], folder, limits, load_errors) if runnable else []
-            else:
-                cases = _run_shards([c.id for c in runnable], helpers, folder, limits, isolation, checks_dir, load_errors)
+        if session is not None:
+            cases = session.run([c.id for c in runnable], folder, limits, load_errors, plan) if runnable else []
+        else:
+            cases = _run_shards([c.id for c in runnable], helpers, folder, limits, isolation, checks_dir, load_errors,
+                                plan)
         collector.cases.update({case.nodeid: case for case in cases})
     finally:
         if isolation == "process":
@@ -188,13 +201,14 @@ def _run(target, folder: str, selected, limits: Limits, isolation: str, checks_d
         for component in runnable:
             cache.put(keys[component.id], [case for case in collector.cases.values() if case.component == component.id])
     results = [_score_component(c, list(collector.cases.values()), load_errors) for c in selected]
-    return Report(str(target), results, time.perf_counter() - started)
+    return Report(str(target), results, time.perf_counter() - started,
+                  plan.protection if plan is not None else "in-process")
 
 
 def _run_shards(components: list[str], helpers: list[Forked], folder: str, limits: Limits, isolation: str,
-                checks_dir: Path, load_errors: dict[str, str]) -> list[CaseResult]:
+                checks_dir: Path, load_errors: dict[str, str], plan: Plan | None) -> list[CaseResult]:
     """Run the checks of `components`, shared out between this process and the `helpers`."""
-    shards = [(_pytest_args([checks_dir / f"test_{c}.py" for c in group], folder, limits, isolation, load_errors),
+    shards = [(_pytest_args([checks_dir / f"test_{c}.py" for c in group], folder, limits, isolation, load_errors, plan),
                index, count) for group, index, count in plan_shards(components, len(helpers) + 1)]
     for helper, shard in zip(helpers, [*shards[1:], *[None] * len(helpers)]):
         helper.send(shard)
@@ -204,8 +218,10 @@ def _run_shards(components: list[str], helpers: list[Forked], folder: str, limit
     return cases
 
 
-def _pytest_args(files: list[Path], folder: str, limits: Limits, isolation: str, load_errors: dict[str, str]) -> list[str]:
+def _pytest_args(files: list[Path], folder: str, limits: Limits, isolation: str, load_errors: dict[str, str],
+                 plan: Plan | None = None) -> list[str]:
     return [*map(str, files), f"--target={folder}", f"--isolation={isolation}", f"--check-timeout={limits.timeout_s}",
+            f"--sandbox={plan.protection if plan else 'none'}",
             f"--memory-mb={limits.memory_mb}", *[f"--broken={f}={why}" for f, why in load_errors.items()],
             "-p", "no:cacheprovider", "-q", "--tb=no", "--no-header",
             # only the plugins the checks need, not every one installed (anyio's costs 0.2 s)
@@ -248,48 +264,13 @@ def _run_shard_in_fork(shard: tuple[list[str], int, int] | None) -> list[CaseRes
         stop_zygote()
 
 
-@contextmanager
-def _readable_copy(folder: str, isolation: str):
-    """As root with unprivileged workers, grade a copy that the workers can read (and cannot spoil)."""
-    if isolation != "process" or os.geteuid() != 0 or not can_drop_privileges() or not Path(folder).is_dir():
-        yield folder
-        return
-    with tempfile.TemporaryDirectory(prefix="drills-submission-") as tmp:
-        copy = Path(tmp) / "submission"
-        shutil.copytree(folder, copy, ignore=shutil.ignore_patterns("__pycache__", ".*"), symlinks=True)
-        Path(tmp).chmod(0o755)
-        for path in [copy, *copy.rglob("*")]:
-            path.chmod(0o755 if path.is_dir() else 0o644)
-        yield str(copy)
-
-
-@contextmanager
-def _hidden_from_workers(paths: list[Path]):
-    """As root, where workers cannot hide them in a mount namespace, close these folders to others.
-
-    The fallback changes the folders' modes for the duration; two graders running
-    at once as root on one checkout would race on restoring them.
-    """
-    if os.geteuid() != 0 or not can_drop_privileges() or can_hide():
-        yield
-        return
-    saved = {p: p.stat().st_mode for p in paths if p.is_dir()}
-    try:
-        for path, mode in saved.items():
-            path.chmod(mode & 0o700)
-        yield
-    finally:
-        for path, mode in saved.items():
-            path.chmod(mode)
-
-
-def _load_errors(folder: str, files: list[str], limits: Limits, isolation: str,
+def _load_errors(folder: str, files: list[str], limits: Limits, plan: Plan | None,
                  worker: Worker | None = None) -> dict[str, str]:
     """file name -> why it cannot be graded (missing, fails to import, hangs or crashes on import)."""
     if not Path(folder).is_dir():
         return {f: f"no such folder: {folder}" for f in files}
     errors: dict[str, str] = {}
-    if isolation != "process":
+    if plan is None:
         package = Package(folder)
         try:
             for file in files:
@@ -300,7 +281,7 @@ def _load_errors(folder: str, files: list[str], limits: Limits, isolation: str,
         finally:
             package.close()
         return errors
-    worker = worker or Worker(folder, None, limits)
+    worker = worker or Worker(plan, None, limits)
     try:
         for file in files:
             deadline = time.monotonic() + limits.timeout_s

@@ -18,6 +18,7 @@ from .contract import COMPONENTS
 from .errors import GraderError
 from .results import CaseResult
 from .runner import CHECKS_DIR, ROOT, _Collector, _PlainFailures, _pytest_args
+from .sandbox import Plan
 from .worker import Limits
 
 Task = TypeVar("Task")
@@ -31,10 +32,12 @@ class CheckSession:
         self._items = list(session.items)
         self._reporter = session.config.pluginmanager.get_plugin("terminalreporter")
 
-    def run(self, components: list[str], folder: str, limits: Limits, load_errors: dict[str, str]) -> list[CaseResult]:
-        """Run the checks of `components` against `folder`; the case results."""
+    def run(self, components: list[str], folder: str, limits: Limits, load_errors: dict[str, str],
+            plan: Plan) -> list[CaseResult]:
+        """Run the checks of `components` against `folder` (a private copy, confined as `plan` says)."""
         option = self._session.config.option
         option.target, option.check_timeout, option.memory_mb = folder, limits.timeout_s, limits.memory_mb
+        option.sandbox = plan.protection
         option.broken = [f"{file}={why}" for file, why in load_errors.items()]
         items = [item for item in self._items if item.get_closest_marker("component").args[0] in components]
         self._session.items = items  # the workers' fixture starts one worker per component found here

@@ -17,7 +17,6 @@ from typing import Any
 
 import torch
 
-from . import standins
 from .loader import ImplementationLoadError, Package
 from .wire import Ref
 
@@ -56,8 +55,8 @@ class Executor:
     """The implementation's side: runs requests against one loaded package."""
 
     def __init__(self, folder: str | Path, isolate_for: str | None = None,
-                 broken: dict[str, str] | None = None) -> None:
-        self.package = Package(folder, isolate_for, broken)
+                 broken: dict[str, str] | None = None, code: dict[str, object] | None = None) -> None:
+        self.package = Package(folder, isolate_for, broken, code)
         self.objects: dict[int, Any] = {}
         self.folder = str(self.package.folder)
 
@@ -141,8 +140,10 @@ class Executor:
         return [self._outbound(func(*self._inbound(tuple(args)))) for args in calls]
 
     def _op_new(self, name: str, args=(), kwargs=None, trusted: bool = False):
-        cls = getattr(standins, name) if trusted else self.package.resolve(name)
-        return self._store(cls(*self._inbound(tuple(args)), **self._inbound(kwargs or {})))
+        args, kwargs = self._inbound(tuple(args)), self._inbound(kwargs or {})
+        if trusted:
+            return self._store(self.package.new_trusted(name, args, kwargs))
+        return self._store(self.package.resolve(name)(*args, **kwargs))
 
     def _op_method(self, ref: Ref, name: str, args=(), kwargs=None):
         obj = self.objects[ref.id]
@@ -187,9 +188,6 @@ class RemoteExecutor:
     def __init__(self, worker, timeout_s: float) -> None:
         self.worker, self.timeout_s = worker, timeout_s
         self.deadline = time.monotonic() + timeout_s
-
-    def begin_check(self) -> None:
-        self.deadline = time.monotonic() + self.timeout_s
 
     def run(self, op: str, **request: Any) -> Any:
         from .worker import WorkerDied, WorkerTimeout
@@ -355,6 +353,8 @@ class RemoteObject(RemoteFunction):
         return lambda *args, **kwargs: self.method(name, *args, **kwargs)
 
 
-def open_target(folder: str | Path, isolate_for: str | None = None) -> Target:
-    """A target for the implementation in `folder`, isolated for one component's checks."""
-    return Target(Executor(folder, isolate_for))
+def open_target(folder: str | Path, isolate_for: str | None = None, trusted: tuple[str, ...] = ()) -> Target:
+    """A target for the implementation in `folder`, isolated for one component's checks (in this process)."""
+    from . import standins
+
+    return Target(Executor(folder, isolate_for, code=standins.read(standins.available_for(isolate_for, trusted))))

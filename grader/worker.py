@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import atexit
 import ctypes
+import dataclasses
 import os
 import pickle
 import signal
@@ -22,15 +23,14 @@ import threading
 import time
 from collections import deque
 from dataclasses import dataclass
-from functools import lru_cache
 from multiprocessing.connection import Connection
 from typing import Any, Callable
 
-from . import wire
+from . import sandbox, wire
+from .sandbox import Plan
 
 MESSAGE_LIMIT = 4000
 REPLY_LIMIT = 256 * 1024 * 1024  # no honest answer comes near this
-UNPRIVILEGED_UID = 65534  # "nobody"
 PR_SET_PDEATHSIG, PR_SET_CHILD_SUBREAPER = 1, 36
 
 
@@ -59,8 +59,8 @@ def _prctl(option: int, value: int) -> None:
         pass
 
 
-def _confine(output_fd: int, keep_fd: int, limits: Limits) -> None:
-    """Lock the worker down before any student code runs."""
+def _confine(output_fd: int, keep_fd: int, limits: Limits, plan: Plan) -> None:
+    """Lock the worker down before any student code runs (grader/sandbox.py does the confinement proper)."""
     import resource
 
     os.setsid()
@@ -74,72 +74,19 @@ def _confine(output_fd: int, keep_fd: int, limits: Limits) -> None:
     sys.stderr = open(2, "w", buffering=1, closefd=False)
     sys.dont_write_bytecode = True
     resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
+    with open("/proc/self/statm") as statm:  # before the sandbox: it may have no /proc
+        mapped = int(statm.read().split()[0]) * resource.getpagesize()
+    try:
+        sandbox.confine(plan)
+    except BaseException:  # noqa: BLE001 - never run student code less confined than the report says
+        os._exit(sandbox.SANDBOX_FAILED)
+    if plan.protection != sandbox.NAMESPACES:  # there /tmp is a tmpfs of its own with a size limit
+        resource.setrlimit(resource.RLIMIT_FSIZE, (sandbox.SCRATCH_MB << 20, sandbox.SCRATCH_MB << 20))
+    if os.getuid() >= sandbox.WORKER_UID_BASE:  # a user of its own (as root): a fork bomb stops here
+        resource.setrlimit(resource.RLIMIT_NPROC, (256, 256))
     if limits.memory_mb:
-        with open("/proc/self/statm") as statm:
-            mapped = int(statm.read().split()[0]) * resource.getpagesize()
         cap = mapped + limits.memory_mb * 1024 * 1024
         resource.setrlimit(resource.RLIMIT_AS, (cap, cap))
-    if os.geteuid() == 0 and can_drop_privileges():
-        _hide(HIDDEN_PATHS)
-        os.setgroups([])
-        os.setgid(UNPRIVILEGED_UID)
-        os.setuid(UNPRIVILEGED_UID)
-        resource.setrlimit(resource.RLIMIT_NPROC, (256, 256))
-
-
-# What student code must not read when grading as root: the reference and the checks.
-_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-HIDDEN_PATHS = tuple(os.path.join(_ROOT, name) for name in ("solutions", "tests"))
-CLONE_NEWNS, MS_REC, MS_PRIVATE, MS_RDONLY = 0x00020000, 1 << 14, 1 << 18, 1
-
-
-def _hide(paths: tuple[str, ...]) -> bool:
-    """In a private mount namespace, cover each existing path with an empty, closed tmpfs."""
-    libc = ctypes.CDLL(None, use_errno=True)
-    if libc.unshare(CLONE_NEWNS) != 0:
-        return False
-    if libc.mount(b"none", b"/", None, MS_REC | MS_PRIVATE, None) != 0:
-        return False
-    for path in paths:
-        if os.path.isdir(path):
-            libc.mount(b"none", path.encode(), b"tmpfs", MS_RDONLY, b"size=4k,mode=000")
-    return True
-
-
-@lru_cache(maxsize=None)
-def can_hide() -> bool:
-    """Whether workers can get a private mount namespace here (root without a seccomp block)."""
-    pid = os.fork()
-    if pid == 0:
-        os._exit(0 if os.geteuid() == 0 and _hide(()) else 1)
-    _, status = os.waitpid(pid, 0)
-    return os.waitstatus_to_exitcode(status) == 0
-
-
-def _world_readable(path: str) -> bool:
-    """Whether a user who is neither owner nor group can reach and read `path`."""
-    import stat
-
-    path = os.path.realpath(path)
-    parts = path.split(os.sep)
-    for i in range(1, len(parts) + 1):
-        prefix = os.sep.join(parts[:i]) or os.sep
-        try:
-            mode = os.stat(prefix).st_mode
-        except OSError:
-            return False
-        needed = stat.S_IXOTH if stat.S_ISDIR(mode) else stat.S_IROTH
-        if not mode & needed:
-            return False
-    return True
-
-
-@lru_cache(maxsize=None)
-def can_drop_privileges() -> bool:
-    """Root drops to an unprivileged user only where that user can still read Python and torch."""
-    import torch
-
-    return all(_world_readable(os.path.dirname(p)) for p in (os.__file__, torch.__file__, __file__))
 
 
 def _die_with(parent_pid: int) -> None:
@@ -149,24 +96,33 @@ def _die_with(parent_pid: int) -> None:
         os._exit(1)
 
 
-def serve(requests: Connection, output_fd: int, folder: str, isolate_for: str | None,
-          limits: Limits, broken: dict[str, str], zygote_pid: int, preload: tuple[str, ...] = ()) -> None:
+def serve(requests: Connection, output_fd: int, plan: Plan, isolate_for: str | None, limits: Limits,
+          broken: dict[str, str], zygote_pid: int, preload: tuple[str, ...] = (), trusted: tuple[str, ...] = ()) -> None:
     """The worker's main loop: answer requests until the pipe closes.
 
     `preload` names modules to import before the first request (a failure
-    there is reported again by the request that needs the module).
+    there is reported again by the request that needs the module). The
+    stand-ins this worker may use are read before it is confined: the files
+    of the others are out of its reach from then on.
     """
     _die_with(zygote_pid)
-    _confine(output_fd, requests.fileno(), limits)
     import torch
 
+    from . import standins
     from .target import Executor, NotStarted, StudentError
 
+    code = standins.read(standins.available_for(isolate_for, trusted))
+    if plan.protection == sandbox.LANDLOCK:
+        import tempfile
+
+        plan = dataclasses.replace(plan, scratch=tempfile.mkdtemp(dir=plan.scratch))
+    _confine(output_fd, requests.fileno(), limits, plan)
     torch.set_num_threads(1)
+    folder = plan.folder
     executor: Executor | None = None
     for module in preload:
         try:
-            executor = executor or Executor(folder, isolate_for, broken)
+            executor = executor or Executor(folder, isolate_for, broken, code)
             executor.run("load", module=module)
         except BaseException:  # noqa: BLE001 - the request that needs the module says what went wrong
             pass
@@ -179,7 +135,7 @@ def serve(requests: Connection, output_fd: int, folder: str, isolate_for: str | 
         op, reset = request.pop("op"), request.pop("reset", False)
         try:
             if executor is None:
-                executor = Executor(folder, isolate_for, broken)
+                executor = Executor(folder, isolate_for, broken, code)
             if reset:
                 executor.run("reset")
             reply: dict[str, Any] = {"ok": executor.run(op, **request)}
@@ -348,8 +304,8 @@ def _fork_worker(sock: socket.socket, request: dict, zygote_pid: int) -> None:
             sock.close()
             requests_grader.close()
             os.close(out_read)
-            serve(Connection(os.dup(requests_worker.fileno())), out_write, request["folder"], request["isolate_for"],
-                  request["limits"], request["broken"], zygote_pid, request["preload"])
+            serve(Connection(os.dup(requests_worker.fileno())), out_write, request["plan"], request["isolate_for"],
+                  request["limits"], request["broken"], zygote_pid, request["preload"], request["trusted"])
         finally:
             os._exit(0)
     requests_worker.close()
@@ -418,9 +374,9 @@ def a_worker_loaded_meta() -> bool:
 class Worker:
     """One worker process for one implementation folder and one component's isolation."""
 
-    def __init__(self, folder: str, isolate_for: str | None, limits: Limits,
-                 broken: dict[str, str] | None = None, preload: tuple[str, ...] = ()) -> None:
-        self.folder, self.isolate_for, self.limits = folder, isolate_for, limits
+    def __init__(self, plan: Plan, isolate_for: str | None, limits: Limits, broken: dict[str, str] | None = None,
+                 preload: tuple[str, ...] = (), trusted: tuple[str, ...] = ()) -> None:
+        self.plan, self.isolate_for, self.limits, self.trusted = plan, isolate_for, limits, tuple(trusted)
         self.broken = dict(broken or {})
         self.preload = tuple(preload)
         self.timed_out: set[str] = set()  # calls that hung once: later ones fail at once
@@ -437,8 +393,8 @@ class Worker:
         """Have the zygote fork this worker, without waiting (it imports `preload` meanwhile)."""
         if self.pid is not None or self._spawning:
             return
-        _ask_zygote({"cmd": "spawn", "folder": self.folder, "isolate_for": self.isolate_for, "limits": self.limits,
-                     "broken": self.broken, "preload": self.preload}, self._attach)
+        _ask_zygote({"cmd": "spawn", "plan": self.plan, "isolate_for": self.isolate_for, "limits": self.limits,
+                     "broken": self.broken, "preload": self.preload, "trusted": self.trusted}, self._attach)
         self._spawning = True
 
     def _start(self) -> None:
@@ -577,6 +533,8 @@ def _describe_exit(code: int | None) -> str:
             name = f"signal {-code}"
         hint = " (a segmentation fault)" if name == "SIGSEGV" else " (killed: out of memory?)" if name == "SIGKILL" else ""
         return f"the process crashed with {name}{hint}"
+    if code == sandbox.SANDBOX_FAILED:
+        return "the grader could not set up the sandbox for this worker (a grader error, not yours)"
     return f"the process exited with status {code} (os._exit or a crash in native code)"
 
 

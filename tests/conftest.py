@@ -41,6 +41,8 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     parser.addoption("--memory-mb", type=int, default=2048, help="memory a worker may use (process isolation)")
     parser.addoption("--broken", action="append", default=[], metavar="FILE=REASON",
                      help="a file already known not to load, with the reason")
+    parser.addoption("--sandbox", default="none", help="the workers' confinement (grader/sandbox.py; process isolation; "
+                     "the target must then be a copy made by grader.source.private_copy)")
 
 
 def component_of(module_name: str) -> str:
@@ -59,9 +61,11 @@ class _Workers:
     """One worker process per component, started on first use and kept for the session."""
 
     def __init__(self, config: pytest.Config) -> None:
+        from grader.sandbox import Plan
         from grader.worker import Limits
 
         self.folder = str(Path(config.getoption("--target")).resolve())
+        self.plan = Plan.for_copy(config.getoption("--sandbox"), self.folder)
         self.limits = Limits(timeout_s=config.getoption("--check-timeout"), memory_mb=config.getoption("--memory-mb"))
         self.broken = dict(item.split("=", 1) for item in config.getoption("--broken"))
         self.workers: dict[str, object] = {}
@@ -71,17 +75,18 @@ class _Workers:
         for component in components:
             self._worker(component).spawn()
 
-    def _worker(self, component: str):
+    def _worker(self, component: str, trusted: tuple[str, ...] = ()):
         from grader.contract import component_modules
         from grader.worker import Worker
 
-        if component not in self.workers:
-            self.workers[component] = Worker(self.folder, component, self.limits, self.broken,
-                                             component_modules(component))
-        return self.workers[component]
+        key = (component, trusted)
+        if key not in self.workers:
+            self.workers[key] = Worker(self.plan, component, self.limits, self.broken,
+                                       component_modules(component), trusted)
+        return self.workers[key]
 
-    def target(self, component: str) -> Target:
-        return Target(RemoteExecutor(self._worker(component), self.limits.timeout_s))
+    def target(self, component: str, trusted: tuple[str, ...] = ()) -> Target:
+        return Target(RemoteExecutor(self._worker(component, trusted), self.limits.timeout_s))
 
     def close(self) -> None:
         for worker in self.workers.values():
@@ -108,6 +113,21 @@ def impl(request: pytest.FixtureRequest, _workers) -> Target:
         target = open_target(request.config.getoption("--target"), isolate_for=component)
     else:
         target = _workers.target(component)
+    yield target
+    target.close()
+
+
+@pytest.fixture
+def trusted_impl(request: pytest.FixtureRequest, _workers) -> Target:
+    """Like `impl`, in a worker of its own that also holds the grader's versions of the names the check file
+    lists in `TRUSTED` (say a trusted KVCache for kv_cache's checks): names of this very component, so
+    never in the worker where the student's own versions of them are graded."""
+    component = component_of(request.module.__name__)
+    trusted = tuple(getattr(request.module, "TRUSTED", ()))
+    if _workers is None:
+        target = open_target(request.config.getoption("--target"), isolate_for=component, trusted=trusted)
+    else:
+        target = _workers.target(component, trusted)
     yield target
     target.close()
 

@@ -1,0 +1,90 @@
+"""Reading a submission's files safely: regular files only, never through a link, never blocking, capped.
+
+A submission may hold anything a file system can: symbolic links to the
+grader's secrets, FIFOs that block whoever opens them, device files, huge
+files. The grader reads only the contract's files, and only those that are
+plain regular files of a sane size; everything else reads as missing, with
+the reason.
+"""
+from __future__ import annotations
+
+import os
+import shutil
+import stat
+import tempfile
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Iterator
+
+from .contract import MODULES
+
+FILES: tuple[str, ...] = tuple(f"{m}.py" for m in MODULES)  # the files a submission consists of
+MAX_BYTES = 1 << 20  # no exercise file comes near a megabyte
+
+
+class UnreadableFile(Exception):
+    """The file is not a regular file the grader may read (a link, a FIFO, too large, ...)."""
+
+
+def read_file(path: str | Path, limit: int = MAX_BYTES) -> bytes:
+    """The bytes of a regular file, opened without following a link and without blocking."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
+    except OSError as exc:
+        if Path(path).is_symlink():
+            raise UnreadableFile(f"{Path(path).name} is a symbolic link; hand in the file itself") from None
+        raise UnreadableFile(f"{Path(path).name} cannot be read: {exc.strerror}") from None
+    try:
+        info = os.fstat(fd)
+        if not stat.S_ISREG(info.st_mode):
+            raise UnreadableFile(f"{Path(path).name} is not a regular file")
+        if info.st_size > limit:
+            raise UnreadableFile(f"{Path(path).name} is larger than {limit >> 10} KiB")
+        chunks, size = [], 0
+        while size <= limit:
+            chunk = os.read(fd, 1 << 16)
+            if not chunk:
+                break
+            chunks.append(chunk)
+            size += len(chunk)
+        if size > limit:
+            raise UnreadableFile(f"{Path(path).name} is larger than {limit >> 10} KiB")
+        return b"".join(chunks)
+    finally:
+        os.close(fd)
+
+
+def read_text(path: str | Path) -> str:
+    return read_file(path).decode("utf-8", errors="replace")
+
+
+@contextmanager
+def private_copy(folder: str | Path) -> Iterator[tuple[str, dict[str, str]]]:
+    """A copy of the submission's contract files that only this user can reach, and why others were left out.
+
+    Yields (the copy's folder, {file: why it was not copied}). The copy's folder
+    is `<private tmp>/submission`, beside the empty `root/` and `scratch/` a
+    worker's sandbox needs (grader/sandbox.py); all of it is removed afterwards.
+    """
+    tmp = tempfile.mkdtemp(prefix="drills-grading-")  # mode 0700: no other user, no other worker sees it
+    try:
+        copy = Path(tmp) / "submission"
+        for name in ("submission", "root", "scratch"):
+            (Path(tmp) / name).mkdir(mode=0o755 if name != "scratch" else 0o700)
+        unreadable: dict[str, str] = {}
+        source = Path(folder)
+        if source.is_dir():
+            for name in FILES:
+                path = source / name
+                if not os.path.lexists(path):
+                    continue
+                try:
+                    data = read_file(path)
+                except UnreadableFile as exc:
+                    unreadable[name] = str(exc)
+                    continue
+                (copy / name).write_bytes(data)
+                (copy / name).chmod(0o644)
+        yield (str(copy) if source.is_dir() else str(source.resolve())), unreadable
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
