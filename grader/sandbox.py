@@ -176,7 +176,7 @@ def readable_paths() -> list[str]:
 
 
 def _enter_namespaces(plan: Plan) -> None:
-    uid, gid = os.getuid(), os.getgid()
+    uid, gid, outer = os.getuid(), os.getgid(), os.getpid()
     root = uid == 0
     flags = CLONE_NEWNS | CLONE_NEWPID | CLONE_NEWNET | CLONE_NEWIPC | CLONE_NEWUTS
     _check(_libc.unshare(flags if root else flags | CLONE_NEWUSER), "unshare")
@@ -184,22 +184,17 @@ def _enter_namespaces(plan: Plan) -> None:
         for name, text in (("setgroups", "deny"), ("uid_map", f"{uid} {uid} 1"), ("gid_map", f"{gid} {gid} 1")):
             with open(f"/proc/self/{name}", "w") as f:
                 f.write(text)
-    outer = os.getpid()
-    pid = os.fork()
-    if pid:  # the worker as the zygote knows it: wait for PID 1 of the namespace, end as it ended
-        os.closerange(0, 1 << 16)
-        while True:
-            try:
-                _, status = os.waitpid(pid, 0)
-                break
-            except InterruptedError:
-                continue
-        if os.WIFSIGNALED(status):
-            signal.signal(os.WTERMSIG(status), signal.SIG_DFL)
-            os.kill(os.getpid(), os.WTERMSIG(status))
-        os._exit(os.waitstatus_to_exitcode(status) if os.WIFEXITED(status) else 1)
+    child = os.fork()
+    if child:  # outside: the worker as the zygote knows it, which ends as the namespace's PID 1 ends
+        _end_as(child)
+    # PID 1 of the namespace: it sets up the new root, then only reaps what is orphaned until the worker ends
+    # (and when it ends, the kernel kills everything left in the namespace)
     _libc.prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)  # (its parent is outside: getppid() says 0)
     _new_root(plan)
+    child = os.fork()
+    if child:
+        _end_as(child, reap=True)
+    _libc.prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
     if root:  # no capabilities outside a user namespace of its own: become a user of its own
         worker_uid = WORKER_UID_BASE + outer
         os.setgroups([])
@@ -208,6 +203,29 @@ def _enter_namespaces(plan: Plan) -> None:
     else:
         _drop_capabilities()
     _libc.prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0)
+
+
+def _end_as(child: int, reap: bool = False) -> None:
+    """Wait for `child` (reaping every other process that comes to this one), then end as it ended."""
+    os.closerange(0, 1 << 16)
+    while True:
+        try:
+            pid, status = os.waitpid(-1 if reap else child, 0)
+        except InterruptedError:
+            continue
+        except ChildProcessError:
+            os._exit(1)
+        if pid == child:
+            break
+    code = os.waitstatus_to_exitcode(status)  # negative: killed by that signal
+    if reap:  # PID 1 of a namespace cannot send itself a signal: it tells the outside one as shells do, 128 + n
+        os._exit(128 - code if code < 0 else code)
+    if code > 128 and os.WIFEXITED(status):
+        code = 128 - code
+    if code < 0:
+        signal.signal(-code, signal.SIG_DFL)
+        os.kill(os.getpid(), -code)
+    os._exit(code)
 
 
 def _lock_flags(path: str) -> int:

@@ -268,7 +268,7 @@ def _zygote_loop(sock: socket.socket) -> None:
         if request["cmd"] == "warm":
             warm_up()
         elif request["cmd"] == "reap":
-            status = _wait_for(request["pid"], ended)
+            status = _wait_for(request["pid"], ended, request.get("grace", 0.0))
             if request["answer"]:
                 _send_msg(sock, {"status": status})
         else:
@@ -286,10 +286,22 @@ def _reap_ended(ended: dict[int, int]) -> None:
         ended[pid] = status
 
 
-def _wait_for(pid: int, ended: dict[int, int]) -> int | None:
+def _wait_for(pid: int, ended: dict[int, int], grace: float = 0.0) -> int | None:
+    """How worker `pid` ended; given a `grace` period, it may end on its own first (then it is killed)."""
     if pid in ended:
         return ended.pop(pid)
+    deadline = time.monotonic() + grace
     try:
+        while time.monotonic() < deadline:
+            done, status = os.waitpid(pid, os.WNOHANG)
+            if done:
+                return status
+            time.sleep(0.005)
+        for kill in (os.killpg, os.kill):
+            try:
+                kill(pid, signal.SIGKILL)
+            except (ProcessLookupError, PermissionError):
+                pass
         return os.waitpid(pid, 0)[1]
     except ChildProcessError:
         return None
@@ -468,7 +480,7 @@ class Worker:
                         self.earlier_error = earlier
             data = self._receive(deadline)
         except (EOFError, OSError) as exc:
-            code = self.kill()
+            code = self.kill(grace=0.5)  # it is ending: let it, so that its status says how
             raise WorkerDied(_describe_exit(code)) from exc
         return self._decode(data)
 
@@ -490,7 +502,7 @@ class Worker:
             _meta_loaded_by_a_worker = True
         return reply
 
-    def kill(self, how_it_ended: bool = True) -> int | None:
+    def kill(self, how_it_ended: bool = True, grace: float = 0.0) -> int | None:
         """End the worker and everything it started; returns how it ended (see os.waitstatus_to_exitcode),
         unless told that nobody asks (then the zygote reaps it without answering)."""
         if self._spawning:
@@ -501,11 +513,12 @@ class Worker:
             self._conn = None
         if pid is None:
             return None
-        for kill in (os.killpg, os.kill):
-            try:
-                kill(pid, signal.SIGKILL)
-            except (ProcessLookupError, PermissionError):
-                pass
+        if not grace:
+            for kill in (os.killpg, os.kill):
+                try:
+                    kill(pid, signal.SIGKILL)
+                except (ProcessLookupError, PermissionError):
+                    pass
         if _zygote is None:  # stopped, and its workers with it
             return None
         if not how_it_ended:
@@ -516,7 +529,7 @@ class Worker:
             return None
         answer: dict = {}
         try:
-            _ask_zygote({"cmd": "reap", "pid": pid}, lambda message, fds: answer.update(message))
+            _ask_zygote({"cmd": "reap", "pid": pid, "grace": grace}, lambda message, fds: answer.update(message))
             _take_answers(until=lambda: bool(answer))
         except (OSError, EOFError, IndexError):  # the zygote is gone, and its workers with it
             return None

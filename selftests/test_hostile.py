@@ -1,24 +1,36 @@
-"""Hostile submissions: the grader always finishes, writes its report, and gives no unearned point."""
+"""Hostile submissions: the grader always finishes, writes its report, and gives no unearned point.
+
+Every attack is graded twice where the tests run as root: as root (as on
+Gradescope), and as an ordinary user created for the test (an instructor's
+laptop, a teaching assistant, a non-root CI runner).
+"""
 from __future__ import annotations
 
 import json
 import os
+import pwd
+import secrets
 import shutil
+import socket
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import pytest
 
 from grader.contract import COMPONENTS
-from selftests.hostile import ATTACKS, conftest_attack
+from selftests.hostile import ATTACKS, conftest_attack, thieves, unreadable_files_attack
 
 ROOT = Path(__file__).resolve().parent.parent
 TIMEOUT_S = 3
+ORDINARY_USER = "drills-selftest"
+SECRET_VARIABLE = "DRILLS_SELFTEST_SECRET"
+USERS = ["root", "ordinary"] if os.geteuid() == 0 else ["ordinary"]
 pytestmark = pytest.mark.timeout(900)
 
 
@@ -30,47 +42,134 @@ class Graded:
     outputs: dict[str, list[str]]
     seconds: float
     evidence: Path
+    text: str = ""  # results.json as written
+    protection: str = ""
+    seen: set[int] = field(default_factory=set)  # pids of processes that carried the attack's mark
 
 
-def grade(submission: Path, evidence: Path) -> Graded:
+def run_as(user: str) -> list[str]:
+    """The command prefix that runs a command as `user` ("root": as is; "ordinary": a user without privileges)."""
+    if user == "root" or os.geteuid() != 0:
+        return []
+    try:
+        pwd.getpwnam(ORDINARY_USER)
+    except KeyError:
+        subprocess.run(["useradd", "--system", "--no-create-home", "--shell", "/usr/sbin/nologin", ORDINARY_USER],
+                       check=True, capture_output=True)
+    return ["runuser", "-u", ORDINARY_USER, "--"]
+
+
+def _marked(mark: str) -> set[int]:
+    pids = set()
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            for name in ("cmdline", "comm"):
+                try:
+                    with open(f"/proc/{entry}/{name}", "rb") as f:
+                        if mark.encode() in f.read():
+                            pids.add(int(entry))
+                except OSError:
+                    pass
+    return pids
+
+
+def grade(submission: Path, evidence: Path, user: str = USERS[0], mark: str = "") -> Graded:
     results = submission.parent / "results.json"
+    env = {**os.environ, SECRET_VARIABLE: "s3cret-" + mark}
     started = time.monotonic()
-    result = subprocess.run(
-        [sys.executable, "-m", "grader", "grade", str(submission), "--results", str(results), "--timeout", str(TIMEOUT_S)],
-        cwd=ROOT, capture_output=True, text=True, timeout=600,
-    )
+    seen: set[int] = set()
+    proc = subprocess.Popen(
+        [*run_as(user), sys.executable, "-m", "grader", "grade", str(submission), "--results", str(results),
+         "--timeout", str(TIMEOUT_S), "--format", "json"],
+        cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
+    while proc.poll() is None and mark:
+        seen |= _marked(mark)
+        time.sleep(0.02)
+    _, stderr = proc.communicate(timeout=600)
     seconds = time.monotonic() - started
-    data = json.loads(results.read_text())
-    scores: dict[str, float] = {}
-    outputs: dict[str, list[str]] = {}
-    for test in data["tests"]:
-        scores[test["tags"][0]] = scores.get(test["tags"][0], 0.0) + test["score"]
-        outputs.setdefault(test["tags"][0], []).append(test["output"])
+    text = results.read_text()
+    data = json.loads(text)
+    scores = {c["id"]: c["score"] for c in data["components"]}
+    outputs = {c["id"]: [k["message"] for k in c["checks"] if k["message"]] for c in data["components"]}
     assert data["score"] == pytest.approx(sum(scores.values()), abs=0.01)
-    return Graded(result.returncode, result.stderr, scores, outputs, seconds, evidence)
+    return Graded(proc.returncode, stderr, scores, outputs, seconds, evidence, text, data.get("protection", ""), seen)
 
 
 def evidence_folder(base: Path, name: str) -> Path:
-    """A folder any user can reach and write, where attacks leave their pids and successes."""
+    """A folder any user can reach and write, where attacks leave what they managed."""
     folder = base / name
     folder.mkdir()
     folder.chmod(0o777)
     return folder
 
 
+class Listener:
+    """A server on the grading machine that records who connects (nobody may)."""
+
+    def __init__(self) -> None:
+        self.sock = socket.socket()
+        self.sock.bind(("127.0.0.1", 0))
+        self.sock.listen(8)
+        self.sock.settimeout(0.2)
+        self.port = self.sock.getsockname()[1]
+        self.connections = 0
+        self.stop = threading.Event()
+        threading.Thread(target=self._accept, daemon=True).start()
+
+    def _accept(self) -> None:
+        while not self.stop.is_set():
+            try:
+                conn, _ = self.sock.accept()
+                self.connections += 1
+                conn.close()
+            except OSError:
+                pass
+
+
 @pytest.fixture(scope="session")
-def hostile():
-    """Every attack graded once, two at a time (these machines have two cores)."""
+def listener():
+    server = Listener()
+    yield server
+    server.stop.set()
+
+
+@pytest.fixture(scope="session")
+def secret_file():
+    """A file only root may read, as a submission's symbolic link would point at."""
+    folder = Path(tempfile.mkdtemp(prefix="drills-secret-"))
+    path = folder / "secret.txt"
+    path.write_text("TOP-SECRET-CONTENT\n")
+    path.chmod(0o600)
+    yield path
+    shutil.rmtree(folder, ignore_errors=True)
+
+
+@pytest.fixture(scope="session", params=USERS)
+def hostile(request, listener, secret_file):
+    """Every attack and thief graded once per user, two at a time (these machines have two cores)."""
+    user = request.param
     base = Path(tempfile.mkdtemp(prefix="drills-hostile-"))
     base.chmod(0o755)
     jobs = {}
     for attack in ATTACKS:
         evidence = evidence_folder(base, f"{attack.name}-evidence")
-        jobs[attack.name] = (attack.materialize(base / attack.name / "submission", evidence), evidence)
-    jobs["conftest"] = (conftest_attack(base / "conftest" / "submission"), evidence_folder(base, "conftest-evidence"))
+        mark = str(secrets.randbelow(10**8) + 10**8)
+        jobs[attack.name] = (attack.materialize(base / attack.name / "submission", evidence, mark, listener.port),
+                             evidence, user, mark)
+    jobs["conftest"] = (conftest_attack(base / "conftest" / "submission"), evidence_folder(base, "conftest-evidence"),
+                        user, "")
+    jobs["unreadable"] = (unreadable_files_attack(base / "unreadable" / "submission", secret_file),
+                          evidence_folder(base, "unreadable-evidence"), user, "")
+    for route in thieves.ROUTES:
+        jobs[f"thief:{route}"] = (thieves.materialize(route, base / f"thief-{route}" / "submission"),
+                                  evidence_folder(base, f"thief-{route}-evidence"), user, "")
+    for job in jobs.values():  # the ordinary user writes its results next to the submission
+        job[0].parent.chmod(0o777)
     with ThreadPoolExecutor(max_workers=2) as pool:
         futures = {name: pool.submit(grade, *job) for name, job in jobs.items()}
         graded = {name: future.result() for name, future in futures.items()}
+    graded["_marks"] = {name: job[3] for name, job in jobs.items()}
+    graded["_user"] = user
     yield graded
     shutil.rmtree(base, ignore_errors=True)
 
@@ -101,8 +200,12 @@ def test_attack_earns_nothing_and_costs_only_its_component(hostile, attack):
             assert graded.scores[component] == pytest.approx(full[component], abs=0.01), \
                 f"{attack.description}: {component} lost points: {graded.outputs[component]}"
     assert graded.seconds < 120, f"grading took {graded.seconds:.0f} s"
-    leftovers = [int(p.name.removeprefix("pid-")) for p in graded.evidence.glob("pid-*")]
-    assert not [pid for pid in leftovers if alive(pid)], "a process of the submission outlived grading"
+    assert sorted(p.name for p in graded.evidence.iterdir()) == [], "the attack got something done"
+
+
+def test_the_sandbox_was_in_force(hostile):
+    protections = {graded.protection for name, graded in hostile.items() if not name.startswith("_")}
+    assert protections == {"namespaces"}, protections
 
 
 def test_hang_is_reported_as_a_timeout_naming_the_function(hostile):
@@ -120,10 +223,30 @@ def test_import_time_exit_is_reported_with_the_file(hostile):
     assert all("positional.py" in o for o in outputs), outputs
 
 
-def test_stray_processes_were_started_and_are_gone(hostile):
-    pids = [int(p.name.removeprefix("pid-")) for p in hostile["stray_process"].evidence.glob("pid-*")]
-    assert pids, "the attack did not get to start its processes, so the test proves nothing"
-    assert not [pid for pid in pids if alive(pid)]
+@pytest.mark.parametrize("name", ["stray_process", "pid_hopper"])
+def test_stray_processes_were_started_and_are_gone(hostile, name):
+    graded = hostile[name]
+    assert graded.seen, "the attack did not get to start its processes, so the test proves nothing"
+    time.sleep(0.2)
+    assert not [pid for pid in _marked(hostile["_marks"][name]) if alive(pid)], "a process outlived grading"
+
+
+def test_the_environment_does_not_reach_student_code(hostile):
+    graded = hostile["environment"]
+    assert graded.outputs["sinusoidal_encoding"], "the attack's message did not come back"
+    assert "s3cret-" not in graded.text
+    assert "PATH" in graded.text, "the attack did not get to print the environment it sees"
+
+
+def test_scratch_space_is_limited_and_left_clean(hostile):
+    mark = hostile["_marks"]["fill_tmp"]
+    leftovers = [p for folder in ("/tmp", "/dev/shm", os.path.expanduser("~")) for p in Path(folder).glob(f"fill{mark}")]
+    assert leftovers == []
+
+
+def test_no_connection_reaches_the_machine(hostile, listener):
+    assert hostile["network"].returncode == 0
+    assert listener.connections == 0
 
 
 def test_conftest_and_test_files_in_the_submission_are_ignored(hostile):
@@ -131,6 +254,35 @@ def test_conftest_and_test_files_in_the_submission_are_ignored(hostile):
     assert graded.returncode == 0
     assert graded.scores["sinusoidal_encoding"] == 0
     assert graded.scores["head_splitting"] == pytest.approx(full_marks()["head_splitting"])
+
+
+def test_links_and_fifos_are_refused_and_nothing_is_opened_through_them(hostile, secret_file):
+    graded = hostile["unreadable"]
+    assert graded.returncode == 0, graded.stderr[-3000:]
+    assert graded.scores["kv_cache"] == 0 and graded.scores["sinusoidal_encoding"] == 0
+    assert any("symbolic link" in o for o in graded.outputs["kv_cache"]), graded.outputs["kv_cache"]
+    assert any("not a regular file" in o for o in graded.outputs["sinusoidal_encoding"])
+    assert graded.scores["masking"] == pytest.approx(full_marks()["masking"])
+    assert secret_file.stat().st_mode & 0o777 == 0o600
+    assert "TOP-SECRET" not in graded.text
+
+
+@pytest.mark.parametrize("route", list(thieves.ROUTES))
+def test_no_answer_within_reach(hostile, route):
+    graded = hostile[f"thief:{route}"]
+    assert graded.returncode == 0, graded.stderr[-3000:]
+    assert {c: s for c, s in graded.scores.items() if s} == {}, f"the thief took points by {route}"
+
+
+def test_thieves_would_succeed_without_the_sandbox(tmp_path):
+    """The routes are real: with no sandbox, the reference on disk and git are in reach."""
+    submission = thieves.materialize("files", tmp_path / "submission")
+    env = {**os.environ, "DRILLS_SANDBOX": "none"}
+    results = tmp_path / "results.json"
+    subprocess.run([sys.executable, "-m", "grader", "grade", str(submission), "--results", str(results), "--format",
+                    "json", "--timeout", str(TIMEOUT_S)], cwd=ROOT, env=env, capture_output=True, timeout=300, check=True)
+    data = json.loads(results.read_text())
+    assert data["protection"] == "none" and data["score"] > 50
 
 
 def test_worker_cannot_read_solutions_or_checks(tmp_path):
@@ -144,13 +296,11 @@ def test_worker_cannot_read_solutions_or_checks(tmp_path):
         f"for _path in {str(ROOT / 'solutions' / 'attention.py')!r}, {str(ROOT / 'tests' / 'test_masking.py')!r}:\n"
         "    try:\n"
         "        open(_path).read()\n"
-        f"        open(_os.path.join({str(evidence)!r}, 'read-' + _os.path.basename(_path)), 'w').close()\n"
+        "        raise RuntimeError('read ' + _path)\n"
         "    except OSError:\n"
         "        pass\n"
-        f"open(_os.path.join({str(evidence)!r}, 'probe-ran'), 'w').close()\n"
     )
     (submission / "kv_cache.py").write_text(probe)
     graded = grade(submission, evidence)
     assert graded.scores == pytest.approx(full_marks(), abs=0.01)
-    assert sorted(p.name for p in evidence.iterdir()) == ["probe-ran"]
     shutil.rmtree(evidence.parent, ignore_errors=True)

