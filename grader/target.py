@@ -156,7 +156,7 @@ class Executor:
         value = getattr(self.objects[ref.id], name)
         if not isinstance(value, torch.Tensor):
             return {"type": type(value).__name__, "requires_grad": None, "has_grad_fn": None}
-        plain = value.as_subclass(torch.Tensor)  # a subclass's __torch_function__ cannot answer for it
+        plain = torch.Tensor.as_subclass(value, torch.Tensor)  # a subclass cannot answer for itself
         return {"type": "Tensor", "requires_grad": bool(plain.requires_grad), "has_grad_fn": plain.grad_fn is not None}
 
     def _op_load_weights(self, ref: Ref, state: dict):
