@@ -276,15 +276,16 @@ def test_mha_last_attention_follows_latest_call(impl, gen):
 
 
 def test_mha_last_attention_is_detached(impl, gen):
-    """Hygiene: the stored weights are detached, as the contract says; pays only when they are also right."""
+    """Hygiene: the stored weights are detached, as the contract says; pays only when the forward is right."""
     d_model, n_heads, batch, length = 8, 2, 2, 5
     state = mha_state(d_model, gen=gen)
     m = new_mha(impl, d_model, n_heads, state)
     x = randn(batch, length, d_model, gen=gen)
     mask = causal_bool_mask(length)
-    m(x, mask)
+    out = m(x, mask)
     call = f"MultiHeadAttention({d_model}, {n_heads})(x {tuple(x.shape)}, causal mask)"
-    _, expected = mha_expected(state, x, mask, d_model, n_heads)
+    expected_out, expected = mha_expected(state, x, mask, d_model, n_heads)
+    assert_close(out, expected_out, what=f"{call} vs nn.MultiheadAttention with the same weights", hint=MHA_WHERE)
     assert_close(m.attr("last_attention"), expected, what=f"last_attention after {call}",
                  hint="self.last_attention holds the weights of the latest call, (B, H, Tq, Tk)")
     info = m.tensor_info("last_attention")
