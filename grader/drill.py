@@ -87,7 +87,7 @@ class Drill:
             return isinstance(v, (int, float)) and not isinstance(v, bool)
 
         def mapping(v, values) -> bool:
-            return isinstance(v, dict) and all(k in self.components and values(x) for k, x in v.items())
+            return isinstance(v, dict) and all(values(x) for x in v.values())
 
         problems = [
             (isinstance(self.id, str), "id is not a string"),
@@ -101,10 +101,10 @@ class Drill:
             (self.status in STATUSES, f"status {self.status!r} is not one of {', '.join(STATUSES)}"),
             (self.ended_at is None or number(self.ended_at), "ended_at is not a number"),
             (mapping(self.hints_used, lambda x: isinstance(x, int) and not isinstance(x, bool)),
-             "hints_used is not a map of the drill's components to counts"),
-            (mapping(self.passed_at, number), "passed_at is not a map of the drill's components to times"),
+             "hints_used is not a map of components to counts"),
+            (mapping(self.passed_at, number), "passed_at is not a map of components to times"),
             (mapping(self.last_status, lambda x: isinstance(x, str)),
-             "last_status is not a map of the drill's components to statuses"),
+             "last_status is not a map of components to statuses"),
             (isinstance(self.checks, int) and not isinstance(self.checks, bool), "checks is not a count"),
         ]
         for ok, problem in problems:
@@ -275,10 +275,14 @@ class Out:
         self.errors = Console(stderr=True, highlight=False, soft_wrap=True)
 
     def warn(self, message: str) -> None:
-        self.errors.print(f"[yellow]warning:[/yellow] {message}", markup=True)
+        from rich.markup import escape
+
+        self.errors.print(f"[yellow]warning:[/yellow] {escape(message)}", markup=True)
 
     def error(self, message: str) -> None:
-        self.errors.print(f"[red]error:[/red] {message}", markup=True)
+        from rich.markup import escape
+
+        self.errors.print(f"[red]error:[/red] {escape(message)}", markup=True)
 
     def print(self, *objects, **kwargs) -> None:
         self.console.print(*objects, **kwargs)
