@@ -8,9 +8,14 @@
 
 A drill lives in its own folder, `drills/<timestamp>-<components>/` under the
 repository (or `--root DIR`, or `$DRILLS_ROOT`): the five contract files with
-the drilled components as untouched stubs and working reference code for
-everything else, plus `drill.json`, the drill's state. Finished drills go to
-the history file (see grader/drill_history.py).
+the drilled components as untouched stubs (the pristine ones of
+grader/pristine.py, never the learner's edited exercises/) and working reference
+code for everything else, plus `drill.json`, the drill's state. Finished drills
+go to the history file (see grader/drill_history.py).
+
+The current drill is the latest one started. When its `drill.json` cannot be
+read, `check`, `hint` and `reveal` stop with an error rather than act on an
+older drill; `start --force` moves the unreadable file aside.
 """
 from __future__ import annotations
 
@@ -22,15 +27,19 @@ import sys
 import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
+from typing import NamedTuple
 
 from .contract import COMPONENTS
 from .drill_history import ABANDONED, GAVE_UP, PASSED, HistoryFile, format_duration, pick_components, render_history
-from .drill_workspace import EXERCISES, SOLUTIONS, build_workspace, component_names, definition_source, has_reference
+from .drill_workspace import SOLUTIONS, build_workspace, component_names, definition_source, has_reference
+from .pristine import PristineStubsError, pristine_stubs
 
 ROOT = Path(__file__).resolve().parent.parent
 STATE_FILE = "drill.json"
 OPEN = "open"
+STATUSES = (OPEN, PASSED, GAVE_UP, ABANDONED)
 MINUTES_PER_COMPONENT = 15.0
+FOLDER_TIME = "%Y%m%d-%H%M%S"  # a workspace's name starts with its start time
 
 
 # ---------------------------------------------------------------------------
@@ -54,9 +63,53 @@ class Drill:
 
     @classmethod
     def load(cls, workspace: Path) -> Drill:
-        data = json.loads((workspace / STATE_FILE).read_text())
+        """The drill whose state is `workspace/drill.json`; ValueError (or OSError) saying what is wrong."""
+        try:
+            data = json.loads((workspace / STATE_FILE).read_text(encoding="utf-8"))
+        except UnicodeDecodeError as exc:
+            raise ValueError(f"not UTF-8 text: {exc}") from None
+        except json.JSONDecodeError as exc:
+            raise ValueError(f"not valid JSON: {exc}") from None
+        if not isinstance(data, dict):
+            raise ValueError(f"expected a JSON object, got {type(data).__name__}")
         known = {k: v for k, v in data.items() if k in cls.__dataclass_fields__ and k != "workspace"}
-        return cls(**known, workspace=workspace)
+        missing = [k for k in ("id", "components", "started_at", "minutes", "interview", "working_code")
+                   if k not in known]
+        if missing:
+            raise ValueError(f"missing {', '.join(missing)}")
+        drill = cls(**known, workspace=workspace)
+        drill._validate()
+        return drill
+
+    def _validate(self) -> None:
+        """ValueError naming the first field of the wrong kind."""
+        def number(v) -> bool:
+            return isinstance(v, (int, float)) and not isinstance(v, bool)
+
+        def mapping(v, values) -> bool:
+            return isinstance(v, dict) and all(values(x) for x in v.values())
+
+        problems = [
+            (isinstance(self.id, str), "id is not a string"),
+            (isinstance(self.components, list) and bool(self.components)
+             and all(isinstance(c, str) and c in COMPONENTS for c in self.components),
+             f"components is not a non-empty list of component ids ({self.components!r})"),
+            (number(self.started_at), "started_at is not a number"),
+            (number(self.minutes) and self.minutes > 0, "minutes is not a positive number"),
+            (isinstance(self.interview, bool) and isinstance(self.working_code, bool),
+             "interview or working_code is not true/false"),
+            (self.status in STATUSES, f"status {self.status!r} is not one of {', '.join(STATUSES)}"),
+            (self.ended_at is None or number(self.ended_at), "ended_at is not a number"),
+            (mapping(self.hints_used, lambda x: isinstance(x, int) and not isinstance(x, bool)),
+             "hints_used is not a map of components to counts"),
+            (mapping(self.passed_at, number), "passed_at is not a map of components to times"),
+            (mapping(self.last_status, lambda x: isinstance(x, str)),
+             "last_status is not a map of components to statuses"),
+            (isinstance(self.checks, int) and not isinstance(self.checks, bool), "checks is not a count"),
+        ]
+        for ok, problem in problems:
+            if not ok:
+                raise ValueError(problem)
 
     def save(self) -> None:
         data = {k: v for k, v in asdict(self).items() if k != "workspace"}
@@ -108,26 +161,93 @@ def drills_root(args: argparse.Namespace) -> Path:
     return Path(root).expanduser().resolve() if root else ROOT / "drills"
 
 
-def all_drills(root: Path, warn) -> list[Drill]:
-    """Every drill under `root`, oldest first; unreadable ones are reported and skipped."""
-    drills = []
+class BrokenDrill(NamedTuple):
+    """A workspace whose drill.json cannot be read or makes no sense."""
+
+    folder: Path
+    problem: str
+
+    @property
+    def state_file(self) -> Path:
+        return self.folder / STATE_FILE
+
+    def started_by_name(self) -> float | None:
+        """The start time its folder name gives (to the second), or None if the name has none."""
+        try:
+            return time.mktime(time.strptime(self.folder.name[:15], FOLDER_TIME))
+        except (ValueError, OverflowError):
+            return None
+
+
+class DrillStateError(Exception):
+    """The current drill's state file is unreadable; acting on another drill instead would mislead."""
+
+    def __init__(self, broken: list[BrokenDrill]) -> None:
+        self.broken = broken
+        super().__init__("; ".join(f"{b.state_file}: {b.problem}" for b in broken))
+
+
+def all_drills(root: Path) -> tuple[list[Drill], list[BrokenDrill]]:
+    """Every drill under `root`, oldest first, and the workspaces whose drill.json is unreadable."""
+    drills: list[Drill] = []
+    broken: list[BrokenDrill] = []
     if not root.is_dir():
-        return drills
+        return drills, broken
     for folder in sorted(p for p in root.iterdir() if (p / STATE_FILE).is_file()):
         try:
             drills.append(Drill.load(folder))
         except (OSError, ValueError, TypeError) as exc:
-            warn(f"skipping {folder}: its {STATE_FILE} is unreadable ({exc})")
-    return sorted(drills, key=lambda d: d.started_at)
+            broken.append(BrokenDrill(folder, str(exc) or type(exc).__name__))
+    return sorted(drills, key=lambda d: d.started_at), broken
+
+
+def _maybe_current(broken: list[BrokenDrill], drills: list[Drill]) -> list[BrokenDrill]:
+    """The unreadable drills that may be the latest one started: not clearly older than a readable drill.
+
+    `start` never leaves an older drill open behind a newer one, so a drill started
+    (by its folder name) a second or more before the latest readable drill is over.
+    """
+    latest = drills[-1].started_at if drills else None
+    return [b for b in broken
+            if latest is None or (started := b.started_by_name()) is None or started + 1 > latest]
 
 
 def current_drill(root: Path, warn, *, open_only: bool = False) -> Drill | None:
-    """The open drill (the latest, should there be several), else the latest drill unless `open_only`."""
-    drills = all_drills(root, warn)
+    """The open drill (the latest, should there be several), else the latest drill unless `open_only`.
+
+    Raises DrillStateError when a drill whose state is unreadable may be the
+    current one; unreadable older drills are reported through `warn` and skipped.
+    """
+    drills, broken = all_drills(root)
+    current = _maybe_current(broken, drills)
+    if current:
+        raise DrillStateError(current)
+    for b in broken:
+        warn(f"skipping the older drill {b.folder}: its {STATE_FILE} is unreadable ({b.problem})")
     open_drills = [d for d in drills if d.is_open]
     if open_drills:
         return open_drills[-1]
     return None if open_only or not drills else drills[-1]
+
+
+def _state_error(error: DrillStateError, args: argparse.Namespace, out: Out) -> int:
+    """Say which state file is broken, what is wrong and how to recover; the exit status."""
+    for b in error.broken:
+        out.error(f"the state of the latest drill, {_display(b.state_file)}, is unreadable: {b.problem}.\n"
+                  f"  No other drill is used in its place. To recover, repair that file, or start a new drill "
+                  f"with `{_command(args, 'start')} COMPONENT --force`, which abandons it: the file is moved "
+                  f"aside to {STATE_FILE}.corrupt-<time> and your code in {_display(b.folder)} is kept.")
+    return 2
+
+
+def _move_aside(broken: BrokenDrill) -> Path:
+    """Rename an unreadable drill.json so that it no longer counts as a drill; the new path."""
+    stamp = time.strftime(FOLDER_TIME)
+    aside, n = broken.folder / f"{STATE_FILE}.corrupt-{stamp}", 2
+    while aside.exists():
+        aside, n = broken.folder / f"{STATE_FILE}.corrupt-{stamp}-{n}", n + 1
+    broken.state_file.replace(aside)
+    return aside
 
 
 def _display(path: Path) -> str:
@@ -155,10 +275,14 @@ class Out:
         self.errors = Console(stderr=True, highlight=False, soft_wrap=True)
 
     def warn(self, message: str) -> None:
-        self.errors.print(f"[yellow]warning:[/yellow] {message}", markup=True)
+        from rich.markup import escape
+
+        self.errors.print(f"[yellow]warning:[/yellow] {escape(message)}", markup=True)
 
     def error(self, message: str) -> None:
-        self.errors.print(f"[red]error:[/red] {message}", markup=True)
+        from rich.markup import escape
+
+        self.errors.print(f"[red]error:[/red] {escape(message)}", markup=True)
 
     def print(self, *objects, **kwargs) -> None:
         self.console.print(*objects, **kwargs)
@@ -220,7 +344,30 @@ def _start(args: argparse.Namespace) -> int:
     if args.minutes is not None and args.minutes <= 0:
         out.error("--minutes must be positive")
         return 2
-    previous = current_drill(root, out.warn, open_only=True)
+    try:
+        stubs = pristine_stubs()
+    except PristineStubsError as exc:
+        out.error(str(exc))
+        return 2
+    try:
+        previous = current_drill(root, out.warn, open_only=True)
+    except DrillStateError as exc:
+        if not args.force:
+            for b in exc.broken:
+                out.error(f"the state of the latest drill, {_display(b.state_file)}, is unreadable: {b.problem}; "
+                          f"that drill may still be open.\n  To abandon it and start this one, add --force to this "
+                          f"command: the file is moved aside to {STATE_FILE}.corrupt-<time> and the folder is kept.")
+            return 1
+        try:
+            for b in exc.broken:
+                aside = _move_aside(b)
+                out.print(f"Abandoned the drill in {_display(b.folder)}, whose {STATE_FILE} is unreadable "
+                          f"({b.problem}): the file is moved aside to {aside.name}, the folder is kept, and it is "
+                          "not in the history (its components and times are unknown).")
+            previous = current_drill(root, out.warn, open_only=True)
+        except (OSError, DrillStateError) as again:
+            out.error(f"could not move the unreadable drill state aside: {again}")
+            return 2
     if previous is not None:
         if not args.force:
             out.error(f"a drill is still open: {previous.id} ({', '.join(previous.components)}), "
@@ -231,7 +378,7 @@ def _start(args: argparse.Namespace) -> int:
         previous.finish(ABANDONED, history)
         out.print(f"Abandoned the open drill {previous.id}; its folder is kept: {_display(previous.workspace)}")
     workspace = _new_workspace(root, components)
-    working = build_workspace(workspace, components, exercises=EXERCISES, solutions=SOLUTIONS)
+    working = build_workspace(workspace, components, stubs=stubs, solutions=SOLUTIONS)
     drill = Drill(workspace.name, components, time.time(), args.minutes or MINUTES_PER_COMPONENT * len(components),
                   args.no_hints, working, workspace=workspace)
     drill.save()
@@ -268,7 +415,10 @@ def _check(args: argparse.Namespace) -> int:
     from .runner import run_checks
 
     out, root = Out(), drills_root(args)
-    drill = current_drill(root, out.warn)
+    try:
+        drill = current_drill(root, out.warn)
+    except DrillStateError as exc:
+        return _state_error(exc, args, out)
     if drill is None:
         out.error(f"no drill under {_display(root)}; start one with `{_command(args, 'start')} COMPONENT`")
         return 2
@@ -321,7 +471,10 @@ def _hint(args: argparse.Namespace) -> int:
     from .course import load_course
 
     out, root = Out(), drills_root(args)
-    drill = current_drill(root, out.warn, open_only=True)
+    try:
+        drill = current_drill(root, out.warn, open_only=True)
+    except DrillStateError as exc:
+        return _state_error(exc, args, out)
     if drill is None:
         out.error(f"no open drill; start one with `{_command(args, 'start')} COMPONENT`")
         return 2
@@ -353,7 +506,10 @@ def _hint(args: argparse.Namespace) -> int:
 # ---------------------------------------------------------------------------
 def _reveal(args: argparse.Namespace) -> int:
     out, root = Out(), drills_root(args)
-    drill = current_drill(root, out.warn)
+    try:
+        drill = current_drill(root, out.warn)
+    except DrillStateError as exc:
+        return _state_error(exc, args, out)
     if drill is None:
         out.error(f"no drill under {_display(root)}")
         return 2

@@ -8,13 +8,11 @@ with `ast` line spans, so everything else in a file stays the reference's code.
 from __future__ import annotations
 
 import ast
-import shutil
 from pathlib import Path
 
 from .contract import MODULES, OWNERS
 
 ROOT = Path(__file__).resolve().parent.parent
-EXERCISES = ROOT / "exercises"
 SOLUTIONS = ROOT / "solutions"
 PACKAGE_INIT = "__init__.py"
 
@@ -135,22 +133,30 @@ def has_reference(solutions: Path = SOLUTIONS) -> bool:
     return all((solutions / f"{m}.py").is_file() for m in MODULES)
 
 
-def build_workspace(dest: Path, components: list[str], *, exercises: Path = EXERCISES,
+def build_workspace(dest: Path, components: list[str], *, stubs: dict[str, str] | None = None,
                     solutions: Path = SOLUTIONS) -> bool:
     """Write the five contract files and __init__.py into `dest` (which must not exist yet).
 
-    Returns True when the workspace holds working code for the components not
-    drilled (the reference is here), False for a student release, where the
-    files are the stubs as they are.
+    `stubs` (file name -> text) defaults to the pristine stubs (grader/pristine.py),
+    never the learner's edited exercises/. Returns True when the workspace holds
+    working code for the components not drilled (the reference is here), False
+    for a student release, where the files are the stubs as they are. Raises
+    PristineStubsError, before creating `dest`, when the stubs cannot be found.
     """
-    dest.mkdir(parents=True, exist_ok=False)
-    shutil.copy(exercises / PACKAGE_INIT, dest / PACKAGE_INIT)
+    if stubs is None:
+        from .pristine import pristine_stubs
+
+        stubs = pristine_stubs()
     working = has_reference(solutions)
+    sources = {PACKAGE_INIT: stubs[PACKAGE_INIT]}
     for module in MODULES:
-        stub = (exercises / f"{module}.py").read_text()
+        stub = stubs[f"{module}.py"]
         if working:
-            source = splice_stubs((solutions / f"{module}.py").read_text(), stub, drilled_names(module, set(components)))
+            sources[f"{module}.py"] = splice_stubs((solutions / f"{module}.py").read_text(), stub,
+                                                   drilled_names(module, set(components)))
         else:
-            source = stub
-        (dest / f"{module}.py").write_text(source)
+            sources[f"{module}.py"] = stub
+    dest.mkdir(parents=True, exist_ok=False)
+    for name, source in sources.items():
+        (dest / name).write_text(source)
     return working

@@ -152,6 +152,14 @@ class Executor:
     def _op_getattr(self, ref: Ref, name: str):
         return self._outbound(getattr(self.objects[ref.id], name))
 
+    def _op_tensor_info(self, ref: Ref, name: str) -> dict:
+        """Autograd facts about a stored object's tensor attribute, which a copy of the tensor cannot carry."""
+        value = getattr(self.objects[ref.id], name)
+        if not isinstance(value, torch.Tensor):
+            return {"type": type(value).__name__, "requires_grad": None, "has_grad_fn": None}
+        plain = torch.Tensor.as_subclass(value, torch.Tensor)  # a subclass cannot answer for itself
+        return {"type": "Tensor", "requires_grad": bool(plain.requires_grad), "has_grad_fn": plain.grad_fn is not None}
+
     def _op_load_weights(self, ref: Ref, state: dict):
         module = self.objects[ref.id]
         result = module.load_state_dict(self._inbound(state), strict=False)
@@ -218,7 +226,7 @@ class RemoteExecutor:
         name = request.get("name")
         call = "call" if op == "call_many" else op  # the same function either way
         label = name if isinstance(name, str) else f"{name.type_name}.{call}" if isinstance(name, Ref) else op
-        if op in ("method", "getattr", "load_weights") and isinstance(request.get("ref"), Ref):
+        if op in ("method", "getattr", "tensor_info", "load_weights") and isinstance(request.get("ref"), Ref):
             label = f"{request['ref'].type_name}.{name or op}"
         if label in self.worker.timed_out:
             raise StudentTimeout("Timeout", f"skipped: `{label}` timed out in an earlier check")
@@ -322,6 +330,10 @@ class RemoteObject(RemoteFunction):
 
     def attr(self, name: str) -> Any:
         return self._wrap(self.target.request("getattr", ref=self.ref, name=name))
+
+    def tensor_info(self, name: str) -> dict:
+        """{"type", "requires_grad", "has_grad_fn"} of the attribute `name` (the last two None if not a tensor)."""
+        return self.target.request("tensor_info", ref=self.ref, name=name)
 
     def load_weights(self, state: dict[str, torch.Tensor]) -> None:
         """Copy the given parameters in (other parameters of the module are left alone)."""

@@ -13,8 +13,10 @@ from pathlib import Path
 import pytest
 
 from grader.contract import COMPONENTS, MODULES
+from grader.drill import Drill
 from grader.drill_history import HistoryFile
 from grader.drill_workspace import build_workspace, component_names, definition_source
+from grader.pristine import STUB_FILES, PristineStubsError, changed_exercises, pristine_stubs, write_shipped_stubs
 
 ROOT = Path(__file__).resolve().parent.parent
 pytestmark = pytest.mark.timeout(300)  # subprocesses that import torch, two of which grade
@@ -41,6 +43,33 @@ def workspaces(root: Path) -> list[Path]:
 
 def history(home: Path) -> list[dict]:
     return json.loads((home / "history.json").read_text())["drills"]
+
+
+def project_copy(dest: Path, *, reference: bool) -> Path:
+    """What `python -m grader drill` needs of the project, copied to `dest`: a course checkout, or a release."""
+    keep = ("grader", "tests", "exercises", "course.yml", "pyproject.toml") + (("solutions",) if reference else ())
+    for name in keep:
+        if (ROOT / name).is_dir():
+            shutil.copytree(ROOT / name, dest / name, ignore=shutil.ignore_patterns("__pycache__", "stubs"))
+        else:
+            shutil.copy(ROOT / name, dest / name)
+    return dest
+
+
+def git_commit_all(repo: Path) -> None:
+    """`git init` (if need be) and commit everything in `repo`, whatever the user's git configuration."""
+    git = ["git", "-c", "user.name=drill", "-c", "user.email=drill@example.com", "-c", "commit.gpgsign=false",
+           "-c", "core.hooksPath=/dev/null"]
+    if not (repo / ".git").exists():
+        subprocess.run([*git, "init", "-q"], cwd=repo, check=True)
+    subprocess.run([*git, "add", "-A"], cwd=repo, check=True)
+    subprocess.run([*git, "commit", "-q", "-m", "work"], cwd=repo, check=True)
+
+
+def learner_finished_everything(project: Path) -> None:
+    """The learner's exercises/ holds working code for every component (here: the reference's)."""
+    for module in MODULES:
+        shutil.copy(ROOT / "solutions" / f"{module}.py", project / "exercises" / f"{module}.py")
 
 
 def test_a_drill_started_failed_hinted_passed_revealed_and_in_the_history(drills):
@@ -149,21 +178,114 @@ def test_a_history_of_the_wrong_shape_is_recovered_from(tmp_path):
 
 
 def test_a_student_release_drills_the_stubs_and_has_no_reference(drills, tmp_path):
-    release = tmp_path / "release"
-    keep = ("grader", "tests", "exercises", "course.yml", "pyproject.toml")
-    for name in keep:
-        if (ROOT / name).is_dir():
-            shutil.copytree(ROOT / name, release / name, ignore=shutil.ignore_patterns("__pycache__"))
-        else:
-            shutil.copy(ROOT / name, release / name)
+    release = project_copy(tmp_path / "release", reference=False)
+    write_shipped_stubs(release, pristine_stubs())  # what `release` ships
+    # GitHub Classroom: the release is a repository, and the learner has committed finished work
+    learner_finished_everything(release)
+    git_commit_all(release)
+    assert changed_exercises(release) == [f"{m}.py" for m in MODULES]
     started = drills("start", "scaling", cwd=release)
     assert started.returncode == 0, started.stderr
     assert "without the reference" in started.stdout
     [workspace] = workspaces(drills.root)
-    assert (workspace / "block.py").read_text() == (ROOT / "exercises" / "block.py").read_text()
+    for name in STUB_FILES:
+        assert (workspace / name).read_text() == (ROOT / "exercises" / name).read_text(), name
     revealed = drills("reveal", "--give-up", cwd=release)
     assert revealed.returncode == 0
     assert "reference is not included" in revealed.stdout
+
+
+def test_a_drill_starts_from_the_pristine_stubs_whatever_exercises_holds(drills, tmp_path):
+    project = project_copy(tmp_path / "course", reference=True)
+    git_commit_all(project)
+    assert changed_exercises(project) == []
+    learner_finished_everything(project)  # not committed: git's HEAD still has the stubs
+    assert changed_exercises(project) == [f"{m}.py" for m in MODULES]
+    started = drills("start", "masking", cwd=project)
+    assert started.returncode == 0, started.stderr
+    [workspace] = workspaces(drills.root)
+    source = (workspace / "attention.py").read_text()
+    stub = (ROOT / "exercises" / "attention.py").read_text()
+    for name in ("causal_mask", "apply_mask"):
+        assert definition_source(source, name) == definition_source(stub, name)
+    assert "NotImplementedError" not in definition_source(source, "split_heads")
+
+
+def test_pristine_stubs_are_never_the_learners_and_their_absence_is_said(tmp_path, monkeypatch):
+    project = project_copy(tmp_path / "p", reference=False)
+    with pytest.raises(PristineStubsError) as nowhere:
+        pristine_stubs(project)  # not a repository, no shipped copy
+    assert "grader/stubs" in str(nowhere.value) and "not a git repository" in str(nowhere.value)
+
+    learner_finished_everything(project)
+    git_commit_all(project)  # finished work committed to exercises/: HEAD is not the stubs
+    with pytest.raises(PristineStubsError, match=r"holds written code.*attention\.causal_mask"):
+        pristine_stubs(project)
+
+    with monkeypatch.context() as m:
+        m.setenv("PATH", str(tmp_path / "empty"))
+        with pytest.raises(PristineStubsError, match="git is not installed"):
+            pristine_stubs(project)
+
+    stubs = {name: (ROOT / "exercises" / name).read_text() for name in STUB_FILES}
+    write_shipped_stubs(project, stubs)
+    assert pristine_stubs(project) == stubs
+    assert changed_exercises(project) == [f"{m}.py" for m in MODULES]
+    (project / "grader" / "stubs" / "vit.py").unlink()
+    with pytest.raises(PristineStubsError, match="incomplete"):
+        pristine_stubs(project)
+
+
+def test_a_corrupt_state_of_the_latest_drill_stops_check_hint_and_reveal(drills):
+    assert drills("start", "scaling").returncode == 0
+    assert drills("start", "masking", "--force").returncode == 0
+    [older] = [p for p in workspaces(drills.root) if p.name.endswith("-scaling")]
+    [latest] = [p for p in workspaces(drills.root) if p.name.endswith("-masking")]
+    older_state = (older / "drill.json").read_text()
+    (latest / "drill.json").write_text('{"id": "x", "components": ["masking"')
+    for command in ("check", "hint", "reveal"):
+        done = drills(command)
+        assert done.returncode == 2, (command, done.stdout, done.stderr)
+        assert f"{latest / 'drill.json'}" in done.stderr and "not valid JSON" in done.stderr, command
+        assert "--force" in done.stderr, command
+        assert "scaling" not in done.stdout and "masking" not in done.stdout, command  # nothing graded or hinted
+    assert (older / "drill.json").read_text() == older_state  # the older drill was not touched
+
+    refused = drills("start", "head_splitting")
+    assert refused.returncode == 1 and "--force" in refused.stderr
+    forced = drills("start", "head_splitting", "--force")
+    assert forced.returncode == 0, forced.stderr
+    assert "moved aside" in forced.stdout
+    assert [p.name for p in latest.glob("drill.json*")] != ["drill.json"]
+    assert (latest / "attention.py").is_file()  # the learner's code is kept
+    hint = drills("hint")
+    assert hint.returncode == 0 and "head_splitting, hint 1/" in hint.stdout
+
+
+def test_a_corrupt_state_of_an_older_drill_is_skipped_with_a_warning(drills):
+    assert drills("start", "scaling").returncode == 0
+    old = drills.root / "20200101-120000-masking"
+    old.mkdir()
+    (old / "drill.json").write_text(json.dumps({"id": "x", "components": ["nope"]}))
+    hint = drills("hint")
+    assert hint.returncode == 0 and "scaling, hint 1/" in hint.stdout
+    assert "older drill" in hint.stderr and str(old) in hint.stderr
+
+
+@pytest.mark.parametrize("change, problem", [
+    (lambda d: d.pop("started_at"), "missing started_at"),
+    (lambda d: d.update(components=["nope"]), "components"),
+    (lambda d: d.update(status="done"), "status"),
+    (lambda d: d.update(passed_at={"masking": "soon"}), "passed_at"),
+])
+def test_a_state_file_of_the_wrong_shape_is_refused(tmp_path, change, problem):
+    Drill("d", ["masking"], 1.0, 15.0, False, True, workspace=tmp_path).save()
+    assert Drill.load(tmp_path).components == ["masking"]
+    data = json.loads((tmp_path / "drill.json").read_text())
+    change(data)
+    (tmp_path / "drill.json").write_text(json.dumps(data))
+    with pytest.raises(ValueError, match=problem):
+        Drill.load(tmp_path)
 
 
 @pytest.mark.parametrize("component", COMPONENTS)

@@ -19,7 +19,7 @@ from checklib.causal import (
     with_future_changed,
 )
 from checklib import mistakes
-from checklib.compare import assert_close, assert_equal, check_tensor
+from checklib.compare import assert_close, assert_equal, check_tensor, fail
 from checklib.masks import random_mask, self_attention_mask, to_torch_attn_mask
 from checklib.scratch import assert_from_scratch
 from checklib.weights import mha_state, randn, torch_mha
@@ -273,6 +273,27 @@ def test_mha_last_attention_follows_latest_call(impl, gen):
     _, expected = mha_expected(state, x2, mask, d_model, n_heads)
     assert_close(m.attr("last_attention"), expected, what="last_attention after a (2, 5, 8) call then a masked (3, 4, 8) call",
                  hint="self.last_attention holds the weights of the latest call, (B, H, Tq, Tk), replaced on every call")
+
+
+def test_mha_last_attention_is_detached(impl, gen):
+    """Hygiene: the stored weights are detached, as the contract says; pays only when the forward is right."""
+    d_model, n_heads, batch, length = 8, 2, 2, 5
+    state = mha_state(d_model, gen=gen)
+    m = new_mha(impl, d_model, n_heads, state)
+    x = randn(batch, length, d_model, gen=gen)
+    mask = causal_bool_mask(length)
+    out = m(x, mask)
+    call = f"MultiHeadAttention({d_model}, {n_heads})(x {tuple(x.shape)}, causal mask)"
+    expected_out, expected = mha_expected(state, x, mask, d_model, n_heads)
+    assert_close(out, expected_out, what=f"{call} vs nn.MultiheadAttention with the same weights", hint=MHA_WHERE)
+    assert_close(m.attr("last_attention"), expected, what=f"last_attention after {call}",
+                 hint="self.last_attention holds the weights of the latest call, (B, H, Tq, Tk)")
+    info = m.tensor_info("last_attention")
+    if info["requires_grad"] or info["has_grad_fn"]:
+        fail(f"last_attention after {call}", "expected a detached tensor, got one that "
+             + ("has a grad_fn (it is still part of the autograd graph)" if info["has_grad_fn"] else "requires grad"),
+             hint="store weights.detach(): kept for inspection, attached weights hold the whole graph of the "
+                  "forward alive and let a later backward() flow through them")
 
 
 @pytest.mark.parametrize("shape", [(2, 6, 8, 2), (1, 5, 6, 3), (2, 4, 4, 4)], ids=lambda s: "B{}-T{}-D{}-H{}".format(*s))

@@ -44,6 +44,13 @@ BUGS = [
 ]
 
 BUGS += [
+    Bug("multi_head_attention", "last_attention_not_detached", "attention.py",
+        "self.last_attention = weights.detach()",
+        "self.last_attention = weights",
+        "keeps the attention weights attached to the autograd graph in last_attention"),
+]
+
+BUGS += [
     Bug("multi_head_attention", "library_attention", "attention.py",
         "    weights = apply_mask(attention_scores(q, k), mask).softmax(dim=-1)\n    return weights @ v, weights\n",
         "    weights = apply_mask(attention_scores(q, k), mask).softmax(dim=-1)\n"
