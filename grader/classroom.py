@@ -58,10 +58,16 @@ def _append(variable: str, text: str) -> None:
 
 def grade(folder: str, results: str = "results.json") -> int:
     """The workflow's grading step: one grading run, every output the workflow needs."""
+    from .course import CourseError
+    from .errors import GraderError
     from .report import to_gradescope, to_markdown, write_results
     from .runner import run_checks
 
-    report = run_checks(folder)
+    try:
+        report = run_checks(folder)
+    except (CourseError, GraderError) as exc:  # the grader's fault: fail the run, never report 0 points
+        print(f"grader error: {exc}", file=sys.stderr)
+        return 3
     write_results(report, results, "gradescope")
     result = runner_result(to_gradescope(report))
     _append("GITHUB_STEP_SUMMARY", to_markdown(report))

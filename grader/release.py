@@ -10,12 +10,15 @@ from __future__ import annotations
 
 import argparse
 import ast
+import functools
 import shutil
 import subprocess
 import sys
 from pathlib import Path
 
 import yaml
+
+from .contract import COMPONENTS, MODULES, OWNERS
 
 ROOT = Path(__file__).resolve().parent.parent
 IGNORE = shutil.ignore_patterns("__pycache__", "*.pyc", ".pytest_cache")
@@ -40,6 +43,71 @@ $(STAMP): pyproject.toml
 grade: $(STAMP)
 \t$(BIN)/python -m grader check $(COMPONENTS)
 """
+
+
+def _contract_names() -> dict[str, tuple[str, str]]:
+    """Identifier -> (module, qualname) of the contract names code can mention.
+
+    A class is mentioned by its name (constructing it runs `__init__`, calling
+    the module runs `forward`); other methods by their own name (`self.project_qkv`).
+    """
+    names: dict[str, tuple[str, str]] = {}
+    for module, owners in OWNERS.items():
+        for qualname in owners:
+            cls, _, method = qualname.partition(".")
+            names.setdefault(cls, (module, cls))
+            if method and not method.startswith("__") and method != "forward":
+                names[method] = (module, qualname)
+    return names
+
+
+def _referenced(module: str, qualname: str) -> set[tuple[str, str]]:
+    """The contract names that the reference code of `qualname` calls, constructs or reads."""
+    tree = ast.parse((ROOT / "solutions" / f"{module}.py").read_text())
+    node: ast.AST = tree
+    for part in qualname.split("."):
+        node = next(n for n in ast.iter_child_nodes(node)
+                    if isinstance(n, (ast.FunctionDef, ast.ClassDef)) and n.name == part)
+    known = _contract_names()
+    found = set()
+    for sub in ast.walk(node):
+        ident = sub.id if isinstance(sub, ast.Name) else sub.attr if isinstance(sub, ast.Attribute) else None
+        if ident in known and known[ident] != (module, qualname):
+            found.add(known[ident])
+    return found
+
+
+def _expand(module: str, qualname: str) -> set[tuple[str, str]]:
+    """A class stands for all its contract methods; a method needs its class's __init__."""
+    cls = qualname.split(".")[0]
+    members = {(module, q) for q in OWNERS[module] if q == qualname or q.startswith(cls + ".")}
+    if "." in qualname:
+        members = {(module, qualname)} | ({(module, f"{cls}.__init__")} & members)
+    return members or {(module, qualname)}
+
+
+@functools.cache
+def _reaches(component: str) -> frozenset[tuple[str, str]]:
+    """Every contract name the code of `component` runs when nothing is swapped (the reference's calls)."""
+    todo = [n for m in MODULES for q, owners in OWNERS[m].items() if component in owners for n in _expand(m, q)]
+    seen: set[tuple[str, str]] = set()
+    while todo:
+        name = todo.pop()
+        if name not in seen:
+            seen.add(name)
+            todo += [n for ref in _referenced(*name) for n in _expand(*ref) if n not in seen]
+    return frozenset(seen)
+
+
+def context_dependents(component: str) -> frozenset[str]:
+    """The components where, graded in context (a release), a bug in `component` can also cost points.
+
+    Those whose code, as the reference writes it, runs code that `component`
+    owns and they do not: the official grader swaps that code for a trusted
+    stand-in, a release cannot (the stand-ins would be answers).
+    """
+    return frozenset(c for c in COMPONENTS if c != component and any(
+        component in OWNERS[m][q] and c not in OWNERS[m][q] for m, q in _reaches(c)))
 
 
 def strip_checks(source: str, names: set[str]) -> str:
@@ -75,6 +143,10 @@ def student_readme(course_text: str) -> str:
     rows = "\n".join(f"| `{c['id']}` | {c['title']} | `exercises/{c['file']}` | {c['points']:g} |"
                      for c in data["components"])
     total = sum(float(c["points"]) for c in data["components"])
+    ids = [c["id"] for c in data["components"]]
+    context_rows = "\n".join(
+        f"| `{c}` | " + ", ".join(f"`{d}`" for d in ids if d in context_dependents(c)) + " |"
+        for c in ids if context_dependents(c))
     return f"""# {name}
 
 Build a Transformer by hand in PyTorch. You fill in the stubs in `exercises/`
@@ -102,8 +174,24 @@ In teaching order ({total:g} points in all):
 {rows}
 
 Each file's docstrings explain the shapes and the idea; `TODO` marks where your
-code goes. Each component is graded on its own (the other components are
-replaced by trusted stand-ins while its checks run), so you can work in any order.
+code goes.
+
+## How this bundle grades
+
+Here each component is graded together with your own code for the components
+it uses: multi-head attention runs your `attention_scores`, your masks, your
+head splitting. So a mistake can also cost points in the components built on
+the code it is in, until it is fixed:
+
+| a mistake in | can also cost points here in |
+|---|---|
+{context_rows}
+
+Where your course grades on Gradescope, in nbgrader or with the instructors'
+`grade-all`, each component is graded on its own, with trusted implementations
+of the others, so there a mistake costs points only in its own component; those
+also run checks that are not in this bundle. A GitHub Classroom assignment made
+from this bundle grades as this bundle does.
 
 ## Checking your work
 
@@ -124,8 +212,9 @@ failing check says what it expected and what came back.
 python -m grader grade exercises --results results.json
 ```
 
-writes the score you would get on the public checks into `results.json`. Your
-course may grade further checks that are not in this bundle. Hand in the files
+writes your score on the public checks, graded as `check` grades them, into
+`results.json` (the GitHub Classroom workflow of this bundle runs the same
+grading on every push). Hand in the files
 of `exercises/` as your course asks (a zip of the folder, a GitHub push, ...).
 """
 

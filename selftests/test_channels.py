@@ -19,7 +19,6 @@ grade it exactly as the official checks do.
 """
 from __future__ import annotations
 
-import ast
 import copy
 import json
 import os
@@ -27,13 +26,12 @@ import shutil
 import subprocess
 import sys
 from concurrent.futures import ThreadPoolExecutor
-from functools import cache
 from pathlib import Path
 
 import pytest
 
-from grader.contract import MODULES, OWNERS
 from grader.course import load_assignments, load_course
+from grader.release import context_dependents as dependents
 from selftests.bugs import all_bugs, materialize
 from selftests.test_classroom import run_grading_step
 from selftests.test_gradescope import simulate
@@ -67,74 +65,8 @@ def _run(args: list[str], cwd: Path, env: dict | None = None) -> subprocess.Comp
     return result
 
 
-# --- which components a bug may reach when graded in context -----------------------------------
-
-def _contract_names() -> dict[str, tuple[str, str]]:
-    """Identifier -> (module, qualname) of the contract names code can mention.
-
-    A class is mentioned by its name (constructing it runs `__init__`, calling
-    the module runs `forward`); other methods by their own name (`self.project_qkv`).
-    """
-    names: dict[str, tuple[str, str]] = {}
-    for module, owners in OWNERS.items():
-        for qualname in owners:
-            cls, _, method = qualname.partition(".")
-            names.setdefault(cls, (module, cls))
-            if method and not method.startswith("__") and method != "forward":
-                names[method] = (module, qualname)
-    return names
-
-
-def _referenced(module: str, qualname: str) -> set[tuple[str, str]]:
-    """The contract names that the reference code of `qualname` calls, constructs or reads."""
-    tree = ast.parse((ROOT / "solutions" / f"{module}.py").read_text())
-    node: ast.AST | None = None
-    for part in qualname.split("."):
-        scope = tree if node is None else node
-        node = next(n for n in ast.iter_child_nodes(scope)
-                    if isinstance(n, (ast.FunctionDef, ast.ClassDef)) and n.name == part)
-    known = _contract_names()
-    found = set()
-    for sub in ast.walk(node):
-        ident = sub.id if isinstance(sub, ast.Name) else sub.attr if isinstance(sub, ast.Attribute) else None
-        if ident in known and known[ident] != (module, qualname):
-            found.add(known[ident])
-    return found
-
-
-def _expand(module: str, qualname: str) -> set[tuple[str, str]]:
-    """A class stands for all its contract methods; a method needs its class's __init__."""
-    cls = qualname.split(".")[0]
-    members = {(module, q) for q in OWNERS[module] if q == qualname or q.startswith(cls + ".")}
-    if "." in qualname:
-        members = {(module, qualname)} | ({(module, f"{cls}.__init__")} & members)
-    return members or {(module, qualname)}
-
-
-@cache
-def reaches(component: str) -> frozenset[tuple[str, str]]:
-    """Every contract name the code of `component` runs when nothing is swapped (the reference's calls)."""
-    todo = [(m, q) for m in MODULES for q, owners in OWNERS[m].items() if component in owners]
-    todo = [name for m, q in todo for name in _expand(m, q)]
-    seen: set[tuple[str, str]] = set()
-    while todo:
-        name = todo.pop()
-        if name in seen:
-            continue
-        seen.add(name)
-        for ref in _referenced(*name):
-            todo += [n for n in _expand(*ref) if n not in seen]
-    return frozenset(seen)
-
-
-def dependents(component: str) -> set[str]:
-    """The components whose checks, graded in context, run code that `component` owns (and do not own it)."""
-    owned = {(m, q) for m in MODULES for q, owners in OWNERS[m].items() if component in owners}
-    return {c for c in [c.id for c in load_course().components] if c != component
-            and any(component in OWNERS[m][q] and c not in OWNERS[m][q] for m, q in reaches(c) & owned)}
-
-
 def test_dependents_follow_the_call_graph():
+    """What the README states about grading in context (For instructors: Student release)."""
     assert dependents("scaling") == {"multi_head_attention", "pre_ln_block", "kv_cache"}
     assert dependents("patch_embedding") == set() and dependents("sinusoidal_encoding") == set()
     assert "pre_ln_block" in dependents("multi_head_attention")

@@ -14,6 +14,7 @@ from pathlib import Path
 import pytest
 
 from grader.course import load_course
+from grader.release import context_dependents
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -120,7 +121,7 @@ def test_readme_commands_work_in_the_bundle(bundle):
 def _project_copy(dest: Path) -> Path:
     """What `release` reads, copied from this checkout (its current code, not only what is committed)."""
     ignore = shutil.ignore_patterns("__pycache__", "*.pyc")
-    for name in ("grader", "tests", "exercises", ".github"):
+    for name in ("grader", "tests", "exercises", "solutions", ".github"):
         shutil.copytree(ROOT / name, dest / name, ignore=ignore)
     for name in ("course.yml", "pyproject.toml"):
         shutil.copy(ROOT / name, dest / name)
@@ -162,3 +163,11 @@ def test_release_without_git_refuses_unless_told_exercises_holds_the_stubs(tmp_p
     assert _release_from(project, tmp_path / "bundle", "--exercises-as-is").returncode == 0
     assert (tmp_path / "bundle" / "exercises" / "attention.py").read_text() == \
         (ROOT / "exercises" / "attention.py").read_text()
+
+
+def test_student_readme_says_the_bundle_grades_in_context(bundle):
+    readme = (bundle / "README.md").read_text()
+    assert "replaced by trusted stand-ins" not in readme and "graded on its own (" not in readme
+    for component in load_course().components:
+        row = next((l for l in readme.splitlines() if l.startswith(f"| `{component.id}` | `")), "")
+        assert set(re.findall(r"`(\w+)`", row)[1:]) == set(context_dependents(component.id)), component.id
