@@ -1,10 +1,11 @@
 """`python -m grader release OUTDIR`: the bundle a class receives.
 
-The bundle holds the pristine stubs of exercises/ (as committed, whatever this
-checkout's exercises/ holds now), the public checks (tests/ without hidden
-checks), the grader, course.yml (without hidden checks), pyproject.toml, a
-Makefile, a student README and the GitHub Classroom workflow
-(.github/workflows/classroom.yml). It never holds solutions/ or the hidden checks.
+The bundle holds the pristine stubs (grader/pristine.py: as committed, whatever
+this checkout's exercises/ holds now) in exercises/ and grader/stubs/, the
+public checks (tests/ without hidden checks), the grader, course.yml (without
+hidden checks), pyproject.toml, a Makefile, a student README and the GitHub
+Classroom workflow (.github/workflows/classroom.yml). It never holds solutions/
+or the hidden checks.
 """
 from __future__ import annotations
 
@@ -12,13 +13,13 @@ import argparse
 import ast
 import functools
 import shutil
-import subprocess
 import sys
 from pathlib import Path
 
 import yaml
 
 from .contract import COMPONENTS, MODULES, OWNERS
+from .pristine import PristineStubsError, changed_exercises, pristine_stubs, write_shipped_stubs
 
 ROOT = Path(__file__).resolve().parent.parent
 IGNORE = shutil.ignore_patterns("__pycache__", "*.pyc", ".pytest_cache")
@@ -268,82 +269,31 @@ class RecordingKVCache:
 '''
 
 
-class ReleaseError(Exception):
-    """The bundle cannot be built as asked."""
-
-
-def _git(*args: str) -> subprocess.CompletedProcess:
-    return subprocess.run(["git", "-c", f"safe.directory={ROOT}", "-C", str(ROOT), *args],
-                          capture_output=True, timeout=60)
-
-
-def pristine_stubs() -> dict[str, bytes]:
-    """exercises/ as committed at git HEAD: path inside exercises/ -> contents.
-
-    Raises ReleaseError where there is no git checkout holding exercises/.
-    """
-    try:
-        listing = _git("ls-tree", "-r", "-z", "--name-only", "HEAD", "--", "exercises")
-    except (OSError, subprocess.SubprocessError) as exc:
-        raise ReleaseError(f"git is not available ({exc})") from None
-    paths = [p for p in listing.stdout.decode().split("\0") if p] if listing.returncode == 0 else []
-    if not paths:
-        why = listing.stderr.decode().strip().splitlines()[-1:] or ["exercises/ is not committed"]
-        raise ReleaseError(f"no committed exercises/ in {ROOT}: {why[0]}")
-    stubs = {}
-    for path in paths:
-        blob = _git("show", f"HEAD:./{path}")
-        if blob.returncode != 0:
-            raise ReleaseError(f"git show HEAD:{path} failed: {blob.stderr.decode().strip()}")
-        stubs[path.removeprefix("exercises/")] = blob.stdout
+def _stubs() -> dict[str, str]:
+    """The bundle's exercises/: the pristine stubs (grader/pristine.py), never a learner's work here."""
+    stubs = pristine_stubs()
+    changed = changed_exercises(stubs=stubs)
+    if changed:
+        print(f"release: exercises/ has local changes ({', '.join(changed)}); the bundle leaves them out and "
+              "ships the pristine stubs (as committed at git HEAD)", file=sys.stderr)
     return stubs
 
 
-def local_changes(stubs: dict[str, bytes]) -> list[str]:
-    """The files of this checkout's exercises/ that differ from `stubs`: 'attention.py (modified)', ..."""
-    folder = ROOT / "exercises"
-    present = {str(p.relative_to(folder)) for p in folder.rglob("*")
-               if p.is_file() and "__pycache__" not in p.parts and p.suffix != ".pyc"}
-    changes = [f"{name} (missing)" for name in sorted(set(stubs) - present)]
-    changes += [f"{name} (not committed)" for name in sorted(present - set(stubs))]
-    changes += [f"{name} (modified)" for name in sorted(present & set(stubs))
-                if (folder / name).read_bytes() != stubs[name]]
-    return changes
-
-
-def _stubs(as_is: bool) -> dict[str, bytes]:
-    """The bundle's exercises/: the committed stubs, never a learner's work in this checkout."""
-    folder = ROOT / "exercises"
-    if as_is:
-        return {str(p.relative_to(folder)): p.read_bytes() for p in sorted(folder.rglob("*"))
-                if p.is_file() and "__pycache__" not in p.parts and p.suffix != ".pyc"}
-    try:
-        stubs = pristine_stubs()
-    except ReleaseError as exc:
-        raise ReleaseError(f"{exc}. The bundle must hold the pristine stubs, and without git they cannot be "
-                           "told from work written in exercises/; run release from a git checkout of the "
-                           "course, or pass --exercises-as-is if exercises/ holds exactly the stubs") from None
-    changes = local_changes(stubs)
-    if changes:
-        print("release: exercises/ has local changes, which the bundle leaves out (it ships the stubs as "
-              "committed at git HEAD): " + ", ".join(changes), file=sys.stderr)
-    return stubs
-
-
-def build_release(out: Path, *, exercises_as_is: bool = False) -> Path:
-    """Write the bundle into `out` (new or empty); exercises/ from git HEAD unless `exercises_as_is`."""
+def build_release(out: Path) -> Path:
+    """Write the bundle into `out` (new or empty). Raises PristineStubsError where the stubs cannot be found."""
     from .course import load_course
 
     out = Path(out)
     if out.exists() and any(out.iterdir()):
         raise FileExistsError(f"{out} exists and is not empty")
-    stubs = _stubs(exercises_as_is)
+    stubs = _stubs()
     out.mkdir(parents=True, exist_ok=True)
     hidden = load_course().hidden_checks
-    for name, data in stubs.items():
-        (out / "exercises" / name).parent.mkdir(parents=True, exist_ok=True)
-        (out / "exercises" / name).write_bytes(data)
+    (out / "exercises").mkdir()
+    for name, text in stubs.items():
+        (out / "exercises" / name).write_text(text, encoding="utf-8")
     shutil.copytree(ROOT / "grader", out / "grader", ignore=IGNORE)
+    write_shipped_stubs(out, stubs)  # the pristine copy a drill in the release starts from
     (out / "grader" / "standins.py").write_text(RELEASE_STANDINS)
     shutil.copytree(ROOT / "tests", out / "tests", ignore=IGNORE)
     for path in (out / "tests").glob("test_*.py"):
@@ -365,8 +315,8 @@ def build_release(out: Path, *, exercises_as_is: bool = False) -> Path:
 
 def _release(args: argparse.Namespace) -> int:
     try:
-        out = build_release(Path(args.outdir), exercises_as_is=args.exercises_as_is)
-    except (FileExistsError, ReleaseError) as exc:
+        out = build_release(Path(args.outdir))
+    except (FileExistsError, PristineStubsError) as exc:
         print(f"release: {exc}", file=sys.stderr)
         return 2
     print(f"student bundle written to {out}")
@@ -376,6 +326,4 @@ def _release(args: argparse.Namespace) -> int:
 def register(subparsers) -> None:
     parser = subparsers.add_parser("release", help="write the student bundle (no solutions, no hidden checks)")
     parser.add_argument("outdir", metavar="OUTDIR", help="an empty or new folder")
-    parser.add_argument("--exercises-as-is", action="store_true",
-                        help="ship exercises/ as it is now instead of the stubs committed at git HEAD")
     parser.set_defaults(func=_release)

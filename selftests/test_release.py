@@ -146,23 +146,20 @@ def test_release_ships_the_committed_stubs_whatever_exercises_holds(tmp_path):
     (project / "exercises" / "notes.py").write_text("x = 1\n")
     result = _release_from(project, tmp_path / "bundle")
     assert result.returncode == 0, result.stderr
-    assert "local changes" in result.stderr
-    assert "attention.py (modified)" in result.stderr and "notes.py (not committed)" in result.stderr
-    assert (tmp_path / "bundle" / "exercises" / "attention.py").read_text() == stub
-    assert not (tmp_path / "bundle" / "exercises" / "notes.py").exists()
-    clean = _release_from(project, tmp_path / "as-is", "--exercises-as-is")
-    assert clean.returncode == 0 and "learner's work" in (tmp_path / "as-is" / "exercises" / "attention.py").read_text()
+    assert "local changes (attention.py)" in result.stderr and "pristine stubs" in result.stderr
+    for shipped in (tmp_path / "bundle" / "exercises", tmp_path / "bundle" / "grader" / "stubs"):
+        assert (shipped / "attention.py").read_text() == stub
+        assert not (shipped / "notes.py").exists()
+    assert sorted(p.name for p in (tmp_path / "bundle" / "exercises").iterdir()) == \
+        sorted(p.name for p in (ROOT / "exercises").glob("*.py"))
 
 
 @pytest.mark.timeout(120)
-def test_release_without_git_refuses_unless_told_exercises_holds_the_stubs(tmp_path):
+def test_release_without_git_refuses(tmp_path):
     project = _project_copy(tmp_path / "project")
     result = _release_from(project, tmp_path / "bundle")
-    assert result.returncode == 2 and "pristine stubs" in result.stderr and "--exercises-as-is" in result.stderr
+    assert result.returncode == 2 and "pristine exercise stubs" in result.stderr and "git" in result.stderr
     assert not (tmp_path / "bundle").exists()
-    assert _release_from(project, tmp_path / "bundle", "--exercises-as-is").returncode == 0
-    assert (tmp_path / "bundle" / "exercises" / "attention.py").read_text() == \
-        (ROOT / "exercises" / "attention.py").read_text()
 
 
 def test_student_readme_says_the_bundle_grades_in_context(bundle):
