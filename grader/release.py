@@ -1,18 +1,25 @@
 """`python -m grader release OUTDIR`: the bundle a class receives.
 
-The bundle holds exercises/, the public checks (tests/ without hidden checks),
-the grader, course.yml (without hidden checks), pyproject.toml, a Makefile, a
-student README and the GitHub Classroom workflow (.github/workflows/classroom.yml). It never holds solutions/ or the hidden checks.
+The bundle holds the pristine stubs (grader/pristine.py: as committed, whatever
+this checkout's exercises/ holds now) in exercises/ and grader/stubs/, the
+public checks (tests/ without hidden checks), the grader, course.yml (without
+hidden checks), pyproject.toml, a Makefile, a student README and the GitHub
+Classroom workflow (.github/workflows/classroom.yml). It never holds solutions/
+or the hidden checks.
 """
 from __future__ import annotations
 
 import argparse
 import ast
+import functools
 import shutil
 import sys
 from pathlib import Path
 
 import yaml
+
+from .contract import COMPONENTS, MODULES, OWNERS
+from .pristine import PristineStubsError, changed_exercises, pristine_stubs, write_shipped_stubs
 
 ROOT = Path(__file__).resolve().parent.parent
 IGNORE = shutil.ignore_patterns("__pycache__", "*.pyc", ".pytest_cache")
@@ -37,6 +44,71 @@ $(STAMP): pyproject.toml
 grade: $(STAMP)
 \t$(BIN)/python -m grader check $(COMPONENTS)
 """
+
+
+def _contract_names() -> dict[str, tuple[str, str]]:
+    """Identifier -> (module, qualname) of the contract names code can mention.
+
+    A class is mentioned by its name (constructing it runs `__init__`, calling
+    the module runs `forward`); other methods by their own name (`self.project_qkv`).
+    """
+    names: dict[str, tuple[str, str]] = {}
+    for module, owners in OWNERS.items():
+        for qualname in owners:
+            cls, _, method = qualname.partition(".")
+            names.setdefault(cls, (module, cls))
+            if method and not method.startswith("__") and method != "forward":
+                names[method] = (module, qualname)
+    return names
+
+
+def _referenced(module: str, qualname: str) -> set[tuple[str, str]]:
+    """The contract names that the reference code of `qualname` calls, constructs or reads."""
+    tree = ast.parse((ROOT / "solutions" / f"{module}.py").read_text())
+    node: ast.AST = tree
+    for part in qualname.split("."):
+        node = next(n for n in ast.iter_child_nodes(node)
+                    if isinstance(n, (ast.FunctionDef, ast.ClassDef)) and n.name == part)
+    known = _contract_names()
+    found = set()
+    for sub in ast.walk(node):
+        ident = sub.id if isinstance(sub, ast.Name) else sub.attr if isinstance(sub, ast.Attribute) else None
+        if ident in known and known[ident] != (module, qualname):
+            found.add(known[ident])
+    return found
+
+
+def _expand(module: str, qualname: str) -> set[tuple[str, str]]:
+    """A class stands for all its contract methods; a method needs its class's __init__."""
+    cls = qualname.split(".")[0]
+    members = {(module, q) for q in OWNERS[module] if q == qualname or q.startswith(cls + ".")}
+    if "." in qualname:
+        members = {(module, qualname)} | ({(module, f"{cls}.__init__")} & members)
+    return members or {(module, qualname)}
+
+
+@functools.cache
+def _reaches(component: str) -> frozenset[tuple[str, str]]:
+    """Every contract name the code of `component` runs when nothing is swapped (the reference's calls)."""
+    todo = [n for m in MODULES for q, owners in OWNERS[m].items() if component in owners for n in _expand(m, q)]
+    seen: set[tuple[str, str]] = set()
+    while todo:
+        name = todo.pop()
+        if name not in seen:
+            seen.add(name)
+            todo += [n for ref in _referenced(*name) for n in _expand(*ref) if n not in seen]
+    return frozenset(seen)
+
+
+def context_dependents(component: str) -> frozenset[str]:
+    """The components where, graded in context (a release), a bug in `component` can also cost points.
+
+    Those whose code, as the reference writes it, runs code that `component`
+    owns and they do not: the official grader swaps that code for a trusted
+    stand-in, a release cannot (the stand-ins would be answers).
+    """
+    return frozenset(c for c in COMPONENTS if c != component and any(
+        component in OWNERS[m][q] and c not in OWNERS[m][q] for m, q in _reaches(c)))
 
 
 def strip_checks(source: str, names: set[str]) -> str:
@@ -72,6 +144,10 @@ def student_readme(course_text: str) -> str:
     rows = "\n".join(f"| `{c['id']}` | {c['title']} | `exercises/{c['file']}` | {c['points']:g} |"
                      for c in data["components"])
     total = sum(float(c["points"]) for c in data["components"])
+    ids = [c["id"] for c in data["components"]]
+    context_rows = "\n".join(
+        f"| `{c}` | " + ", ".join(f"`{d}`" for d in ids if d in context_dependents(c)) + " |"
+        for c in ids if context_dependents(c))
     return f"""# {name}
 
 Build a Transformer by hand in PyTorch. You fill in the stubs in `exercises/`
@@ -99,8 +175,24 @@ In teaching order ({total:g} points in all):
 {rows}
 
 Each file's docstrings explain the shapes and the idea; `TODO` marks where your
-code goes. Each component is graded on its own (the other components are
-replaced by trusted stand-ins while its checks run), so you can work in any order.
+code goes.
+
+## How this bundle grades
+
+Here each component is graded together with your own code for the components
+it uses: multi-head attention runs your `attention_scores`, your masks, your
+head splitting. So a mistake can also cost points in the components built on
+the code it is in, until it is fixed:
+
+| a mistake in | can also cost points here in |
+|---|---|
+{context_rows}
+
+Where your course grades on Gradescope, in nbgrader or with the instructors'
+`grade-all`, each component is graded on its own, with trusted implementations
+of the others, so there a mistake costs points only in its own component; those
+also run checks that are not in this bundle. A GitHub Classroom assignment made
+from this bundle grades as this bundle does.
 
 ## Checking your work
 
@@ -121,8 +213,9 @@ failing check says what it expected and what came back.
 python -m grader grade exercises --results results.json
 ```
 
-writes the score you would get on the public checks into `results.json`. Your
-course may grade further checks that are not in this bundle. Hand in the files
+writes your score on the public checks, graded as `check` grades them, into
+`results.json` (the GitHub Classroom workflow of this bundle runs the same
+grading on every push). Hand in the files
 of `exercises/` as your course asks (a zip of the folder, a GitHub push, ...).
 """
 
@@ -136,10 +229,24 @@ component is graded together with your own code for the others.
 """
 from __future__ import annotations
 
+import importlib
+import sys
+
 import torch
 from torch import Tensor
 
 COMPLETE = False
+
+
+class KVCache:
+    """No trusted cache ships: a check's reference cache is your own `kv_cache.KVCache` (in context)."""
+
+    # Temporary (until the grader resolves a missing stand-in to the student's name itself):
+    # the implementation loaded last in this process is the one being graded.
+    def __new__(cls, *args, **kwargs):
+        packages = [n for n in sys.modules if n.startswith("_drills_impl_") and "." not in n]
+        latest = max(packages, key=lambda n: int(n.rsplit("_", 1)[1]))
+        return importlib.import_module(f"{latest}.kv_cache").KVCache(*args, **kwargs)
 
 
 class RecordingKVCache:
@@ -162,16 +269,31 @@ class RecordingKVCache:
 '''
 
 
+def _stubs() -> dict[str, str]:
+    """The bundle's exercises/: the pristine stubs (grader/pristine.py), never a learner's work here."""
+    stubs = pristine_stubs()
+    changed = changed_exercises(stubs=stubs)
+    if changed:
+        print(f"release: exercises/ has local changes ({', '.join(changed)}); the bundle leaves them out and "
+              "ships the pristine stubs (as committed at git HEAD)", file=sys.stderr)
+    return stubs
+
+
 def build_release(out: Path) -> Path:
+    """Write the bundle into `out` (new or empty). Raises PristineStubsError where the stubs cannot be found."""
     from .course import load_course
 
     out = Path(out)
     if out.exists() and any(out.iterdir()):
         raise FileExistsError(f"{out} exists and is not empty")
+    stubs = _stubs()
     out.mkdir(parents=True, exist_ok=True)
     hidden = load_course().hidden_checks
-    shutil.copytree(ROOT / "exercises", out / "exercises", ignore=IGNORE)
+    (out / "exercises").mkdir()
+    for name, text in stubs.items():
+        (out / "exercises" / name).write_text(text, encoding="utf-8")
     shutil.copytree(ROOT / "grader", out / "grader", ignore=IGNORE)
+    write_shipped_stubs(out, stubs)  # the pristine copy a drill in the release starts from
     (out / "grader" / "standins.py").write_text(RELEASE_STANDINS)
     shutil.copytree(ROOT / "tests", out / "tests", ignore=IGNORE)
     for path in (out / "tests").glob("test_*.py"):
@@ -194,7 +316,7 @@ def build_release(out: Path) -> Path:
 def _release(args: argparse.Namespace) -> int:
     try:
         out = build_release(Path(args.outdir))
-    except FileExistsError as exc:
+    except (FileExistsError, PristineStubsError) as exc:
         print(f"release: {exc}", file=sys.stderr)
         return 2
     print(f"student bundle written to {out}")
