@@ -220,53 +220,9 @@ of `exercises/` as your course asks (a zip of the folder, a GitHub push, ...).
 """
 
 
-RELEASE_STANDINS = '''"""Stand-ins of a student release: only what the checks themselves use.
-
-The official grader replaces every component but the one being graded by a
-trusted implementation, so that one bug costs points in one place. Those
-implementations would be answers, so a release does not ship them: here each
-component is graded together with your own code for the others.
-"""
-from __future__ import annotations
-
-import importlib
-import sys
-
-import torch
-from torch import Tensor
-
-COMPLETE = False
-
-
-class KVCache:
-    """No trusted cache ships: a check's reference cache is your own `kv_cache.KVCache` (in context)."""
-
-    # Temporary (until the grader resolves a missing stand-in to the student's name itself):
-    # the implementation loaded last in this process is the one being graded.
-    def __new__(cls, *args, **kwargs):
-        packages = [n for n in sys.modules if n.startswith("_drills_impl_") and "." not in n]
-        latest = max(packages, key=lambda n: int(n.rsplit("_", 1)[1]))
-        return importlib.import_module(f"{latest}.kv_cache").KVCache(*args, **kwargs)
-
-
-class RecordingKVCache:
-    """A cache that keeps every `update` call's arguments, so a check can see what was appended."""
-
-    def __init__(self) -> None:
-        self.calls: list[tuple[Tensor, Tensor]] = []
-
-    def update(self, k: Tensor, v: Tensor):
-        self.calls.append((k.detach().clone(), v.detach().clone()))
-        keys = torch.cat([c[0] for c in self.calls], dim=-2)
-        values = torch.cat([c[1] for c in self.calls], dim=-2)
-        return keys, values
-
-    def updates(self) -> list[tuple[Tensor, Tensor]]:
-        return list(self.calls)
-
-    def __len__(self) -> int:
-        return sum(c[0].shape[-2] for c in self.calls)
-'''
+# What of grader/standins/ a release ships: the table and the tools, which hold no answer (without the
+# pieces, every component is graded in context: see grader/standins/__init__.py).
+SHIPPED_STANDINS = ("__init__", "recording")
 
 
 def _stubs() -> dict[str, str]:
@@ -294,7 +250,9 @@ def build_release(out: Path) -> Path:
         (out / "exercises" / name).write_text(text, encoding="utf-8")
     shutil.copytree(ROOT / "grader", out / "grader", ignore=IGNORE)
     write_shipped_stubs(out, stubs)  # the pristine copy a drill in the release starts from
-    (out / "grader" / "standins.py").write_text(RELEASE_STANDINS)
+    for piece in (out / "grader" / "standins").glob("*.py"):  # stand-ins are answers: only the tools ship
+        if piece.stem not in SHIPPED_STANDINS:
+            piece.unlink()
     shutil.copytree(ROOT / "tests", out / "tests", ignore=IGNORE)
     for path in (out / "tests").glob("test_*.py"):
         component = path.stem.removeprefix("test_")
