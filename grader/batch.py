@@ -70,6 +70,18 @@ def _locate(folder: Path) -> Path | None:
     return Path(best[2]) if best else None
 
 
+def _contents(path: Path) -> bytes:
+    """A file's bytes for the fingerprint; a link, FIFO or huge file by what it is (never opened through)."""
+    from .source import UnreadableFile, read_file
+
+    if not os.path.lexists(path):
+        return b"<missing>"
+    try:
+        return read_file(path)
+    except UnreadableFile as exc:
+        return f"<{exc}>".encode()
+
+
 def discover(submissions: Path, grader_fp: str) -> list[Student]:
     students = []
     for entry in sorted(Path(submissions).iterdir()):
@@ -80,12 +92,12 @@ def discover(submissions: Path, grader_fp: str) -> list[Student]:
         if folder is not None:
             for name in EXERCISE_FILES:
                 path = folder / name
-                digest.update(name.encode() + b"\0" + (path.read_bytes() if path.is_file() else b"<missing>") + b"\0")
+                digest.update(name.encode() + b"\0" + _contents(path) + b"\0")
             students.append(Student(entry.name, folder, digest.hexdigest()))
             continue
         notebooks = sorted(entry.rglob("*.ipynb"))
         for path in notebooks:
-            digest.update(path.read_bytes())
+            digest.update(_contents(path))
         problem = ("notebook submissions are not supported by grade-all yet; hand in the exercise files"
                    if notebooks else "no exercise files found (" + ", ".join(EXERCISE_FILES) + ")")
         students.append(Student(entry.name, None, digest.hexdigest(), problem))
@@ -172,9 +184,12 @@ def serve() -> None:
     interrupt to another CPU, which is costly on virtual machines (a tenth of
     a batch here).
     """
+    from .worker import start_zygote
+
     replies = os.fdopen(os.dup(1), "w", buffering=1)
     os.dup2(2, 1)  # whatever else prints goes to the log, never into the replies
     sys.stdout = sys.stderr
+    start_zygote()  # before the checks are collected: workers must not inherit their helpers (correct answers)
     server = _Server(replies)
     tasks = server.tasks()
     first = next(tasks, None)

@@ -19,6 +19,7 @@ from pathlib import Path
 
 from .contract import OWNERS, component_modules
 from .results import ERROR, TIMEOUT, CaseResult
+from .source import UnreadableFile, read_file
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -51,8 +52,8 @@ def _code_of(path: Path, module: str, component: str) -> list[bytes]:
     used any other way (an alias, say) stays in.
     """
     try:
-        source = path.read_bytes()
-    except OSError:
+        source = read_file(path)
+    except UnreadableFile:
         return [b"<missing>"]
     pieces = _pieces(source)
     if pieces is None:

@@ -100,11 +100,14 @@ def main(argv: list[str] | None = None) -> int:
 def run() -> None:
     """The command line: `main`, then leave without tearing the interpreter down.
 
-    Tearing down torch takes half a second, and there is nothing to clean up:
-    results are written and closed, and the zygote and its workers are killed as
-    this process ends.
+    Tearing down torch takes half a second, and there is nothing to tear down:
+    results are written and closed. Every process the grader started (the
+    zygote, workers, what student code left running) is ended and waited for
+    first, so none is left behind or handed to another parent.
     """
     code = main()
     sys.stdout.flush()
     sys.stderr.flush()
+    if "grader.worker" in sys.modules:  # it started processes: wait for every one before leaving
+        sys.modules["grader.worker"].shutdown()
     os._exit(code)

@@ -11,6 +11,16 @@ from .results import ERROR, FAILED, NOT_STARTED, PASSED, TIMEOUT, Report
 STYLE = {PASSED: "green", FAILED: "red", ERROR: "red", TIMEOUT: "magenta", NOT_STARTED: "yellow"}
 
 
+def protection_line(report: Report) -> str:
+    """Which sandbox student code ran in (grader/sandbox.py); a warning when there was none."""
+    from .sandbox import NONE, describe
+
+    if report.protection == "in-process":
+        return "student code ran in the grader's own process (plain pytest): nothing was confined"
+    text = f"sandbox: {describe(report.protection)}"
+    return f"WARNING: {text}" if report.protection == NONE else text
+
+
 def _points(score: float, max_score: float) -> str:
     return f"{round(score, 1):g}/{round(max_score, 1):g}"
 
@@ -25,6 +35,9 @@ def print_terminal(report: Report, *, verbose: bool = False, hints: bool = False
     file = file or sys.stdout
     tty = file.isatty()
     console = Console(file=file, highlight=False, soft_wrap=not tty, no_color=not tty, width=None if tty else 200)
+    unprotected = report.protection not in ("namespaces", "landlock")
+    if unprotected:
+        console.print(Text(protection_line(report), style="bold red"))
     table = Table(title=f"transformer-drills: {report.target}", title_justify="left",
                   box=box.HEAVY_HEAD if tty else None, pad_edge=False)
     table.add_column("component")
@@ -54,6 +67,8 @@ def print_terminal(report: Report, *, verbose: bool = False, hints: bool = False
     not_started = [c.id for c in report.components if c.status == NOT_STARTED]
     if not_started:
         console.print(Text(f"\nnot started yet: {', '.join(not_started)}", style="yellow"))
+    if not unprotected:
+        console.print(Text(f"\n{protection_line(report)}", style="dim"))
 
 
 def _indent(text: str) -> str:
@@ -78,9 +93,11 @@ def to_gradescope(report: Report) -> dict:
                 "tags": [component.id, check.status],
                 "visibility": "after_published" if check.hidden else "visible",
             })
+    points = f"{report.score:.1f}/{report.max_score:g} points"
+    warning = report.protection not in ("namespaces", "landlock")
     return {
         "score": round(report.score, 4),
-        "output": f"{report.score:.1f}/{report.max_score:g} points",
+        "output": f"{protection_line(report)}\n\n{points}" if warning else f"{points}\n\n{protection_line(report)}",
         "tests": tests,
     }
 
@@ -99,6 +116,7 @@ def to_junit(report: Report) -> str:
     import xml.etree.ElementTree as ET
 
     suites = ET.Element("testsuites", name="transformer-drills", tests=str(sum(len(c.checks) for c in report.components)))
+    ET.SubElement(ET.SubElement(suites, "properties"), "property", name="sandbox", value=protection_line(report))
     for component in report.components:
         failures = [c for c in component.checks if c.status != PASSED]
         suite = ET.SubElement(suites, "testsuite", name=component.id, tests=str(len(component.checks)),
@@ -117,8 +135,10 @@ def to_junit(report: Report) -> str:
 
 def to_markdown(report: Report) -> str:
     """A Markdown summary (GitHub step summaries, pull-request comments)."""
-    lines = [f"## transformer-drills: {report.score:.1f}/{report.max_score:g}", "",
+    lines = [f"## transformer-drills: {report.score:.1f}/{report.max_score:g}", "", f"_{protection_line(report)}_", "",
              "| component | points | status |", "|---|---:|---|"]
+    if report.protection not in ("namespaces", "landlock"):
+        lines.insert(0, f"> **{protection_line(report)}**\n")
     for component in report.components:
         lines.append(f"| `{component.id}` | {_points(component.score, component.max_score)} | {component.status} |")
     for component in report.components:

@@ -551,8 +551,8 @@ def _describe_exit(code: int | None) -> str:
     return f"the process exited with status {code} (os._exit or a crash in native code)"
 
 
-def kill_strays() -> list[int]:
-    """Kill every process descended from this one except the zygote; returns their pids."""
+def _descendants() -> list[int]:
+    """Every process descended from this one or from its zygote, except the zygote itself."""
     me = os.getpid()
     children: dict[int, list[int]] = {}
     for entry in os.listdir("/proc"):
@@ -565,10 +565,34 @@ def kill_strays() -> list[int]:
             continue
         children.setdefault(ppid, []).append(int(entry))
     # the grader's other descendants, and the zygote's: workers left running, and what student code left
-    killed, stack = [], [p for p in children.get(me, []) if p != _zygote_pid] + children.get(_zygote_pid, [])
+    found, stack = [], [p for p in children.get(me, []) if p != _zygote_pid] + children.get(_zygote_pid, [])
     while stack:
         pid = stack.pop()
+        found.append(pid)
         stack += children.get(pid, [])
+    return found
+
+
+def kill_strays() -> list[int]:
+    """Kill every process descended from this one except the zygote; returns their pids.
+
+    Each one found is stopped first, and the search repeated until it finds no
+    new one, so that a process that forks as it is found (a new pid each time)
+    cannot stay a step ahead; then all are killed and reaped.
+    """
+    stopped: list[int] = []
+    for _ in range(200):
+        new = [pid for pid in _descendants() if pid not in stopped]
+        if not new:
+            break
+        for pid in new:
+            try:
+                os.kill(pid, signal.SIGSTOP)
+            except (ProcessLookupError, PermissionError):
+                pass
+        stopped += new
+    killed = []
+    for pid in stopped:
         try:
             os.kill(pid, signal.SIGKILL)
             killed.append(pid)
@@ -580,3 +604,18 @@ def kill_strays() -> list[int]:
         except ChildProcessError:
             pass
     return killed
+
+
+def shutdown(timeout_s: float = 5.0) -> None:
+    """Before the grader exits: end every process it started and wait for each (nothing is left re-parented)."""
+    kill_strays()
+    stop_zygote()
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        try:
+            pid, _ = os.waitpid(-1, os.WNOHANG)
+        except ChildProcessError:
+            return  # no child left
+        if pid == 0:
+            kill_strays()
+            time.sleep(0.01)

@@ -151,10 +151,11 @@ def test_an_interrupt_loses_nothing_finished(tmp_path):
 META_WORKER = f"""\
 import sys, time
 sys.path.insert(0, {str(ROOT)!r})
+from grader.sandbox import Plan
 from grader.worker import Limits, Worker, a_worker_loaded_meta, start_zygote
 start_zygote()
 for folder in sys.argv[1:]:
-    worker = Worker(folder, None, Limits())
+    worker = Worker(Plan.for_copy("none", folder), None, Limits())
     reply = worker.request({{"op": "call", "name": "attention.causal_mask", "args": (3,), "kwargs": {{}}}},
                            time.monotonic() + 30)
     worker.kill()
@@ -237,3 +238,23 @@ def test_no_two_jobs_grade_the_same_component_code_at_once():
 
     lone = _Schedule([Student("only", Path("only"), "only")], lambda s: frozenset({"x"}))
     assert lone.take(stop)[1] is True  # nothing else to grade: it may use the other jobs' cores
+
+
+def test_a_thief_and_a_fifo_in_a_class(tmp_path):
+    """The workers of a batch hold none of the checks' helpers (which compute correct tables), and a FIFO
+    in one student's folder neither hangs the batch nor costs the others anything."""
+    import os
+
+    from selftests.hostile import thieves
+
+    subs = tmp_path / "submissions"
+    thieves.materialize("memory", subs / "mallory")
+    frank = _copy(ROOT / "solutions", subs / "frank")
+    (frank / "positional.py").unlink()
+    os.mkfifo(frank / "positional.py")
+    summary = grade_all(subs, tmp_path / "out", jobs=2, student_timeout=300)
+    assert summary["errors"] == []
+    book = _gradebook(tmp_path / "out")
+    assert float(book["mallory"]["total"]) == 0
+    assert float(book["frank"]["sinusoidal_encoding"]) == 0
+    assert float(book["frank"]["total"]) == pytest.approx(100 - load_course().component("sinusoidal_encoding").points)

@@ -304,3 +304,51 @@ def test_worker_cannot_read_solutions_or_checks(tmp_path):
     graded = grade(submission, evidence)
     assert graded.scores == pytest.approx(full_marks(), abs=0.01)
     shutil.rmtree(evidence.parent, ignore_errors=True)
+
+
+def test_the_grader_waits_for_every_process_it_started(tmp_path):
+    """Nothing the grader started is still running, or handed to another parent, once it has exited."""
+    import ctypes
+
+    libc = ctypes.CDLL(None, use_errno=True)
+    attack = next(a for a in ATTACKS if a.name == "pid_hopper")
+    mark = str(secrets.randbelow(10**8) + 10**8)
+    submission = attack.materialize(tmp_path / "submission", evidence_folder(tmp_path, "evidence"), mark)
+    libc.prctl(36, 1, 0, 0, 0)  # PR_SET_CHILD_SUBREAPER: what the grader leaves behind would come to this process
+    try:
+        for sandbox in ("namespaces", "landlock"):
+            result = subprocess.run([sys.executable, "-m", "grader", "grade", str(submission), "--results",
+                                     str(tmp_path / "r.json"), "--timeout", str(TIMEOUT_S)], cwd=ROOT,
+                                    env={**os.environ, "DRILLS_SANDBOX": sandbox}, capture_output=True, timeout=300)
+            assert result.returncode == 0, result.stderr[-2000:]
+            left = []
+            for entry in os.listdir("/proc"):
+                try:
+                    with open(f"/proc/{entry}/stat") as stat:
+                        if int(stat.read().rpartition(")")[2].split()[1]) == os.getpid():
+                            left.append(int(entry))
+                except (OSError, ValueError):
+                    pass
+            assert left == [], f"with {sandbox}: the grader left processes behind"
+            assert not [pid for pid in _marked(mark) if alive(pid)]
+    finally:
+        libc.prctl(36, 0, 0, 0, 0)
+        while True:
+            try:
+                if os.waitpid(-1, os.WNOHANG)[0] == 0:
+                    break
+            except ChildProcessError:
+                break
+
+
+def test_landlock_keeps_the_answers_out_of_reach_too(tmp_path):
+    """Where namespaces are refused (a container), Landlock closes the same routes."""
+    env = {**os.environ, "DRILLS_SANDBOX": "landlock"}
+    for route in ("files", "git", "import_standins"):
+        submission = thieves.materialize(route, tmp_path / route / "submission")
+        results = tmp_path / route / "results.json"
+        subprocess.run([sys.executable, "-m", "grader", "grade", str(submission), "--results", str(results),
+                        "--format", "json", "--timeout", str(TIMEOUT_S)], cwd=ROOT, env=env, capture_output=True,
+                       timeout=300, check=True)
+        data = json.loads(results.read_text())
+        assert data["protection"] == "landlock" and data["score"] == 0, route
