@@ -56,7 +56,11 @@ def run_as(user: str) -> list[str]:
     except KeyError:
         subprocess.run(["useradd", "--system", "--no-create-home", "--shell", "/usr/sbin/nologin", ORDINARY_USER],
                        check=True, capture_output=True)
-    return ["runuser", "-u", ORDINARY_USER, "--"]
+    prefix = ["runuser", "-u", ORDINARY_USER, "--"]
+    probe = subprocess.run([*prefix, sys.executable, "-c", "import grader.cli, torch"], cwd=ROOT, capture_output=True)
+    assert probe.returncode == 0, (f"an ordinary user cannot run this checkout's Python and grader ({ROOT}); "
+                                   f"make the checkout world-readable:\n{probe.stderr.decode()[-500:]}")
+    return prefix
 
 
 def _marked(mark: str) -> set[int]:
