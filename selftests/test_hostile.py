@@ -6,6 +6,7 @@ laptop, a teaching assistant, a non-root CI runner).
 """
 from __future__ import annotations
 
+import functools
 import json
 import os
 import pwd
@@ -47,10 +48,11 @@ class Graded:
     seen: set[int] = field(default_factory=set)  # pids of processes that carried the attack's mark
 
 
-def run_as(user: str) -> list[str]:
+@functools.lru_cache(maxsize=None)
+def run_as(user: str) -> tuple[str, ...]:
     """The command prefix that runs a command as `user` ("root": as is; "ordinary": a user without privileges)."""
     if user == "root" or os.geteuid() != 0:
-        return []
+        return ()
     try:
         pwd.getpwnam(ORDINARY_USER)
     except KeyError:
@@ -60,7 +62,7 @@ def run_as(user: str) -> list[str]:
     probe = subprocess.run([*prefix, sys.executable, "-c", "import grader.cli, torch"], cwd=ROOT, capture_output=True)
     assert probe.returncode == 0, (f"an ordinary user cannot run this checkout's Python and grader ({ROOT}); "
                                    f"make the checkout world-readable:\n{probe.stderr.decode()[-500:]}")
-    return prefix
+    return tuple(prefix)
 
 
 def _marked(mark: str) -> set[int]:
