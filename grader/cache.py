@@ -17,7 +17,7 @@ from dataclasses import asdict
 from functools import lru_cache
 from pathlib import Path
 
-from .contract import OWNERS, component_modules
+from .contract import MODULES, OWNERS, component_modules
 from .results import ERROR, TIMEOUT, CaseResult
 from .source import UnreadableFile, read_file
 
@@ -37,10 +37,44 @@ def grader_fingerprint(checks_dir: str) -> str:
 
 def component_key(folder: str | Path, component: str, checks_dir: str | Path, settings: str) -> str:
     digest = hashlib.sha256(f"{grader_fingerprint(str(checks_dir))}|{component}|{settings}".encode())
-    for module in component_modules(component):
+    own = component_modules(component)
+    for module in own:
         digest.update(f"|{module}:".encode())
         digest.update(b"\0".join(_code_of(Path(folder) / f"{module}.py", module, component)))
+    if any(_imports_siblings(Path(folder) / f"{module}.py") for module in own):
+        # a sibling's own helpers (`from .attention import _require`) are the student's code too
+        for module in MODULES:
+            if module not in own:
+                digest.update(f"|sibling {module}:".encode() + _tree(Path(folder) / f"{module}.py"))
     return digest.hexdigest()
+
+
+def _tree(path: Path) -> bytes:
+    """The file's syntax tree (comments and layout do not count), else its bytes."""
+    try:
+        source = read_file(path)
+    except UnreadableFile:
+        return b"<missing>"
+    try:
+        return ast.dump(ast.parse(source)).encode()
+    except (SyntaxError, ValueError):
+        return source
+
+
+def _imports_siblings(path: Path) -> bool:
+    """Whether the file imports a sibling's own names (`from .attention import _require`, `from . import vit`),
+    not only the contract's."""
+    try:
+        tree = ast.parse(read_file(path))
+    except (UnreadableFile, SyntaxError, ValueError):
+        return False
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ImportFrom) and node.level:
+            module = (node.module or "").split(".")[0]
+            if module not in OWNERS or any(alias.name.split(".")[0] not in {q.partition(".")[0] for q in OWNERS[module]}
+                                           for alias in node.names):
+                return True
+    return False
 
 
 def _code_of(path: Path, module: str, component: str) -> list[bytes]:

@@ -10,6 +10,7 @@ executed afresh for this package (see grader/standins/__init__.py).
 from __future__ import annotations
 
 import importlib
+import importlib.util
 import itertools
 import sys
 import types
@@ -61,6 +62,7 @@ class Package:
         package.__package__ = self.name
         sys.modules[self.name] = package
         self.pieces = self._instantiate(code)
+        self._own: dict[str, types.ModuleType] = {}  # student files replaced whole, imported for their own names
         self._modules: dict[str, types.ModuleType] = {}
         self._patched: set[str] = set()
         for module in MODULES:
@@ -104,7 +106,35 @@ class Package:
                 setattr(assembled, name, self.trusted(name))
         for owner, body in methods.items():
             setattr(assembled, owner, type(owner, (nn.Module,), {**body, "__module__": assembled.__name__}))
+        assembled.__getattr__ = lambda name: self._own_name(module, name)  # PEP 562: names beyond the contract
         return assembled
+
+    def _own_name(self, module: str, name: str):
+        """A name of the student's own file beyond the contract (a private helper a sibling imports).
+
+        The file is imported on the side, with every contract name in it patched
+        as usual, only when such a name is asked for.
+        """
+        if name.startswith("__") or name in OWNERS[module]:
+            raise AttributeError(name)
+        own = self._own.get(module)
+        if own is None:
+            path = self.folder / f"{module}.py"
+            if f"{module}.py" in self.broken or not path.is_file():
+                raise AttributeError(f"{module}.py has no {name!r} (the file is missing or does not load)")
+            spec = importlib.util.spec_from_file_location(f"{self.name}._own_{module}", path)
+            own = importlib.util.module_from_spec(spec)
+            own.__package__ = self.name
+            try:
+                spec.loader.exec_module(own)
+            except Exception as exc:  # noqa: BLE001 - the student's file failed to import
+                raise ImportError(f"{module}.py failed to import: {type(exc).__name__}: {exc}") from exc
+            self._patch_foreign_names(own, module)
+            self._own[module] = own
+        try:
+            return getattr(own, name)
+        except AttributeError:
+            raise AttributeError(f"{module}.py has no {name!r}") from None
 
     # --- the implementation ---------------------------------------------------------------
     def module(self, name: str) -> types.ModuleType:
