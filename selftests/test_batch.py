@@ -249,6 +249,7 @@ def test_a_thief_and_a_fifo_in_a_class(tmp_path):
 
     subs = tmp_path / "submissions"
     thieves.materialize("memory", subs / "mallory")
+    thieves.materialize("search_disk", subs / "oscar")  # frank's correct files are one folder away
     frank = _copy(ROOT / "solutions", subs / "frank")
     (frank / "positional.py").unlink()
     os.mkfifo(frank / "positional.py")
@@ -256,5 +257,6 @@ def test_a_thief_and_a_fifo_in_a_class(tmp_path):
     assert summary["errors"] == []
     book = _gradebook(tmp_path / "out")
     assert float(book["mallory"]["total"]) == 0
+    assert float(book["oscar"]["total"]) == 0
     assert float(book["frank"]["sinusoidal_encoding"]) == 0
     assert float(book["frank"]["total"]) == pytest.approx(100 - load_course().component("sinusoidal_encoding").points)
