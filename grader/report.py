@@ -12,7 +12,12 @@ STYLE = {PASSED: "green", FAILED: "red", ERROR: "red", TIMEOUT: "magenta", NOT_S
 
 
 def _points(score: float, max_score: float) -> str:
-    return f"{round(score, 1):g}/{round(max_score, 1):g}"
+    """Points as scored: whole hundredths (grader/course.py), so the rows add up to the totals."""
+    return f"{_number(score)}/{_number(max_score)}"
+
+
+def _number(points: float) -> str:
+    return f"{round(points, 2):g}"
 
 
 def print_terminal(report: Report, *, verbose: bool = False, hints: bool = False, file: TextIO | None = None) -> None:
@@ -36,8 +41,9 @@ def print_terminal(report: Report, *, verbose: bool = False, hints: bool = False
         if verbose:
             for check in component.checks:
                 cases = f" ({check.cases_passed}/{check.cases_total} cases)" if check.cases_total > 1 else ""
+                gated = ", gated" if check.gated else ""
                 table.add_row(Text(f"  {check.name}", style="dim"), _points(check.score, check.max_score),
-                              Text(check.status + cases, style=STYLE[check.status]))
+                              Text(check.status + cases + gated, style=STYLE[check.status]))
     table.add_row(Text("total", style="bold"), Text(_points(report.score, report.max_score), style="bold"), "")
     console.print(table)
     for component in report.components:
@@ -47,7 +53,7 @@ def print_terminal(report: Report, *, verbose: bool = False, hints: bool = False
         console.print(Text(_indent(component.message)))
         if verbose:
             for check in component.checks:
-                if check.status != PASSED and check.name not in component.message:
+                if (check.status != PASSED or check.gated) and check.name not in component.message:
                     console.print(Text(_indent(f"{check.name}: {check.student_message}")))
         if hints and component.hint:
             console.print(Text(_indent(f"hint: {component.hint}"), style="cyan"))
@@ -71,16 +77,16 @@ def to_gradescope(report: Report) -> dict:
         for check in component.checks:
             tests.append({
                 "name": f"{component.id}: {check.name}",
-                "score": round(check.score, 4),
-                "max_score": round(check.max_score, 4),
+                "score": round(check.score, 2),
+                "max_score": round(check.max_score, 2),
                 "status": "passed" if check.status == PASSED else "failed",
                 "output": _check_output(check),
                 "tags": [component.id, check.status],
                 "visibility": "after_published" if check.hidden else "visible",
             })
     return {
-        "score": round(report.score, 4),
-        "output": f"{report.score:.1f}/{report.max_score:g} points",
+        "score": round(report.score, 2),
+        "output": f"{_points(report.score, report.max_score)} points",
         "tests": tests,
     }
 
@@ -89,9 +95,10 @@ def _check_output(check) -> str:
     if check.hidden:
         return check.student_message
     if check.status == PASSED:
-        return f"passed ({check.cases_total} cases)" if check.cases_total > 1 else "passed"
+        passed = f"passed ({check.cases_total} cases)" if check.cases_total > 1 else "passed"
+        return "\n".join(filter(None, [passed, check.gated]))
     cases = f"{check.cases_passed}/{check.cases_total} cases passed. " if check.cases_total > 1 else ""
-    return cases + (check.message or check.status)
+    return cases + "\n".join(filter(None, [check.message or check.status, check.gated]))
 
 
 def to_junit(report: Report) -> str:
@@ -106,8 +113,8 @@ def to_junit(report: Report) -> str:
         for check in component.checks:
             case = ET.SubElement(suite, "testcase", classname=component.id, name=check.name)
             ET.SubElement(case, "properties").extend([
-                ET.Element("property", name="score", value=f"{check.score:g}"),
-                ET.Element("property", name="max_score", value=f"{check.max_score:g}"),
+                ET.Element("property", name="score", value=_number(check.score)),
+                ET.Element("property", name="max_score", value=_number(check.max_score)),
             ])
             if check.status != PASSED:
                 failure = ET.SubElement(case, "failure", message=check.status, type=check.status)
@@ -117,7 +124,7 @@ def to_junit(report: Report) -> str:
 
 def to_markdown(report: Report) -> str:
     """A Markdown summary (GitHub step summaries, pull-request comments)."""
-    lines = [f"## transformer-drills: {report.score:.1f}/{report.max_score:g}", "",
+    lines = [f"## transformer-drills: {_points(report.score, report.max_score)}", "",
              "| component | points | status |", "|---|---:|---|"]
     for component in report.components:
         lines.append(f"| `{component.id}` | {_points(component.score, component.max_score)} | {component.status} |")
