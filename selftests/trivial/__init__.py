@@ -4,7 +4,8 @@ Each kind writes the five exercise files with every function and method of the
 contract answering the same way, whatever its inputs:
 
 - ``zeros``, ``ones``, ``random``: a tensor of the right shape and dtype holding
-  zeros, ones or random values (``randn``; bool outputs get random booleans);
+  zeros, ones or random values (``randn``, bool outputs random booleans, drawn
+  from a seed that the shape fixes, so that grades do not vary);
 - ``echo``: one of its inputs, itself where the output has its shape, otherwise its
   values reversed and cut or repeated to the right shape (reversed, so that no
   layout comes out right by accident, as a plain reshape would for one head);
@@ -16,7 +17,7 @@ contract answering the same way, whatever its inputs:
 
 Classes still construct: their ``__init__`` builds the contract's layers and
 attributes (writing the layers is work that may pay, course.yml's ``standalone:``
-checks); ``len(KVCache())`` answers 0, 1, a random count, None or ValueError.
+checks); ``len(KVCache())`` answers 0, 1, 7, None or raises ValueError.
 
 ``python -m selftests.trivial DIR`` writes every kind under ``DIR/<kind>/``.
 """
@@ -27,13 +28,13 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
 EXERCISES = ROOT / "exercises"
-KINDS = ("zeros", "ones", "random", "echo", "none", "valueerror", "zeros_valueerrors", "stubs")
+KINDS = ("zeros", "ones", "random", "echo", "reshaped", "none", "valueerror", "zeros_valueerrors", "stubs")
 
 PRELUDE = '''"""A trivial submission ({kind}): every function answers without doing the work."""
 from __future__ import annotations
 
 import math
-import random
+import zlib
 
 import torch
 import torch.nn as nn
@@ -49,10 +50,12 @@ def _out(shape, like=None, *, dtype=None, device=None):
     if _KIND == "none":
         return None
     shape = tuple(int(s) for s in shape)
-    if _KIND == "echo":
+    if _KIND in ("echo", "reshaped"):
         if not isinstance(like, Tensor) or tuple(like.shape) == shape:
             return like
-        flat, size = like.flatten().flip(0), math.prod(shape)
+        flat, size = like.flatten(), math.prod(shape)
+        if _KIND == "echo":
+            flat = flat.flip(0)
         if flat.numel() == 0:
             return like.new_zeros(shape)
         return flat.repeat(-(-size // flat.numel()))[:size].reshape(shape)
@@ -61,10 +64,11 @@ def _out(shape, like=None, *, dtype=None, device=None):
     dtype = dtype or torch.float32
     if _KIND == "ones":
         return torch.ones(shape, dtype=dtype, device=device)
-    if _KIND == "random":
+    if _KIND == "random":  # the same values for the same shape, so that a grade does not vary
+        gen = torch.Generator().manual_seed(zlib.crc32(repr(shape).encode()))
         if dtype == torch.bool:
-            return torch.rand(shape, device=device) < 0.5
-        return torch.randn(shape, dtype=dtype, device=device)
+            return (torch.rand(shape, generator=gen) < 0.5).to(device)
+        return torch.randn(shape, generator=gen, dtype=dtype).to(device)
     return torch.zeros(shape, dtype=dtype, device=device)
 
 
@@ -76,7 +80,7 @@ def _count():
     """What this submission answers where a number is due."""
     if _KIND == "valueerror":
         raise ValueError("this submission raises ValueError everywhere")
-    return {{"none": None, "ones": 1, "random": random.randrange(10)}}.get(_KIND, 0)
+    return {{"none": None, "ones": 1, "random": 7}}.get(_KIND, 0)
 
 
 def _reject(bad: bool, message: str) -> None:
