@@ -11,7 +11,7 @@ from .results import ERROR, FAILED, NOT_STARTED, PASSED, TIMEOUT, Report
 STYLE = {PASSED: "green", FAILED: "red", ERROR: "red", TIMEOUT: "magenta", NOT_STARTED: "yellow"}
 
 
-def _points(score: float, max_score: float) -> str:
+def format_points(score: float, max_score: float) -> str:
     """Points as scored: whole hundredths (grader/course.py), so the rows add up to the totals."""
     return f"{_number(score)}/{_number(max_score)}"
 
@@ -36,15 +36,15 @@ def print_terminal(report: Report, *, verbose: bool = False, hints: bool = False
     table.add_column("points", justify="right")
     table.add_column("status")
     for component in report.components:
-        table.add_row(component.id, _points(component.score, component.max_score),
+        table.add_row(component.id, format_points(component.score, component.max_score),
                       Text(component.status, style=STYLE[component.status]))
         if verbose:
             for check in component.checks:
                 cases = f" ({check.cases_passed}/{check.cases_total} cases)" if check.cases_total > 1 else ""
                 gated = ", gated" if check.gated else ""
-                table.add_row(Text(f"  {check.name}", style="dim"), _points(check.score, check.max_score),
+                table.add_row(Text(f"  {check.name}", style="dim"), format_points(check.score, check.max_score),
                               Text(check.status + cases + gated, style=STYLE[check.status]))
-    table.add_row(Text("total", style="bold"), Text(_points(report.score, report.max_score), style="bold"), "")
+    table.add_row(Text("total", style="bold"), Text(format_points(report.score, report.max_score), style="bold"), "")
     console.print(table)
     for component in report.components:
         if component.status in (PASSED, NOT_STARTED):
@@ -86,7 +86,7 @@ def to_gradescope(report: Report) -> dict:
             })
     return {
         "score": round(report.score, 2),
-        "output": f"{_points(report.score, report.max_score)} points",
+        "output": f"{format_points(report.score, report.max_score)} points",
         "tests": tests,
     }
 
@@ -124,10 +124,10 @@ def to_junit(report: Report) -> str:
 
 def to_markdown(report: Report) -> str:
     """A Markdown summary (GitHub step summaries, pull-request comments)."""
-    lines = [f"## transformer-drills: {_points(report.score, report.max_score)}", "",
+    lines = [f"## transformer-drills: {format_points(report.score, report.max_score)}", "",
              "| component | points | status |", "|---|---:|---|"]
     for component in report.components:
-        lines.append(f"| `{component.id}` | {_points(component.score, component.max_score)} | {component.status} |")
+        lines.append(f"| `{component.id}` | {format_points(component.score, component.max_score)} | {component.status} |")
     for component in report.components:
         if component.status in (PASSED, NOT_STARTED):
             continue

@@ -10,7 +10,7 @@ import pytest
 
 from grader.contract import COMPONENTS
 from grader.course import POINT_UNITS, CourseError, load_course
-from grader.report import _points, to_gradescope
+from grader.report import format_points, to_gradescope
 from grader.results import FAILED, PASSED, CaseResult, Report
 from grader.runner import _score_component
 
@@ -100,14 +100,14 @@ def test_checks_points_add_up_exactly_to_each_component_and_to_100():
     assert maxima == {c.id: Decimal(str(c.points)) for c in course.components}
     assert scores == maxima and sum(maxima.values()) == total == 100
     report = _report(lambda component, check: (3, 3))
-    assert [_points(c.score, c.max_score) for c in report.components] == [f"{c.points:g}/{c.points:g}" for c in course.components]
-    assert _points(report.score, report.max_score) == "100/100"
+    assert [format_points(c.score, c.max_score) for c in report.components] == [f"{c.points:g}/{c.points:g}" for c in course.components]
+    assert format_points(report.score, report.max_score) == "100/100"
 
 
 def test_partial_credit_adds_up_to_what_each_component_reports():
     maxima, scores, total = _sums(_report(lambda component, check: (len(check) % 3, 3)))
     report = _report(lambda component, check: (len(check) % 3, 3))
-    assert {c.id: Decimal(_points(c.score, c.max_score).split("/")[0]) for c in report.components} == scores
+    assert {c.id: Decimal(format_points(c.score, c.max_score).split("/")[0]) for c in report.components} == scores
     assert sum(scores.values()) == total
 
 
