@@ -359,8 +359,8 @@ def _score_component(component, cases: list[CaseResult], load_errors: dict[str, 
         share = earned(name) * (gate if name in gated else 1)
         note = ""
         if name in gated and gate < 1 and passed:
-            note = (f"gated: pays once {', '.join(component.core)} pass (they earn {float(gate):.0%} of their "
-                    f"points so far)")
+            note = (f"gated: pays once {', '.join(component.core)} pass (they earn {math.floor(gate * 100)}% of "
+                    "their points so far)")
         checks.append(CheckResult(name, component.id, status, math.floor(share + Fraction(1, 2)) / POINT_UNITS,
                                   units[name] / POINT_UNITS, passed, total, message, name in component.hidden, note))
     score = round(sum(c.score for c in checks), 6)  # whole units: the rounding only drops float noise
