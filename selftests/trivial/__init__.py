@@ -6,9 +6,10 @@ contract answering the same way, whatever its inputs:
 - ``zeros``, ``ones``, ``random``: a tensor of the right shape and dtype holding
   zeros, ones or random values (``randn``, bool outputs random booleans, drawn
   from a seed that the shape fixes, so that grades do not vary);
-- ``echo``: one of its inputs, itself where the output has its shape, otherwise its
-  values reversed and cut or repeated to the right shape (reversed, so that no
-  layout comes out right by accident, as a plain reshape would for one head);
+- ``reshaped``: one of its inputs, itself where the output has its shape,
+  otherwise its values in order, cut or repeated to the right shape;
+- ``echo``: the same with the values reversed, so that no layout comes out
+  right by accident (as ``reshaped`` does for one head or one position);
 - ``none``: ``None``;
 - ``valueerror``: raises ``ValueError`` on every call;
 - ``zeros_valueerrors``: ``zeros``, and raises the contract's ``ValueError``s
