@@ -70,12 +70,12 @@ def _check(args: argparse.Namespace) -> int:
 
 
 def _grade(args: argparse.Namespace) -> int:
-    from .report import write_results
+    from .report import format_points, write_results
     from .runner import run_checks
 
     report = run_checks(args.submission, timeout=args.timeout)
     write_results(report, args.results, args.format)
-    print(f"{report.score:.1f}/{report.max_score:g} points; results written to {args.results}")
+    print(f"{format_points(report.score, report.max_score)} points; results written to {args.results}")
     return 0
 
 

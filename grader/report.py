@@ -21,8 +21,13 @@ def protection_line(report: Report) -> str:
     return f"WARNING: {text}" if report.protection == NONE else text
 
 
-def _points(score: float, max_score: float) -> str:
-    return f"{round(score, 1):g}/{round(max_score, 1):g}"
+def format_points(score: float, max_score: float) -> str:
+    """Points as scored: whole hundredths (grader/course.py), so the rows add up to the totals."""
+    return f"{_number(score)}/{_number(max_score)}"
+
+
+def _number(points: float) -> str:
+    return f"{round(points, 2):g}"
 
 
 def print_terminal(report: Report, *, verbose: bool = False, hints: bool = False, file: TextIO | None = None) -> None:
@@ -44,14 +49,15 @@ def print_terminal(report: Report, *, verbose: bool = False, hints: bool = False
     table.add_column("points", justify="right")
     table.add_column("status")
     for component in report.components:
-        table.add_row(component.id, _points(component.score, component.max_score),
+        table.add_row(component.id, format_points(component.score, component.max_score),
                       Text(component.status, style=STYLE[component.status]))
         if verbose:
             for check in component.checks:
                 cases = f" ({check.cases_passed}/{check.cases_total} cases)" if check.cases_total > 1 else ""
-                table.add_row(Text(f"  {check.name}", style="dim"), _points(check.score, check.max_score),
-                              Text(check.status + cases, style=STYLE[check.status]))
-    table.add_row(Text("total", style="bold"), Text(_points(report.score, report.max_score), style="bold"), "")
+                gated = ", gated" if check.gated else ""
+                table.add_row(Text(f"  {check.name}", style="dim"), format_points(check.score, check.max_score),
+                              Text(check.status + cases + gated, style=STYLE[check.status]))
+    table.add_row(Text("total", style="bold"), Text(format_points(report.score, report.max_score), style="bold"), "")
     console.print(table)
     for component in report.components:
         if component.status in (PASSED, NOT_STARTED):
@@ -60,7 +66,7 @@ def print_terminal(report: Report, *, verbose: bool = False, hints: bool = False
         console.print(Text(_indent(component.message)))
         if verbose:
             for check in component.checks:
-                if check.status != PASSED and check.name not in component.message:
+                if (check.status != PASSED or check.gated) and check.name not in component.message:
                     console.print(Text(_indent(f"{check.name}: {check.student_message}")))
         if hints and component.hint:
             console.print(Text(_indent(f"hint: {component.hint}"), style="cyan"))
@@ -86,17 +92,17 @@ def to_gradescope(report: Report) -> dict:
         for check in component.checks:
             tests.append({
                 "name": f"{component.id}: {check.name}",
-                "score": round(check.score, 4),
-                "max_score": round(check.max_score, 4),
+                "score": round(check.score, 2),
+                "max_score": round(check.max_score, 2),
                 "status": "passed" if check.status == PASSED else "failed",
                 "output": _check_output(check),
                 "tags": [component.id, check.status],
                 "visibility": "after_published" if check.hidden else "visible",
             })
-    points = f"{report.score:.1f}/{report.max_score:g} points"
+    points = f"{format_points(report.score, report.max_score)} points"
     warning = report.protection not in ("namespaces", "landlock")
     return {
-        "score": round(report.score, 4),
+        "score": round(report.score, 2),
         "output": f"{protection_line(report)}\n\n{points}" if warning else f"{points}\n\n{protection_line(report)}",
         "tests": tests,
     }
@@ -106,9 +112,10 @@ def _check_output(check) -> str:
     if check.hidden:
         return check.student_message
     if check.status == PASSED:
-        return f"passed ({check.cases_total} cases)" if check.cases_total > 1 else "passed"
+        passed = f"passed ({check.cases_total} cases)" if check.cases_total > 1 else "passed"
+        return "\n".join(filter(None, [passed, check.gated]))
     cases = f"{check.cases_passed}/{check.cases_total} cases passed. " if check.cases_total > 1 else ""
-    return cases + (check.message or check.status)
+    return cases + "\n".join(filter(None, [check.message or check.status, check.gated]))
 
 
 def to_junit(report: Report) -> str:
@@ -124,8 +131,8 @@ def to_junit(report: Report) -> str:
         for check in component.checks:
             case = ET.SubElement(suite, "testcase", classname=component.id, name=check.name)
             ET.SubElement(case, "properties").extend([
-                ET.Element("property", name="score", value=f"{check.score:g}"),
-                ET.Element("property", name="max_score", value=f"{check.max_score:g}"),
+                ET.Element("property", name="score", value=_number(check.score)),
+                ET.Element("property", name="max_score", value=_number(check.max_score)),
             ])
             if check.status != PASSED:
                 failure = ET.SubElement(case, "failure", message=check.status, type=check.status)
@@ -135,12 +142,12 @@ def to_junit(report: Report) -> str:
 
 def to_markdown(report: Report) -> str:
     """A Markdown summary (GitHub step summaries, pull-request comments)."""
-    lines = [f"## transformer-drills: {report.score:.1f}/{report.max_score:g}", "", f"_{protection_line(report)}_", "",
+    lines = [f"## transformer-drills: {format_points(report.score, report.max_score)}", "", f"_{protection_line(report)}_", "",
              "| component | points | status |", "|---|---:|---|"]
     if report.protection not in ("namespaces", "landlock"):
         lines.insert(0, f"> **{protection_line(report)}**\n")
     for component in report.components:
-        lines.append(f"| `{component.id}` | {_points(component.score, component.max_score)} | {component.status} |")
+        lines.append(f"| `{component.id}` | {format_points(component.score, component.max_score)} | {component.status} |")
     for component in report.components:
         if component.status in (PASSED, NOT_STARTED):
             continue
