@@ -74,7 +74,7 @@ def test_workflow_grading_step_runs_here(tmp_path):
     assert result["max_score"] == pytest.approx(100) and result["status"] == "fail"
     assert sum(t["score"] for t in result["tests"]) == 0 and len(result["tests"]) == 9
     assert stdout.strip() == "Points 0/100"
-    assert summary.startswith("## transformer-drills: 0.0/100")
+    assert summary.startswith("## transformer-drills: 0/100")
     assert runner_result(json.loads((repo / "results.json").read_text())) == result
     points = subprocess.run([sys.executable, "-m", "grader.classroom", "results.json", "--points"], cwd=repo,
                             capture_output=True, text=True, timeout=60)
