@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import json
+import re
 import shutil
 import subprocess
 import sys
@@ -68,3 +69,16 @@ def test_missing_and_broken_files_cost_only_their_components(tmp_path):
     assert all(t["score"] == 0 and "SyntaxError" in t["output"] for t in by_component["sinusoidal_encoding"])
     for component in set(COMPONENTS) - {"patch_embedding", "sinusoidal_encoding"}:
         assert all(t["status"] == "passed" for t in by_component[component]), component
+
+
+def test_the_teaching_order_is_course_ymls_wherever_it_is_stated():
+    from grader.course import load_course
+
+    order = [c.id for c in load_course(ROOT / "course.yml").components]
+    doc = (ROOT / "exercises" / "__init__.py").read_text()
+    stated = re.search(r"teaching order \([^)]*\) is:\s*(.*?)\.\n", doc, re.DOTALL)
+    assert stated, "exercises/__init__.py no longer states the teaching order"
+    assert [c.strip() for c in stated.group(1).split(",")] == order
+    readme = (ROOT / "README.md").read_text().split("In teaching order", 1)[1]
+    rows = re.findall(r"^\| `(\w+)` \|", readme.split("\n\n## ", 1)[0], re.MULTILINE)
+    assert rows == order
