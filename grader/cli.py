@@ -6,6 +6,7 @@ adds its sub-commands and sets `func` (args -> exit status) on each.
 from __future__ import annotations
 
 import argparse
+import difflib
 import importlib
 import os
 import sys
@@ -51,13 +52,25 @@ def _parser() -> argparse.ArgumentParser:
     return parser
 
 
+def unknown_components(names: list[str], known: tuple[str, ...] | list[str] = COMPONENTS) -> str | None:
+    """The error for the names that are not components (None when all are), with a "did you mean" for each."""
+    unknown = [n for n in names if n not in known]
+    if not unknown:
+        return None
+    parts = []
+    for name in unknown:
+        close = difflib.get_close_matches(name, known, n=1)
+        parts.append(f"{name} (did you mean {close[0]}?)" if close else name)
+    return f"unknown component(s): {', '.join(parts)}; choose from {', '.join(known)}"
+
+
 def _check(args: argparse.Namespace) -> int:
     from .report import print_terminal, to_json
     from .runner import run_checks
 
-    unknown = [c for c in args.components if c not in COMPONENTS]
-    if unknown:
-        print(f"unknown component(s): {', '.join(unknown)}; choose from {', '.join(COMPONENTS)}", file=sys.stderr)
+    error = unknown_components(args.components)
+    if error:
+        print(error, file=sys.stderr)
         return 2
     report = run_checks(args.target, args.components or None, timeout=args.timeout)
     if args.json:

@@ -20,6 +20,7 @@ older drill; `start --force` moves the unreadable file aside.
 from __future__ import annotations
 
 import argparse
+import difflib
 import json
 import os
 import random
@@ -29,6 +30,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import NamedTuple
 
+from .cli import unknown_components
 from .contract import COMPONENTS
 from .drill_history import ABANDONED, GAVE_UP, PASSED, HistoryFile, format_duration, pick_components, render_history
 from .drill_workspace import SOLUTIONS, build_workspace, component_names, definition_source, has_reference
@@ -250,6 +252,13 @@ def _move_aside(broken: BrokenDrill) -> Path:
     return aside
 
 
+def _not_in_drill(component: str, drill: Drill) -> str:
+    """The error for a component the drill does not hold, with a "did you mean" when one is close."""
+    close = difflib.get_close_matches(component, drill.components, n=1)
+    guess = f"; did you mean {close[0]}?" if close else ""
+    return f"{component} is not part of this drill ({', '.join(drill.components)}){guess}"
+
+
 def _display(path: Path) -> str:
     try:
         return str(path.relative_to(Path.cwd()))
@@ -319,9 +328,9 @@ def _new_workspace(root: Path, components: list[str]) -> Path:
 
 
 def _choose(args: argparse.Namespace, drills: list[dict], out: Out) -> list[str] | None:
-    unknown = [c for c in args.components if c not in COMPONENTS]
-    if unknown:
-        out.error(f"unknown component(s): {', '.join(unknown)}; choose from {', '.join(COMPONENTS)}")
+    error = unknown_components(args.components)
+    if error:
+        out.error(error)
         return None
     if args.components and args.random:
         out.error("name components or use --random N, not both")
@@ -482,7 +491,7 @@ def _hint(args: argparse.Namespace) -> int:
         out.error("interview mode: no hints until the drill ends (a pass, time up, or `drill reveal --give-up`)")
         return 1
     if args.component and args.component not in drill.components:
-        out.error(f"{args.component} is not part of this drill ({', '.join(drill.components)})")
+        out.error(_not_in_drill(args.component, drill))
         return 2
     failing = [c for c in drill.components if drill.last_status.get(c) != PASSED]
     component = args.component or (failing[0] if failing else None)
@@ -514,7 +523,7 @@ def _reveal(args: argparse.Namespace) -> int:
         out.error(f"no drill under {_display(root)}")
         return 2
     if args.component and args.component not in drill.components:
-        out.error(f"{args.component} is not part of this drill ({', '.join(drill.components)})")
+        out.error(_not_in_drill(args.component, drill))
         return 2
     if args.give_up and drill.is_open:
         drill.finish(GAVE_UP, _history(out)[0])

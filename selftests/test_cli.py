@@ -36,9 +36,16 @@ def test_check_one_component_as_json():
 
 
 def test_check_rejects_unknown_component():
-    result = grader("check", "attention")
+    result = grader("check", "xyzzy")
     assert result.returncode == 2
-    assert "unknown component" in result.stderr
+    assert "unknown component(s): xyzzy;" in result.stderr and "did you mean" not in result.stderr
+
+
+def test_check_suggests_the_component_meant():
+    result = grader("check", "masks", "scaling", "kv_cach")
+    assert result.returncode == 2
+    assert "masks (did you mean masking?)" in result.stderr and "kv_cach (did you mean kv_cache?)" in result.stderr
+    assert "scaling (" not in result.stderr  # a known name is not reported
 
 
 def test_grade_reference_writes_full_gradescope_results(tmp_path):

@@ -311,3 +311,9 @@ def _names(source: str) -> list[str]:
         elif isinstance(node, ast.ClassDef):
             names += [f"{node.name}.{m.name}" for m in node.body if isinstance(m, ast.FunctionDef)]
     return names
+
+
+def test_an_unknown_component_gets_a_did_you_mean(drills):
+    refused = drills("start", "masks")
+    assert refused.returncode == 2 and "masks (did you mean masking?)" in refused.stderr
+    assert not drills.root.exists() or not workspaces(drills.root)
