@@ -26,6 +26,16 @@ def test_check_on_untouched_stubs_reports_zero_and_not_started():
     for component in COMPONENTS:
         line = next(l for l in result.stdout.splitlines() if l.split() and l.split()[0] == component)
         assert "not started" in line
+    assert "hint:" not in result.stdout  # hints only when asked for
+
+
+def test_hints_are_given_for_a_component_not_started():
+    from grader.course import load_course
+
+    result = grader("check", "masking", "--hints")
+    assert result.returncode == 0, result.stderr
+    assert "masking: not started" in result.stdout
+    assert f"hint: {load_course(ROOT / 'course.yml').component('masking').hint}" in result.stdout
 
 
 def test_check_one_component_as_json():
