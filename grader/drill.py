@@ -387,7 +387,7 @@ def _start(args: argparse.Namespace) -> int:
         previous.finish(ABANDONED, history)
         out.print(f"Abandoned the open drill {previous.id}; its folder is kept: {_display(previous.workspace)}")
     workspace = _new_workspace(root, components)
-    working = build_workspace(workspace, components, stubs=stubs, solutions=SOLUTIONS)
+    working = build_workspace(workspace, components, stubs=stubs, solutions=SOLUTIONS, interview=args.no_hints)
     drill = Drill(workspace.name, components, time.time(), args.minutes or MINUTES_PER_COMPONENT * len(components),
                   args.no_hints, working, workspace=workspace)
     drill.save()

@@ -8,6 +8,7 @@ with `ast` line spans, so everything else in a file stays the reference's code.
 from __future__ import annotations
 
 import ast
+import re
 from pathlib import Path
 
 from .contract import MODULES, OWNERS
@@ -25,6 +26,11 @@ NARROWED: dict[tuple[str, str], dict[str, tuple[str, ...]]] = {
 }
 
 Edit = tuple[int, int, list[str]]  # replace lines [start, end) (0-based) with these lines
+
+# A stub's worded steps: a docstring paragraph opened by "TODO (component), ... in words:".
+# They spell out the key line, so an interview drill hides them.
+WORDED_TODO = re.compile(r'^(?P<indent>\s*)(?P<opener>[rRuU]?(?:"""|\'\'\'))?TODO \((?P<tag>[^)]*)\).*\bin words:\s*$')
+FROM_MEMORY = "TODO ({tag}): write it from memory (interview mode: the steps are not shown)."
 
 
 def drilled_names(module: str, components: set[str] | frozenset[str]) -> list[str]:
@@ -128,20 +134,63 @@ def splice_stubs(reference_source: str, stub_source: str, names: list[str]) -> s
     return result
 
 
+def _docstring_lines(tree: ast.Module) -> list[tuple[int, int]]:
+    """(first, last) line, 1-based and inclusive, of every docstring in the module."""
+    spans = []
+    for node in ast.walk(tree):
+        if isinstance(node, (ast.Module, ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef)) and node.body:
+            first = node.body[0]
+            if isinstance(first, ast.Expr) and isinstance(first.value, ast.Constant) \
+                    and isinstance(first.value.value, str):
+                spans.append((first.lineno, first.end_lineno or first.lineno))
+    return spans
+
+
+def hide_worded_steps(source: str) -> str:
+    """`source` with each docstring's "TODO (...), in words:" paragraph replaced by a write-it-from-memory note.
+
+    The paragraph runs from its TODO line to the next blank line or the end of
+    the docstring; the docstring's closing quotes stay. Nothing outside
+    docstrings is touched.
+    """
+    lines = source.splitlines()
+    for first, last in sorted(_docstring_lines(ast.parse(source)), reverse=True):
+        i = first - 1
+        while i < last:
+            match = WORDED_TODO.match(lines[i])
+            if not match:
+                i += 1
+                continue
+            end = i + 1  # the paragraph is lines[i:end]
+            while end < last and lines[end].strip() and not lines[end].strip().startswith(('"""', "'''")):
+                end += 1
+            closer = ""
+            if end == last and (tail := lines[last - 1].rstrip()).endswith(('"""', "'''")) and last - 1 > i:
+                closer = tail[-3:]  # the docstring closes on the paragraph's last line
+            note = f"{match['indent']}{match['opener'] or ''}{FROM_MEMORY.format(tag=match['tag'])}{closer}"
+            lines[i:end] = [note]
+            last -= end - i - 1
+            i += 1
+    result = "\n".join(lines) + ("\n" if source.endswith("\n") else "")
+    ast.parse(result)
+    return result
+
+
 def has_reference(solutions: Path = SOLUTIONS) -> bool:
     """Whether this checkout holds the reference (a student release does not)."""
     return all((solutions / f"{m}.py").is_file() for m in MODULES)
 
 
 def build_workspace(dest: Path, components: list[str], *, stubs: dict[str, str] | None = None,
-                    solutions: Path = SOLUTIONS) -> bool:
+                    solutions: Path = SOLUTIONS, interview: bool = False) -> bool:
     """Write the five contract files and __init__.py into `dest` (which must not exist yet).
 
     `stubs` (file name -> text) defaults to the pristine stubs (grader/pristine.py),
     never the learner's edited exercises/. Returns True when the workspace holds
     working code for the components not drilled (the reference is here), False
-    for a student release, where the files are the stubs as they are. Raises
-    PristineStubsError, before creating `dest`, when the stubs cannot be found.
+    for a student release, where the files are the stubs as they are. In an
+    interview (`interview`), the stubs' worded steps are hidden (`hide_worded_steps`).
+    Raises PristineStubsError, before creating `dest`, when the stubs cannot be found.
     """
     if stubs is None:
         from .pristine import pristine_stubs
@@ -156,6 +205,8 @@ def build_workspace(dest: Path, components: list[str], *, stubs: dict[str, str] 
                                                    drilled_names(module, set(components)))
         else:
             sources[f"{module}.py"] = stub
+        if interview:
+            sources[f"{module}.py"] = hide_worded_steps(sources[f"{module}.py"])
     dest.mkdir(parents=True, exist_ok=False)
     for name, source in sources.items():
         (dest / name).write_text(source)

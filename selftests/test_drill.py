@@ -15,7 +15,7 @@ import pytest
 from grader.contract import COMPONENTS, MODULES
 from grader.drill import Drill
 from grader.drill_history import HistoryFile
-from grader.drill_workspace import build_workspace, component_names, definition_source
+from grader.drill_workspace import build_workspace, component_names, definition_source, hide_worded_steps
 from grader.pristine import STUB_FILES, PristineStubsError, changed_exercises, pristine_stubs, write_shipped_stubs
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -81,6 +81,7 @@ def test_a_drill_started_failed_hinted_passed_revealed_and_in_the_history(drills
     assert {p.name for p in workspace.glob("*.py")} == {f"{m}.py" for m in MODULES} | {"__init__.py"}
     source = (workspace / "attention.py").read_text()
     assert 'NotImplementedError("masking: write causal_mask")' in source
+    assert "TODO (masking), in words:" in definition_source(source, "causal_mask")  # the steps, outside interviews
     assert "NotImplementedError" not in definition_source(source, "split_heads")  # working code around it
 
     failed = drills("check")
@@ -113,6 +114,10 @@ def test_a_drill_started_failed_hinted_passed_revealed_and_in_the_history(drills
 
 def test_interview_mode_shows_only_pass_or_fail_until_the_drill_ends(drills):
     assert drills("start", "scaling", "--no-hints").returncode == 0
+    [workspace] = workspaces(drills.root)
+    stub = definition_source((workspace / "attention.py").read_text(), "attention_scores")
+    assert "in words" not in stub and "1. Transpose the last two dimensions" not in stub
+    assert "TODO (scaling): write it from memory" in stub and "NotImplementedError" in stub
     checked = drills("check")
     assert checked.returncode == 1
     assert "FAIL  test_attention_scores_values" in checked.stdout
@@ -317,3 +322,32 @@ def test_an_unknown_component_gets_a_did_you_mean(drills):
     refused = drills("start", "masks")
     assert refused.returncode == 2 and "masks (did you mean masking?)" in refused.stderr
     assert not drills.root.exists() or not workspaces(drills.root)
+
+
+def _without_docstrings(source: str) -> str:
+    tree = ast.parse(source)
+    for node in ast.walk(tree):
+        body = getattr(node, "body", None)
+        if isinstance(body, list) and body and isinstance(body[0], ast.Expr) \
+                and isinstance(body[0].value, ast.Constant) and isinstance(body[0].value.value, str):
+            body[0].value.value = ""
+    return ast.dump(tree)
+
+
+@pytest.mark.parametrize("module", MODULES)
+def test_interview_stubs_hide_the_worded_steps_and_nothing_else(module):
+    stub = pristine_stubs()[f"{module}.py"]
+    hidden = hide_worded_steps(stub)
+    assert "in words" in stub and "in words" not in hidden
+    assert _without_docstrings(hidden) == _without_docstrings(stub)  # the code is the stub's
+    for tag in re.findall(r"TODO \(([^)]*)\).*in words:", stub):
+        assert f"TODO ({tag}): write it from memory" in hidden
+
+
+def test_hiding_the_worded_steps_keeps_docstrings_closed_and_code_untouched():
+    source = ('def f():\n    """Spec.\n\n    TODO (scaling), in words:\n      1. the key line."""\n'
+              '    s = "TODO (scaling), in words:"\n    raise NotImplementedError\n')
+    hidden = hide_worded_steps(source)
+    assert "the key line" not in hidden and hidden.count('"""') == 2
+    assert '    s = "TODO (scaling), in words:"' in hidden  # not a docstring
+    assert "Spec." in hidden and "TODO (scaling): write it from memory" in hidden
