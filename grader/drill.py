@@ -33,7 +33,8 @@ from typing import NamedTuple
 from .cli import unknown_components
 from .contract import COMPONENTS
 from .drill_history import ABANDONED, GAVE_UP, PASSED, HistoryFile, format_duration, pick_components, render_history
-from .drill_workspace import SOLUTIONS, build_workspace, component_names, definition_source, has_reference
+from .drill_workspace import (SOLUTIONS, build_workspace, component_names, definition_source, has_reference,
+                              learners_code)
 from .pristine import PristineStubsError, pristine_stubs
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -555,9 +556,13 @@ def _print_side_by_side(component: str, module: str, name: str, workspace: Path,
 
     reference = definition_source((SOLUTIONS / f"{module}.py").read_text(), name) or "(not in the reference)"
     try:
-        yours = definition_source((workspace / f"{module}.py").read_text(), name) or "(not found in your file)"
-    except (OSError, SyntaxError) as exc:
+        yours = learners_code((workspace / f"{module}.py").read_text(), name)
+    except (OSError, SyntaxError, ValueError) as exc:
         yours = f"(could not read your {module}.py: {exc})"
+    if yours is None:
+        yours = f"(not found in your {module}.py)"
+    elif not yours:
+        yours = f"(nothing written: your {name} still holds only the stub's docstring and raise NotImplementedError)"
     panels = [Panel(Syntax(text, "python", theme="ansi_dark", word_wrap=True), title=title, title_align="left")
               for title, text in ((f"reference: {module}.{name}", reference), (f"yours: {module}.{name}", yours))]
     out.print(f"\n[bold]{component}[/bold]: {module}.{name}", markup=True)

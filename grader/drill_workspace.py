@@ -82,6 +82,66 @@ def definition_source(source: str, name: str) -> str | None:
     return "\n".join(l[indent:] for l in lines)
 
 
+def _is_stub_statement(node: ast.stmt) -> bool:
+    """`pass`, `...`, `super().__init__(...)` or `raise NotImplementedError(...)`: what a stub holds."""
+    if isinstance(node, ast.Pass):
+        return True
+    if isinstance(node, ast.Expr):
+        value = node.value
+        if isinstance(value, ast.Constant):
+            return value.value is Ellipsis or isinstance(value.value, str)
+        return (isinstance(value, ast.Call) and isinstance(value.func, ast.Attribute) and value.func.attr == "__init__"
+                and isinstance(value.func.value, ast.Call) and isinstance(value.func.value.func, ast.Name)
+                and value.func.value.func.id == "super")
+    if isinstance(node, ast.Raise) and node.exc is not None:
+        exc = node.exc.func if isinstance(node.exc, ast.Call) else node.exc
+        return isinstance(exc, ast.Name) and exc.id == "NotImplementedError"
+    return False
+
+
+def _unwritten(node: ast.stmt) -> bool:
+    """Whether a def or class holds nothing but its stub: docstrings, `raise NotImplementedError`, ..."""
+    if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+        return all(_is_stub_statement(s) for s in node.body)
+    if isinstance(node, ast.ClassDef):
+        return all(_unwritten(s) if isinstance(s, (ast.FunctionDef, ast.AsyncFunctionDef)) else _is_stub_statement(s)
+                   for s in node.body)
+    return False
+
+
+def learners_code(source: str, name: str) -> str | None:
+    """One definition of the learner's module without its docstrings (they are the stub's, not the learner's).
+
+    None when the module does not define `name`; "" when the definition still
+    holds only the stub (docstrings, `super().__init__()`, `raise NotImplementedError`).
+    """
+    definition = definition_source(source, name)
+    if definition is None:
+        return None
+    tree = ast.parse(definition)
+    if not tree.body or _unwritten(tree.body[0]):
+        return ""
+    lines = definition.splitlines()
+    drop: set[int] = set()  # 0-based lines that are docstring only
+    for first, last in _docstring_lines(tree):
+        own_lines = all(not lines[i].strip() or i not in _code_lines(tree, first, last) for i in range(first - 1, last))
+        if own_lines:
+            drop.update(range(first - 1, last))
+    return "\n".join(l for i, l in enumerate(lines) if i not in drop)
+
+
+def _code_lines(tree: ast.Module, first: int, last: int) -> set[int]:
+    """0-based lines in [first, last] where a statement other than the docstring there starts or ends."""
+    lines: set[int] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.stmt) and not (isinstance(node, ast.Expr) and node.lineno == first
+                                               and node.end_lineno == last):
+            for line in (node.lineno, node.end_lineno or node.lineno):
+                if first <= line <= last:
+                    lines.add(line - 1)
+    return lines
+
+
 def _outermost(names: list[str]) -> list[str]:
     """Drop methods whose whole class is replaced anyway."""
     return [n for n in names if "." not in n or n.split(".")[0] not in names]

@@ -15,7 +15,8 @@ import pytest
 from grader.contract import COMPONENTS, MODULES
 from grader.drill import Drill
 from grader.drill_history import HistoryFile
-from grader.drill_workspace import build_workspace, component_names, definition_source, hide_worded_steps
+from grader.drill_workspace import (build_workspace, component_names, definition_source, hide_worded_steps,
+                                    learners_code)
 from grader.pristine import STUB_FILES, PristineStubsError, changed_exercises, pristine_stubs, write_shipped_stubs
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -93,7 +94,13 @@ def test_a_drill_started_failed_hinted_passed_revealed_and_in_the_history(drills
     refused = drills("reveal")
     assert refused.returncode == 1 and "has not passed yet" in refused.stderr
 
-    shutil.copy(ROOT / "solutions" / "attention.py", workspace / "attention.py")
+    # the learner replaces the raise lines and keeps the stubs' docstrings
+    (workspace / "attention.py").write_text(source.replace(
+        'raise NotImplementedError("masking: write causal_mask")',
+        'k_len = q_len if k_len is None else k_len\n    if k_len < q_len:\n        raise ValueError("short keys")\n'
+        '    return torch.ones(q_len, k_len, dtype=torch.bool, device=device).tril(k_len - q_len)').replace(
+        'raise NotImplementedError("masking: write apply_mask")',
+        'return scores if mask is None else scores.masked_fill(~mask, float("-inf"))  # mine'))
     passed = drills("check")
     assert passed.returncode == 0, passed.stdout + passed.stderr
     assert "Passed in" in passed.stdout and "2 hint(s)" in passed.stdout
@@ -101,6 +108,8 @@ def test_a_drill_started_failed_hinted_passed_revealed_and_in_the_history(drills
     revealed = drills("reveal")
     assert revealed.returncode == 0, revealed.stderr
     assert "reference: attention.causal_mask" in revealed.stdout and "yours: attention.apply_mask" in revealed.stdout
+    assert "# mine" in revealed.stdout and 'raise ValueError("short keys")' in revealed.stdout  # the learner's code
+    assert "TODO (masking)" not in revealed.stdout  # not the stub's docstring
 
     [entry] = history(drills.home)
     assert entry["outcome"] == "passed"
@@ -128,6 +137,7 @@ def test_interview_mode_shows_only_pass_or_fail_until_the_drill_ends(drills):
     gave_up = drills("reveal", "--give-up")
     assert gave_up.returncode == 0
     assert "reference: attention.attention_scores" in gave_up.stdout
+    assert "nothing written: your attention_scores" in gave_up.stdout
     assert history(drills.home)[0]["components"]["scaling"]["result"] == "gave up"
 
 
@@ -351,3 +361,19 @@ def test_hiding_the_worded_steps_keeps_docstrings_closed_and_code_untouched():
     assert "the key line" not in hidden and hidden.count('"""') == 2
     assert '    s = "TODO (scaling), in words:"' in hidden  # not a docstring
     assert "Spec." in hidden and "TODO (scaling): write it from memory" in hidden
+
+
+def test_the_learners_code_is_the_definition_without_the_stubs_docstrings():
+    stub = pristine_stubs()["attention.py"]
+    assert learners_code(stub, "causal_mask") == "" and learners_code(stub, "MultiHeadAttention") == ""
+    assert learners_code(stub, "nope") is None
+    written = stub.replace('raise NotImplementedError("scaling: write attention_scores")',
+                           "return q @ k.transpose(-2, -1) / q.size(-1) ** 0.5")
+    mine = learners_code(written, "attention_scores")
+    assert mine.startswith("def attention_scores(") and mine.endswith("return q @ k.transpose(-2, -1) / q.size(-1) ** 0.5")
+    assert '"""' not in mine and "TODO" not in mine
+    half = stub.replace('raise NotImplementedError("qkv_projection: write MultiHeadAttention.project_qkv")',
+                        "return self.w_q(x), self.w_k(x), self.w_v(x)")
+    mha = learners_code(half, "MultiHeadAttention")
+    assert "return self.w_q(x)" in mha and "TODO" not in mha and '"""' not in mha
+    assert learners_code(half, "MultiHeadAttention.__init__") == ""
