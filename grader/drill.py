@@ -494,15 +494,19 @@ def _hint(args: argparse.Namespace) -> int:
     if args.component and args.component not in drill.components:
         out.error(_not_in_drill(args.component, drill))
         return 2
+    course = load_course()
     failing = [c for c in drill.components if drill.last_status.get(c) != PASSED]
-    component = args.component or (failing[0] if failing else None)
-    if component is None:
+    if not args.component and not failing:
         out.print("Every component of this drill passed its last check: no hint needed.")
         return 0
-    ladder = load_course().component(component).hint_ladder
+    # without a name: the first failing component that still has a hint left
+    left = [c for c in failing if drill.hints_used.get(c, 0) < len(course.component(c).hint_ladder)]
+    component = args.component or (left[0] if left else failing[0])
+    ladder = course.component(component).hint_ladder
     used = drill.hints_used.get(component, 0)
     if used >= len(ladder):
-        out.print(f"No more hints for {component} ({len(ladder)} used). "
+        which = component if args.component else f"any failing component ({', '.join(failing)})"
+        out.print(f"No more hints for {which}: all {len(ladder) if args.component else 'their'} hints used. "
                   f"`{_command(args, 'reveal')} --give-up` shows the reference.")
         return 1
     drill.hints_used[component] = used + 1

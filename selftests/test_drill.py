@@ -377,3 +377,27 @@ def test_the_learners_code_is_the_definition_without_the_stubs_docstrings():
     mha = learners_code(half, "MultiHeadAttention")
     assert "return self.w_q(x)" in mha and "TODO" not in mha and '"""' not in mha
     assert learners_code(half, "MultiHeadAttention.__init__") == ""
+
+
+def test_hint_without_a_name_moves_on_to_the_next_failing_component_with_hints_left(drills):
+    from grader.course import load_course
+
+    assert drills("start", "scaling", "masking").returncode == 0
+    [workspace] = workspaces(drills.root)
+    rungs = len(load_course(ROOT / "course.yml").component("scaling").hint_ladder)
+    for n in range(1, rungs + 1):
+        assert f"scaling, hint {n}/{rungs}" in drills("hint").stdout
+    moved = drills("hint")  # scaling's ladder is used up: the next failing component
+    assert moved.returncode == 0 and "masking, hint 1/" in moved.stdout, moved.stdout + moved.stderr
+    exhausted = drills("hint", "scaling")
+    assert exhausted.returncode == 1 and "No more hints for scaling" in exhausted.stdout
+
+    state = json.loads((workspace / "drill.json").read_text())
+    state.update(last_status={"scaling": "failed", "masking": "passed"})
+    (workspace / "drill.json").write_text(json.dumps(state))
+    none_left = drills("hint")  # masking passes and scaling has none left
+    assert none_left.returncode == 1 and "No more hints for any failing component (scaling)" in none_left.stdout
+
+    state.update(last_status={"scaling": "passed", "masking": "failed"}, hints_used={"masking": 1})
+    (workspace / "drill.json").write_text(json.dumps(state))
+    assert "masking, hint 2/" in drills("hint").stdout  # a passing component is skipped, hints left or not
