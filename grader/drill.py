@@ -298,13 +298,25 @@ class Out:
         self.console.print(*objects, **kwargs)
 
 
-def _history(out: Out) -> tuple[HistoryFile, list[dict]]:
-    history = HistoryFile()
-    drills = history.load()
+def _warn_history(history: HistoryFile, out: Out) -> None:
     for warning in history.warnings:
         out.warn(warning)
     history.warnings.clear()
+
+
+def _history(out: Out) -> tuple[HistoryFile, list[dict]]:
+    """The history and its drills, read only (what was skipped is said on stderr)."""
+    history = HistoryFile()
+    drills = history.load()
+    _warn_history(history, out)
     return history, drills
+
+
+def _finish(drill: Drill, status: str, out: Out, history: HistoryFile | None = None) -> None:
+    """End the drill and record it; what the history's repair did is said on stderr."""
+    history = history or HistoryFile()
+    drill.finish(status, history)
+    _warn_history(history, out)
 
 
 def _time_line(drill: Drill) -> str:
@@ -385,7 +397,7 @@ def _start(args: argparse.Namespace) -> int:
                       f"  Finish it: `{_command(args, 'check')}` until it passes, or `{_command(args, 'reveal')} --give-up`;\n"
                       f"  or abandon it (its folder is kept): add --force to this command.")
             return 1
-        previous.finish(ABANDONED, history)
+        _finish(previous, ABANDONED, out, history)
         out.print(f"Abandoned the open drill {previous.id}; its folder is kept: {_display(previous.workspace)}")
     workspace = _new_workspace(root, components)
     working = build_workspace(workspace, components, stubs=stubs, solutions=SOLUTIONS, interview=args.no_hints)
@@ -443,7 +455,7 @@ def _check(args: argparse.Namespace) -> int:
             drill.passed_at.setdefault(component, round(drill.elapsed(now), 1))
         drill.save()
         if passed == set(drill.components):
-            drill.finish(PASSED, _history(out)[0])
+            _finish(drill, PASSED, out)
             finished_now = True
     else:
         out.print(f"(drill {drill.id} is {drill.status}; this check is not recorded)")
@@ -531,7 +543,7 @@ def _reveal(args: argparse.Namespace) -> int:
         out.error(_not_in_drill(args.component, drill))
         return 2
     if args.give_up and drill.is_open:
-        drill.finish(GAVE_UP, _history(out)[0])
+        _finish(drill, GAVE_UP, out)
         out.print(f"Gave up drill {drill.id} after {format_duration(drill.elapsed())}; it is in the history.")
     components = [args.component] if args.component else drill.components
     allowed = [c for c in components if c in drill.passed_at or drill.status == GAVE_UP]

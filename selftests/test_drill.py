@@ -9,6 +9,7 @@ import shutil
 import subprocess
 import sys
 from pathlib import Path
+from unittest.mock import ANY
 
 import pytest
 
@@ -172,24 +173,59 @@ def test_random_selection_prefers_weak_components_and_an_open_drill_is_never_ove
     assert workspaces(drills.root)[-1].name.endswith("-kv_cache-head_splitting")  # never drilled, then weakest
 
 
-def test_a_corrupt_history_is_reported_moved_aside_and_replaced(drills):
+def test_an_unreadable_history_is_left_alone_by_history_and_moved_aside_by_a_drill_that_ends(drills):
     drills.home.mkdir()
     (drills.home / "history.json").write_text("{not json")
     shown = drills("history")
     assert shown.returncode == 0
     assert "unreadable" in shown.stderr and "No finished drills yet" in shown.stdout
+    assert [p.name for p in drills.home.iterdir()] == ["history.json"]  # the read-only command changed nothing
+    assert (drills.home / "history.json").read_text() == "{not json"
+
+    assert drills("start", "scaling").returncode == 0
+    gave_up = drills("reveal", "--give-up")  # writes the history: repairs it
+    assert gave_up.returncode == 0 and "moved aside" in gave_up.stderr
     [aside] = drills.home.glob("history.json.corrupt-*")
     assert aside.read_text() == "{not json"
+    assert [d["components"] for d in history(drills.home)] == [{"scaling": {"result": "gave up", "time_s": ANY,
+                                                                            "hints": 0}}]
 
 
-def test_a_history_of_the_wrong_shape_is_recovered_from(tmp_path):
+def _past(started: str, component: str) -> dict:
+    return {"id": started, "started": started, "components": {component: {"result": "passed", "time_s": 100,
+                                                                           "hints": 1}}}
+
+
+def test_one_bad_history_entry_is_skipped_and_the_others_are_shown(drills):
+    drills.home.mkdir()
+    entries = [_past("2025-01-01T10:00:00", "masking"), {"started": 3, "components": {}},
+               _past("2025-01-02T10:00:00", "kv_cache"), "oops"]
+    text = json.dumps({"version": 1, "drills": entries})
+    (drills.home / "history.json").write_text(text)
+    shown = drills("history")
+    assert shown.returncode == 0, shown.stderr
+    assert "masking" in shown.stdout and "kv_cache" in shown.stdout and "1:40" in shown.stdout
+    assert "skipping 2 entries" in shown.stderr and "entry 2:" in shown.stderr and "entry 4:" in shown.stderr
+    assert [p.name for p in drills.home.iterdir()] == ["history.json"]
+    assert (drills.home / "history.json").read_text() == text
+
+
+def test_appending_drops_only_the_bad_entries_and_keeps_the_file_as_it_was(tmp_path):
     path = tmp_path / "history.json"
-    path.write_text(json.dumps({"version": 1, "drills": [{"oops": 1}]}))
+    good = _past("2025-01-01T10:00:00", "scaling")
+    text = json.dumps({"version": 1, "drills": [{"oops": 1}, good]})
+    path.write_text(text)
     history_file = HistoryFile(path)
-    assert history_file.load() == [] and "unreadable" in history_file.warnings[0]
-    history_file.append({"started": "2025-01-01T10:00:00", "components": {"scaling": {"result": "passed"}}})
-    assert len(HistoryFile(path).load()) == 1
-    assert len(list(tmp_path.glob("history.json.corrupt-*"))) == 1
+    assert history_file.load() == [good] and "skipping 1 entry" in history_file.warnings[0]
+    assert path.read_text() == text and list(tmp_path.iterdir()) == [path]
+    new = _past("2025-01-03T10:00:00", "masking")
+    history_file.append(new)
+    assert "dropped" in history_file.warnings[-1]
+    assert HistoryFile(path).load() == [good, new]
+    [aside] = tmp_path.glob("history.json.corrupt-*")
+    assert aside.read_text() == text
+    history_file.append(new)  # nothing left to repair: no second copy
+    assert len(list(tmp_path.glob("history.json.corrupt-*"))) == 1 and len(HistoryFile(path).load()) == 3
 
 
 def test_a_student_release_drills_the_stubs_and_has_no_reference(drills, tmp_path):
