@@ -2,7 +2,8 @@
 
     drill start [COMPONENT ...] [--random N] [--minutes M] [--no-hints] [--force]
     drill check              grade the open drill's components, with the time
-    drill hint [COMPONENT]   the next rung of a failing component's hint ladder
+    drill hint [COMPONENT]   the next rung of a hint ladder (without a name: the first failing
+                             component with hints left)
     drill reveal [COMPONENT] [--give-up]   the reference next to your code
     drill history            past drills per component, best times, a chart
 
@@ -422,7 +423,8 @@ def _print_started(drill: Drill, args: argparse.Namespace, out: Out) -> None:
     else:
         out.print("This is a student release without the reference: the other components are stubs too "
                   "(each component is still graded on its own, with trusted stand-ins for the others).")
-    mode = "interview mode: checks show only pass/fail and no hints until the drill ends" if drill.interview \
+    mode = ("interview mode: the stubs' worded steps are hidden, and checks show only pass/fail and no hints "
+            "until the drill ends") if drill.interview \
         else f"hints: `{_command(args, 'hint')}`"
     out.print(f"Time: {format_duration(drill.minutes * 60)} from now; {mode}.")
     out.print(f"Check your work: `{_command(args, 'check')}`")
