@@ -35,7 +35,7 @@ def _parser() -> argparse.ArgumentParser:
     check.add_argument("components", nargs="*", metavar="COMPONENT", help=f"any of: {', '.join(COMPONENTS)}")
     check.add_argument("--target", default=str(ROOT / "exercises"), help="folder to grade (default: exercises/)")
     check.add_argument("-v", "--verbose", action="store_true", help="list every check")
-    check.add_argument("--hints", action="store_true", help="show each failing component's hint")
+    check.add_argument("--hints", action="store_true", help="show the hint of each component not passed (failing or not started)")
     check.add_argument("--json", action="store_true", help="print the report as JSON")
     check.add_argument("--fail-under", type=float, metavar="N", help="exit 1 when the score is below N")
     check.add_argument("--timeout", type=float, metavar="S", help="seconds per check (default: course.yml)")
