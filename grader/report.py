@@ -60,9 +60,12 @@ def print_terminal(report: Report, *, verbose: bool = False, hints: bool = False
     table.add_row(Text("total", style="bold"), Text(format_points(report.score, report.max_score), style="bold"), "")
     console.print(table)
     for component in report.components:
-        if component.status in (PASSED, NOT_STARTED):
+        if component.status == PASSED or (component.status == NOT_STARTED and not (hints and component.hint)):
             continue
         console.print(Text(f"\n{component.id}: {component.status}", style=f"bold {STYLE[component.status]}"))
+        if component.status == NOT_STARTED:  # --hints: where to begin, rather than nothing
+            console.print(Text(_indent(f"hint: {component.hint}"), style="cyan"))
+            continue
         console.print(Text(_indent(component.message)))
         if verbose:
             for check in component.checks:
