@@ -4,10 +4,8 @@ from __future__ import annotations
 import io
 import math
 import os
-import shutil
-import tempfile
 import time
-from contextlib import contextmanager, redirect_stderr, redirect_stdout
+from contextlib import redirect_stderr, redirect_stdout
 from fractions import Fraction
 from pathlib import Path
 from typing import TYPE_CHECKING
