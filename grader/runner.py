@@ -163,8 +163,10 @@ def run_checks(target: str | Path, components: list[str] | None = None, *, cours
         return _run(target, str(Path(target).resolve()), selected, limits, isolation, checks_dir, started, cache,
                     processes, session, None)
     start_zygote()
-    with private_copy(target) as (folder, unreadable):
-        plan = Plan.for_copy(protection(), folder)
+    chosen = protection()
+    with private_copy(target, reachable=chosen == sandbox.USERS) as (folder, unreadable), \
+            sandbox.hidden_while_grading(chosen):
+        plan = Plan.for_copy(chosen, folder)
         return _run(target, folder, selected, limits, isolation, checks_dir, started, cache, processes, session, plan,
                     unreadable)
 
