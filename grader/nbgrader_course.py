@@ -211,7 +211,7 @@ def _head(lines: list[str], node) -> list[str]:
 
 
 def _plain(text: str) -> str:
-    """Plain text (a course.yml hint) safe in Markdown: `*` and `_` stay characters."""
+    """Plain text (a course.yml hint) safe in Markdown: `*`, `_`, backticks and backslashes stay characters."""
     return re.sub(r"([*_\\`])", r"\\\1", text)
 
 

@@ -96,8 +96,9 @@ def grade_component(component_id: str, *, hidden: bool | None = None, folder: st
             print(_indented(component["message"], "    "))
         for check in checks:
             outcome = check["status"]
-            print(f"  {check['name']}: {check['score']:.2f}/{check['max_score']:.2f} {outcome}"
-                  + (" (hidden check)" if check.get("hidden") else ""))
+            if check.get("hidden"):  # as CheckResult.student_message: passed or failed, nothing more
+                outcome = "passed (hidden check)" if outcome == "passed" else "failed (hidden check)"
+            print(f"  {check['name']}: {check['score']:.2f}/{check['max_score']:.2f} {outcome}")
             message = (check.get("message") or "").strip()
             if outcome != "passed" and not check.get("hidden") and message.rstrip(":") != outcome:
                 print(_indented(message, "      "))

@@ -232,6 +232,11 @@ def test_release_autograde_feedback(course, tmp_path):
                 assert printed == pytest.approx(value, abs=0.005), (student, gid, text)
                 assert value == pytest.approx(notebook_scores[student][component], abs=1e-4), (student, gid)
                 assert "hidden checks, worth" not in text  # autograde counts them
+                report = next(c for c in reports[student]["components"] if c["id"] == component)
+                for check in report["checks"]:  # a hidden check: whether it passed, nothing more
+                    if check["hidden"]:
+                        assert re.search(rf"^  {check['name']}: [\d.]+/[\d.]+ (passed|failed) \(hidden check\)$",
+                                         text, re.M), (student, check["name"], text)
 
     # the student's own kernel (no DRILLS_HIDDEN_CHECKS): the public checks only, and the same points printed
     folder = submitted["half"]
