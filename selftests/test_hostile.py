@@ -126,10 +126,10 @@ class Listener:
         while not self.stop.is_set():
             try:
                 conn, _ = self.sock.accept()
-                self.connections += 1
-                conn.close()
             except OSError:
-                pass
+                continue
+            self.connections += 1
+            conn.close()
 
 
 @pytest.fixture(scope="session")
@@ -137,6 +137,7 @@ def listener():
     server = Listener()
     yield server
     server.stop.set()
+    server.sock.close()
 
 
 @pytest.fixture(scope="session")
