@@ -164,7 +164,8 @@ class Package:
             module = importlib.import_module(full)
         except Exception as exc:  # the student's file failed to import
             sys.modules.pop(full, None)
-            raise ImplementationLoadError(f"{name}.py failed to import: {type(exc).__name__}: {exc}") from exc
+            why = str(exc).replace(f"{self.name}.", "")  # the student knows their modules by their own names
+            raise ImplementationLoadError(f"{name}.py failed to import: {type(exc).__name__}: {why}") from exc
         self._patch_imported()
         return module
 
