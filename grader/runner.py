@@ -90,7 +90,7 @@ def describe_failure(exc: BaseException) -> tuple[str, str]:
     """
     if isinstance(exc, NotStarted):
         status = NOT_STARTED
-    elif isinstance(exc, LoadFailed):
+    elif isinstance(exc, (LoadFailed, ImplementationLoadError)):
         status = ERROR
     elif isinstance(exc, StudentTimeout):
         status = TIMEOUT
