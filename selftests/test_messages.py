@@ -203,3 +203,10 @@ def test_gradebook_status_tells_stubs_from_an_empty_folder_and_errors(tmp_path):
         "crashed": "error: the grader's process crashed"}
     assert all(record_status(record) == {r["student"]: r["status"] for r in rows}[name]
                for name, record in records.items())
+
+
+def test_a_tensor_in_a_message_is_shown_by_dtype_and_shape():
+    from tests.checklib.compare import shown
+
+    assert shown(torch.zeros(2, 5, 24)) == "a float32 tensor of shape (2, 5, 24)"
+    assert shown((torch.zeros(1, dtype=torch.float64), 3)) == "a tuple of 2 (a float64 tensor of shape (1), 3)"

@@ -38,6 +38,16 @@ def _fmt_shape(shape) -> str:
     return "(" + ", ".join(str(s) for s in shape) + ")"
 
 
+def shown(value: Any) -> str:
+    """A value as a failure message shows it: a tensor by its dtype and shape, never all its numbers."""
+    if isinstance(value, Tensor):
+        return f"a {_dtype_name(value.dtype)} tensor of shape {_fmt_shape(value.shape)}"
+    if isinstance(value, (tuple, list)):
+        items = ", ".join(shown(v) for v in value[:4]) + (", ..." if len(value) > 4 else "")
+        return f"a {type(value).__name__} of {len(value)} ({items})"
+    return repr(value)
+
+
 def _dtype_name(dtype: torch.dtype) -> str:
     return str(dtype).removeprefix("torch.")
 
