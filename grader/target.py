@@ -143,12 +143,11 @@ class Executor:
             kinds = tuple(c.__name__ for c in type(exc).__mro__)
             raise cls(type(exc).__name__, str(exc), self._where(exc), kinds, call_label(op, request)) from None
 
-    def _where(self, exc: BaseException) -> str:
+    def _where(self, exc: BaseException, frames_shown: int = 3) -> str:
+        """The student's own frames that led to the error, innermost last (at most `frames_shown`)."""
         frames = [f for f in traceback.extract_tb(exc.__traceback__) if f.filename.startswith(self.folder)]
-        if not frames:
-            return ""
-        last = frames[-1]
-        return f'  at {Path(last.filename).name}:{last.lineno} in {last.name}: {(last.line or "").strip()}'
+        return "\n".join(f'  at {Path(f.filename).name}:{f.lineno} in {f.name}: {(f.line or "").strip()}'
+                         for f in frames[-frames_shown:])
 
     def _op_load(self, module: str):
         self.package.module(module)
