@@ -159,7 +159,8 @@ class Package:
         if f"{name}.py" in self.broken:
             raise ImplementationLoadError(self.broken[f"{name}.py"])
         if not (self.folder / f"{name}.py").is_file():
-            raise ImplementationLoadError(f"{name}.py is missing from {self.folder}")
+            # not the folder's path: graded, it is a private copy's, which the student never saw
+            raise ImplementationLoadError(f"{name}.py is missing from the submission")
         try:
             module = importlib.import_module(full)
         except Exception as exc:  # the student's file failed to import
