@@ -69,7 +69,8 @@ def print_terminal(report: Report, *, verbose: bool = False, hints: bool = False
         console.print(Text(_indent(component.message)))
         if verbose:
             for check in component.checks:
-                if (check.status != PASSED or check.gated) and check.name not in component.message:
+                said = check.name in component.message or check.message == component.message  # a file not graded
+                if (check.status != PASSED or check.gated) and not said:
                     console.print(Text(_indent(f"{check.name}: {check.student_message}")))
         if hints and component.hint:
             console.print(Text(_indent(f"hint: {component.hint}"), style="cyan"))
@@ -89,26 +90,66 @@ def to_json(report: Report) -> str:
 
 
 def to_gradescope(report: Report) -> dict:
-    """Gradescope's results.json: top-level score, one test per check tagged with its component."""
+    """Gradescope's results.json: top-level score, one test per check tagged with its component.
+
+    The top-level output is the summary a student reads first: a row per component
+    (points, status, its first failing check's whole message), and once, above it,
+    each file that could not be graded; the tests of its components then only point there.
+    """
+    not_graded = _not_graded(report)
     tests = []
     for component in report.components:
         for check in component.checks:
+            why = not_graded.get(component.id)
             tests.append({
                 "name": f"{component.id}: {check.name}",
                 "score": round(check.score, 2),
                 "max_score": round(check.max_score, 2),
                 "status": "passed" if check.status == PASSED else "failed",
-                "output": _check_output(check),
+                "output": f"not graded: {_first_line(why)} (see the top)" if why else _check_output(check),
                 "tags": [component.id, check.status],
                 "visibility": "after_published" if check.hidden else "visible",
             })
-    points = f"{format_points(report.score, report.max_score)} points"
+    summary = _gradescope_summary(report, not_graded)
     warning = report.protection not in ("namespaces", "landlock")
     return {
         "score": round(report.score, 2),
-        "output": f"{protection_line(report)}\n\n{points}" if warning else f"{points}\n\n{protection_line(report)}",
+        "output": f"{protection_line(report)}\n\n{summary}" if warning else f"{summary}\n\n{protection_line(report)}",
         "tests": tests,
     }
+
+
+def _not_graded(report: Report) -> dict[str, str]:
+    """component id -> why none of its checks ran (a file missing or failing to import), for those so."""
+    return {c.id: c.message for c in report.components
+            if c.status == ERROR and c.message and all(check.message == c.message for check in c.checks)}
+
+
+def _first_line(text: str, limit: int = 120) -> str:
+    line = text.strip().splitlines()[0] if text.strip() else ""
+    return line if len(line) <= limit else line[:limit - 3] + "..."
+
+
+def _gradescope_summary(report: Report, not_graded: dict[str, str]) -> str:
+    """The total, what could not be graded (once), and per component its points, status and first failure."""
+    lines = [f"{format_points(report.score, report.max_score)} points"]
+    reasons: dict[str, list[str]] = {}
+    for component, why in not_graded.items():
+        reasons.setdefault(why, []).append(component)
+    for why, components in reasons.items():
+        lines += ["", f"not graded: {why}", f"  so these components earn nothing: {', '.join(components)}"]
+    width = max([len("component"), *(len(c.id) for c in report.components)])
+    points = {c.id: format_points(c.score, c.max_score) for c in report.components}
+    points_width = max([len("points"), *map(len, points.values())])
+    lines += ["", f"{'component':<{width}}  {'points':>{points_width}}  status"]
+    for component in report.components:
+        status = component.status
+        if component.id in not_graded:
+            status += " (not graded, see above)"
+        lines.append(f"{component.id:<{width}}  {points[component.id]:>{points_width}}  {status}")
+        if component.status not in (PASSED, NOT_STARTED) and component.id not in not_graded and component.message:
+            lines.append(_indent(_indent(component.message)))
+    return "\n".join(lines)
 
 
 def _check_output(check) -> str:

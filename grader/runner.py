@@ -19,7 +19,7 @@ from .errors import GraderError
 from .forked import Forked
 from .loader import ImplementationLoadError, Package
 from .results import ERROR, FAILED, NOT_STARTED, PASSED, TIMEOUT, CaseResult, CheckResult, ComponentResult, Report
-from .target import LoadFailed, NotStarted, StudentTimeout
+from .target import LoadFailed, NotStarted, StudentError, StudentTimeout
 from . import sandbox
 from .sandbox import Plan
 from .source import private_copy
@@ -59,7 +59,7 @@ class _Collector:
 
 
 class _PlainFailures:
-    """A pytest plugin: a failing check's report carries its exception's text, not a formatted traceback.
+    """A pytest plugin: a failing check's report carries its student-facing message, not a formatted traceback.
 
     Nothing here reads pytest's tracebacks, and formatting one (reading and
     laying out the source of every frame) costs more than many checks take.
@@ -70,25 +70,35 @@ class _PlainFailures:
         excinfo = call.excinfo
         if excinfo is None or excinfo.errisinstance((pytest.skip.Exception, pytest.xfail.Exception)):
             return None  # pytest's own report: passing and skipping cost nothing to report
-        return pytest.TestReport(item.nodeid, item.location, {}, "failed", excinfo.exconly()[:MESSAGE_LIMIT], call.when,
-                                 duration=call.duration, start=call.start, stop=call.stop)
+        return pytest.TestReport(item.nodeid, item.location, {}, "failed", describe_failure(excinfo.value)[1],
+                                 call.when, duration=call.duration, start=call.start, stop=call.stop)
 
 
 def _classify(call: pytest.CallInfo, report: pytest.TestReport) -> tuple[str, str]:
-    excinfo = call.excinfo
-    if excinfo is None:
+    if call.excinfo is None:
         return FAILED, str(report.longrepr)[:MESSAGE_LIMIT]
-    if excinfo.errisinstance(NotStarted):
-        return NOT_STARTED, f"not started: {excinfo.value.message}"
-    if excinfo.errisinstance(LoadFailed):
-        return ERROR, excinfo.value.message
-    if excinfo.errisinstance(StudentTimeout):
-        return TIMEOUT, excinfo.value.message
-    text = excinfo.exconly()
-    if "Timeout" in text and excinfo.typename == "Failed":
+    return describe_failure(call.excinfo.value)
+
+
+def describe_failure(exc: BaseException) -> tuple[str, str]:
+    """A failing check's status and the message a student reads (also plain pytest's, tests/conftest.py).
+
+    Never a grader module or class name: the checks' own messages (AssertionError),
+    what student code raised, or how it crashed or hung, as grader/target.py words it.
+    """
+    if isinstance(exc, NotStarted):
+        status = NOT_STARTED
+    elif isinstance(exc, (LoadFailed, ImplementationLoadError)):
+        status = ERROR
+    elif isinstance(exc, StudentTimeout):
+        status = TIMEOUT
+    elif isinstance(exc, (StudentError, AssertionError)):
+        status = FAILED
+    elif type(exc).__name__ == "Failed" and "Timeout" in str(exc):  # pytest-timeout's last resort
         return TIMEOUT, "timed out: the code did not finish in time (an endless loop?)"
-    text = text.removeprefix("AssertionError: ")
-    return FAILED, text[:MESSAGE_LIMIT]
+    else:  # a check's own code raised (say on a value of the wrong type): its type and words, no path
+        return FAILED, f"{type(exc).__name__}: {exc}"[:MESSAGE_LIMIT]
+    return status, str(exc)[:MESSAGE_LIMIT]
 
 
 # A helper process starts later than this one: it forks its own zygote, and gets its share only after
