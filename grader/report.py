@@ -21,6 +21,13 @@ def protection_line(report: Report) -> str:
     return f"WARNING: {text}" if report.protection == NONE else text
 
 
+def _unprotected(report: Report) -> bool:
+    """Student code ran with no sandbox at all: every output says so at its top."""
+    from .sandbox import NONE
+
+    return report.protection in (NONE, "in-process")
+
+
 def format_points(score: float, max_score: float) -> str:
     """Points as scored: whole hundredths (grader/course.py), so the rows add up to the totals."""
     return f"{_number(score)}/{_number(max_score)}"
@@ -40,7 +47,7 @@ def print_terminal(report: Report, *, verbose: bool = False, hints: bool = False
     file = file or sys.stdout
     tty = file.isatty()
     console = Console(file=file, highlight=False, soft_wrap=not tty, no_color=not tty, width=None if tty else 200)
-    unprotected = report.protection not in ("namespaces", "landlock")
+    unprotected = _unprotected(report)
     if unprotected:
         console.print(Text(protection_line(report), style="bold red"))
     table = Table(title=f"transformer-drills: {report.target}", title_justify="left",
@@ -111,7 +118,7 @@ def to_gradescope(report: Report) -> dict:
                 "visibility": "after_published" if check.hidden else "visible",
             })
     summary = _gradescope_summary(report, not_graded)
-    warning = report.protection not in ("namespaces", "landlock")
+    warning = _unprotected(report)
     return {
         "score": round(report.score, 2),
         "output": f"{protection_line(report)}\n\n{summary}" if warning else f"{summary}\n\n{protection_line(report)}",
@@ -188,7 +195,7 @@ def to_markdown(report: Report) -> str:
     """A Markdown summary (GitHub step summaries, pull-request comments)."""
     lines = [f"## transformer-drills: {format_points(report.score, report.max_score)}", "", f"_{protection_line(report)}_", "",
              "| component | points | status |", "|---|---:|---|"]
-    if report.protection not in ("namespaces", "landlock"):
+    if _unprotected(report):
         lines.insert(0, f"> **{protection_line(report)}**\n")
     for component in report.components:
         lines.append(f"| `{component.id}` | {format_points(component.score, component.max_score)} | {component.status} |")

@@ -80,8 +80,16 @@ def _public(text: str) -> str:
     return re.sub(r"\b_drills_impl_\d+\.(?:_own_|_trusted_\w+\.)?", "", text)
 
 
+class BadResult(StudentError):
+    """Student code returned something that cannot cross to the grader (not tensors, numbers or strings)."""
+
+    def describe(self) -> str:
+        during = f" from `{self.call}`" if self.call else ""
+        return f"your code returned something that is not tensors, numbers or strings{during}: {_public(self.message)}"
+
+
 ERROR_CLASSES = {cls.__name__: cls for cls in (StudentError, LoadFailed, StudentTimeout, StudentCrash,
-                                                   WeightsMismatch)}
+                                                   WeightsMismatch, BadResult)}
 ERROR_CLASSES["not_started"] = NotStarted
 
 

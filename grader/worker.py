@@ -154,8 +154,8 @@ def serve(requests: Connection, output_fd: int, plan: Plan, isolate_for: str | N
         try:
             data = wire.dumps(reply)
         except Exception as exc:  # noqa: BLE001 - a result that is not data
-            data = wire.dumps({"error": {"class": "StudentError", "type": "TypeError", "where": "", "kinds": ["TypeError"],
-                                         "message": f"returned something that is not tensors or numbers: {exc}"}})
+            data = wire.dumps({"error": {"class": "BadResult", "type": "TypeError", "where": "", "kinds": ["TypeError"],
+                                         "message": str(exc)}})
         requests.send_bytes(data)
 
 
