@@ -85,7 +85,8 @@ def test_gradients_match_reference(impl, gen):
     (reference(params, x_ref) * g).sum().backward()
     what = f"gradient of SwiGLU({d_model}, {d_ff})(x {tuple(x.shape)})"
     assert_close(grads["args"][0], x_ref.grad, what=f"{what} w.r.t. x vs the contract's formula",
-                 hint="compute the output from x with differentiable tensor operations (no .detach(), no torch.no_grad())")
+                 hint="compute the output from x with differentiable tensor operations (no .detach(), no torch.no_grad())",
+                 mistakes=mistakes.swiglu_grad_mistakes(x, state, g))
     for key, param in params.items():
         got = grads["params"].get(key)
         if got is None:

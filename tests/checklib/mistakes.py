@@ -574,15 +574,17 @@ def layer_norm_mistakes(x: Tensor, state: dict[str, Tensor], eps: float, *, defa
 
 
 def statistics_detached_x_grad(x: Tensor, state: dict[str, Tensor], eps: float, grad_output: Tensor, *,
-                               rms: bool = False) -> Tensor:
-    """d/dx of sum(norm(x) * grad_output) when the mean and variance (or mean square) are detached."""
+                               rms: bool = False, mean_only: bool = False) -> Tensor:
+    """d/dx of sum(norm(x) * grad_output) when the mean and variance (or mean square) are detached,
+    or (`mean_only`) the mean alone, the variance being taken around the detached mean."""
     x = x.double().clone().requires_grad_(True)
     w = state["weight"].double()
     if rms:
         out = x * torch.rsqrt(x.detach().pow(2).mean(dim=-1, keepdim=True) + eps) * w
     else:
         mean = x.detach().mean(dim=-1, keepdim=True)
-        var = x.detach().var(dim=-1, keepdim=True, unbiased=False)
+        var = (x - mean).pow(2).mean(dim=-1, keepdim=True) if mean_only else \
+            x.detach().var(dim=-1, keepdim=True, unbiased=False)
         out = (x - mean) / torch.sqrt(var + eps) * w + state["bias"].double()
     (out * grad_output.double()).sum().backward()
     return x.grad
@@ -590,10 +592,15 @@ def statistics_detached_x_grad(x: Tensor, state: dict[str, Tensor], eps: float, 
 
 def detached_statistics_mistakes(x: Tensor, state: dict[str, Tensor], eps: float, grad_output: Tensor, *,
                                  rms: bool = False) -> Mistakes:
-    what = "mean square" if rms else "mean and variance"
-    return {f"your {what} are detached from the graph (.detach(), torch.no_grad() or .item()): the forward is "
-            f"right, but the gradient must flow through the statistics too":
-            lambda: statistics_detached_x_grad(x, state, eps, grad_output, rms=rms)}
+    what = "mean square is" if rms else "mean and variance are"
+    mistakes = {f"your {what} detached from the graph (.detach(), torch.no_grad() or .item()): the forward is "
+                f"right, but the gradient must flow through the statistics too":
+                lambda: statistics_detached_x_grad(x, state, eps, grad_output, rms=rms)}
+    if not rms:
+        mistakes["your mean is detached from the graph (.detach(), torch.no_grad() or .item()): the forward is "
+                 "right, but the gradient must flow through the mean too"] = \
+            lambda: statistics_detached_x_grad(x, state, eps, grad_output, mean_only=True)
+    return mistakes
 
 
 def centred_in_place_mistakes(x: Tensor) -> Mistakes:
@@ -670,6 +677,8 @@ RMS_NORM_MISTAKES = {
 
 def rms_norm_mistakes(x: Tensor, state: dict[str, Tensor], eps: float, *, default_eps: bool = False) -> Mistakes:
     mistakes = dict(RMS_NORM_MISTAKES)
+    if bool((x > 0).all()):  # mean(|x|) is mean(x) there: the two mistakes cannot be told apart
+        mistakes = {s: v for s, v in mistakes.items() if v not in ("abs_mean", "square_of_mean")}
     if default_eps:
         mistakes[DEFAULT_EPS_MISTAKE[0]] = DEFAULT_EPS_MISTAKE[1]
     return {s: (lambda v=v: rms_norm(x, state["weight"], eps, variant=v)) for s, v in mistakes.items()}
@@ -727,3 +736,17 @@ def swiglu_shape_mistakes(d_model: int, d_ff: int, key: str) -> Mistakes:
                 "nn.Linear(d_ff, d_model)": torch.Size((d_ff, d_model))}
     return {f"your {key.split('.')[0]} maps d_ff to d_model; it maps x's d_model features up to d_ff: "
             f"nn.Linear(d_model, d_ff)": torch.Size((d_model, d_ff))}
+
+
+def swiglu_detached_gate_x_grad(x: Tensor, state: dict[str, Tensor], grad_output: Tensor) -> Tensor:
+    s = {k: v.double() for k, v in state.items()}
+    x = x.double().clone().requires_grad_(True)
+    out = F.linear(F.silu(F.linear(x, s["w_gate.weight"])).detach() * F.linear(x, s["w_up.weight"]), s["w_down.weight"])
+    (out * grad_output.double()).sum().backward()
+    return x.grad
+
+
+def swiglu_grad_mistakes(x: Tensor, state: dict[str, Tensor], grad_output: Tensor) -> Mistakes:
+    return {"your gate is detached from the graph (.detach() or torch.no_grad()): the forward is right, but "
+            "no gradient flows through silu(w_gate(x)), so w_gate never learns":
+            lambda: swiglu_detached_gate_x_grad(x, state, grad_output)}
