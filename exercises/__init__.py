@@ -20,8 +20,9 @@ The LLM track (the parts of a LLaMA-style language model):
 Every function you write starts as ``raise NotImplementedError(...)``; replace
 that line with your code. Each component is graded on its own: the checks for
 one component use trusted stand-ins for all the others, so you can work in any
-order (a good one: head_splitting, scaling, masking, multi_head_attention,
-qkv_projection, sinusoidal_encoding, pre_ln_block, patch_embedding, kv_cache).
+order. The course's teaching order (course.yml's, as in the README) is:
+qkv_projection, scaling, masking, head_splitting, multi_head_attention,
+sinusoidal_encoding, pre_ln_block, patch_embedding, kv_cache.
 
 How to check your work:
 

@@ -5,7 +5,7 @@ the exercise files may sit anywhere inside it. Each student is graded with
 `run_checks` in one of N long-lived job processes (each keeps its zygote, so a
 student costs only the checks), and the result is written atomically to
 DIR/results/<student>.json as soon as it is known. DIR/gradebook.csv
-(student, total, one column per component) is rebuilt from those files at the
+(student, total, status, one column per component) is rebuilt from those files at the
 end, and after an interrupt.
 
 Resuming: a student whose results file exists and whose submission (and the
@@ -143,9 +143,23 @@ def read_record(path: Path) -> dict | None:
     return record if isinstance(record, dict) and record.get("version") == RECORD_VERSION else None
 
 
+def record_status(record: dict) -> str:
+    """The gradebook's status of a record: graded, not started (every component), no exercise files, or error: why."""
+    if record.get("status") == "error":
+        error = (str(record.get("error", "")).strip().splitlines() or ["unknown"])[0][:120]
+        return "no exercise files" if error.startswith("no exercise files") else f"error: {error}"
+    components = (record.get("report") or {}).get("components") or []
+    if components and all(c.get("status") == "not started" for c in components):
+        return "not started"
+    return "graded"
+
+
 def write_gradebook(out: Path, students: list[str] | None = None, known: dict[str, dict] | None = None) -> Path:
     """gradebook.csv from the per-student files (every student with a results file, or those named);
-    `known` records (by student) are used instead of reading their files again."""
+    `known` records (by student) are used instead of reading their files again.
+
+    Columns: student, total, status (see `record_status`: zeros from untouched stubs and zeros from
+    a folder without exercise files read differently), then the points of each component."""
     from .course import load_course
 
     components = [c.id for c in load_course().components]
@@ -154,12 +168,14 @@ def write_gradebook(out: Path, students: list[str] | None = None, known: dict[st
     known = known or {}
     buffer = io.StringIO()
     writer = csv.writer(buffer, lineterminator="\n")
-    writer.writerow(["student", "total", *components])
+    writer.writerow(["student", "total", "status", *components])
     for name in names:
         record = known.get(name) or read_record(results / f"{name}.json")
         if record is None:
             continue
-        writer.writerow([name, f"{record['score']:g}", *(f"{record['components'].get(c, 0.0):g}" for c in components)])
+        status = record.get("gradebook_status") or record_status(record)
+        writer.writerow([name, f"{record['score']:g}", status,
+                         *(f"{record['components'].get(c, 0.0):g}" for c in components)])
     path = out / "gradebook.csv"
     _write_atomic(path, buffer.getvalue())
     return path
@@ -446,7 +462,8 @@ def grade_all(submissions: Path, out: Path, *, jobs: int = 2, force: bool = Fals
         if not written:
             _write_atomic(out / "results" / f"{student.name}.json", json.dumps(record, indent=1))
         with lock:
-            known[student.name] = {"score": record["score"], "components": record["components"]}
+            known[student.name] = {"score": record["score"], "components": record["components"],
+                                   "gradebook_status": record_status(record)}
             if record["status"] == "error":
                 errors.append(student.name)
             elif copy:

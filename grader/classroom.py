@@ -25,14 +25,15 @@ def runner_result(results: dict) -> dict:
     """The reporter's schema: version, status, max_score and tests with name/status/score/message."""
     components: dict[str, dict] = {}
     for test in results.get("tests", []):
-        entry = components.setdefault(test["tags"][0], {"score": 0.0, "max_score": 0.0, "failed": []})
+        entry = components.setdefault(test["tags"][0], {"score": 0.0, "max_score": 0.0, "failed": [], "first": ""})
         entry["score"] += test["score"]
         entry["max_score"] += test["max_score"]
         if test["status"] != "passed":
             entry["failed"].append(test["name"])
+            entry["first"] = entry["first"] or f"{test['name']}: {test.get('output', '')}"
     tests = [{"name": name, "status": "pass" if not entry["failed"] else "fail",
               "score": round(entry["score"], 2), "max_score": round(entry["max_score"], 2),
-              "message": "passed" if not entry["failed"] else "failing: " + ", ".join(entry["failed"]),
+              "message": "passed" if not entry["failed"] else f"failing: {', '.join(entry['failed'])}\n\n{entry['first']}",
               "line_no": 0, "execution_time": "0s", "test_code": f"python -m grader check {name}"}
              for name, entry in components.items()]
     max_score = round(sum(t["max_score"] for t in tests), 2)

@@ -6,6 +6,7 @@ adds its sub-commands and sets `func` (args -> exit status) on each.
 from __future__ import annotations
 
 import argparse
+import difflib
 import importlib
 import os
 import sys
@@ -34,7 +35,7 @@ def _parser() -> argparse.ArgumentParser:
     check.add_argument("components", nargs="*", metavar="COMPONENT", help=f"any of: {', '.join(COMPONENTS)}")
     check.add_argument("--target", default=str(ROOT / "exercises"), help="folder to grade (default: exercises/)")
     check.add_argument("-v", "--verbose", action="store_true", help="list every check")
-    check.add_argument("--hints", action="store_true", help="show each failing component's hint")
+    check.add_argument("--hints", action="store_true", help="show the hint of each component not passed (failing or not started)")
     check.add_argument("--json", action="store_true", help="print the report as JSON")
     check.add_argument("--fail-under", type=float, metavar="N", help="exit 1 when the score is below N")
     check.add_argument("--timeout", type=float, metavar="S", help="seconds per check (default: course.yml)")
@@ -51,13 +52,25 @@ def _parser() -> argparse.ArgumentParser:
     return parser
 
 
+def unknown_components(names: list[str], known: tuple[str, ...] | list[str] = COMPONENTS) -> str | None:
+    """The error for the names that are not components (None when all are), with a "did you mean" for each."""
+    unknown = [n for n in names if n not in known]
+    if not unknown:
+        return None
+    parts = []
+    for name in unknown:
+        close = difflib.get_close_matches(name, known, n=1)
+        parts.append(f"{name} (did you mean {close[0]}?)" if close else name)
+    return f"unknown component(s): {', '.join(parts)}; choose from {', '.join(known)}"
+
+
 def _check(args: argparse.Namespace) -> int:
     from .report import print_terminal, to_json
     from .runner import run_checks
 
-    unknown = [c for c in args.components if c not in COMPONENTS]
-    if unknown:
-        print(f"unknown component(s): {', '.join(unknown)}; choose from {', '.join(COMPONENTS)}", file=sys.stderr)
+    error = unknown_components(args.components)
+    if error:
+        print(error, file=sys.stderr)
         return 2
     report = run_checks(args.target, args.components or None, timeout=args.timeout)
     if args.json:
@@ -70,12 +83,12 @@ def _check(args: argparse.Namespace) -> int:
 
 
 def _grade(args: argparse.Namespace) -> int:
-    from .report import write_results
+    from .report import format_points, write_results
     from .runner import run_checks
 
     report = run_checks(args.submission, timeout=args.timeout)
     write_results(report, args.results, args.format)
-    print(f"{report.score:.1f}/{report.max_score:g} points; results written to {args.results}")
+    print(f"{format_points(report.score, report.max_score)} points; results written to {args.results}")
     return 0
 
 

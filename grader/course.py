@@ -1,7 +1,9 @@
 """course.yml: components in teaching order, their points, and the weights of their checks."""
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
+from fractions import Fraction
 from functools import lru_cache
 from pathlib import Path
 
@@ -10,6 +12,9 @@ import yaml
 from .contract import COMPONENTS
 
 _YAML_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)  # libyaml where available
+# Points are whole hundredths: every channel shows them to two decimals, so each check's points,
+# each component's and the total are the same numbers everywhere and add up exactly.
+POINT_UNITS = 100
 ROOT = Path(__file__).resolve().parent.parent
 COURSE_FILE = ROOT / "course.yml"
 
@@ -29,6 +34,33 @@ class Component:
     hidden: frozenset[str] = frozenset()  # checks that report only pass/fail to the student
     forbidden: tuple[str, ...] = ()  # library calls that would skip the exercise (dotted names)
     hints: tuple[str, ...] = ()  # a drill's hint ladder, from a nudge to the key line (course.yml `hints:`)
+    # `core:` the checks that compare outputs with a trusted expectation; every check that is neither
+    # core nor `standalone:` (a check of __init__'s layout, which pays on its own) is gated: it pays
+    # in proportion to what the core checks earn. Without `core:` every check pays on its own.
+    core: tuple[str, ...] = ()
+    standalone: frozenset[str] = frozenset()
+
+    @property
+    def gated(self) -> tuple[str, ...]:
+        """The checks whose points count only as far as the core checks pass, in course order."""
+        if not self.core:
+            return ()
+        return tuple(c for c in self.checks if c not in self.core and c not in self.standalone)
+
+    def check_units(self) -> dict[str, int]:
+        """Each check's points in 1/POINT_UNITS, shared by weight and adding up exactly to the component's.
+
+        Largest remainder: every check gets the floor of its share, and the units left over go to the
+        largest fractional parts (the first listed on a tie).
+        """
+        total_units = round(self.points * POINT_UNITS)
+        total_weight = sum(Fraction(w) for w in self.checks.values())
+        shares = {name: total_units * Fraction(weight) / total_weight for name, weight in self.checks.items()}
+        units = {name: math.floor(share) for name, share in shares.items()}
+        left = total_units - sum(units.values())
+        for name in sorted(shares, key=lambda n: -(shares[n] - units[n]))[:left]:
+            units[name] += 1
+        return units
 
     @property
     def hint_ladder(self) -> tuple[str, ...]:
@@ -67,6 +99,31 @@ def _hints(entry: dict, path: str | Path) -> tuple[str, ...]:
     return tuple(hints)
 
 
+def _gating(entry: dict, checks: dict[str, float], hidden: frozenset[str],
+            path: str | Path) -> tuple[tuple[str, ...], frozenset[str]]:
+    """A component's `core:` and `standalone:` lists, checked against its checks."""
+    lists = {}
+    for key in ("core", "standalone"):
+        names = entry.get(key) or []
+        if not isinstance(names, list) or not all(isinstance(n, str) for n in names):
+            raise CourseError(f"{path}: {key} of component {entry['id']} must be a list of check names")
+        unknown = sorted(set(names) - set(checks))
+        if unknown:
+            raise CourseError(f"{path}: component {entry['id']} lists {key} checks it does not weight: {unknown}")
+        # a student release drops the hidden checks, so they can only be gated
+        if set(names) & hidden:
+            raise CourseError(f"{path}: component {entry['id']} lists hidden checks as {key}: "
+                              f"{sorted(set(names) & hidden)}; a hidden check is always gated")
+        lists[key] = names
+    core, standalone = lists["core"], lists["standalone"]
+    if set(core) & set(standalone):
+        raise CourseError(f"{path}: component {entry['id']} lists checks as both core and standalone: "
+                          f"{sorted(set(core) & set(standalone))}")
+    if standalone and not core:
+        raise CourseError(f"{path}: component {entry['id']} lists standalone checks but no core checks")
+    return tuple(core), frozenset(standalone)
+
+
 def load_course(path: str | Path = COURSE_FILE) -> Course:
     """Read and check course.yml (parsed once per version of the file in a process)."""
     try:
@@ -98,8 +155,13 @@ def _load_course(path: str, mtime_ns: int, size: int) -> Course:
         if not hidden <= set(checks):
             raise CourseError(f"{path}: component {entry['id']} hides checks it does not list: {sorted(hidden - set(checks))}")
         forbidden = tuple(str(f) for f in entry.get("forbidden") or [])
-        components.append(Component(entry["id"], entry["title"], entry["file"], float(entry["points"]), checks,
-                                    entry.get("hint", ""), hidden, forbidden, _hints(entry, path)))
+        points = float(entry["points"])
+        if points < 0 or abs(points * POINT_UNITS - round(points * POINT_UNITS)) > 1e-6:
+            raise CourseError(f"{path}: component {entry['id']} has {points:g} points; points are whole "
+                              f"multiples of {1 / POINT_UNITS:g}")
+        core, standalone = _gating(entry, checks, hidden, path)
+        components.append(Component(entry["id"], entry["title"], entry["file"], points, checks,
+                                    entry.get("hint", ""), hidden, forbidden, _hints(entry, path), core, standalone))
     if len({c.id for c in components}) != len(components):
         raise CourseError(f"{path} lists a component twice")
     defaults = data.get("defaults") or {}

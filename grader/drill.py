@@ -2,7 +2,8 @@
 
     drill start [COMPONENT ...] [--random N] [--minutes M] [--no-hints] [--force]
     drill check              grade the open drill's components, with the time
-    drill hint [COMPONENT]   the next rung of a failing component's hint ladder
+    drill hint [COMPONENT]   the next rung of a hint ladder (without a name: the first failing
+                             component with hints left)
     drill reveal [COMPONENT] [--give-up]   the reference next to your code
     drill history            past drills per component, best times, a chart
 
@@ -20,6 +21,7 @@ older drill; `start --force` moves the unreadable file aside.
 from __future__ import annotations
 
 import argparse
+import difflib
 import json
 import os
 import random
@@ -29,9 +31,11 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import NamedTuple
 
+from .cli import unknown_components
 from .contract import COMPONENTS
 from .drill_history import ABANDONED, GAVE_UP, PASSED, HistoryFile, format_duration, pick_components, render_history
-from .drill_workspace import SOLUTIONS, build_workspace, component_names, definition_source, has_reference
+from .drill_workspace import (SOLUTIONS, build_workspace, component_names, definition_source, has_reference,
+                              learners_code)
 from .pristine import PristineStubsError, pristine_stubs
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -250,6 +254,13 @@ def _move_aside(broken: BrokenDrill) -> Path:
     return aside
 
 
+def _not_in_drill(component: str, drill: Drill) -> str:
+    """The error for a component the drill does not hold, with a "did you mean" when one is close."""
+    close = difflib.get_close_matches(component, drill.components, n=1)
+    guess = f"; did you mean {close[0]}?" if close else ""
+    return f"{component} is not part of this drill ({', '.join(drill.components)}){guess}"
+
+
 def _display(path: Path) -> str:
     try:
         return str(path.relative_to(Path.cwd()))
@@ -288,13 +299,25 @@ class Out:
         self.console.print(*objects, **kwargs)
 
 
-def _history(out: Out) -> tuple[HistoryFile, list[dict]]:
-    history = HistoryFile()
-    drills = history.load()
+def _warn_history(history: HistoryFile, out: Out) -> None:
     for warning in history.warnings:
         out.warn(warning)
     history.warnings.clear()
+
+
+def _history(out: Out) -> tuple[HistoryFile, list[dict]]:
+    """The history and its drills, read only (what was skipped is said on stderr)."""
+    history = HistoryFile()
+    drills = history.load()
+    _warn_history(history, out)
     return history, drills
+
+
+def _finish(drill: Drill, status: str, out: Out, history: HistoryFile | None = None) -> None:
+    """End the drill and record it; what the history's repair did is said on stderr."""
+    history = history or HistoryFile()
+    drill.finish(status, history)
+    _warn_history(history, out)
 
 
 def _time_line(drill: Drill) -> str:
@@ -319,9 +342,9 @@ def _new_workspace(root: Path, components: list[str]) -> Path:
 
 
 def _choose(args: argparse.Namespace, drills: list[dict], out: Out) -> list[str] | None:
-    unknown = [c for c in args.components if c not in COMPONENTS]
-    if unknown:
-        out.error(f"unknown component(s): {', '.join(unknown)}; choose from {', '.join(COMPONENTS)}")
+    error = unknown_components(args.components)
+    if error:
+        out.error(error)
         return None
     if args.components and args.random:
         out.error("name components or use --random N, not both")
@@ -375,10 +398,10 @@ def _start(args: argparse.Namespace) -> int:
                       f"  Finish it: `{_command(args, 'check')}` until it passes, or `{_command(args, 'reveal')} --give-up`;\n"
                       f"  or abandon it (its folder is kept): add --force to this command.")
             return 1
-        previous.finish(ABANDONED, history)
+        _finish(previous, ABANDONED, out, history)
         out.print(f"Abandoned the open drill {previous.id}; its folder is kept: {_display(previous.workspace)}")
     workspace = _new_workspace(root, components)
-    working = build_workspace(workspace, components, stubs=stubs, solutions=SOLUTIONS)
+    working = build_workspace(workspace, components, stubs=stubs, solutions=SOLUTIONS, interview=args.no_hints)
     drill = Drill(workspace.name, components, time.time(), args.minutes or MINUTES_PER_COMPONENT * len(components),
                   args.no_hints, working, workspace=workspace)
     drill.save()
@@ -400,7 +423,8 @@ def _print_started(drill: Drill, args: argparse.Namespace, out: Out) -> None:
     else:
         out.print("This is a student release without the reference: the other components are stubs too "
                   "(each component is still graded on its own, with trusted stand-ins for the others).")
-    mode = "interview mode: checks show only pass/fail and no hints until the drill ends" if drill.interview \
+    mode = ("interview mode: the stubs' worded steps are hidden, and checks show only pass/fail and no hints "
+            "until the drill ends") if drill.interview \
         else f"hints: `{_command(args, 'hint')}`"
     out.print(f"Time: {format_duration(drill.minutes * 60)} from now; {mode}.")
     out.print(f"Check your work: `{_command(args, 'check')}`")
@@ -433,7 +457,7 @@ def _check(args: argparse.Namespace) -> int:
             drill.passed_at.setdefault(component, round(drill.elapsed(now), 1))
         drill.save()
         if passed == set(drill.components):
-            drill.finish(PASSED, _history(out)[0])
+            _finish(drill, PASSED, out)
             finished_now = True
     else:
         out.print(f"(drill {drill.id} is {drill.status}; this check is not recorded)")
@@ -482,17 +506,21 @@ def _hint(args: argparse.Namespace) -> int:
         out.error("interview mode: no hints until the drill ends (a pass, time up, or `drill reveal --give-up`)")
         return 1
     if args.component and args.component not in drill.components:
-        out.error(f"{args.component} is not part of this drill ({', '.join(drill.components)})")
+        out.error(_not_in_drill(args.component, drill))
         return 2
+    course = load_course()
     failing = [c for c in drill.components if drill.last_status.get(c) != PASSED]
-    component = args.component or (failing[0] if failing else None)
-    if component is None:
+    if not args.component and not failing:
         out.print("Every component of this drill passed its last check: no hint needed.")
         return 0
-    ladder = load_course().component(component).hint_ladder
+    # without a name: the first failing component that still has a hint left
+    left = [c for c in failing if drill.hints_used.get(c, 0) < len(course.component(c).hint_ladder)]
+    component = args.component or (left[0] if left else failing[0])
+    ladder = course.component(component).hint_ladder
     used = drill.hints_used.get(component, 0)
     if used >= len(ladder):
-        out.print(f"No more hints for {component} ({len(ladder)} used). "
+        which = component if args.component else f"any failing component ({', '.join(failing)})"
+        out.print(f"No more hints for {which}: all {len(ladder) if args.component else 'their'} hints used. "
                   f"`{_command(args, 'reveal')} --give-up` shows the reference.")
         return 1
     drill.hints_used[component] = used + 1
@@ -514,10 +542,10 @@ def _reveal(args: argparse.Namespace) -> int:
         out.error(f"no drill under {_display(root)}")
         return 2
     if args.component and args.component not in drill.components:
-        out.error(f"{args.component} is not part of this drill ({', '.join(drill.components)})")
+        out.error(_not_in_drill(args.component, drill))
         return 2
     if args.give_up and drill.is_open:
-        drill.finish(GAVE_UP, _history(out)[0])
+        _finish(drill, GAVE_UP, out)
         out.print(f"Gave up drill {drill.id} after {format_duration(drill.elapsed())}; it is in the history.")
     components = [args.component] if args.component else drill.components
     allowed = [c for c in components if c in drill.passed_at or drill.status == GAVE_UP]
@@ -546,9 +574,13 @@ def _print_side_by_side(component: str, module: str, name: str, workspace: Path,
 
     reference = definition_source((SOLUTIONS / f"{module}.py").read_text(), name) or "(not in the reference)"
     try:
-        yours = definition_source((workspace / f"{module}.py").read_text(), name) or "(not found in your file)"
-    except (OSError, SyntaxError) as exc:
+        yours = learners_code((workspace / f"{module}.py").read_text(), name)
+    except (OSError, SyntaxError, ValueError) as exc:
         yours = f"(could not read your {module}.py: {exc})"
+    if yours is None:
+        yours = f"(not found in your {module}.py)"
+    elif not yours:
+        yours = f"(nothing written: your {name} still holds only the stub's docstring and raise NotImplementedError)"
     panels = [Panel(Syntax(text, "python", theme="ansi_dark", word_wrap=True), title=title, title_align="left")
               for title, text in ((f"reference: {module}.{name}", reference), (f"yours: {module}.{name}", yours))]
     out.print(f"\n[bold]{component}[/bold]: {module}.{name}", markup=True)

@@ -10,15 +10,19 @@ The file holds `{"version": 1, "drills": [...]}`; each drill is
 
 `result` is "passed", "gave up" or "abandoned"; `time_s` is the time from
 `drill start` to the first `drill check` that passed the component (for other
-results, the time until the drill ended). A missing file is an empty history;
-an unreadable one is moved aside to `history.json.corrupt-<timestamp>` and a
-fresh history starts, with a warning.
+results, the time until the drill ended). A missing file is an empty history.
+Reading (`drill history`, `drill start --random`) never changes the file: an
+entry that makes no sense is skipped with a warning, the others are used, and an
+unreadable file reads as empty. The next drill to end repairs it: bad entries
+are dropped (the file as it was is kept as `history.json.corrupt-<timestamp>`),
+or an unreadable file is moved aside there and a fresh history starts.
 """
 from __future__ import annotations
 
 import json
 import os
 import random
+import shutil
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -38,66 +42,110 @@ def history_path() -> Path:
 
 
 class HistoryFile:
-    """Load and append to the history; `warnings` collects what was recovered from."""
+    """Load and append to the history; `warnings` collects what was skipped or repaired.
+
+    Reading never changes the file. Entries that make no sense are skipped (and
+    reported), the others kept; a file that cannot be read as a history at all
+    reads as an empty one. Only `append`, which writes, repairs: it drops the
+    entries that make no sense, keeping the file as it was beside it, or moves an
+    unreadable file aside and starts a fresh history.
+    """
 
     def __init__(self, path: Path | None = None) -> None:
         self.path = path or history_path()
         self.warnings: list[str] = []
 
     def load(self) -> list[dict]:
-        """The finished drills, oldest first; a corrupt file is moved aside and an empty list returned."""
+        """The finished drills that make sense, in file order; the file is left as it is."""
+        drills, problem, skipped = self._read()
+        if problem is not None:
+            self.warnings.append(f"the drill history {self.path} is unreadable ({problem}); it is read as empty and "
+                                 f"left as it is (the next drill to end moves it aside to {self.path.name}.corrupt-"
+                                 "<time> and starts a fresh history)")
+        elif skipped:
+            self.warnings.append(f"skipping {_entries(len(skipped))} of the drill history {self.path}, which make(s) "
+                                 f"no sense ({'; '.join(skipped)}); {_entries(len(drills))} used. The file is left "
+                                 "as it is (the next drill to end writes the history without the skipped ones and "
+                                 f"keeps the file as it was in {self.path.name}.corrupt-<time>)")
+        return drills
+
+    def _read(self) -> tuple[list[dict], str | None, list[str]]:
+        """(the entries that make sense, why the whole file is unreadable or None, a line per skipped entry)."""
         try:
-            text = self.path.read_text()
+            text = self.path.read_text(encoding="utf-8")
         except FileNotFoundError:
-            return []
-        except OSError as exc:
-            self.warnings.append(f"could not read the drill history {self.path}: {exc}; using an empty history")
-            return []
+            return [], None, []
+        except (OSError, UnicodeDecodeError) as exc:
+            return [], f"{type(exc).__name__}: {exc}", []
         try:
             data = json.loads(text)
-            drills = data["drills"]
-            if not isinstance(drills, list) or not all(_valid_drill(d) for d in drills):
-                raise ValueError("unexpected structure")
-            return drills
-        except (ValueError, KeyError, TypeError) as exc:
-            self._move_aside(f"{type(exc).__name__}: {exc}")
-            return []
+        except ValueError as exc:
+            return [], f"not valid JSON: {exc}", []
+        if not isinstance(data, dict) or not isinstance(data.get("drills"), list):
+            return [], 'not a JSON object with a list "drills"', []
+        drills, skipped = [], []
+        for n, drill in enumerate(data["drills"], start=1):
+            problem = _entry_problem(drill)
+            if problem is None:
+                drills.append(drill)
+            else:
+                skipped.append(f"entry {n}: {problem}")
+        return drills, None, skipped
 
-    def _move_aside(self, why: str) -> None:
-        aside = self.path.with_name(f"{self.path.name}.corrupt-{time.strftime('%Y%m%d-%H%M%S')}")
-        n = 1
+    def _aside(self) -> Path:
+        stamp = time.strftime("%Y%m%d-%H%M%S")
+        aside, n = self.path.with_name(f"{self.path.name}.corrupt-{stamp}"), 1
         while aside.exists():
-            aside = aside.with_name(f"{self.path.name}.corrupt-{time.strftime('%Y%m%d-%H%M%S')}-{n}")
-            n += 1
-        try:
-            self.path.replace(aside)
-            where = f"moved aside to {aside}"
-        except OSError as exc:
-            where = f"could not be moved aside ({exc})"
-        self.warnings.append(f"the drill history {self.path} was unreadable ({why}); it was {where} "
-                             "and a fresh history was started")
+            aside, n = self.path.with_name(f"{self.path.name}.corrupt-{stamp}-{n}"), n + 1
+        return aside
 
     def append(self, drill: dict) -> None:
-        """Add one finished drill (written atomically)."""
-        drills = self.load()
+        """Add one finished drill (written atomically), repairing the file first if need be."""
+        drills, problem, skipped = self._read()
+        if problem is not None:
+            aside = self._aside()
+            try:
+                self.path.replace(aside)
+                where = f"moved aside to {aside}"
+            except OSError as exc:
+                where = f"could not be moved aside ({exc})"
+            self.warnings.append(f"the drill history {self.path} was unreadable ({problem}); it was {where} "
+                                 "and a fresh history was started")
+        elif skipped:
+            aside = self._aside()
+            shutil.copy2(self.path, aside)
+            self.warnings.append(f"the drill history {self.path} held {_entries(len(skipped))} that made no sense "
+                                 f"({'; '.join(skipped)}): dropped, {_entries(len(drills))} kept. "
+                                 f"The file as it was is kept in {aside}")
         drills.append(drill)
         self.path.parent.mkdir(parents=True, exist_ok=True)
         tmp = self.path.with_name(self.path.name + ".tmp")
-        tmp.write_text(json.dumps({"version": VERSION, "drills": drills}, indent=2))
+        tmp.write_text(json.dumps({"version": VERSION, "drills": drills}, indent=2), encoding="utf-8")
         tmp.replace(self.path)
 
 
-def _valid_drill(drill: object) -> bool:
-    if not isinstance(drill, dict) or not isinstance(drill.get("components"), dict):
-        return False
+def _entries(n: int) -> str:
+    return f"{n} entry" if n == 1 else f"{n} entries"
+
+
+def _entry_problem(drill: object) -> str | None:
+    """Why one history entry makes no sense, or None when it is usable."""
+    def number(v: object) -> bool:
+        return isinstance(v, (int, float)) and not isinstance(v, bool)
+
+    if not isinstance(drill, dict):
+        return f"not an object ({type(drill).__name__})"
     if not isinstance(drill.get("started"), str):
-        return False
-    for entry in drill["components"].values():
+        return '"started" is not a date'
+    if not isinstance(drill.get("components"), dict):
+        return '"components" is not an object'
+    for component, entry in drill["components"].items():
         if not isinstance(entry, dict) or not isinstance(entry.get("result"), str):
-            return False
-        if not isinstance(entry.get("time_s", 0), (int, float)) or not isinstance(entry.get("hints", 0), int):
-            return False
-    return True
+            return f"{component} has no result"
+        if not number(entry.get("time_s", 0)) or not isinstance(entry.get("hints", 0), int) \
+                or isinstance(entry.get("hints", 0), bool):
+            return f"{component}'s time_s or hints is not a number"
+    return None
 
 
 @dataclass

@@ -8,6 +8,7 @@ with `ast` line spans, so everything else in a file stays the reference's code.
 from __future__ import annotations
 
 import ast
+import re
 from pathlib import Path
 
 from .contract import MODULES, OWNERS
@@ -25,6 +26,11 @@ NARROWED: dict[tuple[str, str], dict[str, tuple[str, ...]]] = {
 }
 
 Edit = tuple[int, int, list[str]]  # replace lines [start, end) (0-based) with these lines
+
+# A stub's worded steps: a docstring paragraph opened by "TODO (component), ... in words:".
+# They spell out the key line, so an interview drill hides them.
+WORDED_TODO = re.compile(r'^(?P<indent>\s*)(?P<opener>[rRuU]?(?:"""|\'\'\'))?TODO \((?P<tag>[^)]*)\).*\bin words:\s*$')
+FROM_MEMORY = "TODO ({tag}): write it from memory (interview mode: the steps are not shown)."
 
 
 def drilled_names(module: str, components: set[str] | frozenset[str]) -> list[str]:
@@ -74,6 +80,66 @@ def definition_source(source: str, name: str) -> str | None:
     lines = source.splitlines()[span[0] - 1:span[1]]
     indent = min((len(l) - len(l.lstrip()) for l in lines if l.strip()), default=0)
     return "\n".join(l[indent:] for l in lines)
+
+
+def _is_stub_statement(node: ast.stmt) -> bool:
+    """`pass`, `...`, `super().__init__(...)` or `raise NotImplementedError(...)`: what a stub holds."""
+    if isinstance(node, ast.Pass):
+        return True
+    if isinstance(node, ast.Expr):
+        value = node.value
+        if isinstance(value, ast.Constant):
+            return value.value is Ellipsis or isinstance(value.value, str)
+        return (isinstance(value, ast.Call) and isinstance(value.func, ast.Attribute) and value.func.attr == "__init__"
+                and isinstance(value.func.value, ast.Call) and isinstance(value.func.value.func, ast.Name)
+                and value.func.value.func.id == "super")
+    if isinstance(node, ast.Raise) and node.exc is not None:
+        exc = node.exc.func if isinstance(node.exc, ast.Call) else node.exc
+        return isinstance(exc, ast.Name) and exc.id == "NotImplementedError"
+    return False
+
+
+def _unwritten(node: ast.stmt) -> bool:
+    """Whether a def or class holds nothing but its stub: docstrings, `raise NotImplementedError`, ..."""
+    if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+        return all(_is_stub_statement(s) for s in node.body)
+    if isinstance(node, ast.ClassDef):
+        return all(_unwritten(s) if isinstance(s, (ast.FunctionDef, ast.AsyncFunctionDef)) else _is_stub_statement(s)
+                   for s in node.body)
+    return False
+
+
+def learners_code(source: str, name: str) -> str | None:
+    """One definition of the learner's module without its docstrings (they are the stub's, not the learner's).
+
+    None when the module does not define `name`; "" when the definition still
+    holds only the stub (docstrings, `super().__init__()`, `raise NotImplementedError`).
+    """
+    definition = definition_source(source, name)
+    if definition is None:
+        return None
+    tree = ast.parse(definition)
+    if not tree.body or _unwritten(tree.body[0]):
+        return ""
+    lines = definition.splitlines()
+    drop: set[int] = set()  # 0-based lines that are docstring only
+    for first, last in _docstring_lines(tree):
+        own_lines = all(not lines[i].strip() or i not in _code_lines(tree, first, last) for i in range(first - 1, last))
+        if own_lines:
+            drop.update(range(first - 1, last))
+    return "\n".join(l for i, l in enumerate(lines) if i not in drop)
+
+
+def _code_lines(tree: ast.Module, first: int, last: int) -> set[int]:
+    """0-based lines in [first, last] where a statement other than the docstring there starts or ends."""
+    lines: set[int] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.stmt) and not (isinstance(node, ast.Expr) and node.lineno == first
+                                               and node.end_lineno == last):
+            for line in (node.lineno, node.end_lineno or node.lineno):
+                if first <= line <= last:
+                    lines.add(line - 1)
+    return lines
 
 
 def _outermost(names: list[str]) -> list[str]:
@@ -128,20 +194,63 @@ def splice_stubs(reference_source: str, stub_source: str, names: list[str]) -> s
     return result
 
 
+def _docstring_lines(tree: ast.Module) -> list[tuple[int, int]]:
+    """(first, last) line, 1-based and inclusive, of every docstring in the module."""
+    spans = []
+    for node in ast.walk(tree):
+        if isinstance(node, (ast.Module, ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef)) and node.body:
+            first = node.body[0]
+            if isinstance(first, ast.Expr) and isinstance(first.value, ast.Constant) \
+                    and isinstance(first.value.value, str):
+                spans.append((first.lineno, first.end_lineno or first.lineno))
+    return spans
+
+
+def hide_worded_steps(source: str) -> str:
+    """`source` with each docstring's "TODO (...), in words:" paragraph replaced by a write-it-from-memory note.
+
+    The paragraph runs from its TODO line to the next blank line or the end of
+    the docstring; the docstring's closing quotes stay. Nothing outside
+    docstrings is touched.
+    """
+    lines = source.splitlines()
+    for first, last in sorted(_docstring_lines(ast.parse(source)), reverse=True):
+        i = first - 1
+        while i < last:
+            match = WORDED_TODO.match(lines[i])
+            if not match:
+                i += 1
+                continue
+            end = i + 1  # the paragraph is lines[i:end]
+            while end < last and lines[end].strip() and not lines[end].strip().startswith(('"""', "'''")):
+                end += 1
+            closer = ""
+            if end == last and (tail := lines[last - 1].rstrip()).endswith(('"""', "'''")) and last - 1 > i:
+                closer = tail[-3:]  # the docstring closes on the paragraph's last line
+            note = f"{match['indent']}{match['opener'] or ''}{FROM_MEMORY.format(tag=match['tag'])}{closer}"
+            lines[i:end] = [note]
+            last -= end - i - 1
+            i += 1
+    result = "\n".join(lines) + ("\n" if source.endswith("\n") else "")
+    ast.parse(result)
+    return result
+
+
 def has_reference(solutions: Path = SOLUTIONS) -> bool:
     """Whether this checkout holds the reference (a student release does not)."""
     return all((solutions / f"{m}.py").is_file() for m in MODULES)
 
 
 def build_workspace(dest: Path, components: list[str], *, stubs: dict[str, str] | None = None,
-                    solutions: Path = SOLUTIONS) -> bool:
+                    solutions: Path = SOLUTIONS, interview: bool = False) -> bool:
     """Write the five contract files and __init__.py into `dest` (which must not exist yet).
 
     `stubs` (file name -> text) defaults to the pristine stubs (grader/pristine.py),
     never the learner's edited exercises/. Returns True when the workspace holds
     working code for the components not drilled (the reference is here), False
-    for a student release, where the files are the stubs as they are. Raises
-    PristineStubsError, before creating `dest`, when the stubs cannot be found.
+    for a student release, where the files are the stubs as they are. In an
+    interview (`interview`), the stubs' worded steps are hidden (`hide_worded_steps`).
+    Raises PristineStubsError, before creating `dest`, when the stubs cannot be found.
     """
     if stubs is None:
         from .pristine import pristine_stubs
@@ -156,6 +265,8 @@ def build_workspace(dest: Path, components: list[str], *, stubs: dict[str, str] 
                                                    drilled_names(module, set(components)))
         else:
             sources[f"{module}.py"] = stub
+        if interview:
+            sources[f"{module}.py"] = hide_worded_steps(sources[f"{module}.py"])
     dest.mkdir(parents=True, exist_ok=False)
     for name, source in sources.items():
         (dest / name).write_text(source)

@@ -159,12 +159,14 @@ class Package:
         if f"{name}.py" in self.broken:
             raise ImplementationLoadError(self.broken[f"{name}.py"])
         if not (self.folder / f"{name}.py").is_file():
-            raise ImplementationLoadError(f"{name}.py is missing from {self.folder}")
+            # not the folder's path: graded, it is a private copy's, which the student never saw
+            raise ImplementationLoadError(f"{name}.py is missing from the submission")
         try:
             module = importlib.import_module(full)
         except Exception as exc:  # the student's file failed to import
             sys.modules.pop(full, None)
-            raise ImplementationLoadError(f"{name}.py failed to import: {type(exc).__name__}: {exc}") from exc
+            why = str(exc).replace(f"{self.name}.", "")  # the student knows their modules by their own names
+            raise ImplementationLoadError(f"{name}.py failed to import: {type(exc).__name__}: {why}") from exc
         self._patch_imported()
         return module
 

@@ -3,18 +3,25 @@
 Per assignment (course.yml `assignments:`, else one holding every component),
 `source/<id>/<id>.ipynb` (nbgrader schema 3):
 
-- a locked setup cell (makes the grader importable, creates `submission/`);
+- a locked setup cell (imports the grader, found through `DRILLS_GRADER` or an
+  installed package, never a path written into the notebook; creates
+  `submission/`);
 - per contract file, a markdown cell from the stub's module docstring and a
   locked cell writing its header (`%%writefile submission/<file>`);
-- per function or class, a markdown cell and a solution cell appending it
-  (`%%writefile -a`): the stub's signature and docstring, then the reference
-  body between `### BEGIN SOLUTION` / `### END SOLUTION`, so the released
-  notebook shows the stub (nbgrader puts `raise NotImplementedError()` there);
-  names owned by components outside the assignment are written as stubs by
-  locked cells, and files outside it as the exercises/ file;
+- per function or class, a markdown cell (its component, hint and docstrings,
+  reStructuredText turned into Markdown) and a solution cell appending its code
+  without the docstrings (`%%writefile -a`): the stub's signature and leading
+  statements (`super().__init__()`), then the reference body between
+  `### BEGIN SOLUTION` / `### END SOLUTION`, so the released notebook shows the
+  stub (nbgrader puts `raise NotImplementedError()` there); names owned by
+  components outside the assignment are written as stubs by locked cells, and
+  files outside it as the exercises/ file;
 - per component, a locked graded test cell (points from course.yml) whose
   value is the points earned (`grader.notebook.grade_component`): nbgrader's
-  partial credit. Hidden checks count only inside `### BEGIN HIDDEN TESTS`.
+  partial credit. Hidden checks count where `DRILLS_HIDDEN_CHECKS=1`, which the
+  written `nbgrader_config.py` sets for the kernels nbgrader starts (autograde);
+  no `### BEGIN HIDDEN TESTS`, whose checksum nbgrader stores before removing
+  the hidden part and so warns about on every autograde (nbgrader issue 1961).
 
 nbformat is imported only here, never on the grading path.
 """
@@ -22,6 +29,7 @@ from __future__ import annotations
 
 import argparse
 import ast
+import re
 from pathlib import Path
 
 from .contract import FILES, OWNERS
@@ -30,22 +38,35 @@ from .course import ROOT, load_assignments, load_course
 SUB = "submission"
 CONFIG = '''\
 # nbgrader configuration written by `python -m grader nbgrader` (transformer-drills).
+import os
+
 c = get_config()  # noqa: F821
 c.CourseDirectory.course_id = {course!r}
 c.CourseDirectory.ignore = [".ipynb_checkpoints", "*.pyc", "__pycache__", "feedback", "submission"]
 # one grading run of every component happens in the first test cell
 c.Execute.timeout = 600
 c.ClearSolutions.code_stub = {{"python": "# YOUR CODE HERE\\nraise NotImplementedError()"}}
+# The kernels nbgrader starts here (autograde, validate) inherit these: where the
+# grader is (a folder holding grader/, course.yml and tests/; an exported
+# DRILLS_GRADER wins), and that hidden checks count.
+os.environ.setdefault("DRILLS_GRADER", {root!r})
+os.environ["DRILLS_HIDDEN_CHECKS"] = "1"
 '''
 
 SETUP = '''\
-# Setup (do not edit): makes the grader importable and creates the folder your code is written to.
+# Setup (do not edit): imports the grader and creates the folder your code is written to.
+# The grader is found in the folder named by the environment variable DRILLS_GRADER
+# (the course's checkout or its student release), else as an installed package.
 import os
 import sys
 
-DRILLS_ROOT = os.environ.get("DRILLS_ROOT", {root!r})
-if os.path.isdir(DRILLS_ROOT) and DRILLS_ROOT not in sys.path:
-    sys.path.insert(0, DRILLS_ROOT)
+if os.environ.get("DRILLS_GRADER") and sys.path[:1] != [os.environ["DRILLS_GRADER"]]:
+    sys.path.insert(0, os.environ["DRILLS_GRADER"])
+try:
+    import grader.notebook
+except ImportError:
+    raise ImportError("the grader was not found: set DRILLS_GRADER to the folder holding grader/ "
+                      "(the course's checkout or release) before starting Jupyter") from None
 os.makedirs({sub!r}, exist_ok=True)
 open(os.path.join({sub!r}, "__init__.py"), "w").close()
 '''
@@ -68,14 +89,6 @@ def _start(node: ast.AST) -> int:
     return min([node.lineno, *[d.lineno for d in decorators]])
 
 
-def _docstring_end(node) -> int | None:
-    body = node.body
-    if body and isinstance(body[0], ast.Expr) and isinstance(body[0].value, ast.Constant) \
-            and isinstance(body[0].value.value, str):
-        return body[0].end_lineno
-    return None
-
-
 def _text(lines: list[str], first: int, last: int) -> list[str]:
     return lines[first - 1:last]
 
@@ -87,53 +100,161 @@ def _is_stub_raise(stmt: ast.stmt) -> bool:
     return isinstance(exc, ast.Name) and exc.id == "NotImplementedError"
 
 
-def _function(stub_lines, stub, ref_lines, ref) -> list[str]:
-    """The stub's signature and docstring, its leading statements, then the reference body as the solution."""
-    doc_end = _docstring_end(stub)
-    head_end = doc_end if doc_end else stub.body[0].lineno - 1
-    out = _text(stub_lines, _start(stub), head_end)
-    stub_body = stub.body[1:] if doc_end else stub.body
-    pre = [s for s in stub_body if not _is_stub_raise(s)]
-    ref_body = ref.body[1:] if _docstring_end(ref) else ref.body
-    if not ref_body:
-        ref_body = ref.body
-    matched = 0
-    for stmt in pre:
-        if matched < len(ref_body) and ast.dump(stmt) == ast.dump(ref_body[matched]):
-            matched += 1
+_DEFS = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)
+
+
+def _strip_docstrings(source: str) -> str:
+    """`source` without the docstrings of its module, classes and functions (a body left empty gets `pass`)."""
+    lines = source.splitlines()
+    tree = ast.parse(source)
+    drop: dict[int, str | None] = {}  # line number -> replacement (None: delete)
+    for node in [tree, *[n for n in ast.walk(tree) if isinstance(n, _DEFS)]]:
+        body = node.body
+        if not (body and isinstance(body[0], ast.Expr) and isinstance(body[0].value, ast.Constant)
+                and isinstance(body[0].value.value, str)):
+            continue
+        doc = body[0]
+        if isinstance(node, _DEFS) and doc.lineno == node.lineno:
+            continue  # a one-line definition: leave it whole
+        for line in range(doc.lineno, doc.end_lineno + 1):
+            drop[line] = None
+        if len(body) == 1 and isinstance(node, _DEFS):
+            drop[doc.lineno] = " " * doc.col_offset + "pass"
+    return "\n".join(repl for i, line in enumerate(lines, 1)
+                     for repl in ([line] if i not in drop else [drop[i]] if drop[i] is not None else [])) + "\n"
+
+
+def _docstrings(tree: ast.Module) -> dict[str, str]:
+    """Docstring (cleaned) of every top-level function and class and of every method, by qualified name."""
+    docs = {}
+    for node in tree.body:
+        if isinstance(node, _DEFS):
+            docs[node.name] = ast.get_docstring(node) or ""
+            if isinstance(node, ast.ClassDef):
+                for member in node.body:
+                    if isinstance(member, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                        docs[f"{node.name}.{member.name}"] = ast.get_docstring(member) or ""
+    return docs
+
+
+_ROLE = re.compile(r":[a-z:]+:`([^`]+)`")
+_LITERAL = re.compile(r"``([^`]+)``")
+_ALPHA_ITEM = re.compile(r"^(\s*)([a-z])\. ", re.M)
+
+
+def _inline(text: str) -> str:
+    """Prose (one or more lines) with reST roles and ``literals`` as Markdown code spans."""
+    text = _ROLE.sub(lambda m: f"`{m.group(1).lstrip('~')}`", text)
+    text = _LITERAL.sub(lambda m: "`" + " ".join(m.group(1).split()) + "`", text)
+    return _ALPHA_ITEM.sub(r"\1- \2. ", text)  # "a. ..." steps: Markdown has no lettered lists
+
+
+def _markdown(doc: str) -> str:
+    """A docstring's reStructuredText (the subset the stubs use) as Markdown.
+
+    ``literal`` becomes `literal`, a `::` paragraph's indented block and any other
+    indented block after a blank line become fenced code, `a.` steps become
+    bullets; lists, *emphasis* and **strong** read the same in both.
+    """
+    lines = doc.splitlines()
+    out: list[str] = []
+    prose: list[str] = []
+    i = 0
+
+    def indent(line: str) -> int:
+        return len(line) - len(line.lstrip())
+
+    def flush() -> None:
+        if prose:
+            out.append(_inline("\n".join(prose)))
+            prose.clear()
+
+    while i < len(lines):
+        line = lines[i].rstrip()
+        literal = line.endswith("::")
+        quoted = indent(line) >= 4 and (not prose or not prose[-1].strip()) \
+            and not re.match(r"\s*([-*+]|\d+\.|[a-z]\.)\s", line)
+        if not (literal or quoted):
+            prose.append(line)
+            i += 1
+            continue
+        if literal:
+            text = line[:-2].rstrip()
+            if text:
+                prose += [text + (":" if not line[:-2].endswith(" ") else ""), ""]
+            base = indent(line)
+            i += 1
         else:
-            matched = 0
-            break
-    if matched == len(pre) and pre and matched < len(ref_body):
-        out += _text(stub_lines, pre[0].lineno, pre[-1].end_lineno)
-        rest = ref_body[matched:]
-    else:
-        rest = ref_body
+            base = indent(line) - 1
+        block = []
+        while i < len(lines) and (not lines[i].strip() or indent(lines[i]) > base):
+            block.append(lines[i].rstrip())
+            i += 1
+        while block and not block[-1]:
+            block.pop()
+        while block and not block[0]:
+            block.pop(0)
+        if block:
+            flush()
+            cut = min(indent(b) for b in block if b)
+            out.append("\n".join(["```text", *[b[cut:] for b in block], "```", ""]))
+    flush()
+    return "\n".join(out).strip()
+
+
+def _head(lines: list[str], node) -> list[str]:
+    """The decorators and signature of a definition (the lines before its body, less trailing blank lines)."""
+    out = _text(lines, _start(node), node.body[0].lineno - 1)
+    while out and not out[-1].strip():
+        out.pop()
+    return out
+
+
+def _plain(text: str) -> str:
+    """Plain text (a course.yml hint) safe in Markdown: `*`, `_`, backticks and backslashes stay characters."""
+    return re.sub(r"([*_\\`])", r"\\\1", text)
+
+
+def _function(stub_lines, stub, ref_lines, ref) -> list[str]:
+    """The stub's signature and leading statements (`super().__init__()`), then the reference body as the solution.
+
+    Trees and lines are of sources without docstrings. The reference body loses
+    the statements the stub already shows, so they run once.
+    """
+    out = _head(stub_lines, stub)
+    pre = [s for s in stub.body if not _is_stub_raise(s) and not isinstance(s, ast.Pass)]
+    rest, shown = list(ref.body), set()
+    for stmt in pre:
+        same = next((r for r in rest if ast.dump(r) == ast.dump(stmt)), None)
+        if same is not None:
+            rest.remove(same)
+            shown.update(range(_start(same), same.end_lineno + 1))
+    for stmt in pre:
+        out += _text(stub_lines, _start(stmt), stmt.end_lineno)
+    if not rest:
+        return out if pre else out + [" " * (stub.col_offset + 4) + "pass"]
     indent = " " * rest[0].col_offset
     out.append(f"{indent}### BEGIN SOLUTION")
-    out += _text(ref_lines, rest[0].lineno, ref.end_lineno)
+    out += [ref_lines[n - 1] for n in range(_start(rest[0]), ref.end_lineno + 1) if n not in shown]
     out.append(f"{indent}### END SOLUTION")
     return out
 
 
 def _signature_only(ref_lines, ref) -> list[str]:
-    """A reference member the stub lacks: its signature and docstring visible, its body the solution."""
-    doc_end = _docstring_end(ref)
-    head_end = doc_end if doc_end else ref.body[0].lineno - 1
-    rest = ref.body[1:] if doc_end and len(ref.body) > 1 else ref.body
-    indent = " " * rest[0].col_offset
-    return [*_text(ref_lines, _start(ref), head_end), f"{indent}### BEGIN SOLUTION",
-            *_text(ref_lines, rest[0].lineno, ref.end_lineno), f"{indent}### END SOLUTION"]
+    """A reference member the stub lacks: its signature visible, its body the solution."""
+    indent = " " * ref.body[0].col_offset
+    return [*_head(ref_lines, ref), f"{indent}### BEGIN SOLUTION",
+            *_text(ref_lines, ref.body[0].lineno, ref.end_lineno), f"{indent}### END SOLUTION"]
 
 
 def _class(stub_lines, stub, ref_lines, ref, is_solution) -> list[str]:
-    doc_end = _docstring_end(stub)
-    members = stub.body[1:] if doc_end else stub.body
-    out = _text(stub_lines, _start(stub), doc_end if doc_end else members[0].lineno - 1)
+    members = stub.body
+    out = _head(stub_lines, stub)
     ref_methods = {n.name: n for n in ref.body if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))}
     seen = set()
-    for node in members:
-        out.append("")
+    for k, node in enumerate(members):
+        if k:
+            out.append("")
         if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and node.name in ref_methods \
                 and is_solution(f"{stub.name}.{node.name}"):
             seen.add(node.name)
@@ -175,15 +296,18 @@ def _file_cells(file: str, selected: set[str], course) -> tuple[list, list[str]]
     module = file.removesuffix(".py")
     stub_src = (ROOT / "exercises" / file).read_text()
     ref_src = (ROOT / "solutions" / file).read_text()
+    doc = ast.get_docstring(ast.parse(stub_src)) or ""
+    stub_docs, ref_docs = _docstrings(ast.parse(stub_src)), _docstrings(ast.parse(ref_src))
+    # the code cells hold code only: every docstring is shown as Markdown instead
+    stub_src, ref_src = _strip_docstrings(stub_src), _strip_docstrings(ref_src)
     stub_tree, ref_tree = ast.parse(stub_src), ast.parse(ref_src)
     stub_lines, ref_lines = _lines(stub_src), _lines(ref_src)
     target = f"{SUB}/{file}"
-    doc = ast.get_docstring(stub_tree) or ""
-    cells = [_md(f"## `{file}`\n\n```text\n{doc}\n```" if doc else f"## `{file}`")]
-    defs = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)
+    cells = [_md(f"## `{file}`\n\n{_markdown(doc)}" if doc else f"## `{file}`")]
+    defs = _DEFS
     body = stub_tree.body
     first_def = next((i for i, n in enumerate(body) if isinstance(n, defs)), len(body))
-    header_nodes = [n for n in body[:first_def] if not (n is body[0] and doc)]
+    header_nodes = body[:first_def]
     header = _text(stub_lines, _start(header_nodes[0]), header_nodes[-1].end_lineno) if header_nodes else []
     stub_imports = {ast.dump(n) for n in header_nodes if isinstance(n, (ast.Import, ast.ImportFrom))}
     for node in ref_tree.body:
@@ -201,8 +325,16 @@ def _file_cells(file: str, selected: set[str], course) -> tuple[list, list[str]]
     def component_note(name: str) -> str:
         owners = [c for c in course.components if c.id in _owners(module, name)]
         parts = [f"**{c.title}** (`{c.id}`, {c.points:g} points)" for c in owners]
-        hints = [f"*Hint ({c.id}):* {c.hint_ladder[0]}" for c in owners if c.id in selected and c.hint_ladder]
-        return "\n\n".join([f"### `{name}`: " + ", ".join(parts), *hints])
+        hints = [f"*Hint ({c.id}):* {_plain(c.hint_ladder[0])}" for c in owners if c.id in selected and c.hint_ladder]
+        return "\n\n".join([f"### `{name}`: " + ", ".join(parts), *hints, *docs_of(name, stub_docs)])
+
+    def docs_of(name: str, docs: dict[str, str]) -> list[str]:
+        """The docstrings of `name` and of its methods, as Markdown."""
+        out = [_markdown(docs[name])] if docs.get(name) else []
+        for member, text in docs.items():
+            if member.startswith(name + ".") and text:
+                out += [f"#### `{member}`", _markdown(text)]
+        return out
 
     for node in body[first_def:]:
         if not isinstance(node, defs):
@@ -231,6 +363,7 @@ def _file_cells(file: str, selected: set[str], course) -> tuple[list, list[str]]
             cell_id = f"{module}_{name}"
             code = _signature_only(ref_lines, node) if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) \
                 else ["### BEGIN SOLUTION", *_text(ref_lines, _start(node), node.end_lineno), "### END SOLUTION"]
+            cells.append(_md("\n\n".join([f"### `{name}`", *docs_of(name, ref_docs)])))
             cells.append(_code_cell(f"%%writefile -a {target}\n\n\n" + "\n".join(code) + "\n",
                                     _meta(cell_id, solution=True)))
             solution_ids.append(cell_id)
@@ -238,18 +371,12 @@ def _file_cells(file: str, selected: set[str], course) -> tuple[list, list[str]]
 
 
 def _test_cell(component) -> str:
-    call = f'grade_component("{component.id}"'
-    if component.hidden:
-        return (f"from grader.notebook import grade_component\n\n"
-                f"score = {call}, hidden=False)\n"
-                f"### BEGIN HIDDEN TESTS\n"
-                f"score = {call}, show=False)  # with the hidden checks\n"
-                f"### END HIDDEN TESTS\n"
-                f"score\n")
-    return f"from grader.notebook import grade_component\n\n{call})\n"
+    # Hidden checks count where DRILLS_HIDDEN_CHECKS=1 (nbgrader_config.py), not through
+    # `### BEGIN HIDDEN TESTS`: nbgrader warns on every autograde of such a cell (issue 1961).
+    return f'from grader.notebook import grade_component\n\ngrade_component("{component.id}")\n'
 
 
-def build_notebook(assignment, root: Path = ROOT):
+def build_notebook(assignment):
     import nbformat
 
     course = load_course()
@@ -269,7 +396,7 @@ def build_notebook(assignment, root: Path = ROOT):
              "grade each component; their value is the points earned.\n\n"
              "| component | points |\n|---|---|\n" + "\n".join(f"| {c.title} (`{c.id}`) | {c.points:g} |"
                                                              for c in components))
-    cells = [_md(intro), _code_cell(SETUP.format(root=str(root), sub=SUB), _meta("setup", locked=True))]
+    cells = [_md(intro), _code_cell(SETUP.format(sub=SUB), _meta("setup", locked=True))]
     for file in files:
         file_cells, _ = _file_cells(file, selected, course)
         cells += file_cells
@@ -277,8 +404,9 @@ def build_notebook(assignment, root: Path = ROOT):
         cells.append(_code_cell(f"%%writefile {SUB}/{file}\n# Not part of this assignment (do not edit): the exercise file.\n"
                                 + (ROOT / "exercises" / file).read_text(),
                                 _meta(f"{file.removesuffix('.py')}_given", locked=True)))
-    cells.append(_md("## Check your work\n\nEach cell below grades one component with the course's checks "
-                     "and shows the points earned (hidden checks count only when the course staff grade)."))
+    cells.append(_md("## Check your work\n\nEach cell below grades one component with the course's checks, "
+                     "prints every check's outcome and message, and shows the points earned (hidden checks "
+                     "count only when the course staff grade)."))
     for component in components:
         cells.append(_md(f"### {component.title} (`{component.id}`, {component.points:g} points)"))
         cells.append(_code_cell(_test_cell(component), _meta(f"test_{component.id}", grade=True, locked=True,
@@ -293,12 +421,12 @@ def write_course(out: Path, root: Path = ROOT) -> list[Path]:
     import nbformat
 
     out.mkdir(parents=True, exist_ok=True)
-    (out / "nbgrader_config.py").write_text(CONFIG.format(course=load_course().name))
+    (out / "nbgrader_config.py").write_text(CONFIG.format(course=load_course().name, root=str(root)))
     written = []
     for assignment in load_assignments():
         path = out / "source" / assignment.id / f"{assignment.id}.ipynb"
         path.parent.mkdir(parents=True, exist_ok=True)
-        nb = build_notebook(assignment, root)
+        nb = build_notebook(assignment)
         nbformat.validate(nb)
         nbformat.write(nb, path)
         written.append(path)
@@ -321,5 +449,5 @@ def register(subparsers) -> None:
     parser = subparsers.add_parser("nbgrader", help="write an nbgrader course (config and source notebooks)")
     parser.add_argument("dir", metavar="DIR")
     parser.add_argument("--root", default=str(ROOT),
-                        help="where the notebooks find the grader (default: this checkout; env DRILLS_ROOT overrides)")
+                        help="the grader nbgrader_config.py points DRILLS_GRADER at (default: this checkout; an exported DRILLS_GRADER overrides)")
     parser.set_defaults(func=_nbgrader)

@@ -6,7 +6,12 @@ cell with `grade_component(ID)`: the points earned, in course.yml points, which
 nbgrader reads as partial credit. The first call grades the whole folder once,
 in a subprocess running `python -m grader grade` (student code never runs in
 the kernel); later calls reuse the result while the folder's files are
-unchanged. Nothing is printed, least of all to stderr (stderr zeroes a cell).
+unchanged. Each call prints, to stdout only (stderr zeroes a cell), the points
+it returns and every check's outcome with its whole message (what was
+expected, what came back, the `diagnosis:` and `hint:` lines); a hidden check
+shows only whether it passed. Hidden checks count where the environment says
+`DRILLS_HIDDEN_CHECKS=1` (the course's nbgrader_config.py sets it for the
+kernels nbgrader starts), never in a student's own kernel.
 """
 from __future__ import annotations
 
@@ -53,26 +58,48 @@ def grade_folder(folder: str | Path = SUBMISSION) -> dict:
     return _cache[key]
 
 
-def grade_component(component_id: str, *, hidden: bool = True, folder: str | Path = SUBMISSION,
-                    show: bool = True) -> float:
-    """Points earned by `component_id` (course.yml points); `hidden=False` leaves the hidden checks out.
+def _hidden_default() -> bool:
+    return os.environ.get("DRILLS_HIDDEN_CHECKS", "") == "1"
 
-    With `show`, prints one line per check (stdout only), a hidden check's
-    outcome without its message.
+
+def _indented(text: str, prefix: str) -> str:
+    return "\n".join(prefix + line if line.strip() else "" for line in text.rstrip().splitlines())
+
+
+def grade_component(component_id: str, *, hidden: bool | None = None, folder: str | Path = SUBMISSION,
+                    show: bool = True) -> float:
+    """Points earned by `component_id` (course.yml points), the value the graded cell shows.
+
+    `hidden`: whether hidden checks count (None: where `DRILLS_HIDDEN_CHECKS=1`).
+    With `show`, prints the same points, then one line per check and its whole
+    message, indented (stdout only); a hidden check's outcome without its message.
     """
+    if hidden is None:
+        hidden = _hidden_default()
     report = grade_folder(folder)
     component = next((c for c in report["components"] if c["id"] == component_id), None)
     if component is None:
         raise NotebookGradingError(f"unknown component {component_id!r}")
     checks = [c for c in component["checks"] if hidden or not c.get("hidden")]
-    score = sum(c["score"] for c in checks)
+    score = round(sum(c["score"] for c in checks), 6)
     if show:
-        print(f"{component_id}: {score:.2f} points ({component['status']})")
+        status = component["status"]
+        if checks and not hidden:  # the status of the checks shown
+            passed = all(c["status"] == "passed" for c in checks)
+            status = "passed" if passed else status if status != "passed" else "failed"
+        most = sum(c["max_score"] for c in checks) if checks else component["max_score"]
+        print(f"{component_id}: {score:.2f} of {most:g} points ({status})")
+        left_out = component["max_score"] - most
+        if left_out > 1e-9:
+            print(f"  (hidden checks, worth {left_out:g} points more, count when the course staff grade)")
+        if not checks and component.get("message"):
+            print(_indented(component["message"], "    "))
         for check in checks:
-            if check.get("hidden"):
-                line = "hidden check: " + ("passed" if check["status"] == "passed" else "failed")
-            else:
-                line = check["status"] if check["status"] == "passed" else (check["message"] or check["status"])
-            first = (line.strip().splitlines() or [""])[0][:300]
-            print(f"  {check['name']}: {check['score']:.2f}/{check['max_score']:.2f}  {first}")
-    return round(score, 6)
+            outcome = check["status"]
+            if check.get("hidden"):  # as CheckResult.student_message: passed or failed, nothing more
+                outcome = "passed (hidden check)" if outcome == "passed" else "failed (hidden check)"
+            print(f"  {check['name']}: {check['score']:.2f}/{check['max_score']:.2f} {outcome}")
+            message = (check.get("message") or "").strip()
+            if outcome != "passed" and not check.get("hidden") and message.rstrip(":") != outcome:
+                print(_indented(message, "      "))
+    return score

@@ -21,8 +21,13 @@ def protection_line(report: Report) -> str:
     return f"WARNING: {text}" if report.protection == NONE else text
 
 
-def _points(score: float, max_score: float) -> str:
-    return f"{round(score, 1):g}/{round(max_score, 1):g}"
+def format_points(score: float, max_score: float) -> str:
+    """Points as scored: whole hundredths (grader/course.py), so the rows add up to the totals."""
+    return f"{_number(score)}/{_number(max_score)}"
+
+
+def _number(points: float) -> str:
+    return f"{round(points, 2):g}"
 
 
 def print_terminal(report: Report, *, verbose: bool = False, hints: bool = False, file: TextIO | None = None) -> None:
@@ -44,23 +49,28 @@ def print_terminal(report: Report, *, verbose: bool = False, hints: bool = False
     table.add_column("points", justify="right")
     table.add_column("status")
     for component in report.components:
-        table.add_row(component.id, _points(component.score, component.max_score),
+        table.add_row(component.id, format_points(component.score, component.max_score),
                       Text(component.status, style=STYLE[component.status]))
         if verbose:
             for check in component.checks:
                 cases = f" ({check.cases_passed}/{check.cases_total} cases)" if check.cases_total > 1 else ""
-                table.add_row(Text(f"  {check.name}", style="dim"), _points(check.score, check.max_score),
-                              Text(check.status + cases, style=STYLE[check.status]))
-    table.add_row(Text("total", style="bold"), Text(_points(report.score, report.max_score), style="bold"), "")
+                gated = ", gated" if check.gated else ""
+                table.add_row(Text(f"  {check.name}", style="dim"), format_points(check.score, check.max_score),
+                              Text(check.status + cases + gated, style=STYLE[check.status]))
+    table.add_row(Text("total", style="bold"), Text(format_points(report.score, report.max_score), style="bold"), "")
     console.print(table)
     for component in report.components:
-        if component.status in (PASSED, NOT_STARTED):
+        if component.status == PASSED or (component.status == NOT_STARTED and not (hints and component.hint)):
             continue
         console.print(Text(f"\n{component.id}: {component.status}", style=f"bold {STYLE[component.status]}"))
+        if component.status == NOT_STARTED:  # --hints: where to begin, rather than nothing
+            console.print(Text(_indent(f"hint: {component.hint}"), style="cyan"))
+            continue
         console.print(Text(_indent(component.message)))
         if verbose:
             for check in component.checks:
-                if check.status != PASSED and check.name not in component.message:
+                said = check.name in component.message or check.message == component.message  # a file not graded
+                if (check.status != PASSED or check.gated) and not said:
                     console.print(Text(_indent(f"{check.name}: {check.student_message}")))
         if hints and component.hint:
             console.print(Text(_indent(f"hint: {component.hint}"), style="cyan"))
@@ -80,35 +90,76 @@ def to_json(report: Report) -> str:
 
 
 def to_gradescope(report: Report) -> dict:
-    """Gradescope's results.json: top-level score, one test per check tagged with its component."""
+    """Gradescope's results.json: top-level score, one test per check tagged with its component.
+
+    The top-level output is the summary a student reads first: a row per component
+    (points, status, its first failing check's whole message), and once, above it,
+    each file that could not be graded; the tests of its components then only point there.
+    """
+    not_graded = _not_graded(report)
     tests = []
     for component in report.components:
         for check in component.checks:
+            why = not_graded.get(component.id)
             tests.append({
                 "name": f"{component.id}: {check.name}",
-                "score": round(check.score, 4),
-                "max_score": round(check.max_score, 4),
+                "score": round(check.score, 2),
+                "max_score": round(check.max_score, 2),
                 "status": "passed" if check.status == PASSED else "failed",
-                "output": _check_output(check),
+                "output": f"not graded: {_first_line(why)} (see the top)" if why else _check_output(check),
                 "tags": [component.id, check.status],
                 "visibility": "after_published" if check.hidden else "visible",
             })
-    points = f"{report.score:.1f}/{report.max_score:g} points"
+    summary = _gradescope_summary(report, not_graded)
     warning = report.protection not in ("namespaces", "landlock")
     return {
-        "score": round(report.score, 4),
-        "output": f"{protection_line(report)}\n\n{points}" if warning else f"{points}\n\n{protection_line(report)}",
+        "score": round(report.score, 2),
+        "output": f"{protection_line(report)}\n\n{summary}" if warning else f"{summary}\n\n{protection_line(report)}",
         "tests": tests,
     }
+
+
+def _not_graded(report: Report) -> dict[str, str]:
+    """component id -> why none of its checks ran (a file missing or failing to import), for those so."""
+    return {c.id: c.message for c in report.components
+            if c.status == ERROR and c.message and all(check.message == c.message for check in c.checks)}
+
+
+def _first_line(text: str, limit: int = 120) -> str:
+    line = text.strip().splitlines()[0] if text.strip() else ""
+    return line if len(line) <= limit else line[:limit - 3] + "..."
+
+
+def _gradescope_summary(report: Report, not_graded: dict[str, str]) -> str:
+    """The total, what could not be graded (once), and per component its points, status and first failure."""
+    lines = [f"{format_points(report.score, report.max_score)} points"]
+    reasons: dict[str, list[str]] = {}
+    for component, why in not_graded.items():
+        reasons.setdefault(why, []).append(component)
+    for why, components in reasons.items():
+        lines += ["", f"not graded: {why}", f"  so these components earn nothing: {', '.join(components)}"]
+    width = max([len("component"), *(len(c.id) for c in report.components)])
+    points = {c.id: format_points(c.score, c.max_score) for c in report.components}
+    points_width = max([len("points"), *map(len, points.values())])
+    lines += ["", f"{'component':<{width}}  {'points':>{points_width}}  status"]
+    for component in report.components:
+        status = component.status
+        if component.id in not_graded:
+            status += " (not graded, see above)"
+        lines.append(f"{component.id:<{width}}  {points[component.id]:>{points_width}}  {status}")
+        if component.status not in (PASSED, NOT_STARTED) and component.id not in not_graded and component.message:
+            lines.append(_indent(_indent(component.message)))
+    return "\n".join(lines)
 
 
 def _check_output(check) -> str:
     if check.hidden:
         return check.student_message
     if check.status == PASSED:
-        return f"passed ({check.cases_total} cases)" if check.cases_total > 1 else "passed"
+        passed = f"passed ({check.cases_total} cases)" if check.cases_total > 1 else "passed"
+        return "\n".join(filter(None, [passed, check.gated]))
     cases = f"{check.cases_passed}/{check.cases_total} cases passed. " if check.cases_total > 1 else ""
-    return cases + (check.message or check.status)
+    return cases + "\n".join(filter(None, [check.message or check.status, check.gated]))
 
 
 def to_junit(report: Report) -> str:
@@ -124,8 +175,8 @@ def to_junit(report: Report) -> str:
         for check in component.checks:
             case = ET.SubElement(suite, "testcase", classname=component.id, name=check.name)
             ET.SubElement(case, "properties").extend([
-                ET.Element("property", name="score", value=f"{check.score:g}"),
-                ET.Element("property", name="max_score", value=f"{check.max_score:g}"),
+                ET.Element("property", name="score", value=_number(check.score)),
+                ET.Element("property", name="max_score", value=_number(check.max_score)),
             ])
             if check.status != PASSED:
                 failure = ET.SubElement(case, "failure", message=check.status, type=check.status)
@@ -135,12 +186,12 @@ def to_junit(report: Report) -> str:
 
 def to_markdown(report: Report) -> str:
     """A Markdown summary (GitHub step summaries, pull-request comments)."""
-    lines = [f"## transformer-drills: {report.score:.1f}/{report.max_score:g}", "", f"_{protection_line(report)}_", "",
+    lines = [f"## transformer-drills: {format_points(report.score, report.max_score)}", "", f"_{protection_line(report)}_", "",
              "| component | points | status |", "|---|---:|---|"]
     if report.protection not in ("namespaces", "landlock"):
         lines.insert(0, f"> **{protection_line(report)}**\n")
     for component in report.components:
-        lines.append(f"| `{component.id}` | {_points(component.score, component.max_score)} | {component.status} |")
+        lines.append(f"| `{component.id}` | {format_points(component.score, component.max_score)} | {component.status} |")
     for component in report.components:
         if component.status in (PASSED, NOT_STARTED):
             continue

@@ -28,13 +28,16 @@ class CheckResult:
     cases_total: int
     message: str = ""  # the first failing case's message
     hidden: bool = False  # students see only passed/failed
+    gated: str = ""  # why a gated check earned less than its cases would (course.yml `core:`), else ""
 
     @property
     def student_message(self) -> str:
-        """What a student may see: nothing of a hidden check but whether it passed."""
+        """What a student may see: nothing of a hidden check but whether it passed (and why it was not paid)."""
         if self.hidden:
-            return "hidden check: passed" if self.status == PASSED else "hidden check: failed"
-        return self.message
+            text = "hidden check: passed" if self.status == PASSED else "hidden check: failed"
+        else:
+            text = self.message
+        return "\n".join(filter(None, [text, self.gated]))
 
 
 @dataclass
@@ -60,13 +63,14 @@ class Report:
     duration_s: float = 0.0
     protection: str = "none"  # the sandbox student code ran in (grader/sandbox.py), or "in-process"
 
+    # Points are whole hundredths (grader/course.py's POINT_UNITS): the rounding only drops float noise.
     @property
     def score(self) -> float:
-        return sum(c.score for c in self.components)
+        return round(sum(c.score for c in self.components), 6)
 
     @property
     def max_score(self) -> float:
-        return sum(c.max_score for c in self.components)
+        return round(sum(c.max_score for c in self.components), 6)
 
     def to_dict(self) -> dict:
         return {"target": self.target, "score": round(self.score, 2), "max_score": self.max_score,

@@ -2,11 +2,11 @@
 from __future__ import annotations
 
 import io
+import math
 import os
-import shutil
-import tempfile
 import time
-from contextlib import contextmanager, redirect_stderr, redirect_stdout
+from contextlib import redirect_stderr, redirect_stdout
+from fractions import Fraction
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -14,12 +14,12 @@ import pytest
 
 from .cache import ResultCache, component_key
 from .contract import FILES
-from .course import Course, load_course
+from .course import POINT_UNITS, Course, load_course
 from .errors import GraderError
 from .forked import Forked
 from .loader import ImplementationLoadError, Package
 from .results import ERROR, FAILED, NOT_STARTED, PASSED, TIMEOUT, CaseResult, CheckResult, ComponentResult, Report
-from .target import LoadFailed, NotStarted, StudentTimeout
+from .target import LoadFailed, NotStarted, StudentError, StudentTimeout
 from . import sandbox
 from .sandbox import Plan
 from .source import private_copy
@@ -59,7 +59,7 @@ class _Collector:
 
 
 class _PlainFailures:
-    """A pytest plugin: a failing check's report carries its exception's text, not a formatted traceback.
+    """A pytest plugin: a failing check's report carries its student-facing message, not a formatted traceback.
 
     Nothing here reads pytest's tracebacks, and formatting one (reading and
     laying out the source of every frame) costs more than many checks take.
@@ -70,25 +70,35 @@ class _PlainFailures:
         excinfo = call.excinfo
         if excinfo is None or excinfo.errisinstance((pytest.skip.Exception, pytest.xfail.Exception)):
             return None  # pytest's own report: passing and skipping cost nothing to report
-        return pytest.TestReport(item.nodeid, item.location, {}, "failed", excinfo.exconly()[:MESSAGE_LIMIT], call.when,
-                                 duration=call.duration, start=call.start, stop=call.stop)
+        return pytest.TestReport(item.nodeid, item.location, {}, "failed", describe_failure(excinfo.value)[1],
+                                 call.when, duration=call.duration, start=call.start, stop=call.stop)
 
 
 def _classify(call: pytest.CallInfo, report: pytest.TestReport) -> tuple[str, str]:
-    excinfo = call.excinfo
-    if excinfo is None:
+    if call.excinfo is None:
         return FAILED, str(report.longrepr)[:MESSAGE_LIMIT]
-    if excinfo.errisinstance(NotStarted):
-        return NOT_STARTED, f"not started: {excinfo.value.message}"
-    if excinfo.errisinstance(LoadFailed):
-        return ERROR, excinfo.value.message
-    if excinfo.errisinstance(StudentTimeout):
-        return TIMEOUT, excinfo.value.message
-    text = excinfo.exconly()
-    if "Timeout" in text and excinfo.typename == "Failed":
+    return describe_failure(call.excinfo.value)
+
+
+def describe_failure(exc: BaseException) -> tuple[str, str]:
+    """A failing check's status and the message a student reads (also plain pytest's, tests/conftest.py).
+
+    Never a grader module or class name: the checks' own messages (AssertionError),
+    what student code raised, or how it crashed or hung, as grader/target.py words it.
+    """
+    if isinstance(exc, NotStarted):
+        status = NOT_STARTED
+    elif isinstance(exc, (LoadFailed, ImplementationLoadError)):
+        status = ERROR
+    elif isinstance(exc, StudentTimeout):
+        status = TIMEOUT
+    elif isinstance(exc, (StudentError, AssertionError)):
+        status = FAILED
+    elif type(exc).__name__ == "Failed" and "Timeout" in str(exc):  # pytest-timeout's last resort
         return TIMEOUT, "timed out: the code did not finish in time (an endless loop?)"
-    text = text.removeprefix("AssertionError: ")
-    return FAILED, text[:MESSAGE_LIMIT]
+    else:  # a check's own code raised (say on a value of the wrong type): its type and words, no path
+        return FAILED, f"{type(exc).__name__}: {exc}"[:MESSAGE_LIMIT]
+    return status, str(exc)[:MESSAGE_LIMIT]
 
 
 # A helper process starts later than this one: it forks its own zygote, and gets its share only after
@@ -163,8 +173,10 @@ def run_checks(target: str | Path, components: list[str] | None = None, *, cours
         return _run(target, str(Path(target).resolve()), selected, limits, isolation, checks_dir, started, cache,
                     processes, session, None)
     start_zygote()
-    with private_copy(target) as (folder, unreadable):
-        plan = Plan.for_copy(protection(), folder)
+    chosen = protection()
+    with private_copy(target, reachable=chosen == sandbox.USERS) as (folder, unreadable), \
+            sandbox.hidden_while_grading(chosen):
+        plan = Plan.for_copy(chosen, folder)
         return _run(target, folder, selected, limits, isolation, checks_dir, started, cache, processes, session, plan,
                     unreadable)
 
@@ -301,28 +313,48 @@ def _load_errors(folder: str, files: list[str], limits: Limits, plan: Plan | Non
 
 
 def _score_component(component, cases: list[CaseResult], load_errors: dict[str, str]) -> ComponentResult:
+    """Score one component by course.yml: each check's share of the points, in whole units.
+
+    A check earns its share times the fraction of its cases that pass; a gated check (see
+    Component.gated) also times the fraction of the points its component's core checks earn,
+    so code that does not do the work earns nothing from properties that such code keeps.
+    """
     broken = [load_errors[f] for f in FILES[component.id] if f in load_errors]
     own = [c for c in cases if c.component == component.id]
-    total_weight = sum(component.checks.values())
-    checks: list[CheckResult] = []
-    for name, weight in component.checks.items():
+    units = component.check_units()
+    outcomes: dict[str, tuple[str, int, int, str]] = {}  # name -> status, cases passed, cases run, message
+    for name in component.checks:
         runs = [c for c in own if c.check == name]
-        max_score = component.points * weight / total_weight
-        hidden = name in component.hidden
         if broken:
-            checks.append(CheckResult(name, component.id, ERROR, 0.0, max_score, 0, len(runs), broken[0], hidden))
+            outcomes[name] = (ERROR, 0, len(runs), broken[0])
             continue
         if not runs:
-            checks.append(CheckResult(name, component.id, ERROR, 0.0, max_score, 0, 0, "check did not run", hidden))
+            outcomes[name] = (ERROR, 0, 0, "check did not run")
             continue
         passed = sum(c.status == PASSED for c in runs)
         failing = next((c for c in runs if c.status != PASSED), None)
         status = PASSED if failing is None else failing.status
         if failing is not None and status == NOT_STARTED and any(c.status not in (NOT_STARTED, PASSED) for c in runs):
             status = FAILED
-        checks.append(CheckResult(name, component.id, status, max_score * passed / len(runs), max_score,
-                                  passed, len(runs), "" if failing is None else failing.message, hidden))
-    score = sum(c.score for c in checks)
+        outcomes[name] = (status, passed, len(runs), "" if failing is None else failing.message)
+
+    def earned(name: str) -> Fraction:
+        _, passed, total, _ = outcomes[name]
+        return units[name] * Fraction(passed, total) if total else Fraction(0)
+
+    core_units = sum(units[name] for name in component.core)
+    gate = sum(earned(name) for name in component.core) / core_units if core_units else Fraction(1)
+    gated = set(component.gated)
+    checks: list[CheckResult] = []
+    for name, (status, passed, total, message) in outcomes.items():
+        share = earned(name) * (gate if name in gated else 1)
+        note = ""
+        if name in gated and gate < 1 and passed:
+            note = (f"gated: pays once {', '.join(component.core)} pass (they earn {math.floor(gate * 100)}% of "
+                    "their points so far)")
+        checks.append(CheckResult(name, component.id, status, math.floor(share + Fraction(1, 2)) / POINT_UNITS,
+                                  units[name] / POINT_UNITS, passed, total, message, name in component.hidden, note))
+    score = round(sum(c.score for c in checks), 6)  # whole units: the rounding only drops float noise
     statuses = {c.status for c in checks}
     if broken:
         status, message = ERROR, broken[0]

@@ -16,7 +16,11 @@ run (`choose`, probed once per process); every report names it.
    refused, e.g. a container): reads only of the same allow-list, writes only
    to a scratch folder of its own, no TCP, no signals outside its domain, no
    tracing of other processes.
-3. "none": only the limits every worker has (memory, output, time, its own
+3. "users" (as root, where neither works, e.g. a container without either):
+   each worker runs as a user id of its own; the project's folders that hold
+   answers are closed to other users while grading (`hidden_while_grading`);
+   the network stays open.
+4. "none": only the limits every worker has (memory, output, time, its own
    session, core dumps off); every report says so at its top.
 
 The environment is scrubbed in every case, and /proc/self/environ zeroed.
@@ -35,13 +39,16 @@ from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
 
-NAMESPACES, LANDLOCK, NONE = "namespaces", "landlock", "none"
-ORDER = (NAMESPACES, LANDLOCK, NONE)
+NAMESPACES, LANDLOCK, USERS, NONE = "namespaces", "landlock", "users", "none"
+ORDER = (NAMESPACES, LANDLOCK, USERS, NONE)
 DESCRIPTIONS = {
     NAMESPACES: "namespaces: each worker has its own PID, mount and network namespace, a read-only view of "
                 "Python and its submission only, a size-limited scratch space, no network and no capabilities",
     LANDLOCK: "landlock: each worker may read only Python and its submission, write only its own scratch folder, "
               "open no TCP connection and signal or trace no process outside it",
+    USERS: "users: each worker runs as a user id of its own (grading as root), which cannot read the reference, "
+           "the checks or the project's history (closed to other users while grading), write its results, or signal "
+           "or trace another process; the network stays open",
     NONE: "NONE: no sandbox is available here; student code can read and write what the grader's user can "
           "(grades from this machine are not protected against tampering)",
 }
@@ -99,20 +106,21 @@ def works(protection: str) -> bool:
     """Try the protection in a throw-away child (milliseconds)."""
     if protection == NONE:
         return True
-    if sys.platform != "linux":
+    if sys.platform != "linux" or protection == USERS and (os.geteuid() != 0 or not _python_world_readable()):
         return False
     import tempfile
 
     with tempfile.TemporaryDirectory(prefix="drills-probe-") as tmp:
+        os.chmod(tmp, 0o711)  # as `private_copy(reachable=True)` makes it for the "users" protection
         for name in ("submission", "root", "scratch"):
-            os.mkdir(os.path.join(tmp, name), 0o700 if name == "scratch" else 0o755)
+            os.mkdir(os.path.join(tmp, name), 0o711 if name == "scratch" else 0o755)
         plan = Plan(protection, os.path.join(tmp, "submission"), os.path.join(tmp, "root"), os.path.join(tmp, "scratch"))
         pid = os.fork()
         if pid == 0:
             try:
                 os.closerange(3, 1 << 16)
                 confine(plan)
-                hidden = False
+                hidden = protection == USERS and os.getuid() >= WORKER_UID_BASE  # (closed while grading only)
                 try:
                     open(os.path.abspath(__file__)).close()
                 except OSError:
@@ -151,6 +159,8 @@ def confine(plan: Plan) -> None:
         _enter_namespaces(plan)
     elif plan.protection == LANDLOCK:
         _landlock(plan)
+    elif plan.protection == USERS:
+        _own_user(plan)
     _scrub_environment(plan, block)
 
 
@@ -351,6 +361,61 @@ def _landlock(plan: Plan) -> None:
     finally:
         os.close(ruleset)
     os.chdir(plan.scratch)
+
+
+# --------------------------------------------------------------------------- a user of its own (as root)
+
+# What a worker must not read when it is only another user: answers, and the project's history.
+HIDDEN = ("solutions", "tests", "selftests", ".git", "drills", "benchmarks")
+
+
+def _python_world_readable() -> bool:
+    """Whether a user who is neither owner nor group can run this Python and torch (a pyenv under /root is not)."""
+    import torch
+
+    for path in (os.__file__, torch.__file__, __file__):
+        parts = os.path.realpath(path).split(os.sep)
+        for i in range(1, len(parts) + 1):
+            try:
+                mode = os.stat(os.sep.join(parts[:i]) or os.sep).st_mode
+            except OSError:
+                return False
+            if not mode & (stat.S_IXOTH if stat.S_ISDIR(mode) else stat.S_IROTH):
+                return False
+    return True
+
+
+def _own_user(plan: Plan) -> None:
+    uid = WORKER_UID_BASE + os.getpid()
+    os.chown(plan.scratch, uid, uid)
+    os.setgroups([])
+    os.setgid(uid)
+    os.setuid(uid)
+    _libc.prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0)
+    os.chdir(plan.scratch)
+
+
+class hidden_while_grading:
+    """With the "users" protection: the project's folders that hold answers closed to other users meanwhile.
+
+    Two graders running at once as root on one checkout would race on restoring the modes.
+    """
+
+    def __init__(self, protection: str) -> None:
+        root = Path(__file__).resolve().parent.parent
+        self.paths = [root / name for name in HIDDEN] + [root / "grader" / "standins"] if protection == USERS else []
+        self.saved: dict[Path, int] = {}
+
+    def __enter__(self) -> "hidden_while_grading":
+        for path in self.paths:
+            if path.is_dir():
+                self.saved[path] = path.stat().st_mode
+                path.chmod(self.saved[path] & 0o700)
+        return self
+
+    def __exit__(self, *exc) -> None:
+        for path, mode in self.saved.items():
+            path.chmod(mode)
 
 
 # --------------------------------------------------------------------------- the environment

@@ -59,18 +59,21 @@ def read_text(path: str | Path) -> str:
 
 
 @contextmanager
-def private_copy(folder: str | Path) -> Iterator[tuple[str, dict[str, str]]]:
+def private_copy(folder: str | Path, reachable: bool = False) -> Iterator[tuple[str, dict[str, str]]]:
     """A copy of the submission's contract files that only this user can reach, and why others were left out.
 
     Yields (the copy's folder, {file: why it was not copied}). The copy's folder
     is `<private tmp>/submission`, beside the empty `root/` and `scratch/` a
     worker's sandbox needs (grader/sandbox.py); all of it is removed afterwards.
+    `reachable`: workers that run as other users may pass through to it (not list it).
     """
     tmp = tempfile.mkdtemp(prefix="drills-grading-")  # mode 0700: no other user, no other worker sees it
+    if reachable:
+        os.chmod(tmp, 0o711)
     try:
         copy = Path(tmp) / "submission"
         for name in ("submission", "root", "scratch"):
-            (Path(tmp) / name).mkdir(mode=0o755 if name != "scratch" else 0o700)
+            (Path(tmp) / name).mkdir(mode=0o755 if name != "scratch" else 0o711)
         unreadable: dict[str, str] = {}
         source = Path(folder)
         if source.is_dir():

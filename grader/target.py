@@ -9,6 +9,7 @@ against an implementation in another process.
 """
 from __future__ import annotations
 
+import re
 import time
 import traceback
 from contextlib import nullcontext
@@ -22,32 +23,65 @@ from .wire import Ref
 
 
 class StudentError(Exception):
-    """Student code raised; carried as text (type name, message, where)."""
+    """Student code raised; carried as text (type name, message, where, the call that raised).
 
-    def __init__(self, type_name: str, message: str, where: str = "", kinds: tuple[str, ...] = ()) -> None:
-        self.type_name, self.message, self.where = type_name, message, where
+    Its str() is what a student reads (see `describe`): never a grader module or class name.
+    """
+
+    def __init__(self, type_name: str, message: str, where: str = "", kinds: tuple[str, ...] = (),
+                 call: str = "") -> None:
+        self.type_name, self.message, self.where, self.call = type_name, message, where, call
         self.kinds = kinds or (type_name,)
-        text = f"{type_name}: {message}" if message else type_name
-        super().__init__(f"{text}\n{where}".rstrip())
+        super().__init__(self.describe())
+
+    def describe(self) -> str:
+        text = f"{self.type_name}: {self.message}" if self.message else self.type_name
+        during = f" while running `{self.call}`" if self.call else ""
+        return f"your code raised {_public(text)}{during}\n{self.where}".rstrip()
 
 
 class NotStarted(StudentError):
     """Student code raised NotImplementedError: the exercise has not been started."""
 
+    def describe(self) -> str:
+        return f"not started: {_public(self.message) or 'NotImplementedError'}"
+
 
 class LoadFailed(StudentError):
     """A file of the implementation is missing or failed to import."""
+
+    def describe(self) -> str:
+        return _public(self.message)
 
 
 class StudentTimeout(StudentError):
     """Student code did not finish before the check's deadline."""
 
+    def describe(self) -> str:
+        return self.message
+
 
 class StudentCrash(StudentError):
     """The process running student code died (segfault, os._exit, out of memory)."""
 
+    def describe(self) -> str:
+        return self.message
 
-ERROR_CLASSES = {cls.__name__: cls for cls in (StudentError, LoadFailed, StudentTimeout, StudentCrash)}
+
+class WeightsMismatch(StudentError):
+    """The checks' weights (named by the contract) do not fit the student's module: a KeyError."""
+
+    def describe(self) -> str:
+        return self.message
+
+
+def _public(text: str) -> str:
+    """`text` without the name of the package the grader imports the implementation as."""
+    return re.sub(r"\b_drills_impl_\d+\.(?:_own_|_trusted_\w+\.)?", "", text)
+
+
+ERROR_CLASSES = {cls.__name__: cls for cls in (StudentError, LoadFailed, StudentTimeout, StudentCrash,
+                                                   WeightsMismatch)}
 ERROR_CLASSES["not_started"] = NotStarted
 
 
@@ -107,14 +141,13 @@ class Executor:
         except Exception as exc:  # noqa: BLE001 - any failure of student code
             cls = NotStarted if isinstance(exc, NotImplementedError) else StudentError
             kinds = tuple(c.__name__ for c in type(exc).__mro__)
-            raise cls(type(exc).__name__, str(exc), self._where(exc), kinds) from None
+            raise cls(type(exc).__name__, str(exc), self._where(exc), kinds, call_label(op, request)) from None
 
-    def _where(self, exc: BaseException) -> str:
+    def _where(self, exc: BaseException, frames_shown: int = 3) -> str:
+        """The student's own frames that led to the error, innermost last (at most `frames_shown`)."""
         frames = [f for f in traceback.extract_tb(exc.__traceback__) if f.filename.startswith(self.folder)]
-        if not frames:
-            return ""
-        last = frames[-1]
-        return f'  at {Path(last.filename).name}:{last.lineno} in {last.name}: {(last.line or "").strip()}'
+        return "\n".join(f'  at {Path(f.filename).name}:{f.lineno} in {f.name}: {(f.line or "").strip()}'
+                         for f in frames[-frames_shown:])
 
     def _op_load(self, module: str):
         self.package.module(module)
@@ -164,7 +197,10 @@ class Executor:
         module = self.objects[ref.id]
         result = module.load_state_dict(self._inbound(state), strict=False)
         if result.unexpected_keys:
-            raise StudentError("KeyError", f"the module has no parameters named {sorted(result.unexpected_keys)}")
+            own = sorted(name for name, _ in module.named_parameters())
+            raise WeightsMismatch("KeyError", f"the checks load weights by the contract's names into your "
+                                  f"{type(module).__name__}, but it has no parameters named "
+                                  f"{sorted(result.unexpected_keys)} (its parameters: {own or 'none'})")
 
     def _op_grad(self, name, args=(), kwargs=None, grad_output=None, output_index: int | None = None):
         """Backpropagate `grad_output` from a call; returns input and parameter gradients."""
@@ -208,13 +244,14 @@ class RemoteExecutor:
             raise StudentTimeout("Timeout", f"timed out after {self.timeout_s:g} s in `{label}`") from None
         except WorkerDied as exc:
             raise StudentCrash("Crash", f"{exc} while running `{self.worker.first_ahead or label}`") from None
-        if self.worker.earlier_error is not None:  # a request sent ahead failed first
+        earlier = self.worker.earlier_error is not None
+        if earlier:  # a request sent ahead failed first
             reply, self.worker.earlier_error = self.worker.earlier_error, None
         if "error" in reply:
             error = reply["error"]
             cls = ERROR_CLASSES.get(error.get("class"), StudentError)
             raise cls(str(error.get("type")), str(error.get("message")), str(error.get("where", "")),
-                      tuple(str(k) for k in error.get("kinds", ())))
+                      tuple(str(k) for k in error.get("kinds", ())), "" if earlier else label)
         return reply.get("ok")
 
     def run_ahead(self, op: str, **request: Any) -> None:
@@ -223,11 +260,7 @@ class RemoteExecutor:
 
     def _label(self, op: str, request: dict) -> str:
         """What the request is reported as; a call that timed out in an earlier check fails at once."""
-        name = request.get("name")
-        call = "call" if op == "call_many" else op  # the same function either way
-        label = name if isinstance(name, str) else f"{name.type_name}.{call}" if isinstance(name, Ref) else op
-        if op in ("method", "getattr", "tensor_info", "load_weights") and isinstance(request.get("ref"), Ref):
-            label = f"{request['ref'].type_name}.{name or op}"
+        label = call_label(op, request)
         if label in self.worker.timed_out:
             raise StudentTimeout("Timeout", f"skipped: `{label}` timed out in an earlier check")
         return label
@@ -236,6 +269,16 @@ class RemoteExecutor:
         if self.worker.pid is not None:
             self.worker.forget_ahead()
             self.worker.reset_later()
+
+
+def call_label(op: str, request: dict) -> str:
+    """What a request is reported as: the implementation's name it calls ('attention.split_heads')."""
+    name = request.get("name")
+    call = "call" if op == "call_many" else op  # the same function either way
+    label = name if isinstance(name, str) else f"{name.type_name}.{call}" if isinstance(name, Ref) else op
+    if op in ("method", "getattr", "tensor_info", "load_weights") and isinstance(request.get("ref"), Ref):
+        label = f"{request['ref'].type_name}.{name or op}"
+    return label
 
 
 class Target:
@@ -324,6 +367,9 @@ class RemoteObject(RemoteFunction):
     @property
     def type_name(self) -> str:
         return self.ref.type_name
+
+    def __repr__(self) -> str:  # as a failure message shows what came back: the student's type, not ours
+        return f"<{self.ref.type_name} object>"
 
     def method(self, name: str, *args: Any, **kwargs: Any) -> Any:
         return self._wrap(self.target.request("method", ref=self.ref, name=name, args=_unwrap(args), kwargs=_unwrap(kwargs)))

@@ -112,7 +112,7 @@ def serve(requests: Connection, output_fd: int, plan: Plan, isolate_for: str | N
     from .target import Executor, NotStarted, StudentError
 
     code = standins.read(standins.available_for(isolate_for, trusted))
-    if plan.protection == sandbox.LANDLOCK:
+    if plan.protection in (sandbox.LANDLOCK, sandbox.USERS):  # a scratch folder of its own
         import tempfile
 
         plan = dataclasses.replace(plan, scratch=tempfile.mkdtemp(dir=plan.scratch))

@@ -65,7 +65,7 @@ def graded(klass, tmp_path_factory):
 def _gradebook(out: Path) -> dict[str, dict[str, str]]:
     with open(out / "gradebook.csv") as f:
         rows = list(csv.DictReader(f))
-    assert list(rows[0]) == ["student", "total", *COMPONENTS]
+    assert list(rows[0]) == ["student", "total", "status", *COMPONENTS]
     return {row["student"]: row for row in rows}
 
 

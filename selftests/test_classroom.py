@@ -77,7 +77,7 @@ def test_workflow_grading_step_runs_here(tmp_path):
     assert result["max_score"] == pytest.approx(total) and result["status"] == "fail"
     assert sum(t["score"] for t in result["tests"]) == 0 and len(result["tests"]) == len(COMPONENTS)
     assert stdout.strip() == f"Points 0/{total:g}"
-    assert summary.startswith(f"## transformer-drills: 0.0/{total:g}")
+    assert summary.startswith(f"## transformer-drills: 0/{total:g}")
     assert runner_result(json.loads((repo / "results.json").read_text())) == result
     points = subprocess.run([sys.executable, "-m", "grader.classroom", "results.json", "--points"], cwd=repo,
                             capture_output=True, text=True, timeout=60)

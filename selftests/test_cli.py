@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import json
+import re
 import shutil
 import subprocess
 import sys
@@ -26,6 +27,16 @@ def test_check_on_untouched_stubs_reports_zero_and_not_started():
     for component in COMPONENTS:
         line = next(l for l in result.stdout.splitlines() if l.split() and l.split()[0] == component)
         assert "not started" in line
+    assert "hint:" not in result.stdout  # hints only when asked for
+
+
+def test_hints_are_given_for_a_component_not_started():
+    from grader.course import load_course
+
+    result = grader("check", "masking", "--hints")
+    assert result.returncode == 0, result.stderr
+    assert "masking: not started" in result.stdout
+    assert f"hint: {load_course(ROOT / 'course.yml').component('masking').hint}" in result.stdout
 
 
 def test_check_one_component_as_json():
@@ -36,9 +47,16 @@ def test_check_one_component_as_json():
 
 
 def test_check_rejects_unknown_component():
-    result = grader("check", "attention")
+    result = grader("check", "xyzzy")
     assert result.returncode == 2
-    assert "unknown component" in result.stderr
+    assert "unknown component(s): xyzzy;" in result.stderr and "did you mean" not in result.stderr
+
+
+def test_check_suggests_the_component_meant():
+    result = grader("check", "masks", "scaling", "kv_cach")
+    assert result.returncode == 2
+    assert "masks (did you mean masking?)" in result.stderr and "kv_cach (did you mean kv_cache?)" in result.stderr
+    assert "scaling (" not in result.stderr  # a known name is not reported
 
 
 def test_grade_reference_writes_full_gradescope_results(tmp_path):
@@ -69,3 +87,16 @@ def test_missing_and_broken_files_cost_only_their_components(tmp_path):
     assert all(t["score"] == 0 and "SyntaxError" in t["output"] for t in by_component["sinusoidal_encoding"])
     for component in set(COMPONENTS) - {"patch_embedding", "sinusoidal_encoding"}:
         assert all(t["status"] == "passed" for t in by_component[component]), component
+
+
+def test_the_teaching_order_is_course_ymls_wherever_it_is_stated():
+    from grader.course import load_course
+
+    order = [c.id for c in load_course(ROOT / "course.yml").components]
+    doc = (ROOT / "exercises" / "__init__.py").read_text()
+    stated = re.search(r"teaching order \([^)]*\) is:\s*(.*?)\.\n", doc, re.DOTALL)
+    assert stated, "exercises/__init__.py no longer states the teaching order"
+    assert [c.strip() for c in stated.group(1).split(",")] == order
+    readme = (ROOT / "README.md").read_text().split("In teaching order", 1)[1]
+    rows = re.findall(r"^\| `(\w+)` \|", readme.split("\n\n## ", 1)[0], re.MULTILINE)
+    assert rows == order

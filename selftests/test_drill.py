@@ -9,13 +9,15 @@ import shutil
 import subprocess
 import sys
 from pathlib import Path
+from unittest.mock import ANY
 
 import pytest
 
 from grader.contract import COMPONENTS, MODULES
 from grader.drill import Drill
 from grader.drill_history import HistoryFile
-from grader.drill_workspace import build_workspace, component_names, definition_source
+from grader.drill_workspace import (build_workspace, component_names, definition_source, hide_worded_steps,
+                                    learners_code)
 from grader.pristine import STUB_FILES, PristineStubsError, changed_exercises, pristine_stubs, write_shipped_stubs
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -81,6 +83,7 @@ def test_a_drill_started_failed_hinted_passed_revealed_and_in_the_history(drills
     assert {p.name for p in workspace.glob("*.py")} == {f"{m}.py" for m in MODULES} | {"__init__.py"}
     source = (workspace / "attention.py").read_text()
     assert 'NotImplementedError("masking: write causal_mask")' in source
+    assert "TODO (masking), in words:" in definition_source(source, "causal_mask")  # the steps, outside interviews
     assert "NotImplementedError" not in definition_source(source, "split_heads")  # working code around it
 
     failed = drills("check")
@@ -92,7 +95,13 @@ def test_a_drill_started_failed_hinted_passed_revealed_and_in_the_history(drills
     refused = drills("reveal")
     assert refused.returncode == 1 and "has not passed yet" in refused.stderr
 
-    shutil.copy(ROOT / "solutions" / "attention.py", workspace / "attention.py")
+    # the learner replaces the raise lines and keeps the stubs' docstrings
+    (workspace / "attention.py").write_text(source.replace(
+        'raise NotImplementedError("masking: write causal_mask")',
+        'k_len = q_len if k_len is None else k_len\n    if k_len < q_len:\n        raise ValueError("short keys")\n'
+        '    return torch.ones(q_len, k_len, dtype=torch.bool, device=device).tril(k_len - q_len)').replace(
+        'raise NotImplementedError("masking: write apply_mask")',
+        'return scores if mask is None else scores.masked_fill(~mask, float("-inf"))  # mine'))
     passed = drills("check")
     assert passed.returncode == 0, passed.stdout + passed.stderr
     assert "Passed in" in passed.stdout and "2 hint(s)" in passed.stdout
@@ -100,6 +109,8 @@ def test_a_drill_started_failed_hinted_passed_revealed_and_in_the_history(drills
     revealed = drills("reveal")
     assert revealed.returncode == 0, revealed.stderr
     assert "reference: attention.causal_mask" in revealed.stdout and "yours: attention.apply_mask" in revealed.stdout
+    assert "# mine" in revealed.stdout and 'raise ValueError("short keys")' in revealed.stdout  # the learner's code
+    assert "TODO (masking)" not in revealed.stdout  # not the stub's docstring
 
     [entry] = history(drills.home)
     assert entry["outcome"] == "passed"
@@ -113,6 +124,10 @@ def test_a_drill_started_failed_hinted_passed_revealed_and_in_the_history(drills
 
 def test_interview_mode_shows_only_pass_or_fail_until_the_drill_ends(drills):
     assert drills("start", "scaling", "--no-hints").returncode == 0
+    [workspace] = workspaces(drills.root)
+    stub = definition_source((workspace / "attention.py").read_text(), "attention_scores")
+    assert "in words" not in stub and "1. Transpose the last two dimensions" not in stub
+    assert "TODO (scaling): write it from memory" in stub and "NotImplementedError" in stub
     checked = drills("check")
     assert checked.returncode == 1
     assert "FAIL  test_attention_scores_values" in checked.stdout
@@ -123,6 +138,7 @@ def test_interview_mode_shows_only_pass_or_fail_until_the_drill_ends(drills):
     gave_up = drills("reveal", "--give-up")
     assert gave_up.returncode == 0
     assert "reference: attention.attention_scores" in gave_up.stdout
+    assert "nothing written: your attention_scores" in gave_up.stdout
     assert history(drills.home)[0]["components"]["scaling"]["result"] == "gave up"
 
 
@@ -157,24 +173,59 @@ def test_random_selection_prefers_weak_components_and_an_open_drill_is_never_ove
     assert workspaces(drills.root)[-1].name.endswith("-kv_cache-head_splitting")  # never drilled, then weakest
 
 
-def test_a_corrupt_history_is_reported_moved_aside_and_replaced(drills):
+def test_an_unreadable_history_is_left_alone_by_history_and_moved_aside_by_a_drill_that_ends(drills):
     drills.home.mkdir()
     (drills.home / "history.json").write_text("{not json")
     shown = drills("history")
     assert shown.returncode == 0
     assert "unreadable" in shown.stderr and "No finished drills yet" in shown.stdout
+    assert [p.name for p in drills.home.iterdir()] == ["history.json"]  # the read-only command changed nothing
+    assert (drills.home / "history.json").read_text() == "{not json"
+
+    assert drills("start", "scaling").returncode == 0
+    gave_up = drills("reveal", "--give-up")  # writes the history: repairs it
+    assert gave_up.returncode == 0 and "moved aside" in gave_up.stderr
     [aside] = drills.home.glob("history.json.corrupt-*")
     assert aside.read_text() == "{not json"
+    assert [d["components"] for d in history(drills.home)] == [{"scaling": {"result": "gave up", "time_s": ANY,
+                                                                            "hints": 0}}]
 
 
-def test_a_history_of_the_wrong_shape_is_recovered_from(tmp_path):
+def _past(started: str, component: str) -> dict:
+    return {"id": started, "started": started, "components": {component: {"result": "passed", "time_s": 100,
+                                                                           "hints": 1}}}
+
+
+def test_one_bad_history_entry_is_skipped_and_the_others_are_shown(drills):
+    drills.home.mkdir()
+    entries = [_past("2025-01-01T10:00:00", "masking"), {"started": 3, "components": {}},
+               _past("2025-01-02T10:00:00", "kv_cache"), "oops"]
+    text = json.dumps({"version": 1, "drills": entries})
+    (drills.home / "history.json").write_text(text)
+    shown = drills("history")
+    assert shown.returncode == 0, shown.stderr
+    assert "masking" in shown.stdout and "kv_cache" in shown.stdout and "1:40" in shown.stdout
+    assert "skipping 2 entries" in shown.stderr and "entry 2:" in shown.stderr and "entry 4:" in shown.stderr
+    assert [p.name for p in drills.home.iterdir()] == ["history.json"]
+    assert (drills.home / "history.json").read_text() == text
+
+
+def test_appending_drops_only_the_bad_entries_and_keeps_the_file_as_it_was(tmp_path):
     path = tmp_path / "history.json"
-    path.write_text(json.dumps({"version": 1, "drills": [{"oops": 1}]}))
+    good = _past("2025-01-01T10:00:00", "scaling")
+    text = json.dumps({"version": 1, "drills": [{"oops": 1}, good]})
+    path.write_text(text)
     history_file = HistoryFile(path)
-    assert history_file.load() == [] and "unreadable" in history_file.warnings[0]
-    history_file.append({"started": "2025-01-01T10:00:00", "components": {"scaling": {"result": "passed"}}})
-    assert len(HistoryFile(path).load()) == 1
-    assert len(list(tmp_path.glob("history.json.corrupt-*"))) == 1
+    assert history_file.load() == [good] and "skipping 1 entry" in history_file.warnings[0]
+    assert path.read_text() == text and list(tmp_path.iterdir()) == [path]
+    new = _past("2025-01-03T10:00:00", "masking")
+    history_file.append(new)
+    assert "dropped" in history_file.warnings[-1]
+    assert HistoryFile(path).load() == [good, new]
+    [aside] = tmp_path.glob("history.json.corrupt-*")
+    assert aside.read_text() == text
+    history_file.append(new)  # nothing left to repair: no second copy
+    assert len(list(tmp_path.glob("history.json.corrupt-*"))) == 1 and len(HistoryFile(path).load()) == 3
 
 
 def test_a_student_release_drills_the_stubs_and_has_no_reference(drills, tmp_path):
@@ -311,3 +362,78 @@ def _names(source: str) -> list[str]:
         elif isinstance(node, ast.ClassDef):
             names += [f"{node.name}.{m.name}" for m in node.body if isinstance(m, ast.FunctionDef)]
     return names
+
+
+def test_an_unknown_component_gets_a_did_you_mean(drills):
+    refused = drills("start", "masks")
+    assert refused.returncode == 2 and "masks (did you mean masking?)" in refused.stderr
+    assert not drills.root.exists() or not workspaces(drills.root)
+
+
+def _without_docstrings(source: str) -> str:
+    tree = ast.parse(source)
+    for node in ast.walk(tree):
+        body = getattr(node, "body", None)
+        if isinstance(body, list) and body and isinstance(body[0], ast.Expr) \
+                and isinstance(body[0].value, ast.Constant) and isinstance(body[0].value.value, str):
+            body[0].value.value = ""
+    return ast.dump(tree)
+
+
+@pytest.mark.parametrize("module", MODULES)
+def test_interview_stubs_hide_the_worded_steps_and_nothing_else(module):
+    stub = pristine_stubs()[f"{module}.py"]
+    hidden = hide_worded_steps(stub)
+    assert "in words" in stub and "in words" not in hidden
+    assert _without_docstrings(hidden) == _without_docstrings(stub)  # the code is the stub's
+    for tag in re.findall(r"TODO \(([^)]*)\).*in words:", stub):
+        assert f"TODO ({tag}): write it from memory" in hidden
+
+
+def test_hiding_the_worded_steps_keeps_docstrings_closed_and_code_untouched():
+    source = ('def f():\n    """Spec.\n\n    TODO (scaling), in words:\n      1. the key line."""\n'
+              '    s = "TODO (scaling), in words:"\n    raise NotImplementedError\n')
+    hidden = hide_worded_steps(source)
+    assert "the key line" not in hidden and hidden.count('"""') == 2
+    assert '    s = "TODO (scaling), in words:"' in hidden  # not a docstring
+    assert "Spec." in hidden and "TODO (scaling): write it from memory" in hidden
+
+
+def test_the_learners_code_is_the_definition_without_the_stubs_docstrings():
+    stub = pristine_stubs()["attention.py"]
+    assert learners_code(stub, "causal_mask") == "" and learners_code(stub, "MultiHeadAttention") == ""
+    assert learners_code(stub, "nope") is None
+    written = stub.replace('raise NotImplementedError("scaling: write attention_scores")',
+                           "return q @ k.transpose(-2, -1) / q.size(-1) ** 0.5")
+    mine = learners_code(written, "attention_scores")
+    assert mine.startswith("def attention_scores(") and mine.endswith("return q @ k.transpose(-2, -1) / q.size(-1) ** 0.5")
+    assert '"""' not in mine and "TODO" not in mine
+    half = stub.replace('raise NotImplementedError("qkv_projection: write MultiHeadAttention.project_qkv")',
+                        "return self.w_q(x), self.w_k(x), self.w_v(x)")
+    mha = learners_code(half, "MultiHeadAttention")
+    assert "return self.w_q(x)" in mha and "TODO" not in mha and '"""' not in mha
+    assert learners_code(half, "MultiHeadAttention.__init__") == ""
+
+
+def test_hint_without_a_name_moves_on_to_the_next_failing_component_with_hints_left(drills):
+    from grader.course import load_course
+
+    assert drills("start", "scaling", "masking").returncode == 0
+    [workspace] = workspaces(drills.root)
+    rungs = len(load_course(ROOT / "course.yml").component("scaling").hint_ladder)
+    for n in range(1, rungs + 1):
+        assert f"scaling, hint {n}/{rungs}" in drills("hint").stdout
+    moved = drills("hint")  # scaling's ladder is used up: the next failing component
+    assert moved.returncode == 0 and "masking, hint 1/" in moved.stdout, moved.stdout + moved.stderr
+    exhausted = drills("hint", "scaling")
+    assert exhausted.returncode == 1 and "No more hints for scaling" in exhausted.stdout
+
+    state = json.loads((workspace / "drill.json").read_text())
+    state.update(last_status={"scaling": "failed", "masking": "passed"})
+    (workspace / "drill.json").write_text(json.dumps(state))
+    none_left = drills("hint")  # masking passes and scaling has none left
+    assert none_left.returncode == 1 and "No more hints for any failing component (scaling)" in none_left.stdout
+
+    state.update(last_status={"scaling": "passed", "masking": "failed"}, hints_used={"masking": 1})
+    (workspace / "drill.json").write_text(json.dumps(state))
+    assert "masking, hint 2/" in drills("hint").stdout  # a passing component is skipped, hints left or not

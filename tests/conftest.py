@@ -57,6 +57,25 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
         item.add_marker(pytest.mark.component(component_of(item.module.__name__)))
 
 
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo):
+    """Plain pytest reports a failing check as the grader does: its message, not pytest's traceback.
+
+    The message already says where student code raised (its own file and line);
+    the grader's frames and the tensors in them teach nothing. `--tb=long` or
+    `--tb=native` keeps pytest's full report (for whoever works on the checks);
+    the grader asks for none (`--tb=no`) and reads the exception itself.
+    """
+    outcome = yield
+    report = outcome.get_result()
+    if (not report.failed or call.excinfo is None
+            or item.config.getoption("tbstyle", "auto") not in ("auto", "short")):
+        return
+    from grader.runner import describe_failure
+
+    report.longrepr = describe_failure(call.excinfo.value)[1]
+
+
 class _Workers:
     """One worker process per component, started on first use and kept for the session."""
 

@@ -29,27 +29,37 @@ def expected_causal(q_len: int, k_len: int) -> torch.Tensor:
     return mask
 
 
+def sizes_asked(q_len: int, k_len: int) -> list[tuple[int, int]]:
+    """The masks a case asks for: one query sees every key, an answer that a mask of ones gets right
+    without the work, so a one-query case asks for a second query's mask as well."""
+    return [(q_len, k_len)] + ([(q_len + 1, k_len + 1)] if q_len == 1 else [])
+
+
 @pytest.mark.parametrize("q_len", [1, 2, 5])
 def test_causal_mask_square(impl, q_len):
-    out = impl.fn("attention.causal_mask")(q_len)
-    what = f"causal_mask({q_len})"
-    check_tensor(out, what=what, shape=(q_len, q_len), dtype=torch.bool,
-                 hint="k_len defaults to q_len; the mask is a bool tensor (True = may attend)")
-    assert_equal(out, expected_causal(q_len, q_len), what=what,
-                 hint="query i may attend keys 0..i: True on and below the diagonal",
-                 mistakes=mistakes.causal_mask_mistakes(q_len, q_len))
+    for size, _ in sizes_asked(q_len, q_len):
+        out = impl.fn("attention.causal_mask")(size)
+        what = f"causal_mask({size})"
+        check_tensor(out, what=what, shape=(size, size), dtype=torch.bool,
+                     hint="k_len defaults to q_len; the mask is a bool tensor (True = may attend)")
+        assert_equal(out, expected_causal(size, size), what=what,
+                     hint="query i may attend keys 0..i: True on and below the diagonal",
+                     mistakes=mistakes.causal_mask_mistakes(size, size))
 
 
 @pytest.mark.parametrize("q_len, k_len", [(1, 1), (1, 5), (3, 7), (4, 4), (2, 6), (5, 6)])
 def test_causal_mask_with_k_len(impl, q_len, k_len):
-    what = f"causal_mask({q_len}, {k_len})"
-    for out in (impl.fn("attention.causal_mask")(q_len, k_len), impl.fn("attention.causal_mask")(q_len, k_len=k_len)):
-        check_tensor(out, what=what, shape=(q_len, k_len), dtype=torch.bool,
-                     hint="the mask is a bool tensor of shape (q_len, k_len)",
-                     mistakes=mistakes.causal_mask_mistakes(q_len, k_len))
-        assert_equal(out, expected_causal(q_len, k_len), what=what, mistakes=mistakes.causal_mask_mistakes(q_len, k_len),
-                     hint="the queries are the LAST q_len of the k_len positions: mask[i, j] is True exactly "
-                          "when j <= i + (k_len - q_len), so the diagonal is shifted right by k_len - q_len")
+    causal_mask = impl.fn("attention.causal_mask")
+    for q_len, k_len in sizes_asked(q_len, k_len):
+        what = f"causal_mask({q_len}, {k_len})"
+        for out in (causal_mask(q_len, k_len), causal_mask(q_len, k_len=k_len)):
+            check_tensor(out, what=what, shape=(q_len, k_len), dtype=torch.bool,
+                         hint="the mask is a bool tensor of shape (q_len, k_len)",
+                         mistakes=mistakes.causal_mask_mistakes(q_len, k_len))
+            assert_equal(out, expected_causal(q_len, k_len), what=what,
+                         mistakes=mistakes.causal_mask_mistakes(q_len, k_len),
+                         hint="the queries are the LAST q_len of the k_len positions: mask[i, j] is True exactly "
+                              "when j <= i + (k_len - q_len), so the diagonal is shifted right by k_len - q_len")
 
 
 @pytest.mark.parametrize("q_len, k_len", [(3, None), (2, 5)])
@@ -123,7 +133,8 @@ def test_apply_mask_values(impl, gen, shapes, dtype):
 
 
 @pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
-@pytest.mark.parametrize("q_len, k_len", [(4, 4), (2, 5), (1, 3)])
+# No single-query case: its causal mask is all True, so scores returned untouched would pass it.
+@pytest.mark.parametrize("q_len, k_len", [(4, 4), (2, 5), (2, 3)])
 def test_apply_mask_causal(impl, gen, q_len, k_len, dtype):
     scores = randn(2, 2, q_len, k_len, gen=gen, dtype=dtype)
     mask = expected_causal(q_len, k_len)

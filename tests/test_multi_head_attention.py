@@ -102,7 +102,10 @@ def test_sdpa_shapes_and_dtypes(impl, gen, case, dtype):
                  hint="weights has one row per query and one column per key: (..., Tq, Tk)")
 
 
-SDPA_MASK_CASES = [(c, kind) for c in SDPA_CASES for kind in ("none", "2d", "broadcast", "full")
+# The value checks leave out Tk = 1: softmax over one key is 1 whatever the scores, and out is v,
+# which a function that echoes v (or weights of ones) gets right without the work.
+VALUE_CASES = [c for c in SDPA_CASES if c[2] > 1]
+SDPA_MASK_CASES = [(c, kind) for c in VALUE_CASES for kind in ("none", "2d", "broadcast", "full")
                    if c[0] or kind != "broadcast"]  # 2-D inputs take a (Tq, Tk) mask only
 
 
@@ -120,7 +123,7 @@ def test_sdpa_matches_torch(impl, gen, case, mask_kind, dtype):
                  hint=hint, mistakes=mistakes.sdpa_out_mistakes(q, k, v, mask))
 
 
-WEIGHT_CASES = [(c, kind) for i, c in enumerate(SDPA_CASES) for kind in (("none", "2d", "full") * 2)[i % 3:i % 3 + 2]]
+WEIGHT_CASES = [(c, kind) for i, c in enumerate(VALUE_CASES) for kind in (("none", "2d", "full") * 2)[i % 3:i % 3 + 2]]
 
 
 @pytest.mark.parametrize("case, mask_kind", WEIGHT_CASES,

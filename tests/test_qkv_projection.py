@@ -6,7 +6,7 @@ import torch
 import torch.nn.functional as F
 
 from checklib import mistakes
-from checklib.compare import assert_close, check_tensor, fail
+from checklib.compare import assert_close, check_tensor, fail, shown
 from checklib.student import expect_value_error
 from checklib.weights import mha_state, randn
 
@@ -63,7 +63,7 @@ def test_project_qkv_values(impl, gen, shape, bias, dtype):
     result = m.project_qkv(x)
     call = f"MultiHeadAttention({d_model}, {n_heads}, bias={bias}).project_qkv(x {tuple(x.shape)})"
     if not isinstance(result, tuple) or len(result) != 3:
-        raise AssertionError(f"{call}: expected a tuple (q, k, v), got {result!r}")
+        raise AssertionError(f"{call}: expected a tuple (q, k, v), got {shown(result)}")
     for name, out in zip("qkv", result):
         layer = f"w_{name}"
         what = f"{name} of {call}"

@@ -38,6 +38,30 @@ def _fmt_shape(shape) -> str:
     return "(" + ", ".join(str(s) for s in shape) + ")"
 
 
+def shown(value: Any) -> str:
+    """A value as a failure message shows it: a tensor by its dtype and shape, never all its numbers."""
+    if isinstance(value, Tensor):
+        return f"a {_dtype_name(value.dtype)} tensor of shape {_fmt_shape(value.shape)}"
+    if isinstance(value, (tuple, list)):
+        items = ", ".join(shown(v) for v in value[:4]) + (", ..." if len(value) > 4 else "")
+        return f"a {type(value).__name__} of {len(value)} ({items})"
+    return repr(value)
+
+
+def _dtype_name(dtype: torch.dtype) -> str:
+    return str(dtype).removeprefix("torch.")
+
+
+def _values(expected: Any, got: Any) -> str:
+    """'expected X, got Y' with as many significant digits as it takes for X and Y to read differently."""
+    if isinstance(expected, float) and isinstance(got, float):
+        for digits in range(6, 18):
+            shown = f"{expected:.{digits}g}", f"{got:.{digits}g}"
+            if shown[0] != shown[1]:
+                return f"expected {shown[0]}, got {shown[1]}"
+    return f"expected {expected!r}, got {got!r}"
+
+
 def _fail(what: str, problem: str, hint: str, diagnosis: str | None = None) -> None:
     message = f"{what}: {problem}"
     if diagnosis:
@@ -161,9 +185,9 @@ def assert_close(
     max_error = f"{error.max().item():.3g}" if error.numel() else "inf/nan"
     _fail(
         what,
-        f"{int(bad_values.sum())} of {bad_values.numel()} values differ (largest error {max_error}, "
-        f"allowed {atol * scale:.1g} + {rtol:.0e}·|expected|); first at index {list(index)}: "
-        f"expected {reference[index].item():.6g}, got {got[index].item():.6g}",
+        f"{int(bad_values.sum())} of {bad_values.numel()} {_dtype_name(expected.dtype)} values differ (largest error "
+        f"{max_error}, allowed {atol * scale:.1g} + {rtol:.0e}·|expected|); first at index {list(index)}: "
+        + _values(reference[index].item(), got[index].item()),
         hint,
         diagnose(actual, mistakes, expected=expected, rtol=rtol, atol=atol),
     )
@@ -180,8 +204,8 @@ def assert_equal(actual, expected: Tensor, *, what: str, hint: str = "", mistake
     index = tuple(int(i) for i in (~same).nonzero()[0])
     _fail(
         what,
-        f"{int((~same).sum())} of {same.numel()} values differ; first at index {list(index)}: "
-        f"expected {expected[index].item()!r}, got {actual[index].item()!r}",
+        f"{int((~same).sum())} of {same.numel()} {_dtype_name(expected.dtype)} values differ; first at index "
+        f"{list(index)}: " + _values(expected[index].item(), actual[index].item()),
         hint,
         diagnose(actual, mistakes, expected=expected),
     )

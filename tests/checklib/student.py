@@ -3,18 +3,19 @@ from __future__ import annotations
 
 from typing import Any, Callable
 
-from grader.target import NotStarted, StudentError
+from grader.target import StudentError
 
 
 def expect_value_error(call: Callable[..., Any], *args: Any, what: str, **kwargs: Any) -> str:
     """Call student code that must raise ValueError; returns its message."""
     try:
         result = call(*args, **kwargs)
-    except NotStarted:
-        raise
     except StudentError as exc:
+        if type(exc) is not StudentError:  # not started, crashed, timed out...: that says it better
+            raise
         if "ValueError" in exc.kinds:
             return exc.message
-        raise AssertionError(f"{what}: expected a ValueError, got {exc.type_name}: {exc.message}") from None
+        got = f"{exc.type_name}: {exc.message}" if exc.message else exc.type_name
+        raise AssertionError(f"{what}: expected a ValueError, got {got}\n{exc.where}".rstrip()) from None
     shown = getattr(result, "type_name", None) or getattr(result, "shape", result)
     raise AssertionError(f"{what}: expected a ValueError, but it returned {shown!r}")

@@ -1,0 +1,215 @@
+"""The trivial catalogue: submissions that do no work, which must earn (almost) nothing.
+
+Each kind writes the five exercise files with every function and method of the
+contract answering the same way, whatever its inputs:
+
+- ``zeros``, ``ones``, ``random``: a tensor of the right shape and dtype holding
+  zeros, ones or random values (``randn``, bool outputs random booleans, drawn
+  from a seed that the shape fixes, so that grades do not vary);
+- ``reshaped``: one of its inputs, itself where the output has its shape,
+  otherwise its values in order, cut or repeated to the right shape;
+- ``echo``: the same with the values reversed, so that no layout comes out
+  right by accident (as ``reshaped`` does for one head or one position);
+- ``none``: ``None``;
+- ``valueerror``: raises ``ValueError`` on every call;
+- ``zeros_valueerrors``: ``zeros``, and raises the contract's ``ValueError``s
+  (the checks of bad arguments, done right);
+- ``stubs``: the untouched ``exercises/``.
+
+Classes still construct: their ``__init__`` builds the contract's layers and
+attributes (writing the layers is work that may pay, course.yml's ``standalone:``
+checks); ``len(KVCache())`` answers 0, 1, 7, None or raises ValueError.
+
+``python -m selftests.trivial DIR`` writes every kind under ``DIR/<kind>/``.
+"""
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+EXERCISES = ROOT / "exercises"
+KINDS = ("zeros", "ones", "random", "echo", "reshaped", "none", "valueerror", "zeros_valueerrors", "stubs")
+
+PRELUDE = '''"""A trivial submission ({kind}): every function answers without doing the work."""
+from __future__ import annotations
+
+import math
+import zlib
+
+import torch
+import torch.nn as nn
+from torch import Tensor
+
+_KIND = "{kind}"
+
+
+def _out(shape, like=None, *, dtype=None, device=None):
+    """What this submission returns where a tensor of `shape` is due; `like` is the input it may echo."""
+    if _KIND == "valueerror":
+        raise ValueError("this submission raises ValueError everywhere")
+    if _KIND == "none":
+        return None
+    shape = tuple(int(s) for s in shape)
+    if _KIND in ("echo", "reshaped"):
+        if not isinstance(like, Tensor) or tuple(like.shape) == shape:
+            return like
+        flat, size = like.flatten(), math.prod(shape)
+        if _KIND == "echo":
+            flat = flat.flip(0)
+        if flat.numel() == 0:
+            return like.new_zeros(shape)
+        return flat.repeat(-(-size // flat.numel()))[:size].reshape(shape)
+    if isinstance(like, Tensor):
+        dtype, device = dtype or like.dtype, device or like.device
+    dtype = dtype or torch.float32
+    if _KIND == "ones":
+        return torch.ones(shape, dtype=dtype, device=device)
+    if _KIND == "random":  # the same values for the same shape, so that a grade does not vary
+        gen = torch.Generator().manual_seed(zlib.crc32(repr(shape).encode()))
+        if dtype == torch.bool:
+            return (torch.rand(shape, generator=gen) < 0.5).to(device)
+        return torch.randn(shape, generator=gen, dtype=dtype).to(device)
+    return torch.zeros(shape, dtype=dtype, device=device)
+
+
+def _many(*outs):
+    return None if _KIND == "none" else outs
+
+
+def _count():
+    """What this submission answers where a number is due."""
+    if _KIND == "valueerror":
+        raise ValueError("this submission raises ValueError everywhere")
+    return {{"none": None, "ones": 1, "random": 7}}.get(_KIND, 0)
+
+
+def _reject(bad: bool, message: str) -> None:
+    """The contract's ValueError, raised only by the kind that writes them."""
+    if _KIND == "zeros_valueerrors" and bad:
+        raise ValueError(message)
+'''
+
+FILES = {
+    "attention.py": '''
+
+def split_heads(x: Tensor, n_heads: int) -> Tensor:
+    batch, length, d_model = x.shape
+    _reject(d_model % n_heads != 0, "d_model is not divisible by n_heads")
+    return _out((batch, n_heads, length, d_model // n_heads), x)
+
+
+def merge_heads(x: Tensor) -> Tensor:
+    batch, heads, length, d_head = x.shape
+    return _out((batch, length, heads * d_head), x)
+
+
+def attention_scores(q: Tensor, k: Tensor) -> Tensor:
+    return _out((*q.shape[:-1], k.shape[-2]), q)
+
+
+def causal_mask(q_len: int, k_len: int | None = None, *, device=None) -> Tensor:
+    k_len = q_len if k_len is None else k_len
+    _reject(k_len < q_len, "k_len is smaller than q_len")
+    return _out((q_len, k_len), q_len, dtype=torch.bool, device=device)
+
+
+def apply_mask(scores: Tensor, mask: Tensor | None) -> Tensor:
+    return _out(scores.shape, scores)
+
+
+def scaled_dot_product_attention(q: Tensor, k: Tensor, v: Tensor, mask: Tensor | None = None):
+    return _many(_out((*q.shape[:-1], v.shape[-1]), v), _out((*q.shape[:-1], k.shape[-2]), q))
+
+
+class MultiHeadAttention(nn.Module):
+    def __init__(self, d_model: int, n_heads: int, bias: bool = True) -> None:
+        super().__init__()
+        _reject(d_model % n_heads != 0, "d_model is not divisible by n_heads")
+        self.d_model, self.n_heads, self.d_k = d_model, n_heads, d_model // n_heads
+        self.w_q = nn.Linear(d_model, d_model, bias=bias)
+        self.w_k = nn.Linear(d_model, d_model, bias=bias)
+        self.w_v = nn.Linear(d_model, d_model, bias=bias)
+        self.out_proj = nn.Linear(d_model, d_model, bias=bias)
+        self.last_attention = None
+
+    def project_qkv(self, x: Tensor):
+        return _many(_out(x.shape, x), _out(x.shape, x), _out(x.shape, x))
+
+    def forward(self, x: Tensor, mask: Tensor | None = None, cache=None) -> Tensor:
+        _reject(mask is not None and cache is not None, "a mask cannot be given together with a cache")
+        batch, length, _ = x.shape
+        self.last_attention = _out((batch, self.n_heads, length, length), x)
+        return _out(x.shape, x)
+''',
+    "positional.py": '''
+
+def sinusoidal_positional_encoding(max_len: int, d_model: int) -> Tensor:
+    _reject(max_len <= 0 or d_model <= 0 or d_model % 2 != 0, "max_len and d_model must be positive, d_model even")
+    return _out((max_len, d_model), max_len, dtype=torch.float32)
+''',
+    "block.py": '''
+from .attention import MultiHeadAttention
+
+
+class TransformerBlock(nn.Module):
+    def __init__(self, d_model: int, n_heads: int, d_ff: int, dropout: float = 0.1) -> None:
+        super().__init__()
+        self.attention = MultiHeadAttention(d_model, n_heads)
+        self.norm1 = nn.LayerNorm(d_model)
+        self.norm2 = nn.LayerNorm(d_model)
+        self.ff = nn.Sequential(nn.Linear(d_model, d_ff), nn.ReLU(), nn.Linear(d_ff, d_model))
+        self.dropout = nn.Dropout(dropout)
+
+    def forward(self, x: Tensor, mask: Tensor | None = None, cache=None) -> Tensor:
+        return _out(x.shape, x)
+''',
+    "vit.py": '''
+
+def patchify(images: Tensor, patch_size: int) -> Tensor:
+    batch, channels, height, width = images.shape
+    _reject(height % patch_size != 0 or width % patch_size != 0, "H and W must be multiples of patch_size")
+    n_patches = (height // patch_size) * (width // patch_size)
+    return _out((batch, n_patches, channels * patch_size * patch_size), images)
+
+
+class PatchEmbedding(nn.Module):
+    def __init__(self, img_size: int, patch_size: int, in_channels: int, d_model: int) -> None:
+        super().__init__()
+        self.img_size, self.patch_size, self.in_channels = img_size, patch_size, in_channels
+        self.num_patches = (img_size // patch_size) ** 2
+        self.proj = nn.Linear(in_channels * patch_size**2, d_model)
+
+    def forward(self, images: Tensor) -> Tensor:
+        _reject(tuple(images.shape[1:]) != (self.in_channels, self.img_size, self.img_size),
+                "the images must be in_channels x img_size x img_size")
+        return _out((images.shape[0], self.num_patches, self.proj.out_features), images)
+''',
+    "kv_cache.py": '''
+
+class KVCache:
+    def __init__(self) -> None:
+        pass
+
+    def update(self, k: Tensor, v: Tensor):
+        return _many(_out(k.shape, k), _out(v.shape, v))
+
+    def __len__(self) -> int:
+        return _count()
+''',
+}
+
+
+def materialize(kind: str, dest: Path) -> Path:
+    """Write the trivial submission `kind` (one of KINDS) into the new folder `dest`; returns `dest`."""
+    if kind not in KINDS:
+        raise ValueError(f"unknown trivial kind {kind!r}; known: {', '.join(KINDS)}")
+    dest = Path(dest)
+    if kind == "stubs":
+        shutil.copytree(EXERCISES, dest, ignore=shutil.ignore_patterns("__pycache__"))
+        return dest
+    dest.mkdir(parents=True)
+    (dest / "__init__.py").write_text(f'"""A trivial submission: {kind}."""\n')
+    for name, body in FILES.items():
+        (dest / name).write_text(PRELUDE.format(kind=kind) + body)
+    return dest
