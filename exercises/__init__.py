@@ -12,12 +12,19 @@ Which file holds what (the component id is in brackets; a check reports per id):
 - ``vit.py``: ``patchify`` / ``PatchEmbedding`` [patch_embedding].
 - ``kv_cache.py``: ``KVCache`` [kv_cache].
 
+The LLM track (the parts of a LLaMA-style language model):
+
+- ``norms.py``: ``LayerNorm`` [layer_norm], ``RMSNorm`` [rms_norm].
+- ``ffn.py``: ``SwiGLU`` [swiglu].
+
 Every function you write starts as ``raise NotImplementedError(...)``; replace
 that line with your code. Each component is graded on its own: the checks for
 one component use trusted stand-ins for all the others, so you can work in any
-order. The course's teaching order (course.yml's, as in the README) is:
+order. The course's teaching order (course.yml's, as in the README; the LLM
+track from layer_norm on) is:
 qkv_projection, scaling, masking, head_splitting, multi_head_attention,
-sinusoidal_encoding, pre_ln_block, patch_embedding, kv_cache.
+sinusoidal_encoding, pre_ln_block, patch_embedding, kv_cache, layer_norm,
+rms_norm, swiglu.
 
 How to check your work:
 

@@ -36,8 +36,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable
 
+from .contract import MODULES
+
 ROOT = Path(__file__).resolve().parent.parent
-EXERCISE_FILES = ("attention.py", "positional.py", "block.py", "vit.py", "kv_cache.py")
+EXERCISE_FILES = tuple(f"{m}.py" for m in MODULES)
 RECORD_VERSION = 1
 
 

@@ -11,9 +11,13 @@ COMPONENTS: tuple[str, ...] = (
     "pre_ln_block",
     "patch_embedding",
     "kv_cache",
+    # the LLM track
+    "layer_norm",
+    "rms_norm",
+    "swiglu",
 )
 
-MODULES: tuple[str, ...] = ("attention", "positional", "block", "vit", "kv_cache")
+MODULES: tuple[str, ...] = ("attention", "positional", "block", "vit", "kv_cache", "norms", "ffn")
 
 # module -> public name -> the components whose checks grade that name.
 OWNERS: dict[str, dict[str, frozenset[str]]] = {
@@ -35,6 +39,8 @@ OWNERS: dict[str, dict[str, frozenset[str]]] = {
         "PatchEmbedding": frozenset({"patch_embedding"}),
     },
     "kv_cache": {"KVCache": frozenset({"kv_cache"})},
+    "norms": {"LayerNorm": frozenset({"layer_norm"}), "RMSNorm": frozenset({"rms_norm"})},
+    "ffn": {"SwiGLU": frozenset({"swiglu"})},
 }
 
 
@@ -59,4 +65,7 @@ FILES: dict[str, tuple[str, ...]] = {
     "pre_ln_block": ("block.py",),
     "patch_embedding": ("vit.py",),
     "kv_cache": ("kv_cache.py", "attention.py"),
+    "layer_norm": ("norms.py",),
+    "rms_norm": ("norms.py",),
+    "swiglu": ("ffn.py",),
 }

@@ -19,9 +19,11 @@ import sys
 import zipfile
 from pathlib import Path
 
+from .contract import MODULES
+
 ROOT = Path(__file__).resolve().parent.parent
 CPU_INDEX = "https://download.pytorch.org/whl/cpu"
-FILES = ("attention.py", "positional.py", "block.py", "vit.py", "kv_cache.py")
+FILES = tuple(f"{m}.py" for m in MODULES)
 
 SETUP_SH = """\
 #!/usr/bin/env bash

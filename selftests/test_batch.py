@@ -74,7 +74,7 @@ def test_gradebook_and_per_student_results(graded):
     out, summary = graded
     book = _gradebook(out)
     assert set(book) == {"alice", "bob", "carol", "dave", "crasher", "eve"}
-    assert float(book["alice"]["total"]) == pytest.approx(100)
+    assert float(book["alice"]["total"]) == pytest.approx(load_course().total_points)
     assert float(book["bob"]["total"]) == 0 and float(book["carol"]["total"]) == 0
     dave = {c: float(book["dave"][c]) for c in COMPONENTS}
     points = {c.id: c.points for c in load_course().components}
@@ -96,7 +96,7 @@ def test_a_crashing_submission_is_recorded_and_the_batch_goes_on(graded):
     eve = json.loads((out / "results" / "eve.json").read_text())
     assert eve["status"] == "error" and "no exercise files" in eve["error"]
     assert set(summary["errors"]) == {"crasher", "eve"}
-    assert float(_gradebook(out)["alice"]["total"]) == pytest.approx(100)  # graded after or alongside the crash
+    assert float(_gradebook(out)["alice"]["total"]) == pytest.approx(load_course().total_points)  # graded after or alongside the crash
 
 
 @pytest.mark.timeout(300)
@@ -112,7 +112,7 @@ def test_second_run_skips_finished_students_and_regrades_a_changed_one(graded, k
         dave.write_text(original.replace("return q @ k.transpose(-2, -1)\n", f"{SCORES}\n"))
         summary = grade_all(klass, out, jobs=2)
         assert summary["graded"] + summary["copied"] == 1 and summary["skipped"] == 5  # now identical to alice
-        assert float(_gradebook(out)["dave"]["total"]) == pytest.approx(100)
+        assert float(_gradebook(out)["dave"]["total"]) == pytest.approx(load_course().total_points)
     finally:
         dave.write_text(original)
 
@@ -142,7 +142,7 @@ def test_an_interrupt_loses_nothing_finished(tmp_path):
     finished = sorted(p.stem for p in (out / "results").glob("s*.json"))
     assert 1 <= len(finished) < 4
     for name in finished:
-        assert json.loads((out / "results" / f"{name}.json").read_text())["score"] == pytest.approx(100)
+        assert json.loads((out / "results" / f"{name}.json").read_text())["score"] == pytest.approx(load_course().total_points)
     assert sorted(_gradebook(out)) == finished
     assert not [p for p in (out / "results").iterdir() if p.name.startswith(".")]  # no half-written files
 
@@ -259,4 +259,4 @@ def test_a_thief_and_a_fifo_in_a_class(tmp_path):
     assert float(book["mallory"]["total"]) == 0
     assert float(book["oscar"]["total"]) == 0
     assert float(book["frank"]["sinusoidal_encoding"]) == 0
-    assert float(book["frank"]["total"]) == pytest.approx(100 - load_course().component("sinusoidal_encoding").points)
+    assert float(book["frank"]["total"]) == pytest.approx(load_course().total_points - load_course().component("sinusoidal_encoding").points)

@@ -13,6 +13,8 @@ import pytest
 import yaml
 
 from grader.classroom import runner_result
+from grader.contract import COMPONENTS
+from grader.course import load_course
 
 ROOT = Path(__file__).resolve().parent.parent
 WORKFLOW = ROOT / ".github" / "workflows" / "classroom.yml"
@@ -71,14 +73,15 @@ def test_workflow_grading_step_runs_here(tmp_path):
     for name in ("course.yml", "pyproject.toml"):
         shutil.copy(ROOT / name, repo / name)
     result, summary, stdout = run_grading_step(repo, tmp_path / "github")
-    assert result["max_score"] == pytest.approx(100) and result["status"] == "fail"
-    assert sum(t["score"] for t in result["tests"]) == 0 and len(result["tests"]) == 9
-    assert stdout.strip() == "Points 0/100"
-    assert summary.startswith("## transformer-drills: 0/100")
+    total = load_course().total_points
+    assert result["max_score"] == pytest.approx(total) and result["status"] == "fail"
+    assert sum(t["score"] for t in result["tests"]) == 0 and len(result["tests"]) == len(COMPONENTS)
+    assert stdout.strip() == f"Points 0/{total:g}"
+    assert summary.startswith(f"## transformer-drills: 0/{total:g}")
     assert runner_result(json.loads((repo / "results.json").read_text())) == result
     points = subprocess.run([sys.executable, "-m", "grader.classroom", "results.json", "--points"], cwd=repo,
                             capture_output=True, text=True, timeout=60)
-    assert points.stdout.strip() == "Points 0/100"
+    assert points.stdout.strip() == f"Points 0/{total:g}"
 
 
 def test_partial_credit_is_summed_per_component():

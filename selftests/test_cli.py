@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 
 from grader.contract import COMPONENTS
+from grader.course import load_course
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -22,7 +23,7 @@ def grader(*args: str) -> subprocess.CompletedProcess:
 def test_check_on_untouched_stubs_reports_zero_and_not_started():
     result = grader("check")
     assert result.returncode == 0, result.stderr
-    assert "0/100" in result.stdout
+    assert f"0/{load_course().total_points:g}" in result.stdout
     for component in COMPONENTS:
         line = next(l for l in result.stdout.splitlines() if l.split() and l.split()[0] == component)
         assert "not started" in line
@@ -63,7 +64,7 @@ def test_grade_reference_writes_full_gradescope_results(tmp_path):
     result = grader("grade", "solutions", "--results", str(results))
     assert result.returncode == 0, result.stderr
     data = json.loads(results.read_text())
-    assert data["score"] == pytest.approx(100)
+    assert data["score"] == pytest.approx(load_course().total_points)
     assert {t["tags"][0] for t in data["tests"]} == set(COMPONENTS)
     for test in data["tests"]:
         assert set(test) >= {"name", "score", "max_score", "status", "output", "tags"}

@@ -6,6 +6,7 @@ from collections import Counter
 import pytest
 
 from grader.contract import COMPONENTS
+from grader.course import load_course
 from selftests.bugs import all_bugs, alternative_names
 
 BUGS = all_bugs()
@@ -24,7 +25,7 @@ def failing(report: dict) -> dict[str, list[str]]:
 def test_every_check_passes_on_the_reference(graded):
     report = graded["solutions"]
     assert failing(report) == {}
-    assert report["score"] == pytest.approx(100)
+    assert report["score"] == pytest.approx(load_course().total_points)
     assert [c["id"] for c in report["components"]] and set(c["id"] for c in report["components"]) == set(COMPONENTS)
 
 
@@ -56,4 +57,4 @@ def test_bug_fails_its_own_component_only(graded, bug):
 def test_correct_alternative_passes_everything(graded, name):
     report = graded[f"alternative:{name}"]
     assert failing(report) == {}
-    assert report["score"] == pytest.approx(100)
+    assert report["score"] == pytest.approx(load_course().total_points)

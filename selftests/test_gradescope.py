@@ -61,7 +61,7 @@ def test_zip_layout(autograder_zip):
 def test_run_autograder_grades_a_nested_submission_with_hidden_checks_after_published(autograder_zip, tmp_path):
     files = {f"my_work/{p.name}": p for p in (ROOT / "solutions").glob("*.py") if p.name != "__init__.py"}
     results = simulate(autograder_zip, tmp_path / "autograder", files)
-    assert results["score"] == pytest.approx(100)
+    assert results["score"] == pytest.approx(load_course().total_points)
     course = load_course()
     hidden = {(c.id, h) for c in course.components for h in c.hidden}
     assert len(results["tests"]) == sum(len(c.checks) for c in course.components)  # hidden checks graded too

@@ -41,6 +41,9 @@ PIECES: dict[str, str] = {
     "patchify": "patches",
     "PatchEmbedding": "patches",
     "KVCache": "kv_cache",
+    "LayerNorm": "layernorm",
+    "RMSNorm": "rmsnorm",
+    "SwiGLU": "swiglu",
 }
 # Grader tools the checks create on the implementation's side: name -> (piece, the contract name it wraps).
 # A tool holds no answer: it passes each call on to the stand-in of that name (else the student's own).

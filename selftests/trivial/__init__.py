@@ -1,6 +1,6 @@
 """The trivial catalogue: submissions that do no work, which must earn (almost) nothing.
 
-Each kind writes the five exercise files with every function and method of the
+Each kind writes the exercise files with every function and method of the
 contract answering the same way, whatever its inputs:
 
 - ``zeros``, ``ones``, ``random``: a tensor of the right shape and dtype holding
@@ -196,6 +196,40 @@ class KVCache:
 
     def __len__(self) -> int:
         return _count()
+''',
+    "norms.py": '''
+
+class LayerNorm(nn.Module):
+    def __init__(self, d_model: int, eps: float = 1e-5) -> None:
+        super().__init__()
+        self.eps = eps
+        self.weight = nn.Parameter(torch.ones(d_model))
+        self.bias = nn.Parameter(torch.zeros(d_model))
+
+    def forward(self, x: Tensor) -> Tensor:
+        return _out(x.shape, x)
+
+
+class RMSNorm(nn.Module):
+    def __init__(self, d_model: int, eps: float = 1e-5) -> None:
+        super().__init__()
+        self.eps = eps
+        self.weight = nn.Parameter(torch.ones(d_model))
+
+    def forward(self, x: Tensor) -> Tensor:
+        return _out(x.shape, x)
+''',
+    "ffn.py": '''
+
+class SwiGLU(nn.Module):
+    def __init__(self, d_model: int, d_ff: int) -> None:
+        super().__init__()
+        self.w_gate = nn.Linear(d_model, d_ff, bias=False)
+        self.w_up = nn.Linear(d_model, d_ff, bias=False)
+        self.w_down = nn.Linear(d_ff, d_model, bias=False)
+
+    def forward(self, x: Tensor) -> Tensor:
+        return _out(x.shape, x)
 ''',
 }
 

@@ -506,3 +506,247 @@ def reprojected_mistakes(new_state: dict[str, Tensor], x: Tensor, n_heads: int, 
     return {"your forward re-projects the cached positions with the current weights: a position is projected "
             "once, when it is new, and its keys and values are then reused from the cache":
             lambda: heads(linear(x, new_state, layer), n_heads)}
+
+
+# --- layer_norm --------------------------------------------------------------------------------------
+
+def layer_norm(x: Tensor, weight: Tensor, bias: Tensor, eps: float, *, variant: str = "") -> Tensor:
+    """LayerNorm over the last dimension in float64, with the mistake `variant` switched on.
+
+    `naive_variance` is computed in x's own dtype: its error is float32's cancellation in E[x²] - E[x]².
+    """
+    if variant == "naive_variance":
+        w, b = weight.to(x.dtype), bias.to(x.dtype)
+        mean = x.mean(dim=-1, keepdim=True)
+        var = (x * x).mean(dim=-1, keepdim=True) - mean * mean
+        return ((x - mean) / torch.sqrt(var + eps) * w + b).double()
+    x, w, b = x.double(), weight.double(), bias.double()
+    dims = tuple(range(x.dim())) if variant == "global_statistics" else (-1,)
+    mean = x.mean(dim=dims, keepdim=True)
+    var = x.var(dim=dims, keepdim=True, unbiased=variant == "unbiased")
+    if variant == "rms_denominator":
+        var = x.pow(2).mean(dim=-1, keepdim=True)
+    if variant == "no_eps":
+        eps = 0.0
+    if variant == "default_eps_1e-6":
+        eps = 1e-6
+    denominator = torch.sqrt(var) + eps if variant == "eps_outside_sqrt" else (
+        var + eps if variant == "no_sqrt" else torch.sqrt(var + eps))
+    normed = (x - mean) / denominator
+    if variant == "no_mean":
+        normed = x / denominator
+    if variant == "weight_bias_swapped":
+        return normed * b + w
+    if variant == "no_bias":
+        return normed * w
+    if variant == "no_weight":
+        return normed + b
+    return normed * w + b
+
+
+LAYER_NORM_MISTAKES = {
+    "your variance is the unbiased one (divides by D - 1, torch.var's default); LayerNorm's is biased: "
+    "the mean of (x - mean)**2, torch.var(..., unbiased=False)": "unbiased",
+    "your eps is added after the square root, (x - mean) / (sqrt(var) + eps); it belongs inside: "
+    "sqrt(var + eps)": "eps_outside_sqrt",
+    "your LayerNorm ignores eps: (x - mean) / sqrt(var), which divides by zero on a constant row": "no_eps",
+    "your LayerNorm divides by var + eps, not by its square root": "no_sqrt",
+    "your mean and variance are taken over the whole tensor; LayerNorm takes them per position, "
+    "over the last dimension only (dim=-1, keepdim=True)": "global_statistics",
+    "your LayerNorm multiplies by bias and adds weight: it is * weight + bias": "weight_bias_swapped",
+    "your LayerNorm never adds bias": "no_bias",
+    "your LayerNorm never multiplies by weight": "no_weight",
+    "your LayerNorm divides by the root mean square of x, not by its standard deviation: the variance is "
+    "the mean of (x - mean)**2, not of x**2": "rms_denominator",
+    "your LayerNorm does not subtract the mean: (x - mean) / sqrt(var + eps)": "no_mean",
+    "your variance is E[x²] - E[x]², which cancels catastrophically in float32 when the inputs sit far "
+    "from zero: average the squared deviations (x - mean)**2 instead": "naive_variance",
+}
+DEFAULT_EPS_MISTAKE = ("your default eps is 1e-6; the contract's (and nn.LayerNorm's, nn.RMSNorm's here) is 1e-5",
+                       "default_eps_1e-6")
+
+
+def layer_norm_mistakes(x: Tensor, state: dict[str, Tensor], eps: float, *, default_eps: bool = False) -> Mistakes:
+    mistakes = dict(LAYER_NORM_MISTAKES)
+    if default_eps:
+        mistakes[DEFAULT_EPS_MISTAKE[0]] = DEFAULT_EPS_MISTAKE[1]
+    return {s: (lambda v=v: layer_norm(x, state["weight"], state["bias"], eps, variant=v)) for s, v in mistakes.items()}
+
+
+def statistics_detached_x_grad(x: Tensor, state: dict[str, Tensor], eps: float, grad_output: Tensor, *,
+                               rms: bool = False, mean_only: bool = False) -> Tensor:
+    """d/dx of sum(norm(x) * grad_output) when the mean and variance (or mean square) are detached,
+    or (`mean_only`) the mean alone, the variance being taken around the detached mean."""
+    x = x.double().clone().requires_grad_(True)
+    w = state["weight"].double()
+    if rms:
+        out = x * torch.rsqrt(x.detach().pow(2).mean(dim=-1, keepdim=True) + eps) * w
+    else:
+        mean = x.detach().mean(dim=-1, keepdim=True)
+        var = (x - mean).pow(2).mean(dim=-1, keepdim=True) if mean_only else \
+            x.detach().var(dim=-1, keepdim=True, unbiased=False)
+        out = (x - mean) / torch.sqrt(var + eps) * w + state["bias"].double()
+    (out * grad_output.double()).sum().backward()
+    return x.grad
+
+
+def detached_statistics_mistakes(x: Tensor, state: dict[str, Tensor], eps: float, grad_output: Tensor, *,
+                                 rms: bool = False) -> Mistakes:
+    what = "mean square is" if rms else "mean and variance are"
+    mistakes = {f"your {what} detached from the graph (.detach(), torch.no_grad() or .item()): the forward is "
+                f"right, but the gradient must flow through the statistics too":
+                lambda: statistics_detached_x_grad(x, state, eps, grad_output, rms=rms)}
+    if not rms:
+        mistakes["your mean is detached from the graph (.detach(), torch.no_grad() or .item()): the forward is "
+                 "right, but the gradient must flow through the mean too"] = \
+            lambda: statistics_detached_x_grad(x, state, eps, grad_output, mean_only=True)
+    return mistakes
+
+
+def centred_in_place_mistakes(x: Tensor) -> Mistakes:
+    return {"your LayerNorm subtracted the mean from the caller's x in place (x -= mean or x.sub_): "
+            "compute x - mean as a new tensor": lambda: x.double() - x.double().mean(dim=-1, keepdim=True)}
+
+
+def norm_state_mistakes(keys: set[str], *, bias: bool) -> Mistakes:
+    """For the set of state-dict keys of a norm."""
+    name = "LayerNorm" if bias else "RMSNorm"
+    mistakes = {f"your {name}'s parameters are plain tensors (or not created): wrap them in nn.Parameter "
+                f"so that they are trained and saved": set()}
+    if bias:
+        mistakes["your LayerNorm has no bias parameter: it needs both weight (ones) and bias (zeros)"] = {"weight"}
+    else:
+        mistakes["your RMSNorm has a bias; RMSNorm has only weight (no shift, as no mean is subtracted)"] = \
+            {"weight", "bias"}
+    return mistakes
+
+
+def initial_value_mistakes(d: int, name: str) -> Mistakes:
+    good = 1.0 if name == "weight" else 0.0
+    return {f"your {name} starts at {1.0 - good:g}s; it starts at {good:g}s, so that a fresh norm only normalises":
+            torch.full((d,), 1.0 - good)}
+
+
+# --- rms_norm ----------------------------------------------------------------------------------------
+
+def rms_norm(x: Tensor, weight: Tensor, eps: float, *, variant: str = "") -> Tensor:
+    """RMSNorm over the last dimension in float64, with the mistake `variant` switched on."""
+    x, w = x.double(), weight.double()
+    if variant == "mean_subtracted":
+        x = x - x.mean(dim=-1, keepdim=True)
+    if variant == "no_eps":
+        eps = 0.0
+    if variant == "default_eps_1e-6":
+        eps = 1e-6
+    if variant == "global_mean":
+        ms = x.pow(2).mean()
+    elif variant == "sum":
+        ms = x.pow(2).sum(dim=-1, keepdim=True)
+    elif variant == "abs_mean":
+        ms = x.abs().mean(dim=-1, keepdim=True)
+    elif variant == "square_of_mean":
+        ms = x.mean(dim=-1, keepdim=True).pow(2)
+    else:
+        ms = x.pow(2).mean(dim=-1, keepdim=True)
+    if variant == "abs_mean":
+        out = x / (ms + eps)
+    elif variant == "eps_outside_sqrt":
+        out = x / (torch.sqrt(ms) + eps)
+    elif variant == "no_sqrt":
+        out = x / (ms + eps)
+    else:
+        out = x / torch.sqrt(ms + eps)
+    return out if variant == "no_weight" else out * w
+
+
+RMS_NORM_MISTAKES = {
+    "your RMSNorm subtracts the mean first (that is LayerNorm without its bias); RMSNorm divides x itself "
+    "by sqrt(mean(x**2) + eps)": "mean_subtracted",
+    "your eps is added after the square root, x / (sqrt(mean(x**2)) + eps); it belongs inside: "
+    "rsqrt(mean(x**2) + eps)": "eps_outside_sqrt",
+    "your RMSNorm ignores eps, which divides by zero on an all-zero row": "no_eps",
+    "your RMSNorm divides by mean(x**2) + eps, not by its square root": "no_sqrt",
+    "your RMSNorm sums the squares instead of averaging them (that is the L2 norm): use mean(x**2)": "sum",
+    "your mean square is taken over the whole tensor; RMSNorm takes it per position, over the last "
+    "dimension only (dim=-1, keepdim=True)": "global_mean",
+    "your RMSNorm never multiplies by weight": "no_weight",
+    "your RMSNorm divides by the mean absolute value; it is the root of the mean of the squares": "abs_mean",
+    "your RMSNorm squares the mean (mean(x)**2); it is the mean of the squares, mean(x**2)": "square_of_mean",
+}
+
+
+def rms_norm_mistakes(x: Tensor, state: dict[str, Tensor], eps: float, *, default_eps: bool = False) -> Mistakes:
+    mistakes = dict(RMS_NORM_MISTAKES)
+    if bool((x > 0).all()):  # mean(|x|) is mean(x) there: the two mistakes cannot be told apart
+        mistakes = {s: v for s, v in mistakes.items() if v not in ("abs_mean", "square_of_mean")}
+    if default_eps:
+        mistakes[DEFAULT_EPS_MISTAKE[0]] = DEFAULT_EPS_MISTAKE[1]
+    return {s: (lambda v=v: rms_norm(x, state["weight"], eps, variant=v)) for s, v in mistakes.items()}
+
+
+# --- swiglu ------------------------------------------------------------------------------------------
+
+def swiglu(x: Tensor, state: dict[str, Tensor], *, variant: str = "") -> Tensor:
+    """The contract's SwiGLU in float64, with the mistake `variant` switched on."""
+    s = {k: v.double() for k, v in state.items()}
+    x = x.double()
+    gate, up = F.linear(x, s["w_gate.weight"]), F.linear(x, s["w_up.weight"])
+    activation = {"sigmoid": torch.sigmoid, "relu": F.relu, "gelu": F.gelu,
+                  "no_activation": lambda z: z}.get(variant, F.silu)
+    if variant == "silu_on_up":
+        hidden = gate * F.silu(up)
+    elif variant == "sum":
+        hidden = F.silu(gate) + up
+    elif variant == "no_up":
+        hidden = F.silu(gate)
+    elif variant == "silu_after_product":
+        hidden = F.silu(gate * up)
+    else:
+        hidden = activation(gate) * up
+    return F.linear(hidden, s["w_down.weight"])
+
+
+SWIGLU_MISTAKES = {
+    "your silu is applied to w_up's projection; it belongs on the gate: silu(w_gate(x)) * w_up(x) "
+    "(or your w_gate and w_up are swapped)": "silu_on_up",
+    "your gate uses sigmoid (the original GLU); SwiGLU's is silu(z) = z * sigmoid(z)": "sigmoid",
+    "your gate uses ReLU (that is ReGLU); SwiGLU's is silu": "relu",
+    "your gate uses GELU (that is GeGLU); SwiGLU's is silu": "gelu",
+    "your gate has no activation (a bilinear layer): apply silu to w_gate(x)": "no_activation",
+    "your hidden layer adds the two projections; a gated unit multiplies them elementwise": "sum",
+    "your hidden layer is silu(w_gate(x)) alone: multiply it by w_up(x)": "no_up",
+    "your silu is applied to the product; only the gate goes through it: silu(w_gate(x)) * w_up(x)":
+        "silu_after_product",
+}
+
+
+def swiglu_mistakes(x: Tensor, state: dict[str, Tensor]) -> Mistakes:
+    return {s: (lambda v=v: swiglu(x, state, variant=v)) for s, v in SWIGLU_MISTAKES.items()}
+
+
+def swiglu_key_mistakes(expected: set[str]) -> Mistakes:
+    return {"your layers have biases: SwiGLU's three nn.Linear are created with bias=False":
+            expected | {k.replace(".weight", ".bias") for k in expected}}
+
+
+def swiglu_shape_mistakes(d_model: int, d_ff: int, key: str) -> Mistakes:
+    """For the shape of state_dict()[key]."""
+    if key == "w_down.weight":
+        return {"your w_down maps d_model to d_ff; it maps the hidden d_ff features back to d_model: "
+                "nn.Linear(d_ff, d_model)": torch.Size((d_ff, d_model))}
+    return {f"your {key.split('.')[0]} maps d_ff to d_model; it maps x's d_model features up to d_ff: "
+            f"nn.Linear(d_model, d_ff)": torch.Size((d_model, d_ff))}
+
+
+def swiglu_detached_gate_x_grad(x: Tensor, state: dict[str, Tensor], grad_output: Tensor) -> Tensor:
+    s = {k: v.double() for k, v in state.items()}
+    x = x.double().clone().requires_grad_(True)
+    out = F.linear(F.silu(F.linear(x, s["w_gate.weight"])).detach() * F.linear(x, s["w_up.weight"]), s["w_down.weight"])
+    (out * grad_output.double()).sum().backward()
+    return x.grad
+
+
+def swiglu_grad_mistakes(x: Tensor, state: dict[str, Tensor], grad_output: Tensor) -> Mistakes:
+    return {"your gate is detached from the graph (.detach() or torch.no_grad()): the forward is right, but "
+            "no gradient flows through silu(w_gate(x)), so w_gate never learns":
+            lambda: swiglu_detached_gate_x_grad(x, state, grad_output)}

@@ -71,3 +71,19 @@ def torch_encoder_layer(state: dict[str, Tensor], d_model: int, n_heads: int, d_
             getattr(layer, theirs).weight.copy_(state[f"{ours}.weight"])
             getattr(layer, theirs).bias.copy_(state[f"{ours}.bias"])
     return layer.eval()
+
+
+def norm_state(d: int, *, gen, dtype=torch.float32, bias: bool = True) -> dict[str, Tensor]:
+    """A LayerNorm's (bias=True) or an RMSNorm's state, far from the ones/zeros defaults."""
+    state = {"weight": 1.0 + randn(d, gen=gen, dtype=dtype, scale=0.5)}
+    if bias:
+        state["bias"] = randn(d, gen=gen, dtype=dtype, scale=0.5)
+    return state
+
+
+def swiglu_state(d_model: int, d_ff: int, *, gen, dtype=torch.float32) -> dict[str, Tensor]:
+    """The contract's SwiGLU state: bias-free w_gate, w_up (d_ff, d_model) and w_down (d_model, d_ff)."""
+    state = linear_state("w_gate", d_model, d_ff, gen=gen, dtype=dtype, bias=False)
+    state.update(linear_state("w_up", d_model, d_ff, gen=gen, dtype=dtype, bias=False))
+    state.update(linear_state("w_down", d_ff, d_model, gen=gen, dtype=dtype, bias=False))
+    return state

@@ -1,0 +1,60 @@
+from . import Bug
+
+LN_FORWARD = """        mean = x.mean(dim=-1, keepdim=True)  # (..., 1)
+        var = (x - mean).pow(2).mean(dim=-1, keepdim=True)  # (..., 1), biased
+        return (x - mean) / torch.sqrt(var + self.eps) * self.weight + self.bias"""
+LN_VAR = "var = (x - mean).pow(2).mean(dim=-1, keepdim=True)  # (..., 1), biased"
+LN_RETURN = "return (x - mean) / torch.sqrt(var + self.eps) * self.weight + self.bias"
+
+BUGS = [
+    Bug("layer_norm", "unbiased_variance", "norms.py", LN_VAR,
+        "var = x.var(dim=-1, keepdim=True)",
+        "uses torch.var's default, the unbiased variance (divides by D - 1)"),
+    Bug("layer_norm", "eps_outside_sqrt", "norms.py", LN_RETURN,
+        "return (x - mean) / (torch.sqrt(var) + self.eps) * self.weight + self.bias",
+        "adds eps after the square root instead of inside it"),
+    Bug("layer_norm", "eps_ignored", "norms.py", LN_RETURN,
+        "return (x - mean) / torch.sqrt(var) * self.weight + self.bias",
+        "stores eps but never uses it"),
+    Bug("layer_norm", "no_sqrt", "norms.py", LN_RETURN,
+        "return (x - mean) / (var + self.eps) * self.weight + self.bias",
+        "divides by the variance instead of the standard deviation"),
+    Bug("layer_norm", "global_statistics", "norms.py", LN_FORWARD,
+        """        mean = x.mean()
+        var = x.var(unbiased=False)
+        return (x - mean) / torch.sqrt(var + self.eps) * self.weight + self.bias""",
+        "takes the mean and variance over the whole tensor instead of over the last dimension"),
+    Bug("layer_norm", "weight_bias_swapped", "norms.py", "* self.weight + self.bias",
+        "* self.bias + self.weight",
+        "multiplies by bias and adds weight"),
+    Bug("layer_norm", "no_bias", "norms.py", "* self.weight + self.bias", "* self.weight",
+        "creates bias but never adds it"),
+    Bug("layer_norm", "rms_denominator", "norms.py", LN_VAR,
+        "var = x.pow(2).mean(dim=-1, keepdim=True)",
+        "centres x but divides by the root mean square of x instead of its standard deviation"),
+    Bug("layer_norm", "naive_variance", "norms.py", LN_VAR,
+        "var = (x * x).mean(dim=-1, keepdim=True) - mean * mean",
+        "computes the variance as E[x²] - E[x]², which cancels in float32 for inputs far from zero"),
+    Bug("layer_norm", "weight_starts_at_zeros", "norms.py",
+        "self.weight = nn.Parameter(torch.ones(d_model))\n        self.bias",
+        "self.weight = nn.Parameter(torch.zeros(d_model))\n        self.bias",
+        "initialises weight to zeros, so a fresh layer outputs only its bias"),
+    Bug("layer_norm", "plain_tensor_parameters", "norms.py",
+        """        self.weight = nn.Parameter(torch.ones(d_model))
+        self.bias = nn.Parameter(torch.zeros(d_model))""",
+        """        self.weight = torch.ones(d_model)
+        self.bias = torch.zeros(d_model)""",
+        "stores weight and bias as plain tensors, so they are neither trained nor saved"),
+    Bug("layer_norm", "detached_statistics", "norms.py",
+        "mean = x.mean(dim=-1, keepdim=True)  # (..., 1)\n        var",
+        "mean = x.mean(dim=-1, keepdim=True).detach()\n        var",
+        "detaches the mean, as if the statistics were constants, so the gradient w.r.t. x is wrong"),
+    Bug("layer_norm", "centres_in_place", "norms.py", LN_FORWARD,
+        """        x -= x.mean(dim=-1, keepdim=True)
+        var = x.pow(2).mean(dim=-1, keepdim=True)
+        return x / torch.sqrt(var + self.eps) * self.weight + self.bias""",
+        "subtracts the mean from the caller's tensor in place"),
+    Bug("layer_norm", "library_layer_norm", "norms.py", LN_FORWARD,
+        "        return torch.nn.functional.layer_norm(x, x.shape[-1:], self.weight, self.bias, self.eps)",
+        "calls F.layer_norm instead of writing it"),
+]

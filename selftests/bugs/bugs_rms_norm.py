@@ -1,0 +1,59 @@
+from . import Bug
+
+RMS_FORWARD = """        ms = x.pow(2).mean(dim=-1, keepdim=True)  # (..., 1)
+        return x * torch.rsqrt(ms + self.eps) * self.weight"""
+RMS_MS = "ms = x.pow(2).mean(dim=-1, keepdim=True)  # (..., 1)"
+RMS_INIT_END = "        self.weight = nn.Parameter(torch.ones(d_model))\n\n    def forward(self, x: Tensor) -> Tensor:\n"
+RMS_RETURN = "return x * torch.rsqrt(ms + self.eps) * self.weight"
+
+BUGS = [
+    Bug("rms_norm", "mean_subtracted", "norms.py", RMS_FORWARD,
+        """        x = x - x.mean(dim=-1, keepdim=True)
+        ms = x.pow(2).mean(dim=-1, keepdim=True)
+        return x * torch.rsqrt(ms + self.eps) * self.weight""",
+        "centres x first, as LayerNorm does"),
+    Bug("rms_norm", "eps_outside_sqrt", "norms.py", RMS_RETURN,
+        "return x / (torch.sqrt(ms) + self.eps) * self.weight",
+        "adds eps after the square root instead of inside it"),
+    Bug("rms_norm", "eps_ignored", "norms.py", RMS_RETURN,
+        "return x * torch.rsqrt(ms) * self.weight",
+        "stores eps but never uses it"),
+    Bug("rms_norm", "no_sqrt", "norms.py", RMS_RETURN,
+        "return x / (ms + self.eps) * self.weight",
+        "divides by the mean square instead of its root"),
+    Bug("rms_norm", "sum_of_squares", "norms.py", RMS_MS,
+        "ms = x.pow(2).sum(dim=-1, keepdim=True)",
+        "sums the squares instead of averaging them"),
+    Bug("rms_norm", "global_mean_square", "norms.py", RMS_MS,
+        "ms = x.pow(2).mean()",
+        "averages the squares over the whole tensor instead of over the last dimension"),
+    Bug("rms_norm", "no_weight", "norms.py", RMS_RETURN,
+        "return x * torch.rsqrt(ms + self.eps)",
+        "creates weight but never multiplies by it"),
+    Bug("rms_norm", "mean_absolute_value", "norms.py", RMS_FORWARD,
+        "        return x / (x.abs().mean(dim=-1, keepdim=True) + self.eps) * self.weight",
+        "divides by the mean absolute value instead of the root mean square"),
+    Bug("rms_norm", "square_of_mean", "norms.py", RMS_MS,
+        "ms = x.mean(dim=-1, keepdim=True).pow(2)",
+        "squares the mean instead of averaging the squares"),
+    Bug("rms_norm", "llama_default_eps", "norms.py",
+        "class RMSNorm(nn.Module):\n    \"\"\"x / sqrt(mean(x**2) + eps) * weight over the last dimension; (..., D) -> (..., D).\"\"\"\n\n"
+        "    def __init__(self, d_model: int, eps: float = 1e-5) -> None:",
+        "class RMSNorm(nn.Module):\n    \"\"\"x / sqrt(mean(x**2) + eps) * weight over the last dimension; (..., D) -> (..., D).\"\"\"\n\n"
+        "    def __init__(self, d_model: int, eps: float = 1e-6) -> None:",
+        "copies LLaMA's default eps, 1e-6, where the contract's is 1e-5"),
+    Bug("rms_norm", "with_bias", "norms.py", RMS_INIT_END + RMS_FORWARD,
+        RMS_INIT_END.replace("\n\n", "\n        self.bias = nn.Parameter(torch.zeros(d_model))\n\n", 1)
+        + RMS_FORWARD + " + self.bias",
+        "adds a LayerNorm-style bias parameter"),
+    Bug("rms_norm", "weight_starts_at_zeros", "norms.py",
+        "self.weight = nn.Parameter(torch.ones(d_model))\n\n    def forward(self, x: Tensor) -> Tensor:\n        ms",
+        "self.weight = nn.Parameter(torch.zeros(d_model))\n\n    def forward(self, x: Tensor) -> Tensor:\n        ms",
+        "initialises weight to zeros, so a fresh layer outputs zeros"),
+    Bug("rms_norm", "detached_mean_square", "norms.py", RMS_MS,
+        "ms = x.detach().pow(2).mean(dim=-1, keepdim=True)",
+        "detaches the mean square, so the gradient w.r.t. x is wrong"),
+    Bug("rms_norm", "library_rms_norm", "norms.py", RMS_FORWARD,
+        "        return torch.nn.functional.rms_norm(x, x.shape[-1:], self.weight, self.eps)",
+        "calls F.rms_norm instead of writing it"),
+]
