@@ -11,9 +11,13 @@ COMPONENTS: tuple[str, ...] = (
     "pre_ln_block",
     "patch_embedding",
     "kv_cache",
+    # the LLM track: training.py
+    "cross_entropy",
+    "optimizer",
+    "lr_schedule",
 )
 
-MODULES: tuple[str, ...] = ("attention", "positional", "block", "vit", "kv_cache")
+MODULES: tuple[str, ...] = ("attention", "positional", "block", "vit", "kv_cache", "training")
 
 # module -> public name -> the components whose checks grade that name.
 OWNERS: dict[str, dict[str, frozenset[str]]] = {
@@ -35,6 +39,14 @@ OWNERS: dict[str, dict[str, frozenset[str]]] = {
         "PatchEmbedding": frozenset({"patch_embedding"}),
     },
     "kv_cache": {"KVCache": frozenset({"kv_cache"})},
+    "training": {
+        "softmax": frozenset({"cross_entropy"}),
+        "log_softmax": frozenset({"cross_entropy"}),
+        "cross_entropy": frozenset({"cross_entropy"}),
+        "AdamW": frozenset({"optimizer"}),
+        "clip_grad_norm": frozenset({"optimizer"}),
+        "lr_at": frozenset({"lr_schedule"}),
+    },
 }
 
 
@@ -59,4 +71,7 @@ FILES: dict[str, tuple[str, ...]] = {
     "pre_ln_block": ("block.py",),
     "patch_embedding": ("vit.py",),
     "kv_cache": ("kv_cache.py", "attention.py"),
+    "cross_entropy": ("training.py",),
+    "optimizer": ("training.py",),
+    "lr_schedule": ("training.py",),
 }

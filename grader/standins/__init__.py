@@ -41,10 +41,18 @@ PIECES: dict[str, str] = {
     "patchify": "patches",
     "PatchEmbedding": "patches",
     "KVCache": "kv_cache",
+    "softmax": "losses",
+    "log_softmax": "losses",
+    "cross_entropy": "losses",
+    "AdamW": "optim",
+    "clip_grad_norm": "optim",
+    "lr_at": "schedule",
 }
-# Grader tools the checks create on the implementation's side: name -> (piece, the contract name it wraps).
-# A tool holds no answer: it passes each call on to the stand-in of that name (else the student's own).
-TOOLS: dict[str, tuple[str, str]] = {"RecordingKVCache": ("recording", "KVCache")}
+# Grader tools the checks create on the implementation's side: name -> (piece, the contract name it wraps,
+# or None). A tool holds no answer: it passes each call on to the stand-in of that name (else the student's
+# own), or, wrapping nothing, only holds plain data (`Parameters`: tensors for an optimizer to update).
+TOOLS: dict[str, tuple[str, str | None]] = {"RecordingKVCache": ("recording", "KVCache"),
+                                            "Parameters": ("parameters", None)}
 
 
 def owners(name: str) -> frozenset[str]:
