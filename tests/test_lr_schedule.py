@@ -38,8 +38,11 @@ def schedule(impl, steps, max_lr, min_lr, warmup, total, what: str) -> torch.Ten
     for step in steps:
         lr = lr_at(step, max_lr=max_lr, min_lr=min_lr, warmup_steps=warmup, total_steps=total)
         if isinstance(lr, bool) or not isinstance(lr, (int, float)):
+            right = expected(step, max_lr, min_lr, warmup, total)
             fail(f"lr_at({step}, ...) in {what}", f"expected a float, got {type(lr).__name__} {lr!r:.60}",
-                 hint="return a plain Python float (math.cos, not torch.cos; no tensor)")
+                 hint="return a plain Python float (math.cos, not torch.cos; no tensor)", actual=lr,
+                 mistakes={"your lr_at returns a tensor holding the right value (torch.cos, torch.tensor): the "
+                           "schedule is a plain float, computed with math.cos": torch.tensor(right)})
         values.append(float(lr))
     return torch.tensor(values, dtype=torch.float64)
 

@@ -24,10 +24,10 @@ DEFAULTS = dict(lr=1e-3, betas=(0.9, 0.999), eps=1e-8, weight_decay=0.01)
 # (lr * wd = 0.05), betas far apart (one used for the other shows), an eps as large as the gradients
 # (where it is added shows), and the defaults.
 SETTINGS = {
-    "defaults": ({}, 1.0),
+    "typical": (dict(lr=1e-2, betas=(0.9, 0.95), eps=1e-8, weight_decay=0.1), 1.0),
     "strong_decay": (dict(lr=0.1, betas=(0.8, 0.9), eps=1e-8, weight_decay=0.5), 1.0),
     "large_eps": (dict(lr=3e-2, betas=(0.5, 0.99), eps=1e-3, weight_decay=0.0), 1e-2),
-    "typical": (dict(lr=1e-2, betas=(0.9, 0.95), eps=1e-8, weight_decay=0.1), 1.0),
+    "defaults": ({}, 1.0),
 }
 WHERE = ("p *= 1 - lr * wd; m = b1 m + (1 - b1) g; v = b2 v + (1 - b2) g²; "
          "p -= lr * (m / (1 - b1**t)) / (sqrt(v / (1 - b2**t)) + eps), t counting this parameter's own steps")
@@ -170,7 +170,9 @@ def test_adamw_step_with_a_closure(impl, gen, dtype):
     returned, calls = params.method("step", optimizer, grads[0], 1.5)
     if calls != 1:
         fail("AdamW.step(closure)", f"the closure ran {calls} times, expected once",
-             hint="call the closure (under torch.enable_grad()) once, before updating, and keep what it returns")
+             hint="call the closure (under torch.enable_grad()) once, before updating, and keep what it returns",
+             actual=calls, mistakes={"your step never calls the closure: it computes this step's gradients "
+                                     "(and the loss to return), so call it first": 0})
     if not (isinstance(returned, torch.Tensor) and returned.numel() == 1 and float(returned) == 1.5):
         fail("AdamW.step(closure)", f"expected the closure's loss tensor(1.5) back, got {returned!r:.80}",
              hint="step returns the loss the closure returned")

@@ -593,8 +593,11 @@ ADAMW_MISTAKES = {
     "your decay is p *= 1 - wd, without the learning rate: AdamW's is p *= 1 - lr * wd": "decay_without_lr",
     "your eps is inside the square root (sqrt(v_hat + eps)); AdamW adds it after: sqrt(v_hat) + eps":
         "eps_inside",
-    "your first moment m uses beta2 (and v beta1): m = b1 * m + (1 - b1) * g, v = b2 * v + (1 - b2) * g**2":
+    "your first moment m uses beta2: m = b1 * m + (1 - b1) * g, only v uses b2": "b2_for_m",
+    "your betas are swapped (m uses beta2, v beta1): m = b1 * m + (1 - b1) * g, v = b2 * v + (1 - b2) * g**2":
         "betas_swapped",
+    "your v averages g, not g**2 (v = b2 * v + (1 - b2) * g * g), so its square root is NaN where v < 0":
+        "v_of_g",
     "your update has no bias correction: divide m by 1 - b1**t and v by 1 - b2**t": "no_bias_correction",
     "your v is divided by 1 - b2**t after its square root: the square root is of v / (1 - b2**t)":
         "v_correction_outside_sqrt",
@@ -602,7 +605,8 @@ ADAMW_MISTAKES = {
         "lr_once",
     "you decay every parameter at every step, also those without a gradient: skip them entirely":
         "decay_without_grad",
-    "your m and v start afresh at every step: keep them in self.state[p] between steps": "no_state",
+    "your state (m, v and the step count) starts afresh at every step: create it only on a parameter's "
+    "first update and keep it in self.state[p]": "no_state",
     "your update uses the gradient instead of m (no first moment)": "no_momentum",
 }
 
@@ -633,6 +637,7 @@ def adamw_run(values: list[Tensor], grads: list[list[Tensor | None]], groups: li
             t = step if variant == "global_step" else own[i]
             if variant == "betas_swapped":
                 b1, b2 = b2, b1
+            m_beta = b2 if variant == "b2_for_m" else b1
             if variant == "l2":
                 g = g + wd * p[i]
             elif variant == "decay_without_lr":
@@ -640,9 +645,9 @@ def adamw_run(values: list[Tensor], grads: list[list[Tensor | None]], groups: li
             elif variant != "decay_after":
                 p[i] *= 1 - lr * wd
             if variant == "no_state":
-                m[i], v[i] = torch.zeros_like(p[i]), torch.zeros_like(p[i])
-            m[i] = b1 * m[i] + (1 - b1) * g
-            v[i] = b2 * v[i] + (1 - b2) * g * g
+                m[i], v[i], t = torch.zeros_like(p[i]), torch.zeros_like(p[i]), 1
+            m[i] = m_beta * m[i] + (1 - m_beta) * g
+            v[i] = b2 * v[i] + (1 - b2) * (g if variant == "v_of_g" else g * g)
             c1, c2 = (1.0, 1.0) if variant == "no_bias_correction" else (1 - b1**t, 1 - b2**t)
             num = g if variant == "no_momentum" else m[i] / c1
             if variant == "eps_inside":
@@ -693,6 +698,8 @@ def clip_grads_mistakes(grads: list[Tensor], max_norm: float, index: int) -> Mis
     norm, g = _norm(grads), grads[index].double()
     own = g.norm()
     return {
+        "the gradients were not changed: clip_grad_norm scales every .grad in place (and a generator of "
+        "parameters can be read only once: make a list first)": lambda: g if norm > max_norm else None,
         "you clipped each gradient by its own norm: the norm is one, of all the gradients together":
             lambda: g * torch.clamp(max_norm / (own + 1e-6), max=1.0),
         "you always scale by max_norm / norm, also when the norm is already below max_norm: the factor is "
@@ -701,8 +708,6 @@ def clip_grads_mistakes(grads: list[Tensor], max_norm: float, index: int) -> Mis
             lambda: g * torch.clamp(max_norm / norm, max=1.0),
         "your factor is norm / max_norm, the wrong way round": lambda: g * torch.clamp(norm / max_norm, max=1.0),
         "your factor uses the squared norm (no square root)": lambda: g * torch.clamp(max_norm / (norm**2 + 1e-6), max=1.0),
-        "the gradients were not changed: clip_grad_norm scales every .grad in place (and a generator of "
-        "parameters can be read only once: make a list first)": lambda: g,
     }
 
 
