@@ -13,7 +13,7 @@ package's modules (`impl.attention.causal_mask`): a piece calls the rest of the
 contract through the implementation, as patched for C, so a stand-in of one
 component never carries another component's answer.
 
-A student release ships only this file and `recording.py`: with a piece
+A student release ships only this file and the tools (`recording.py`, `parameters.py`): with a piece
 missing, the student's own code stands in for it (the component is graded in
 context).
 """
