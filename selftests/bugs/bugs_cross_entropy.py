@@ -49,4 +49,10 @@ BUGS = [
     Bug("cross_entropy", "shifts_in_place", "training.py", LOG_SHIFT,
         "shifted = x.sub_(x.amax(dim=dim, keepdim=True))",
         "subtracts the maximum from the caller's tensor in place"),
+    Bug("cross_entropy", "tensor_softmax_method", "training.py", SOFT_EXP + "\n    return e / e.sum(dim=dim, keepdim=True)",
+        "return x.softmax(dim)",
+        "calls the tensor's own softmax method, which skips the exercise"),
+    Bug("cross_entropy", "logsumexp_method", "training.py", LOG_SHIFT + "\n    " + LOG_RETURN,
+        "return x - x.logsumexp(dim=dim, keepdim=True)",
+        "calls the tensor's logsumexp method instead of writing the log-sum-exp"),
 ]
