@@ -11,6 +11,8 @@ Which file holds what (the component id is in brackets; a check reports per id):
 - ``block.py``: ``TransformerBlock`` [pre_ln_block].
 - ``vit.py``: ``patchify`` / ``PatchEmbedding`` [patch_embedding].
 - ``kv_cache.py``: ``KVCache`` [kv_cache].
+- ``training.py``: ``softmax`` / ``log_softmax`` / ``cross_entropy`` [cross_entropy],
+  ``AdamW`` / ``clip_grad_norm`` [optimizer], ``lr_at`` [lr_schedule].
 
 The LLM track (the parts of a LLaMA-style language model):
 

@@ -15,9 +15,12 @@ COMPONENTS: tuple[str, ...] = (
     "layer_norm",
     "rms_norm",
     "swiglu",
+    "cross_entropy",
+    "optimizer",
+    "lr_schedule",
 )
 
-MODULES: tuple[str, ...] = ("attention", "positional", "block", "vit", "kv_cache", "norms", "ffn")
+MODULES: tuple[str, ...] = ("attention", "positional", "block", "vit", "kv_cache", "norms", "ffn", "training")
 
 # module -> public name -> the components whose checks grade that name.
 OWNERS: dict[str, dict[str, frozenset[str]]] = {
@@ -41,6 +44,14 @@ OWNERS: dict[str, dict[str, frozenset[str]]] = {
     "kv_cache": {"KVCache": frozenset({"kv_cache"})},
     "norms": {"LayerNorm": frozenset({"layer_norm"}), "RMSNorm": frozenset({"rms_norm"})},
     "ffn": {"SwiGLU": frozenset({"swiglu"})},
+    "training": {
+        "softmax": frozenset({"cross_entropy"}),
+        "log_softmax": frozenset({"cross_entropy"}),
+        "cross_entropy": frozenset({"cross_entropy"}),
+        "AdamW": frozenset({"optimizer"}),
+        "clip_grad_norm": frozenset({"optimizer"}),
+        "lr_at": frozenset({"lr_schedule"}),
+    },
 }
 
 
@@ -68,4 +79,7 @@ FILES: dict[str, tuple[str, ...]] = {
     "layer_norm": ("norms.py",),
     "rms_norm": ("norms.py",),
     "swiglu": ("ffn.py",),
+    "cross_entropy": ("training.py",),
+    "optimizer": ("training.py",),
+    "lr_schedule": ("training.py",),
 }

@@ -203,7 +203,9 @@ class Package:
         """A grader stand-in or tool; where none is loaded (a student release), the implementation's own."""
         cls = self.trusted(name)
         if name in standins.TOOLS and cls is not None:  # a tool wraps the (trusted, else the student's) real thing
-            return cls(self.new_trusted(standins.TOOLS[name][1], (), {}), *args, **kwargs)
+            wrapped = standins.TOOLS[name][1]
+            inner = () if wrapped is None else (self.new_trusted(wrapped, (), {}),)
+            return cls(*inner, *args, **kwargs)
         if cls is None:
             if name in standins.TOOLS or self.isolate_for is not None and standins.shipped(standins.PIECES[name]):
                 raise ImplementationLoadError(f"grader error: the trusted {name} is not available to these checks")

@@ -222,7 +222,7 @@ of `exercises/` as your course asks (a zip of the folder, a GitHub push, ...).
 
 # What of grader/standins/ a release ships: the table and the tools, which hold no answer (without the
 # pieces, every component is graded in context: see grader/standins/__init__.py).
-SHIPPED_STANDINS = ("__init__", "recording")
+SHIPPED_STANDINS = ("__init__", "recording", "parameters")
 
 
 def _stubs() -> dict[str, str]:

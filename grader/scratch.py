@@ -4,7 +4,8 @@ Nothing of the submission runs here: its files are parsed with `ast`. Imports
 are followed (`import torch.nn.functional as F`, `from torch.nn import
 MultiheadAttention as M`, module-level aliases such as `sdpa = F.scaled_dot_product_attention`,
 and `getattr(F, "scaled_dot_product_attention")`) so that each use resolves to
-a dotted name that can be compared with the forbidden ones in course.yml.
+a dotted name that can be compared with the forbidden ones in course.yml. A method called on a value
+(`x.softmax(-1)`) reads as `torch.Tensor.softmax`, so course.yml can forbid a method spelling too.
 """
 from __future__ import annotations
 
@@ -58,10 +59,22 @@ class _Resolver(ast.NodeVisitor):
             return f"{base}.{node.args[1].value}" if base else None
         return None
 
+    def method(self, node: ast.AST) -> str | None:
+        """`torch.Tensor.softmax` for `x.softmax` or `getattr(x, "softmax")` when `x` is a value, not an import."""
+        if isinstance(node, ast.Attribute) and self.resolve(node.value) is None:
+            return f"torch.Tensor.{node.attr}"
+        if (isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "getattr"
+                and len(node.args) >= 2 and isinstance(node.args[1], ast.Constant) and isinstance(node.args[1].value, str)
+                and self.resolve(node.args[0]) is None):
+            return f"torch.Tensor.{node.args[1].value}"
+        return None
+
 
 def _canonical(name: str) -> str:
     """`torch.nn.modules.activation.MultiheadAttention`-style paths and `torch.nn.F` spellings, folded."""
-    return name.replace("torch.nn.modules.activation.", "torch.nn.").replace("torch.nn.modules.transformer.", "torch.nn.")
+    for module in ("activation", "transformer", "loss"):
+        name = name.replace(f"torch.nn.modules.{module}.", "torch.nn.")
+    return name
 
 
 def _matches(name: str, forbidden: list[str]) -> str | None:
@@ -109,6 +122,7 @@ def forbidden_uses(folder: str | Path, component: str, forbidden: list[str]) -> 
         for where, owned in _owned_nodes(tree, module, component):
             for node in ast.walk(owned):
                 name = resolver.resolve(node) if isinstance(node, (ast.Name, ast.Attribute, ast.Call)) else None
+                name = name or resolver.method(node)  # a method of a tensor: x.softmax(-1)
                 banned = _matches(name, forbidden) if name else None
                 if banned:
                     uses.append(ForbiddenUse(path.name, node.lineno, where, banned))

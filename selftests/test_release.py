@@ -78,7 +78,7 @@ def test_bundle_layout_has_no_solutions_and_no_hidden_checks(bundle):
 def test_bundle_ships_no_trusted_implementations(bundle):
     """The full stand-ins would be answers: the release keeps only what checks use directly."""
     shipped = sorted(p.name for p in (bundle / "grader" / "standins").glob("*.py"))
-    assert shipped == ["__init__.py", "recording.py"]
+    assert shipped == ["__init__.py", "parameters.py", "recording.py"]
     tree = ast.parse((bundle / "grader" / "standins" / "recording.py").read_text())
     recorder = next(n for n in tree.body if isinstance(n, ast.ClassDef))
     assert not any(isinstance(n, ast.Attribute) and n.attr == "cat" for n in ast.walk(recorder)), \

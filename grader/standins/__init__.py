@@ -13,7 +13,7 @@ package's modules (`impl.attention.causal_mask`): a piece calls the rest of the
 contract through the implementation, as patched for C, so a stand-in of one
 component never carries another component's answer.
 
-A student release ships only this file and `recording.py`: with a piece
+A student release ships only this file and the tools (`recording.py`, `parameters.py`): with a piece
 missing, the student's own code stands in for it (the component is graded in
 context).
 """
@@ -44,10 +44,18 @@ PIECES: dict[str, str] = {
     "LayerNorm": "layernorm",
     "RMSNorm": "rmsnorm",
     "SwiGLU": "swiglu",
+    "softmax": "losses",
+    "log_softmax": "losses",
+    "cross_entropy": "losses",
+    "AdamW": "optim",
+    "clip_grad_norm": "optim",
+    "lr_at": "schedule",
 }
-# Grader tools the checks create on the implementation's side: name -> (piece, the contract name it wraps).
-# A tool holds no answer: it passes each call on to the stand-in of that name (else the student's own).
-TOOLS: dict[str, tuple[str, str]] = {"RecordingKVCache": ("recording", "KVCache")}
+# Grader tools the checks create on the implementation's side: name -> (piece, the contract name it wraps,
+# or None). A tool holds no answer: it passes each call on to the stand-in of that name (else the student's
+# own), or, wrapping nothing, only holds plain data (`Parameters`: tensors for an optimizer to update).
+TOOLS: dict[str, tuple[str, str | None]] = {"RecordingKVCache": ("recording", "KVCache"),
+                                            "Parameters": ("parameters", None)}
 
 
 def owners(name: str) -> frozenset[str]:

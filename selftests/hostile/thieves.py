@@ -12,10 +12,12 @@ from __future__ import annotations
 import shutil
 from pathlib import Path
 
-from grader.contract import OWNERS
+from grader.contract import MODULES, OWNERS
 from selftests.bugs import ROOT
 
 EXERCISES = ROOT / "exercises"
+# ROUTES and PRELUDE are code the thief runs; {files} and {modules} in them become the contract's files
+CONTRACT = {"files": repr(tuple(f"{m}.py" for m in MODULES)), "modules": repr(tuple(MODULES))}
 
 ROUTES: dict[str, str] = {
     # the trusted stand-ins, by name
@@ -42,7 +44,7 @@ ROUTES: dict[str, str] = {
     # the sibling files, as the loader answers relative imports
     "siblings": """
     import importlib
-    for sibling in ("attention", "positional", "block", "vit", "kv_cache"):
+    for sibling in {modules}:
         found = _find(importlib.import_module("." + sibling, __package__), name)
         if found is not None:
             return found
@@ -51,7 +53,7 @@ ROUTES: dict[str, str] = {
     "files": """
     import os
     for folder in (os.path.join(_ROOT, "solutions"), os.path.join(_ROOT, "selftests", "alternatives", "loop_heads")):
-        for file in ("attention.py", "positional.py", "block.py", "vit.py", "kv_cache.py"):
+        for file in {files}:
             found = _exec_source(open(os.path.join(folder, file)).read(), name)
             if found is not None:
                 return found
@@ -65,7 +67,7 @@ ROUTES: dict[str, str] = {
             dirs[:] = [d for d in dirs if d not in (".venv", "site-packages", ".git", "node_modules")]
             if folder.count(os.sep) - top.count(os.sep) > 6 or os.path.realpath(folder) == here:
                 continue
-            for file in ("attention.py", "positional.py", "block.py", "vit.py", "kv_cache.py"):
+            for file in {files}:
                 if file in files:
                     try:
                         found = _exec_source(open(os.path.join(folder, file)).read(), name)
@@ -77,7 +79,7 @@ ROUTES: dict[str, str] = {
     # git's copy of the reference
     "git": """
     import subprocess
-    for file in ("attention.py", "positional.py", "block.py", "vit.py", "kv_cache.py"):
+    for file in {files}:
         source = subprocess.run(["git", "-C", _ROOT, "show", "HEAD:solutions/" + file], capture_output=True,
                                 text=True, timeout=5).stdout
         found = _exec_source(source, name)
@@ -108,7 +110,7 @@ PRELUDE = '''
 # --- a thief (selftests/hostile/thieves.py): every name below comes from somewhere it must not
 import os as _os
 _HERE = _os.path.dirname(_os.path.abspath(__file__))
-_MINE = {{f"{{__package__}}.{{m}}" for m in ("attention", "positional", "block", "vit", "kv_cache")}}
+_MINE = {{f"{{__package__}}.{{m}}" for m in {modules}}}
 _ROOT = {root!r}
 
 
@@ -163,7 +165,8 @@ def materialize(route: str, dest: Path) -> Path:
     """The stubs, each file ending with the thief for `route`; returns `dest`."""
     shutil.copytree(EXERCISES, dest, ignore=shutil.ignore_patterns("__pycache__"))
     for module, names in OWNERS.items():
-        lines = [PRELUDE.format(root=str(ROOT), route=ROUTES[route].rstrip())]
+        code = ROUTES[route].replace("{files}", CONTRACT["files"]).replace("{modules}", CONTRACT["modules"])
+        lines = [PRELUDE.format(root=str(ROOT), route=code.rstrip(), modules=CONTRACT["modules"])]
         for name in names:
             owner, _, method = name.partition(".")
             if method:

@@ -231,6 +231,51 @@ class SwiGLU(nn.Module):
     def forward(self, x: Tensor) -> Tensor:
         return _out(x.shape, x)
 ''',
+    "training.py": '''
+
+def softmax(x: Tensor, dim: int = -1) -> Tensor:
+    return _out(x.shape, x)
+
+
+def log_softmax(x: Tensor, dim: int = -1) -> Tensor:
+    return _out(x.shape, x)
+
+
+def cross_entropy(logits: Tensor, targets: Tensor, *, ignore_index: int = -100) -> Tensor:
+    _reject(targets.shape != logits.shape[:-1], "targets must have the shape of logits[..., 0]")
+    return _out((), logits)
+
+
+class AdamW(torch.optim.Optimizer):
+    def __init__(self, params, lr: float = 1e-3, betas=(0.9, 0.999), eps: float = 1e-8,
+                 weight_decay: float = 0.01) -> None:
+        _reject(min(lr, eps, weight_decay) < 0 or not all(0 <= b < 1 for b in betas), "bad AdamW settings")
+        super().__init__(params, dict(lr=lr, betas=betas, eps=eps, weight_decay=weight_decay))
+
+    @torch.no_grad()
+    def step(self, closure=None):
+        for group in self.param_groups:
+            for p in group["params"]:
+                new = None if p.grad is None else _out(p.shape, p.grad)
+                if new is not None:
+                    p.copy_(new)
+        return None
+
+
+def clip_grad_norm(parameters, max_norm: float) -> Tensor:
+    grads = [p.grad for p in parameters if p.grad is not None]
+    for g in grads:
+        new = _out(g.shape, g)
+        if new is not None:
+            g.copy_(new)
+    return _out((), grads[0])
+
+
+def lr_at(step: int, *, max_lr: float, min_lr: float, warmup_steps: int, total_steps: int) -> float:
+    _reject(step < 0 or warmup_steps < 0 or total_steps <= warmup_steps, "bad schedule arguments")
+    count = _count()
+    return None if count is None else float(count)
+''',
 }
 
 

@@ -750,3 +750,260 @@ def swiglu_grad_mistakes(x: Tensor, state: dict[str, Tensor], grad_output: Tenso
     return {"your gate is detached from the graph (.detach() or torch.no_grad()): the forward is right, but "
             "no gradient flows through silu(w_gate(x)), so w_gate never learns":
             lambda: swiglu_detached_gate_x_grad(x, state, grad_output)}
+# --- cross_entropy -----------------------------------------------------------------------------------
+# The softmax mistakes are computed in the input's dtype, not float64: what goes wrong (an exp that
+# overflows to inf, a softmax that underflows to 0 before its log) depends on the dtype's range.
+
+def _naive_softmax(x: Tensor, dim: int) -> Tensor:
+    e = torch.exp(x)
+    return e / e.sum(dim=dim, keepdim=True)
+
+
+def softmax_mistakes(x: Tensor, dim: int) -> Mistakes:
+    last = x.dim() - 1
+    return {
+        "your softmax does not subtract the maximum first: exp of a large score overflows to inf and inf/inf "
+        "is NaN; softmax(x) = softmax(x - max(x)), so shift every row by its maximum": lambda: _naive_softmax(x, dim),
+        "your softmax subtracts the maximum of the whole tensor instead of each row's own maximum "
+        "(amax(dim, keepdim=True)): a row far below it underflows to 0/0": lambda: _naive_softmax(x - x.max(), dim),
+        "your softmax ignores `dim` and always normalises over the last dimension":
+            lambda: None if dim % x.dim() == last else torch.softmax(x, -1),
+        "your softmax subtracts x.max(dim).values without keepdim=True, so the maxima broadcast along the "
+        "wrong dimension": lambda: _naive_softmax(x - x.max(dim=dim).values, dim),
+    }
+
+
+def log_softmax_mistakes(x: Tensor, dim: int) -> Mistakes:
+    last = x.dim() - 1
+    m = x.amax(dim=dim, keepdim=True)
+    return {
+        "your log_softmax is log(softmax(x)): where the softmax underflows to 0 its log is -inf; compute "
+        "x - max - log(sum(exp(x - max))) instead": lambda: torch.log(torch.softmax(x, dim)),
+        "your log_softmax computes x - log(sum(exp(x))) without subtracting the maximum first: exp overflows "
+        "to inf": lambda: x - torch.log(torch.exp(x).sum(dim=dim, keepdim=True)),
+        "your log_softmax is off by the maximum: x - log(sum(exp(x - max))) needs the max subtracted from x "
+        "too (x - max - log(sum(exp(x - max))))": lambda: torch.log_softmax(x, dim) + m,
+        "your log_softmax ignores `dim` and always normalises over the last dimension":
+            lambda: None if dim % x.dim() == last else torch.log_softmax(x, -1),
+        "your log_softmax subtracts the maximum of the whole tensor instead of each row's own maximum":
+            lambda: (x - x.max()) - torch.log(torch.exp(x - x.max()).sum(dim=dim, keepdim=True)),
+    }
+
+
+def cross_entropy_mistakes(logits: Tensor, targets: Tensor, ignore_index: int) -> Mistakes:
+    v = logits.shape[-1]
+    flat, t = logits.double().reshape(-1, v), targets.reshape(-1)
+    keep = t != ignore_index
+    logp = torch.log_softmax(flat, -1)
+    picked = logp[keep].gather(1, t[keep].unsqueeze(1)).squeeze(1)
+
+    def hard_coded():
+        k = t != -100
+        return -torch.log_softmax(flat, -1)[k].gather(1, t[k].unsqueeze(1)).mean()
+
+    return {
+        "your mean counts the ignored positions too: divide by the number of targets that are not "
+        "ignore_index": lambda: -picked.sum() / t.numel(),
+        "your cross_entropy ignores -100 whatever ignore_index says: compare the targets with the "
+        "ignore_index argument": lambda: None if ignore_index == -100 else hard_coded(),
+        "you returned the sum of -log p[target], not the mean over the kept positions": lambda: -picked.sum(),
+        "you forgot the minus sign: cross-entropy is the mean of -log p[target]": lambda: picked.mean(),
+        "you averaged -p[target] (the probability) instead of -log p[target]": lambda: -picked.exp().mean(),
+        "you averaged the log-probabilities of every class, not only the target's": lambda: -logp[keep].mean(),
+        "you indexed logp[:, targets], which takes every row's log-probabilities at every target (an N x N "
+        "matrix): pick one entry per row (gather, or logp[arange(N), targets])":
+            lambda: -logp[keep][:, t[keep]].mean(),
+        "your cross_entropy uses the logits themselves as log-probabilities (no log_softmax)":
+            lambda: -flat[keep].gather(1, t[keep].unsqueeze(1)).mean(),
+    }
+
+
+def subtracted_in_place_mistakes(x: Tensor, dim: int = -1) -> Mistakes:
+    return {"your code subtracted the maximum from the caller's tensor in place (x -= ...): compute a new "
+            "tensor instead": lambda: x - x.amax(dim=dim, keepdim=True)}
+
+
+# --- optimizer ---------------------------------------------------------------------------------------
+
+ADAMW_MISTAKES = {
+    "your bias correction uses one step counter for all the parameters: t counts each parameter's own "
+    "updates (a parameter without a gradient is not updated, and its t does not move)": "global_step",
+    "your weight decay goes into the gradient (Adam with L2, g + wd * p): AdamW decays the parameter "
+    "itself, p *= 1 - lr * wd, outside m and v": "l2",
+    "you decay the parameter after the Adam update instead of before it: p *= 1 - lr * wd comes first":
+        "decay_after",
+    "your decay is p *= 1 - wd, without the learning rate: AdamW's is p *= 1 - lr * wd": "decay_without_lr",
+    "your eps is inside the square root (sqrt(v_hat + eps)); AdamW adds it after: sqrt(v_hat) + eps":
+        "eps_inside",
+    "your first moment m uses beta2: m = b1 * m + (1 - b1) * g, only v uses b2": "b2_for_m",
+    "your betas are swapped (m uses beta2, v beta1): m = b1 * m + (1 - b1) * g, v = b2 * v + (1 - b2) * g**2":
+        "betas_swapped",
+    "your v averages g, not g**2 (v = b2 * v + (1 - b2) * g * g), so its square root is NaN where v < 0":
+        "v_of_g",
+    "your update has no bias correction: divide m by 1 - b1**t and v by 1 - b2**t": "no_bias_correction",
+    "your v is divided by 1 - b2**t after its square root: the square root is of v / (1 - b2**t)":
+        "v_correction_outside_sqrt",
+    "your optimizer reads lr once, at construction: read group['lr'] at every step, a schedule changes it":
+        "lr_once",
+    "you decay every parameter at every step, also those without a gradient: skip them entirely":
+        "decay_without_grad",
+    "your state (m, v and the step count) starts afresh at every step: create it only on a parameter's "
+    "first update and keep it in self.state[p]": "no_state",
+    "your update uses the gradient instead of m (no first moment)": "no_momentum",
+}
+
+
+def adamw_run(values: list[Tensor], grads: list[list[Tensor | None]], groups: list[dict], lrs: list[list[float]],
+              variant: str = "") -> list[list[Tensor]]:
+    """Every step's parameters (float64) of the contract's AdamW, with the mistake `variant` switched on.
+
+    `groups[i]` holds parameter i's settings (lr, betas, eps, weight_decay) at construction; `lrs[s][i]` is
+    its lr at step s; `grads[s][i]` its gradient at step s, or None.
+    """
+    p = [v.double().clone() for v in values]
+    m = [torch.zeros_like(x) for x in p]
+    v = [torch.zeros_like(x) for x in p]
+    own = [0] * len(p)
+    history = []
+    for step, step_grads in enumerate(grads, start=1):
+        for i, g in enumerate(step_grads):
+            settings = groups[i]
+            lr = settings["lr"] if variant == "lr_once" else lrs[step - 1][i]
+            (b1, b2), eps, wd = settings["betas"], settings["eps"], settings["weight_decay"]
+            if g is None:
+                if variant == "decay_without_grad":
+                    p[i] *= 1 - lr * wd
+                continue
+            g = g.double()
+            own[i] += 1
+            t = step if variant == "global_step" else own[i]
+            if variant == "betas_swapped":
+                b1, b2 = b2, b1
+            m_beta = b2 if variant == "b2_for_m" else b1
+            if variant == "l2":
+                g = g + wd * p[i]
+            elif variant == "decay_without_lr":
+                p[i] *= 1 - wd
+            elif variant != "decay_after":
+                p[i] *= 1 - lr * wd
+            if variant == "no_state":
+                m[i], v[i], t = torch.zeros_like(p[i]), torch.zeros_like(p[i]), 1
+            m[i] = m_beta * m[i] + (1 - m_beta) * g
+            v[i] = b2 * v[i] + (1 - b2) * (g if variant == "v_of_g" else g * g)
+            c1, c2 = (1.0, 1.0) if variant == "no_bias_correction" else (1 - b1**t, 1 - b2**t)
+            num = g if variant == "no_momentum" else m[i] / c1
+            if variant == "eps_inside":
+                denom = (v[i] / c2 + eps).sqrt()
+            elif variant == "v_correction_outside_sqrt":
+                denom = v[i].sqrt() / c2 + eps
+            else:
+                denom = (v[i] / c2).sqrt() + eps
+            p[i] = p[i] - lr * num / denom
+            if variant == "decay_after":
+                p[i] *= 1 - lr * wd
+        history.append([x.clone() for x in p])
+    return history
+
+
+def adamw_mistakes(values, grads, groups, lrs, step: int, index: int) -> Mistakes:
+    """For parameter `index` after step `step` (from 0)."""
+    cache: dict[str, list] = {}
+
+    def model(variant):
+        if variant not in cache:
+            cache[variant] = adamw_run(values, grads, groups, lrs, variant)
+        return cache[variant][step][index]
+
+    return {s: (lambda v=v: model(v)) for s, v in ADAMW_MISTAKES.items()}
+
+
+def _norm(grads: list[Tensor]) -> Tensor:
+    return torch.stack([g.double().norm() for g in grads]).norm()
+
+
+def clip_norm_mistakes(grads: list[Tensor], max_norm: float) -> Mistakes:
+    """For the norm clip_grad_norm returns."""
+    norm = _norm(grads)
+    return {
+        "you returned the norm after clipping: return the total norm the gradients had before":
+            lambda: torch.clamp(norm, max=max_norm),
+        "you returned the squared norm (the sum of squares, without its square root)": lambda: norm**2,
+        "you returned the sum of the per-parameter norms, not the norm of all the gradients together "
+        "(sqrt of the sum of every squared entry)": lambda: sum(g.double().norm() for g in grads),
+        "you returned the last parameter's norm only: the norm is over all the gradients together":
+            lambda: grads[-1].double().norm(),
+    }
+
+
+def clip_grads_mistakes(grads: list[Tensor], max_norm: float, index: int) -> Mistakes:
+    """For gradient `index` after clip_grad_norm(parameters, max_norm)."""
+    norm, g = _norm(grads), grads[index].double()
+    own = g.norm()
+    return {
+        "the gradients were not changed: clip_grad_norm scales every .grad in place (and a generator of "
+        "parameters can be read only once: make a list first)": lambda: g if norm > max_norm else None,
+        "you clipped each gradient by its own norm: the norm is one, of all the gradients together":
+            lambda: g * torch.clamp(max_norm / (own + 1e-6), max=1.0),
+        "you always scale by max_norm / norm, also when the norm is already below max_norm: the factor is "
+        "min(1, max_norm / (norm + 1e-6))": lambda: g * max_norm / (norm + 1e-6),
+        "your factor is max_norm / norm without the + 1e-6 (torch adds it to the norm)":
+            lambda: g * torch.clamp(max_norm / norm, max=1.0),
+        "your factor is norm / max_norm, the wrong way round": lambda: g * torch.clamp(norm / max_norm, max=1.0),
+        "your factor uses the squared norm (no square root)": lambda: g * torch.clamp(max_norm / (norm**2 + 1e-6), max=1.0),
+    }
+
+
+# --- lr_schedule -------------------------------------------------------------------------------------
+
+def schedule(steps: list[int], max_lr: float, min_lr: float, warmup: int, total: int, variant: str = "") -> Tensor:
+    """lr at each step (float64), with the mistake `variant` switched on."""
+    out = []
+    for s in steps:
+        if s < warmup:
+            lr = {"plus_one": max_lr * (s + 1) / warmup, "nanogpt": max_lr * (s + 1) / (warmup + 1),
+                  "to_one": s / warmup, "int_division": max_lr * (s // warmup)}.get(variant, max_lr * s / warmup)
+        elif s > total:
+            lr = 0.0 if variant == "zero_after" else max_lr if variant == "max_after" else min_lr
+        else:
+            progress = (s - warmup) / (total - warmup)
+            if variant == "progress_from_0":
+                progress = s / total
+            elif variant == "over_total":
+                progress = (s - warmup) / total
+            angle = progress if variant == "no_pi" else math.pi * progress
+            top, bottom = (min_lr, max_lr) if variant == "swapped" else (max_lr, min_lr)
+            if variant == "no_floor":
+                lr = 0.5 * max_lr * (1 + math.cos(angle))
+            elif variant == "no_half":
+                lr = min_lr + (max_lr - min_lr) * (1 + math.cos(angle))
+            elif variant == "linear":
+                lr = max_lr - (max_lr - min_lr) * progress
+            else:
+                lr = bottom + 0.5 * (top - bottom) * (1 + math.cos(angle))
+        out.append(lr)
+    return torch.tensor(out, dtype=torch.float64)
+
+
+SCHEDULE_MISTAKES = {
+    "your warmup is one step ahead: max_lr * (step + 1) / warmup_steps; the contract's starts at 0 "
+    "(max_lr * step / warmup_steps)": "plus_one",
+    "your warmup is nanoGPT's max_lr * (step + 1) / (warmup_steps + 1); the contract's is "
+    "max_lr * step / warmup_steps": "nanogpt",
+    "your warmup climbs to 1, not to max_lr: multiply step / warmup_steps by max_lr": "to_one",
+    "your warmup uses integer division (step // warmup_steps), which is 0 until the warmup ends": "int_division",
+    "your cosine decays to 0, not to min_lr: min_lr + 0.5 * (max_lr - min_lr) * (1 + cos(...))": "no_floor",
+    "your cosine counts its progress from step 0: it starts after the warmup, "
+    "(step - warmup_steps) / (total_steps - warmup_steps)": "progress_from_0",
+    "your cosine's progress divides by total_steps instead of total_steps - warmup_steps, so it never "
+    "reaches min_lr": "over_total",
+    "your cosine lacks the factor 0.5: 0.5 * (1 + cos) runs from 1 to 0": "no_half",
+    "your cosine's angle is the progress itself, not pi times it": "no_pi",
+    "your cosine runs from min_lr up to max_lr (max_lr and min_lr swapped)": "swapped",
+    "your decay is linear: the contract's is a cosine, 0.5 * (1 + cos(pi * progress))": "linear",
+    "after total_steps your schedule returns 0: it stays at min_lr": "zero_after",
+    "after total_steps your schedule goes back to max_lr: it stays at min_lr": "max_after",
+}
+
+
+def schedule_mistakes(steps: list[int], max_lr: float, min_lr: float, warmup: int, total: int) -> Mistakes:
+    return {s: (lambda v=v: schedule(steps, max_lr, min_lr, warmup, total, v)) for s, v in SCHEDULE_MISTAKES.items()}

@@ -1,0 +1,47 @@
+from . import Bug
+
+WARMUP = "return max_lr * step / warmup_steps"
+PROGRESS = "progress = (step - warmup_steps) / (total_steps - warmup_steps)  # 0 .. 1"
+COSINE = "return min_lr + 0.5 * (max_lr - min_lr) * (1 + math.cos(math.pi * progress))"
+
+BUGS = [
+    Bug("lr_schedule", "warmup_off_by_one", "training.py", WARMUP,
+        "return max_lr * (step + 1) / warmup_steps",
+        "starts the warmup one step ahead"),
+    Bug("lr_schedule", "nanogpt_warmup", "training.py", WARMUP,
+        "return max_lr * (step + 1) / (warmup_steps + 1)",
+        "uses nanoGPT's (step + 1) / (warmup_steps + 1) warmup"),
+    Bug("lr_schedule", "warmup_to_one", "training.py", WARMUP,
+        "return step / warmup_steps",
+        "ramps up to 1 instead of to max_lr"),
+    Bug("lr_schedule", "warmup_integer_division", "training.py", WARMUP,
+        "return max_lr * (step // warmup_steps)",
+        "uses integer division in the warmup"),
+    Bug("lr_schedule", "no_min_lr_floor", "training.py", COSINE,
+        "return 0.5 * max_lr * (1 + math.cos(math.pi * progress))",
+        "decays to 0 instead of to min_lr"),
+    Bug("lr_schedule", "progress_from_zero", "training.py", PROGRESS,
+        "progress = step / total_steps",
+        "counts the cosine's progress from step 0 instead of from the end of the warmup"),
+    Bug("lr_schedule", "progress_over_total", "training.py", PROGRESS,
+        "progress = (step - warmup_steps) / total_steps",
+        "divides the progress by total_steps instead of total_steps - warmup_steps"),
+    Bug("lr_schedule", "no_half", "training.py", COSINE,
+        "return min_lr + (max_lr - min_lr) * (1 + math.cos(math.pi * progress))",
+        "forgets the factor 0.5 of the cosine"),
+    Bug("lr_schedule", "no_pi", "training.py", COSINE,
+        "return min_lr + 0.5 * (max_lr - min_lr) * (1 + math.cos(progress))",
+        "takes the cosine of the progress instead of pi times it"),
+    Bug("lr_schedule", "linear_decay", "training.py", COSINE,
+        "return max_lr - (max_lr - min_lr) * progress",
+        "decays linearly instead of along a cosine"),
+    Bug("lr_schedule", "zero_after_total", "training.py", "    if step > total_steps:\n        return min_lr",
+        "    if step > total_steps:\n        return 0.0",
+        "returns 0 after total_steps instead of min_lr"),
+    Bug("lr_schedule", "returns_tensor", "training.py", COSINE,
+        "return min_lr + 0.5 * (max_lr - min_lr) * (1 + torch.cos(torch.tensor(math.pi * progress)))",
+        "returns a tensor from torch.cos instead of a float"),
+    Bug("lr_schedule", "accepts_total_equal_warmup", "training.py", "total_steps <= warmup_steps:",
+        "total_steps < warmup_steps:",
+        "accepts total_steps == warmup_steps, which divides by zero"),
+]

@@ -1,0 +1,87 @@
+from . import Bug
+
+STEP = 'state["step"] += 1'
+DECAY = "p.mul_(1 - lr * wd)  # decoupled: the decay never goes through m and v"
+M = "m.mul_(b1).add_(g, alpha=1 - b1)"
+DENOM = "denom = (v / (1 - b2**t)).sqrt_().add_(eps)"
+UPDATE = "p.addcdiv_(m, denom, value=-lr / (1 - b1**t))"
+READ = 'lr, (b1, b2), eps, wd = group["lr"], group["betas"], group["eps"], group["weight_decay"]'
+GRADS = "grads = [p.grad for p in parameters if p.grad is not None]  # the iterable is read once"
+NORM = "norm = torch.linalg.vector_norm(torch.stack([torch.linalg.vector_norm(g) for g in grads]))"
+COEF = "coef = torch.clamp(max_norm / (norm + 1e-6), max=1.0)"
+CLIP = GRADS + "\n    " + NORM + "\n    " + COEF + "\n    for g in grads:\n        g.mul_(coef.to(g.dtype))"
+LOOP = '        for group in self.param_groups:  # read at every step: a schedule may have changed lr\n            lr, (b1, b2), eps, wd = group["lr"], group["betas"], group["eps"], group["weight_decay"]\n            for p in group["params"]:\n                if p.grad is None:\n                    continue\n                state = self.state[p]\n                if not state:\n                    state["step"] = 0\n                    state["m"] = torch.zeros_like(p)\n                    state["v"] = torch.zeros_like(p)\n                state["step"] += 1\n                t, m, v, g = state["step"], state["m"], state["v"], p.grad'
+BODY = """                t, m, v, g = state["step"], state["m"], state["v"], p.grad
+                p.mul_(1 - lr * wd)  # decoupled: the decay never goes through m and v
+                m.mul_(b1).add_(g, alpha=1 - b1)
+                v.mul_(b2).addcmul_(g, g, value=1 - b2)
+                denom = (v / (1 - b2**t)).sqrt_().add_(eps)
+                p.addcdiv_(m, denom, value=-lr / (1 - b1**t))"""
+
+BUGS = [
+    Bug("optimizer", "global_step", "training.py", LOOP,
+        "        self.t = getattr(self, 't', 0) + 1\n" + LOOP.replace('t, m, v, g = state["step"]', "t, m, v, g = self.t"),
+        "bias-corrects with one step counter for the optimizer instead of each parameter's own"),
+    Bug("optimizer", "adam_l2_decay", "training.py", DECAY,
+        "g = g + wd * p",
+        "adds the decay to the gradient (Adam with L2) instead of decaying the weights"),
+    Bug("optimizer", "decay_after_update", "training.py", BODY,
+        BODY.replace("                " + DECAY + "\n", "") + "\n                p.mul_(1 - lr * wd)",
+        "decays the parameter after the Adam update instead of before"),
+    Bug("optimizer", "decay_without_lr", "training.py", DECAY,
+        "p.mul_(1 - wd)",
+        "decays by 1 - wd, forgetting the learning rate"),
+    Bug("optimizer", "eps_inside_sqrt", "training.py", DENOM,
+        "denom = (v / (1 - b2**t) + eps).sqrt()",
+        "adds eps inside the square root"),
+    Bug("optimizer", "beta2_for_m", "training.py", M,
+        "m.mul_(b2).add_(g, alpha=1 - b2)",
+        "uses beta2 for the first moment"),
+    Bug("optimizer", "no_bias_correction", "training.py", DENOM + "\n                " + UPDATE,
+        "denom = v.sqrt().add_(eps)\n                p.addcdiv_(m, denom, value=-lr)",
+        "leaves out the bias corrections"),
+    Bug("optimizer", "lr_read_once", "training.py", READ,
+        'lr, (b1, b2), eps, wd = self.defaults["lr"], group["betas"], group["eps"], group["weight_decay"]',
+        "reads the learning rate from the constructor's defaults, so a schedule never changes it"),
+    Bug("optimizer", "decays_without_grad", "training.py", LOOP + "\n                " + DECAY,
+        LOOP.replace("            for p in group[\"params\"]:\n", "            for p in group[\"params\"]:\n                " + DECAY + "\n"),
+        "decays every parameter of the group, also those that have no gradient this step"),
+    Bug("optimizer", "no_state", "training.py", "if not state:",
+        "if True:",
+        "starts m and v afresh at every step"),
+    Bug("optimizer", "step_from_zero", "training.py", 'state["step"] = 0\n',
+        'state["step"] = -1\n',
+        "counts steps from 0, so the first bias correction divides by zero"),
+    Bug("optimizer", "v_of_g_not_g_squared", "training.py", "v.mul_(b2).addcmul_(g, g, value=1 - b2)",
+        "v.mul_(b2).add_(g, alpha=1 - b2)",
+        "averages the gradient instead of its square in v"),
+    Bug("optimizer", "closure_ignored", "training.py", "            with torch.enable_grad():\n                loss = closure()",
+        "            loss = None",
+        "never calls the closure"),
+    Bug("optimizer", "no_value_checks", "training.py", "if not all(0.0 <= b < 1.0 for b in betas):",
+        "if not all(0.0 <= b <= 1.0 for b in betas):",
+        "accepts a beta of 1"),
+    Bug("optimizer", "clip_per_parameter", "training.py", COEF + "\n    for g in grads:\n        g.mul_(coef.to(g.dtype))",
+        "for g in grads:\n        g.mul_(torch.clamp(max_norm / (g.norm() + 1e-6), max=1.0))",
+        "clips each gradient by its own norm instead of the global one"),
+    Bug("optimizer", "clip_without_1e6", "training.py", COEF,
+        "coef = torch.clamp(max_norm / norm, max=1.0)",
+        "leaves out torch's 1e-6 in the clipping factor"),
+    Bug("optimizer", "clip_always_scales", "training.py", COEF,
+        "coef = max_norm / (norm + 1e-6)",
+        "scales the gradients up as well when the norm is below max_norm"),
+    Bug("optimizer", "returns_clipped_norm", "training.py", "    return norm\n",
+        "    return torch.clamp(norm, max=max_norm)\n",
+        "returns the norm after clipping"),
+    Bug("optimizer", "generator_read_twice", "training.py", CLIP,
+        "norm = torch.linalg.vector_norm(torch.stack([torch.linalg.vector_norm(p.grad) for p in parameters\n"
+        "                                                 if p.grad is not None]))\n"
+        "    coef = torch.clamp(max_norm / (norm + 1e-6), max=1.0)\n"
+        "    for p in parameters:\n"
+        "        if p.grad is not None:\n"
+        "            p.grad.mul_(coef.to(p.grad.dtype))",
+        "goes through the parameters twice, so a generator is empty the second time and nothing is clipped"),
+    Bug("optimizer", "norm_is_sum_of_norms", "training.py", NORM,
+        "norm = torch.stack([torch.linalg.vector_norm(g) for g in grads]).sum()",
+        "adds up the per-parameter norms instead of taking the norm of all gradients"),
+]
