@@ -4,9 +4,9 @@
 
 Times (median of N rounds of cold runs, each a fresh interpreter): `python -c "import
 torch"`, `python -m grader grade solutions/` (a complete correct submission),
-`python -m grader grade exercises/` (untouched stubs), and `python -m grader
-check` of masking and of kv_cache (the component with the most work) against
-solutions/. Run it on an otherwise idle machine.
+`python -m grader grade exercises/` (untouched stubs), `python -m grader
+check` of masking and of kv_cache against solutions/, and of each track's
+components (grader/contract.py's TRACKS). Run it on an otherwise idle machine.
 """
 from __future__ import annotations
 
@@ -19,6 +19,8 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+from grader.contract import TRACKS  # noqa: E402
 
 
 def timed(cmd: list[str]) -> float:
@@ -40,6 +42,8 @@ def main() -> int:
             ("grade exercises/ (untouched stubs)", [py, "-m", "grader", "grade", "exercises", "--results", results]),
             ("check masking --target solutions", [py, "-m", "grader", "check", "masking", "--target", "solutions"]),
             ("check kv_cache --target solutions", [py, "-m", "grader", "check", "kv_cache", "--target", "solutions"]),
+            *((f"check <the {track} track> --target solutions", [py, "-m", "grader", "check", *ids, "--target", "solutions"])
+              for track, ids in TRACKS.items()),
         ]
         # Rounds of one run each, so that every ratio compares runs made under the same load
         # (a shared machine's speed drifts over minutes).
@@ -52,7 +56,7 @@ def main() -> int:
                 ratios[label].append(value / round_[rows[0][0]])
     print(f"median of {args.runs} rounds of cold runs (ratio: against import torch in the same round)")
     for label, _ in rows:
-        print(f"  {label:<38} {statistics.median(seconds[label]):6.2f} s  "
+        print(f"  {label:<44} {statistics.median(seconds[label]):6.2f} s  "
               f"{statistics.median(ratios[label]):5.2f}x import torch")
     return 0
 

@@ -26,7 +26,7 @@ order. The course's teaching order (course.yml's, as in the README; the LLM
 track from layer_norm on) is:
 qkv_projection, scaling, masking, head_splitting, multi_head_attention,
 sinusoidal_encoding, pre_ln_block, patch_embedding, kv_cache, layer_norm,
-rms_norm, swiglu.
+rms_norm, swiglu, cross_entropy, optimizer, lr_schedule.
 
 How to check your work:
 

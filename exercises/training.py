@@ -120,7 +120,7 @@ class AdamW(torch.optim.Optimizer):
     (graded) for a negative ``lr``, ``eps`` or ``weight_decay``, or a beta outside
     ``[0, 1)``.
 
-    TODO (optimizer), in words, ``__init__``:
+    TODO (optimizer), ``__init__``, in words:
       1. Check the settings and raise ``ValueError`` as described above.
       2. Call ``super().__init__(params, defaults)`` with a dict of the four
          settings: the base class builds ``self.param_groups`` (each group a dict

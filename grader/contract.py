@@ -1,24 +1,13 @@
 """Which component owns which public name of the contract (see shared/CONTRACT.md)."""
 from __future__ import annotations
 
-COMPONENTS: tuple[str, ...] = (
-    "qkv_projection",
-    "scaling",
-    "masking",
-    "head_splitting",
-    "multi_head_attention",
-    "sinusoidal_encoding",
-    "pre_ln_block",
-    "patch_embedding",
-    "kv_cache",
-    # the LLM track
-    "layer_norm",
-    "rms_norm",
-    "swiglu",
-    "cross_entropy",
-    "optimizer",
-    "lr_schedule",
-)
+# The tracks (shared/CONTRACT.md), each in teaching order; the course holds them one after the other.
+TRACKS: dict[str, tuple[str, ...]] = {
+    "core": ("qkv_projection", "scaling", "masking", "head_splitting", "multi_head_attention", "sinusoidal_encoding",
+             "pre_ln_block", "patch_embedding", "kv_cache"),
+    "llm": ("layer_norm", "rms_norm", "swiglu", "cross_entropy", "optimizer", "lr_schedule"),
+}
+COMPONENTS: tuple[str, ...] = tuple(c for track in TRACKS.values() for c in track)
 
 MODULES: tuple[str, ...] = ("attention", "positional", "block", "vit", "kv_cache", "norms", "ffn", "training")
 
