@@ -239,19 +239,22 @@ class RemoteExecutor:
 
     def __init__(self, worker, timeout_s: float) -> None:
         self.worker, self.timeout_s = worker, timeout_s
-        self.deadline = time.monotonic() + timeout_s
+        self.waited = 0.0  # seconds of this check spent waiting for the worker: the student's time, not the checks'
 
     def run(self, op: str, **request: Any) -> Any:
         from .worker import WorkerDied, WorkerTimeout
 
         label = self._label(op, request)
+        started = time.monotonic()
         try:
-            reply = self.worker.request({"op": op, **request}, self.deadline)
+            reply = self.worker.request({"op": op, **request}, started + max(self.timeout_s - self.waited, 0.0))
         except WorkerTimeout:
             self.worker.timed_out.add(label)
             raise StudentTimeout("Timeout", f"timed out after {self.timeout_s:g} s in `{label}`") from None
         except WorkerDied as exc:
             raise StudentCrash("Crash", f"{exc} while running `{self.worker.first_ahead or label}`") from None
+        finally:
+            self.waited += time.monotonic() - started
         earlier = self.worker.earlier_error is not None
         if earlier:  # a request sent ahead failed first
             reply, self.worker.earlier_error = self.worker.earlier_error, None
