@@ -9,7 +9,7 @@ from pathlib import Path
 
 import yaml
 
-from .contract import COMPONENTS
+from .contract import COMPONENTS, TRACKS
 
 _YAML_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)  # libyaml where available
 # Points are whole hundredths: every channel shows them to two decimals, so each check's points,
@@ -183,7 +183,8 @@ class Assignment:
 
 
 def load_assignments(path: str | Path = COURSE_FILE) -> tuple[Assignment, ...]:
-    """course.yml's `assignments:` (id, title, components); without it, one assignment holding every component."""
+    """course.yml's `assignments:` (id, title, and `components:` or a `track:` of the contract, whose components
+    it then holds); without it, one assignment holding every component."""
     course = load_course(path)
     data = yaml.safe_load(Path(path).read_text()) or {}
     entries = data.get("assignments")
@@ -192,9 +193,12 @@ def load_assignments(path: str | Path = COURSE_FILE) -> tuple[Assignment, ...]:
     known = {c.id for c in course.components}
     assignments = []
     for entry in entries:
-        if not isinstance(entry, dict) or not {"id", "components"} <= set(entry):
-            raise CourseError(f"{path}: each assignment needs an id and components")
-        components = tuple(str(c) for c in entry["components"] or [])
+        if not isinstance(entry, dict) or "id" not in entry or not {"components", "track"} & set(entry):
+            raise CourseError(f"{path}: each assignment needs an id and components (or a track)")
+        if "track" in entry and str(entry["track"]) not in TRACKS:
+            raise CourseError(f"{path}: assignment {entry['id']} names an unknown track {entry['track']!r}")
+        listed = entry["components"] if "components" in entry else TRACKS[str(entry["track"])]
+        components = tuple(str(c) for c in listed or [])
         unknown = [c for c in components if c not in known]
         if not components or unknown:
             raise CourseError(f"{path}: assignment {entry['id']} lists unknown or no components: {unknown}")

@@ -401,8 +401,8 @@ def build_notebook(assignment):
         file_cells, _ = _file_cells(file, selected, course)
         cells += file_cells
     for file in others:
-        cells.append(_code_cell(f"%%writefile {SUB}/{file}\n# Not part of this assignment (do not edit): the exercise file.\n"
-                                + (ROOT / "exercises" / file).read_text(),
+        cells.append(_code_cell(f"%%writefile {SUB}/{file}\n# Not part of this assignment (do not edit): the exercise "
+                                "file's stubs, without their docstrings.\n" + _without_docstrings(file),
                                 _meta(f"{file.removesuffix('.py')}_given", locked=True)))
     cells.append(_md("## Check your work\n\nEach cell below grades one component with the course's checks, "
                      "prints every check's outcome and message, and shows the points earned (hidden checks "
@@ -451,3 +451,16 @@ def register(subparsers) -> None:
     parser.add_argument("--root", default=str(ROOT),
                         help="the grader nbgrader_config.py points DRILLS_GRADER at (default: this checkout; an exported DRILLS_GRADER overrides)")
     parser.set_defaults(func=_nbgrader)
+
+
+def _without_docstrings(file: str) -> str:
+    """The exercise file's code without its docstrings (its teaching belongs to another assignment's notebook)."""
+    import ast
+
+    tree = ast.parse((ROOT / "exercises" / file).read_text())
+    for node in ast.walk(tree):
+        body = getattr(node, "body", None)
+        if isinstance(body, list) and body and isinstance(body[0], ast.Expr) \
+                and isinstance(body[0].value, ast.Constant) and isinstance(body[0].value.value, str):
+            node.body = body[1:] or [ast.Pass()]
+    return ast.unparse(tree) + "\n"
