@@ -64,6 +64,9 @@ MNT_DETACH = 2
 PR_SET_PDEATHSIG, PR_SET_NO_NEW_PRIVS = 1, 38
 SYS_PIVOT_ROOT = 155  # x86_64; aarch64 is 41
 DEVICES = ("null", "zero", "full", "random", "urandom")
+# Folders never bound whole into a worker's root, whatever sys.path says: they hold other people's files.
+BROAD = frozenset({"/", "/tmp", "/var/tmp", "/dev", "/dev/shm", "/proc", "/sys", "/home", "/root", "/run", "/mnt",
+                   "/media", "/srv", "/work", os.path.expanduser("~")})
 
 
 @dataclass(frozen=True)
@@ -177,6 +180,8 @@ def readable_paths() -> list[str]:
     for path in sorted(candidates, key=len):
         if not os.path.lexists(path) or (not os.path.islink(path) and not os.path.isdir(path)):
             continue
+        if os.path.realpath(path) in BROAD:  # a sys.path entry such as /tmp would bring in everything in it
+            continue
         real = Path(os.path.realpath(path))
         if real.is_relative_to(project) and not real.is_relative_to(venv):
             continue
@@ -263,6 +268,9 @@ def _new_root(plan: Plan) -> None:
     new = plan.mountpoint
     _mount(None, "/", None, MS_REC | MS_PRIVATE)
     _mount("tmpfs", new, "tmpfs", MS_NOSUID | MS_NODEV, "size=1m,mode=0755")
+    for folder in ("/tmp", "/dev/shm"):  # the scratch space first: what is read from under /tmp is bound over it
+        os.makedirs(new + folder)
+        _mount("tmpfs", new + folder, "tmpfs", MS_NOSUID | MS_NODEV, f"size={SCRATCH_MB}m,nr_inodes=4096,mode=1777")
     for path in readable_paths():
         inside = new + path
         if os.path.islink(path):
@@ -276,15 +284,13 @@ def _new_root(plan: Plan) -> None:
     for device in DEVICES:
         if os.path.exists(f"/dev/{device}"):
             _bind(f"/dev/{device}", f"{new}/dev/{device}")
-    for folder in ("/tmp", "/dev/shm", "/proc", "/.old"):
+    for folder in ("/proc", "/.old"):
         os.makedirs(new + folder, exist_ok=True)
     _check(_libc.syscall(SYS_PIVOT_ROOT if os.uname().machine == "x86_64" else 41, new.encode(), (new + "/.old").encode()),
            "pivot_root")
     os.chdir("/")
     _check(_libc.umount2(b"/.old", MNT_DETACH), "umount old root")
     os.rmdir("/.old")
-    for folder in ("/tmp", "/dev/shm"):
-        _mount("tmpfs", folder, "tmpfs", MS_NOSUID | MS_NODEV, f"size={SCRATCH_MB}m,nr_inodes=4096,mode=1777")
     try:  # a /proc of its own PID namespace; refused in a user namespace where the host's /proc is partly masked
         _mount("proc", "/proc", "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC)
     except PermissionError:

@@ -366,3 +366,25 @@ def test_the_fallbacks_keep_the_answers_out_of_reach_too(tmp_path, protection, r
         assert data["protection"] == protection and data["score"] == 0, route
     for name in ("solutions", "tests", ".git"):
         assert (ROOT / name).stat().st_mode & 0o077, f"{name} was not opened again after grading"
+
+
+def test_a_python_installation_under_tmp_stays_readable(tmp_path):
+    """Paths the worker must read may lie under /tmp (a CI clone with its venv there): the worker's own /tmp
+    must not hide them."""
+    library = Path(tempfile.mkdtemp(prefix="drills-library-"))
+    try:
+        library.chmod(0o755)
+        (library / "drills_probe_module.py").write_text("ANSWER = 42\n")
+        (library / "drills_probe_module.py").chmod(0o644)
+        submission = tmp_path / "submission"
+        shutil.copytree(ROOT / "solutions", submission, ignore=shutil.ignore_patterns("__pycache__"))
+        positional = submission / "positional.py"
+        positional.write_text(positional.read_text() + "\nimport drills_probe_module\nassert drills_probe_module.ANSWER == 42\n")
+        env = {**os.environ, "PYTHONPATH": str(library)}
+        results = tmp_path / "results.json"
+        subprocess.run([sys.executable, "-m", "grader", "grade", str(submission), "--results", str(results), "--format",
+                        "json"], cwd=ROOT, env=env, capture_output=True, timeout=300, check=True)
+        data = json.loads(results.read_text())
+        assert {c["id"]: c["score"] for c in data["components"]}["sinusoidal_encoding"] == full_marks()["sinusoidal_encoding"]
+    finally:
+        shutil.rmtree(library, ignore_errors=True)
