@@ -41,6 +41,7 @@ class Limits:
     timeout_s: float = 10.0  # per check
     memory_mb: int = 2048  # address space a worker may add to what torch already maps
     output_bytes: int = 64 * 1024  # output kept per worker; the rest is drained and dropped
+    startup_s: float = 10.0  # a fresh worker's own set-up (sandbox, imports, warm-up): not the first check's time
 
 
 class WorkerTimeout(Exception):
@@ -408,6 +409,7 @@ class Worker:
         self.earlier_error: dict | None = None  # the reply of the first of those that failed
         self._spawning = False  # asked of the zygote, not answered yet
         self._reset_first = False  # the next request first drops the objects made so far
+        self._fresh = False  # spawned and not asked anything yet
 
     def spawn(self) -> None:
         """Have the zygote fork this worker, without waiting (it imports `preload` meanwhile)."""
@@ -427,6 +429,7 @@ class Worker:
         self._conn = Connection(fds[0])
         self._ahead = []
         self._reset_first = False
+        self._fresh = bool(self.preload)  # its first answer may wait for what it imports first
         threading.Thread(target=self._drain, args=(fds[1],), daemon=True).start()
 
     def _drain(self, fd: int) -> None:
@@ -478,6 +481,8 @@ class Worker:
         if self.pid is None:
             self._start()
         assert self._conn is not None
+        if self._fresh:
+            deadline, self._fresh = deadline + self.limits.startup_s, False
         try:
             self._conn.send_bytes(self._encode(message))
             while self._ahead:  # the answers to requests sent ahead come first

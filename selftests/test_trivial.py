@@ -13,6 +13,8 @@ from grader.course import load_course
 from selftests.conftest import grade_folders
 from selftests.trivial import KINDS, materialize
 
+pytestmark = pytest.mark.timeout(900)  # one fixture grades the whole catalogue
+
 
 @pytest.fixture(scope="module")
 def trivial(tmp_path_factory: pytest.TempPathFactory) -> dict[str, dict]:
