@@ -196,6 +196,10 @@ def start_zygote() -> None:
         return
     import torch  # noqa: F401 - the point: workers inherit it imported
 
+    from .torch_setup import optimizers_without_dynamo
+
+    optimizers_without_dynamo()
+
     _prctl(PR_SET_CHILD_SUBREAPER, 1)  # what student code leaves running comes back to the grader to be killed
     grader_end, zygote_end = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
     pid = os.fork()
