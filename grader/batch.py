@@ -36,10 +36,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable
 
-from .contract import MODULES
+from .source import FILES as SUBMISSION_FILES
 
 ROOT = Path(__file__).resolve().parent.parent
-EXERCISE_FILES = tuple(f"{m}.py" for m in MODULES)
+EXERCISE_FILES = SUBMISSION_FILES
 RECORD_VERSION = 1
 
 

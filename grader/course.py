@@ -39,9 +39,6 @@ class Component:
     # in proportion to what the core checks earn. Without `core:` every check pays on its own.
     core: tuple[str, ...] = ()
     standalone: frozenset[str] = frozenset()
-    # `warm:` library modules the component's worker imports before its first check (torch.optim's first
-    # use imports torch._dynamo: most of a second that would count against a check's deadline)
-    warm: tuple[str, ...] = ()
 
     @property
     def gated(self) -> tuple[str, ...]:
@@ -163,10 +160,8 @@ def _load_course(path: str, mtime_ns: int, size: int) -> Course:
             raise CourseError(f"{path}: component {entry['id']} has {points:g} points; points are whole "
                               f"multiples of {1 / POINT_UNITS:g}")
         core, standalone = _gating(entry, checks, hidden, path)
-        warm = tuple(str(m) for m in entry.get("warm") or [])
         components.append(Component(entry["id"], entry["title"], entry["file"], points, checks,
-                                    entry.get("hint", ""), hidden, forbidden, _hints(entry, path), core, standalone,
-                                    warm))
+                                    entry.get("hint", ""), hidden, forbidden, _hints(entry, path), core, standalone))
     if len({c.id for c in components}) != len(components):
         raise CourseError(f"{path} lists a component twice")
     defaults = data.get("defaults") or {}

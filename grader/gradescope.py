@@ -19,11 +19,11 @@ import sys
 import zipfile
 from pathlib import Path
 
-from .contract import MODULES
+from .source import FILES as SUBMISSION_FILES
 
 ROOT = Path(__file__).resolve().parent.parent
 CPU_INDEX = "https://download.pytorch.org/whl/cpu"
-FILES = tuple(f"{m}.py" for m in MODULES)
+FILES = SUBMISSION_FILES
 
 SETUP_SH = """\
 #!/usr/bin/env bash

@@ -14,7 +14,6 @@ from __future__ import annotations
 import atexit
 import ctypes
 import dataclasses
-import importlib
 import os
 import pickle
 import signal
@@ -28,7 +27,6 @@ from multiprocessing.connection import Connection
 from typing import Any, Callable
 
 from . import sandbox, wire
-from .contract import MODULES
 from .sandbox import Plan
 
 MESSAGE_LIMIT = 4000
@@ -115,12 +113,6 @@ def serve(requests: Connection, output_fd: int, plan: Plan, isolate_for: str | N
     from .target import Executor, NotStarted, StudentError
 
     code = standins.read(standins.available_for(isolate_for, trusted))
-    for module in [m for m in preload if m not in MODULES]:  # library modules (course.yml `warm:`)
-        try:
-            importlib.import_module(module)
-        except Exception:  # noqa: BLE001 - only speed is lost
-            pass
-    preload = tuple(m for m in preload if m in MODULES)
     if plan.protection in (sandbox.LANDLOCK, sandbox.USERS):  # a scratch folder of its own
         import tempfile
 

@@ -96,14 +96,12 @@ class _Workers:
 
     def _worker(self, component: str, trusted: tuple[str, ...] = ()):
         from grader.contract import component_modules
-        from grader.course import load_course
         from grader.worker import Worker
 
         key = (component, trusted)
         if key not in self.workers:
-            warm = load_course().component(component).warm
             self.workers[key] = Worker(self.plan, component, self.limits, self.broken,
-                                       component_modules(component) + warm, trusted)
+                                       component_modules(component), trusted)
         return self.workers[key]
 
     def target(self, component: str, trusted: tuple[str, ...] = ()) -> Target:
