@@ -9,7 +9,8 @@ TRACKS: dict[str, tuple[str, ...]] = {
 }
 COMPONENTS: tuple[str, ...] = tuple(c for track in TRACKS.values() for c in track)
 
-MODULES: tuple[str, ...] = ("attention", "positional", "block", "vit", "kv_cache", "norms", "ffn", "training")
+MODULES: tuple[str, ...] = ("attention", "positional", "block", "vit", "kv_cache", "norms", "rope", "ffn", "gqa",
+                            "training", "sampling", "gpt")
 
 # module -> public name -> the components whose checks grade that name.
 OWNERS: dict[str, dict[str, frozenset[str]]] = {
@@ -32,7 +33,12 @@ OWNERS: dict[str, dict[str, frozenset[str]]] = {
     },
     "kv_cache": {"KVCache": frozenset({"kv_cache"})},
     "norms": {"LayerNorm": frozenset({"layer_norm"}), "RMSNorm": frozenset({"rms_norm"})},
+    "rope": {"rope_angles": frozenset({"rope"}), "apply_rope": frozenset({"rope"})},
     "ffn": {"SwiGLU": frozenset({"swiglu"})},
+    "gqa": {
+        "repeat_kv": frozenset({"grouped_query_attention"}),
+        "GroupedQueryAttention": frozenset({"grouped_query_attention"}),
+    },
     "training": {
         "softmax": frozenset({"cross_entropy"}),
         "log_softmax": frozenset({"cross_entropy"}),
@@ -41,6 +47,12 @@ OWNERS: dict[str, dict[str, frozenset[str]]] = {
         "clip_grad_norm": frozenset({"optimizer"}),
         "lr_at": frozenset({"lr_schedule"}),
     },
+    "sampling": {
+        "filter_logits": frozenset({"sampling"}),
+        "sample_next_token": frozenset({"sampling"}),
+        "generate": frozenset({"sampling"}),
+    },
+    "gpt": {"DecoderBlock": frozenset({"tiny_lm"}), "TinyLM": frozenset({"tiny_lm"})},
 }
 
 

@@ -50,6 +50,15 @@ PIECES: dict[str, str] = {
     "AdamW": "optim",
     "clip_grad_norm": "optim",
     "lr_at": "schedule",
+    "rope_angles": "rope",
+    "apply_rope": "rope",
+    "repeat_kv": "gqa",
+    "GroupedQueryAttention": "gqa",
+    "filter_logits": "sampling",
+    "sample_next_token": "sampling",
+    "generate": "sampling",
+    "DecoderBlock": "gpt",
+    "TinyLM": "gpt",
 }
 # Grader tools the checks create on the implementation's side: name -> (piece, the contract name it wraps,
 # or None). A tool holds no answer: it passes each call on to the stand-in of that name (else the student's
