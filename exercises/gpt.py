@@ -1,9 +1,14 @@
 """A tiny LLaMA-style language model (component ``tiny_lm``)."""
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import torch
 import torch.nn as nn
 from torch import Tensor
+
+if TYPE_CHECKING:
+    from .kv_cache import KVCache
 
 
 class DecoderBlock(nn.Module):
@@ -13,7 +18,8 @@ class DecoderBlock(nn.Module):
         super().__init__()
         raise NotImplementedError("tiny_lm: write DecoderBlock.__init__")
 
-    def forward(self, x: Tensor, mask: Tensor | None = None, *, rope=None, cache=None) -> Tensor:
+    def forward(self, x: Tensor, mask: Tensor | None = None, *, rope: tuple[Tensor, Tensor] | None = None,
+                cache: KVCache | None = None) -> Tensor:
         raise NotImplementedError("tiny_lm: write DecoderBlock.forward")
 
 
@@ -25,8 +31,8 @@ class TinyLM(nn.Module):
         super().__init__()
         raise NotImplementedError("tiny_lm: write TinyLM.__init__")
 
-    def new_caches(self) -> list:
+    def new_caches(self) -> list[KVCache]:
         raise NotImplementedError("tiny_lm: write TinyLM.new_caches")
 
-    def forward(self, idx: Tensor, caches=None) -> Tensor:
+    def forward(self, idx: Tensor, caches: list[KVCache] | None = None) -> Tensor:
         raise NotImplementedError("tiny_lm: write TinyLM.forward")

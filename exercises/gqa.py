@@ -1,9 +1,14 @@
 """Grouped-query attention (component ``grouped_query_attention``)."""
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import torch
 import torch.nn as nn
 from torch import Tensor
+
+if TYPE_CHECKING:
+    from .kv_cache import KVCache
 
 
 def repeat_kv(x: Tensor, n_rep: int) -> Tensor:
@@ -18,5 +23,6 @@ class GroupedQueryAttention(nn.Module):
         super().__init__()
         raise NotImplementedError("grouped_query_attention: write GroupedQueryAttention.__init__")
 
-    def forward(self, x: Tensor, mask: Tensor | None = None, *, rope=None, cache=None) -> Tensor:
+    def forward(self, x: Tensor, mask: Tensor | None = None, *, rope: tuple[Tensor, Tensor] | None = None,
+                cache: KVCache | None = None) -> Tensor:
         raise NotImplementedError("grouped_query_attention: write GroupedQueryAttention.forward")

@@ -23,7 +23,8 @@ class DecoderBlock(nn.Module):
         self.ffn_norm = RMSNorm(d_model, eps)
         self.ffn = SwiGLU(d_model, d_ff)
 
-    def forward(self, x: Tensor, mask: Tensor | None = None, *, rope=None, cache: KVCache | None = None) -> Tensor:
+    def forward(self, x: Tensor, mask: Tensor | None = None, *, rope: tuple[Tensor, Tensor] | None = None,
+                cache: KVCache | None = None) -> Tensor:
         h = x + self.attn(self.attn_norm(x), mask, rope=rope, cache=cache)
         return h + self.ffn(self.ffn_norm(h))
 
