@@ -1,6 +1,8 @@
 """Which component owns which public name of the contract (see shared/CONTRACT.md)."""
 from __future__ import annotations
 
+import difflib
+
 # The tracks (shared/CONTRACT.md), each in teaching order; the course holds them one after the other.
 TRACKS: dict[str, tuple[str, ...]] = {
     "core": ("qkv_projection", "scaling", "masking", "head_splitting", "multi_head_attention", "sinusoidal_encoding",
@@ -84,3 +86,15 @@ FILES: dict[str, tuple[str, ...]] = {
     "optimizer": ("training.py",),
     "lr_schedule": ("training.py",),
 }
+
+
+def unknown_components(names: list[str], known: tuple[str, ...] | list[str] = COMPONENTS) -> str | None:
+    """The error for the names that are not components (None when all are), with a "did you mean" for each."""
+    unknown = [n for n in names if n not in known]
+    if not unknown:
+        return None
+    parts = []
+    for name in unknown:
+        close = difflib.get_close_matches(name, known, n=1)
+        parts.append(f"{name} (did you mean {close[0]}?)" if close else name)
+    return f"unknown component(s): {', '.join(parts)}; choose from {', '.join(known)}"

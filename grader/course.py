@@ -2,21 +2,20 @@
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from fractions import Fraction
 from functools import lru_cache
 from pathlib import Path
 
 import yaml
 
-from .contract import COMPONENTS, TRACKS
+from .contract import COMPONENTS, FILES, TRACKS
+from .paths import COURSE_FILE
 
 _YAML_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)  # libyaml where available
 # Points are whole hundredths: every channel shows them to two decimals, so each check's points,
 # each component's and the total are the same numbers everywhere and add up exactly.
 POINT_UNITS = 100
-ROOT = Path(__file__).resolve().parent.parent
-COURSE_FILE = ROOT / "course.yml"
 
 
 class CourseError(Exception):
@@ -27,7 +26,6 @@ class CourseError(Exception):
 class Component:
     id: str
     title: str
-    file: str
     points: float
     checks: dict[str, float]  # check (test function) name -> weight
     hint: str = ""
@@ -39,6 +37,11 @@ class Component:
     # in proportion to what the core checks earn. Without `core:` every check pays on its own.
     core: tuple[str, ...] = ()
     standalone: frozenset[str] = frozenset()
+
+    @property
+    def file(self) -> str:
+        """The exercise file the component's code is in (the contract's table, grader/contract.py)."""
+        return FILES[self.id][0]
 
     @property
     def gated(self) -> tuple[str, ...]:
@@ -69,11 +72,21 @@ class Component:
 
 
 @dataclass(frozen=True)
+class Assignment:
+    """A group of components handed out together (course.yml `assignments:`; the nbgrader channel)."""
+
+    id: str
+    title: str
+    components: tuple[str, ...]
+
+
+@dataclass(frozen=True)
 class Course:
     name: str
     components: tuple[Component, ...]
-    timeout: float = 10.0
-    settings: dict = field(default_factory=dict)
+    timeout: float  # seconds per check (course.yml `defaults: timeout`)
+    memory_mb: int  # memory a worker running student code may add (`defaults: memory_mb`)
+    assignments: tuple[Assignment, ...] = ()  # the nbgrader assignments (`assignments:`)
 
     @property
     def hidden_checks(self) -> frozenset[tuple[str, str]]:
@@ -143,11 +156,14 @@ def _load_course(path: str, mtime_ns: int, size: int) -> Course:
         raise CourseError(f"{path} is not valid YAML: {exc}") from None
     components = []
     for entry in data.get("components") or []:
-        missing = {"id", "title", "file", "points", "checks"} - set(entry)
+        missing = {"id", "title", "points", "checks"} - set(entry)
         if missing:
             raise CourseError(f"component {entry.get('id', '?')} in {path} lacks {sorted(missing)}")
         if entry["id"] not in COMPONENTS:
             raise CourseError(f"{path}: {entry['id']!r} is not a component of the contract")
+        if "file" in entry:
+            raise CourseError(f"{path}: component {entry['id']} names its file; the contract's table says where each "
+                              "component lives (grader/contract.py FILES): drop `file:`")
         checks = {str(k): float(v) for k, v in (entry["checks"] or {}).items()}
         if not checks or any(w <= 0 for w in checks.values()):
             raise CourseError(f"{path}: component {entry['id']} needs checks with positive weights")
@@ -160,32 +176,29 @@ def _load_course(path: str, mtime_ns: int, size: int) -> Course:
             raise CourseError(f"{path}: component {entry['id']} has {points:g} points; points are whole "
                               f"multiples of {1 / POINT_UNITS:g}")
         core, standalone = _gating(entry, checks, hidden, path)
-        components.append(Component(entry["id"], entry["title"], entry["file"], points, checks,
+        components.append(Component(entry["id"], entry["title"], points, checks,
                                     entry.get("hint", ""), hidden, forbidden, _hints(entry, path), core, standalone))
     if len({c.id for c in components}) != len(components):
         raise CourseError(f"{path} lists a component twice")
     defaults = data.get("defaults") or {}
-    return Course(data.get("name", "transformer-drills"), tuple(components), float(defaults.get("timeout", 10)), defaults)
-
-
-@dataclass(frozen=True)
-class Assignment:
-    """A group of components handed out together (course.yml `assignments:`; the nbgrader channel)."""
-
-    id: str
-    title: str
-    components: tuple[str, ...]
+    missing = {"timeout", "memory_mb"} - set(defaults)
+    if missing:
+        raise CourseError(f"{path}: defaults lacks {sorted(missing)}")
+    return Course(data.get("name", "transformer-drills"), tuple(components), float(defaults["timeout"]),
+                  int(defaults["memory_mb"]), _assignments(data.get("assignments"), components, path))
 
 
 def load_assignments(path: str | Path = COURSE_FILE) -> tuple[Assignment, ...]:
-    """course.yml's `assignments:` (id, title, and `components:` or a `track:` of the contract, whose components
-    it then holds); without it, one assignment holding every component."""
-    course = load_course(path)
-    data = yaml.safe_load(Path(path).read_text()) or {}
-    entries = data.get("assignments")
+    """course.yml's `assignments:` (see Course.assignments)."""
+    return load_course(path).assignments
+
+
+def _assignments(entries, components: list[Component], path: str | Path) -> tuple[Assignment, ...]:
+    """`assignments:` (id, title, and `components:` or a `track:` of the contract, whose components it then
+    holds); without it, one assignment holding every component."""
     if not entries:
-        return (Assignment("transformer", "Build a Transformer", tuple(c.id for c in course.components)),)
-    known = {c.id for c in course.components}
+        return (Assignment("transformer", "Build a Transformer", tuple(c.id for c in components)),)
+    known = {c.id for c in components}
     assignments = []
     for entry in entries:
         if not isinstance(entry, dict) or "id" not in entry or not {"components", "track"} & set(entry):
@@ -193,11 +206,11 @@ def load_assignments(path: str | Path = COURSE_FILE) -> tuple[Assignment, ...]:
         if "track" in entry and str(entry["track"]) not in TRACKS:
             raise CourseError(f"{path}: assignment {entry['id']} names an unknown track {entry['track']!r}")
         listed = entry["components"] if "components" in entry else TRACKS[str(entry["track"])]
-        components = tuple(str(c) for c in listed or [])
-        unknown = [c for c in components if c not in known]
-        if not components or unknown:
+        ids = tuple(str(c) for c in listed or [])
+        unknown = [c for c in ids if c not in known]
+        if not ids or unknown:
             raise CourseError(f"{path}: assignment {entry['id']} lists unknown or no components: {unknown}")
-        assignments.append(Assignment(str(entry["id"]), str(entry.get("title", entry["id"])), components))
+        assignments.append(Assignment(str(entry["id"]), str(entry.get("title", entry["id"])), ids))
     if len({a.id for a in assignments}) != len(assignments):
         raise CourseError(f"{path} lists an assignment twice")
     return tuple(assignments)

@@ -20,8 +20,9 @@ import subprocess
 from pathlib import Path
 
 from .contract import MODULES, OWNERS
+from .paths import ROOT
+from .syntax import definition_source
 
-ROOT = Path(__file__).resolve().parent.parent
 EXERCISES_DIR = "exercises"
 SHIPPED_DIR = Path("grader") / "stubs"  # under the repository root; written by `release`
 STUB_FILES: tuple[str, ...] = ("__init__.py", *(f"{m}.py" for m in MODULES))
@@ -140,8 +141,6 @@ def _from_git(root: Path) -> dict[str, str] | str:
 
 def _not_stubs(stubs: dict[str, str]) -> list[str]:
     """The contract names whose definitions in `stubs` are missing or do not raise NotImplementedError."""
-    from .drill_workspace import definition_source
-
     bad = []
     for module, names in OWNERS.items():
         for name in names:

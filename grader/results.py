@@ -4,6 +4,7 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, field
 
 PASSED, FAILED, ERROR, TIMEOUT, NOT_STARTED = "passed", "failed", "error", "timeout", "not started"
+MESSAGE_LIMIT = 2000  # characters of a failure's message that a report carries (the worker sends no more)
 
 
 @dataclass

@@ -9,8 +9,8 @@ import json
 import sys
 from pathlib import Path
 
-from grader.cache import ResultCache
-from grader.runner import run_checks
+from grader.engine.cache import ResultCache
+from grader.engine.runner import run_checks
 
 
 def main(argv: list[str]) -> int:

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from grader.batch import grade_all
+from grader.channels.batch.command import grade_all
 from grader.course import load_course
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -21,14 +21,14 @@ SCORES = "return q @ k.transpose(-2, -1) / math.sqrt(q.size(-1))"
 CRASHING_JOB = f"""\
 import os, sys
 sys.path.insert(0, {str(ROOT)!r})
-import grader.runner as runner
+import grader.engine.runner as runner
 real = runner.run_checks
 def run_checks(folder, **kwargs):
     if os.path.basename(str(folder)) == "crasher":
         os.kill(os.getpid(), 9)  # the job process dies while grading this student
     return real(folder, **kwargs)
 runner.run_checks = run_checks
-from grader.batch import serve
+from grader.channels.batch.command import serve
 serve()
 """
 
@@ -151,15 +151,17 @@ def test_an_interrupt_loses_nothing_finished(tmp_path):
 META_WORKER = f"""\
 import sys, time
 sys.path.insert(0, {str(ROOT)!r})
-from grader.sandbox import Plan
-from grader.worker import Limits, Worker, a_worker_loaded_meta, start_zygote
-start_zygote()
+from grader.sandbox.confine import Plan
+from grader.sandbox.handle import Worker
+from grader.sandbox.protocol import Limits
+from grader.sandbox.zygote import ZYGOTE
+ZYGOTE.start()
 for folder in sys.argv[1:]:
-    worker = Worker(Plan.for_copy("none", folder), None, Limits())
+    worker = Worker(Plan.for_copy("none", folder), None, Limits(timeout_s=10.0, memory_mb=2048))
     reply = worker.request({{"op": "call", "name": "attention.causal_mask", "args": (3,), "kwargs": {{}}}},
                            time.monotonic() + 30)
     worker.kill()
-    print("error" in reply, a_worker_loaded_meta())
+    print("error" in reply, ZYGOTE.meta_loaded)
 """
 
 
@@ -185,8 +187,8 @@ def test_a_worker_computing_on_meta_is_noticed(tmp_path):
 
 def test_one_session_grades_each_student_as_if_alone(tmp_path):
     """grade-all's jobs grade student after student in one pytest session: nothing may carry over."""
-    from grader.runner import limits_for, run_checks
-    from grader.session import serve_in_session
+    from grader.engine.runner import limits_for, run_checks
+    from grader.engine.session import serve_in_session
     from selftests.hostile import ATTACKS
 
     folders = {"stubs": _copy(ROOT / "exercises", tmp_path / "stubs"),
@@ -214,7 +216,7 @@ def test_no_two_jobs_grade_the_same_component_code_at_once():
     """The schedule holds back a student whose code for a component another job is grading right now."""
     import threading
 
-    from grader.batch import Student, _Schedule
+    from grader.channels.batch.command import Student, _Schedule
 
     code = {"first": {"attention=A", "vit=A"}, "twin": {"attention=A", "vit=A"}, "stubs": {"attention=S", "vit=S"},
             "buggy": {"attention=B", "vit=A"}}

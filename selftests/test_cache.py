@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from grader.cache import component_key
+from grader.engine.cache import component_key
 
 ROOT = Path(__file__).resolve().parent.parent
 CHECKS = ROOT / "tests"

@@ -10,9 +10,9 @@ import pytest
 
 from grader.contract import COMPONENTS
 from grader.course import POINT_UNITS, CourseError, load_course
-from grader.report import format_points, to_gradescope
+from grader.channels.formats import format_points, to_gradescope
 from grader.results import FAILED, PASSED, CaseResult, Report
-from grader.runner import _score_component
+from grader.engine.scoring import score_component as _score_component
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -40,7 +40,7 @@ def test_course_weights_exactly_the_checks_of_each_file(component):
 
 def test_a_broken_course_file_is_reported(tmp_path):
     bad = tmp_path / "course.yml"
-    bad.write_text("components:\n  - id: attention\n    title: x\n    file: a.py\n    points: 5\n    checks: {t: 1}\n")
+    bad.write_text("components:\n  - id: attention\n    title: x\n    points: 5\n    checks: {t: 1}\n")
     with pytest.raises(CourseError, match="not a component"):
         load_course(bad)
     bad.write_text("components: [\n")
@@ -49,7 +49,7 @@ def test_a_broken_course_file_is_reported(tmp_path):
 
 
 def test_gating_names_listed_checks_only(tmp_path):
-    head = "components:\n  - id: scaling\n    title: x\n    file: attention.py\n    points: 8\n"
+    head = "components:\n  - id: scaling\n    title: x\n    points: 8\n"
     cases = {
         "core: [test_b]\n    checks: {test_a: 1}\n": "does not weight",
         "core: [test_a]\n    standalone: [test_a]\n    checks: {test_a: 1}\n": "both core and standalone",

@@ -14,9 +14,9 @@ from unittest.mock import ANY
 import pytest
 
 from grader.contract import COMPONENTS, MODULES
-from grader.drill import Drill
-from grader.drill_history import HistoryFile
-from grader.drill_workspace import (build_workspace, component_names, definition_source, hide_worded_steps,
+from grader.drills.command import Drill
+from grader.drills.history import HistoryFile
+from grader.drills.workspace import (build_workspace, component_names, definition_source, hide_worded_steps,
                                     learners_code)
 from grader.pristine import STUB_FILES, PristineStubsError, changed_exercises, pristine_stubs, write_shipped_stubs
 

@@ -50,7 +50,7 @@ def test_zip_layout(autograder_zip):
         names = set(zf.namelist())
         modes = {i.filename: (i.external_attr >> 16) & 0o777 for i in zf.infolist()}
         setup = zf.read("setup.sh").decode()
-    assert {"setup.sh", "run_autograder", "requirements.txt", "course.yml", "grader/cli.py", "grader/runner.py"} <= names
+    assert {"setup.sh", "run_autograder", "requirements.txt", "course.yml", "grader/cli.py", "grader/engine/runner.py"} <= names
     assert {f"tests/test_{c.id}.py" for c in load_course().components} <= names
     assert not [n for n in names if n.startswith(("solutions/", "selftests/", "exercises/")) or "__pycache__" in n]
     assert modes["run_autograder"] & 0o111 and modes["setup.sh"] & 0o111

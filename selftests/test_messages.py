@@ -20,8 +20,8 @@ from pathlib import Path
 import pytest
 import torch
 
-from grader.batch import RECORD_VERSION, error_record, record_status, write_gradebook
-from grader.target import LoadFailed, NotStarted, StudentCrash, StudentError, WeightsMismatch
+from grader.channels.batch.command import RECORD_VERSION, error_record, record_status, write_gradebook
+from grader.sandbox.protocol import LoadFailed, NotStarted, StudentCrash, StudentError, WeightsMismatch
 from selftests.bugs import ROOT, all_bugs
 from selftests.hostile import ATTACKS
 from tests.checklib.compare import assert_close, assert_equal
@@ -30,8 +30,8 @@ INTERNALS = re.compile(r"grader\.|checklib|Traceback|StudentError|StudentCrash|_
 
 RENDER = """\
 import io, json, sys
-from grader.report import FORMATTERS, print_terminal
-from grader.runner import run_checks
+from grader.channels.formats import FORMATTERS, print_terminal
+from grader.engine.runner import run_checks
 report = run_checks(sys.argv[1], processes=1)
 out = {name: render(report) for name, render in FORMATTERS.items()}
 terminal = io.StringIO()

@@ -26,9 +26,9 @@ from pathlib import Path
 
 import pytest
 
-from grader import notebook
+from grader.channels.nbgrader import notebook
 from grader.course import load_assignments, load_course
-from grader.nbgrader_course import _markdown
+from grader.channels.nbgrader.course import _markdown
 
 nbformat = pytest.importorskip("nbformat", reason="the nbgrader extra is not installed (pip install '.[nbgrader]')")
 pytest.importorskip("nbgrader", reason="the nbgrader extra is not installed (pip install '.[nbgrader]')")
@@ -130,7 +130,7 @@ def test_docstrings_are_markdown(course, index):
 
 
 def test_grading_path_imports_no_notebook_library():
-    code = "import sys, grader.cli, grader.notebook; assert 'nbformat' not in sys.modules, 'nbformat imported'"
+    code = "import sys, grader.cli, grader.channels.nbgrader.notebook; assert 'nbformat' not in sys.modules, 'nbformat imported'"
     _run([sys.executable, "-c", code], ROOT)
 
 

@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from grader.course import load_course
-from grader.release import context_dependents
+from grader.channels.release import context_dependents
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -77,9 +77,9 @@ def test_bundle_layout_has_no_solutions_and_no_hidden_checks(bundle):
 
 def test_bundle_ships_no_trusted_implementations(bundle):
     """The full stand-ins would be answers: the release keeps only what checks use directly."""
-    shipped = sorted(p.name for p in (bundle / "grader" / "standins").glob("*.py"))
+    shipped = sorted(p.name for p in (bundle / "grader" / "sandbox" / "standins").glob("*.py"))
     assert shipped == ["__init__.py", "parameters.py", "recording.py"]
-    tree = ast.parse((bundle / "grader" / "standins" / "recording.py").read_text())
+    tree = ast.parse((bundle / "grader" / "sandbox" / "standins" / "recording.py").read_text())
     recorder = next(n for n in tree.body if isinstance(n, ast.ClassDef))
     assert not any(isinstance(n, ast.Attribute) and n.attr == "cat" for n in ast.walk(recorder)), \
         "the recording cache must pass calls on, not be a cache itself"

@@ -10,7 +10,7 @@ from checklib.masks import random_mask
 from checklib.scratch import assert_from_scratch
 from checklib.student import expect_value_error
 from checklib.weights import randn
-from grader.target import StudentError, StudentTimeout
+from grader.sandbox.protocol import StudentError, StudentTimeout
 
 # A masked score may be -inf, the dtype's lowest finite value, or any constant at or below this.
 MASKED_AT_MOST = -1e9

@@ -23,9 +23,9 @@ ROUTES: dict[str, str] = {
     # the trusted stand-ins, by name
     "import_standins": """
     import importlib
-    from grader import standins
+    from grader.sandbox import standins
     piece = standins.TOOLS.get(name, (standins.PIECES.get(name),))[0]
-    return getattr(importlib.import_module("grader.standins." + piece), name.rpartition(".")[2])
+    return getattr(importlib.import_module("grader.sandbox.standins." + piece), name.rpartition(".")[2])
 """,
     # anything already in memory: every module, then every object the garbage collector knows
     "memory": """

@@ -2,8 +2,8 @@
 from __future__ import annotations
 
 from grader.course import load_course
-from grader.scratch import forbidden_uses, not_started
-from grader.target import NotStarted
+from grader.engine.scratch import forbidden_uses, not_started
+from grader.sandbox.protocol import NotStarted
 
 
 def assert_from_scratch(folder: str, component: str) -> None:

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 from typing import Any, Callable
 
-from grader.target import StudentError
+from grader.sandbox.protocol import StudentError
 
 
 def expect_value_error(call: Callable[..., Any], *args: Any, what: str, **kwargs: Any) -> str:

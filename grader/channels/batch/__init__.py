@@ -1,0 +1,1 @@
+"""`python -m grader grade-all`: grade a whole class, job by job, into one gradebook."""

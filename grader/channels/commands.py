@@ -1,0 +1,57 @@
+"""`python -m grader check` (a table in the terminal) and `python -m grader grade DIR --results FILE`."""
+from __future__ import annotations
+
+import argparse
+import sys
+
+from ..contract import COMPONENTS, unknown_components
+from ..paths import EXERCISES
+
+FORMATS = ("gradescope", "json", "junit", "markdown")
+
+
+def register(sub) -> None:
+    check = sub.add_parser("check", help="grade exercises/ and print a table per component")
+    check.add_argument("components", nargs="*", metavar="COMPONENT", help=f"any of: {', '.join(COMPONENTS)}")
+    check.add_argument("--target", default=str(EXERCISES), help="folder to grade (default: exercises/)")
+    check.add_argument("-v", "--verbose", action="store_true", help="list every check")
+    check.add_argument("--hints", action="store_true", help="show the hint of each component not passed (failing or not started)")
+    check.add_argument("--json", action="store_true", help="print the report as JSON")
+    check.add_argument("--fail-under", type=float, metavar="N", help="exit 1 when the score is below N")
+    check.add_argument("--timeout", type=float, metavar="S", help="seconds per check (default: course.yml)")
+    check.set_defaults(func=_check)
+    grade = sub.add_parser("grade", help="grade a submission folder and write results.json")
+    grade.add_argument("submission", metavar="DIR")
+    grade.add_argument("--results", required=True, metavar="FILE", help="where to write the results")
+    grade.add_argument("--format", choices=FORMATS, default="gradescope",
+                       help="gradescope (results.json, default), json, junit (XML) or markdown")
+    grade.add_argument("--timeout", type=float, metavar="S", help="seconds per check (default: course.yml)")
+    grade.set_defaults(func=_grade)
+
+
+def _check(args: argparse.Namespace) -> int:
+    from .formats import print_terminal, to_json
+    from ..engine.runner import run_checks
+
+    error = unknown_components(args.components)
+    if error:
+        print(error, file=sys.stderr)
+        return 2
+    report = run_checks(args.target, args.components or None, timeout=args.timeout)
+    if args.json:
+        print(to_json(report))
+    else:
+        print_terminal(report, verbose=args.verbose, hints=args.hints)
+    if args.fail_under is not None and report.score < args.fail_under:
+        return 1
+    return 0
+
+
+def _grade(args: argparse.Namespace) -> int:
+    from .formats import format_points, write_results
+    from ..engine.runner import run_checks
+
+    report = run_checks(args.submission, timeout=args.timeout)
+    write_results(report, args.results, args.format)
+    print(f"{format_points(report.score, report.max_score)} points; results written to {args.results}")
+    return 0

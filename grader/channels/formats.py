@@ -1,0 +1,220 @@
+"""Reports over one result model: terminal table, JSON, Gradescope results.json."""
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+from typing import TextIO
+
+from ..results import ERROR, FAILED, NOT_STARTED, PASSED, TIMEOUT, Report
+from ..files import write_atomic
+
+STYLE = {PASSED: "green", FAILED: "red", ERROR: "red", TIMEOUT: "magenta", NOT_STARTED: "yellow"}
+
+
+def protection_line(report: Report) -> str:
+    """Which sandbox student code ran in (grader/sandbox.py); a warning when there was none."""
+    from ..sandbox.confine import NONE, describe
+
+    if report.protection == "in-process":
+        return "student code ran in the grader's own process (plain pytest): nothing was confined"
+    text = f"sandbox: {describe(report.protection)}"
+    return f"WARNING: {text}" if report.protection == NONE else text
+
+
+def _unprotected(report: Report) -> bool:
+    """Student code ran with no sandbox at all: every output says so at its top."""
+    from ..sandbox.confine import NONE
+
+    return report.protection in (NONE, "in-process")
+
+
+def format_points(score: float, max_score: float) -> str:
+    """Points as scored: whole hundredths (grader/course.py), so the rows add up to the totals."""
+    return f"{_number(score)}/{_number(max_score)}"
+
+
+def _number(points: float) -> str:
+    return f"{round(points, 2):g}"
+
+
+def print_terminal(report: Report, *, verbose: bool = False, hints: bool = False, file: TextIO | None = None) -> None:
+    """A table per component; each failing component's first failing check; -v lists every check."""
+    from rich import box
+    from rich.console import Console
+    from rich.table import Table
+    from rich.text import Text
+
+    file = file or sys.stdout
+    tty = file.isatty()
+    console = Console(file=file, highlight=False, soft_wrap=not tty, no_color=not tty, width=None if tty else 200)
+    unprotected = _unprotected(report)
+    if unprotected:
+        console.print(Text(protection_line(report), style="bold red"))
+    table = Table(title=f"transformer-drills: {report.target}", title_justify="left",
+                  box=box.HEAVY_HEAD if tty else None, pad_edge=False)
+    table.add_column("component")
+    table.add_column("points", justify="right")
+    table.add_column("status")
+    for component in report.components:
+        table.add_row(component.id, format_points(component.score, component.max_score),
+                      Text(component.status, style=STYLE[component.status]))
+        if verbose:
+            for check in component.checks:
+                cases = f" ({check.cases_passed}/{check.cases_total} cases)" if check.cases_total > 1 else ""
+                gated = ", gated" if check.gated else ""
+                table.add_row(Text(f"  {check.name}", style="dim"), format_points(check.score, check.max_score),
+                              Text(check.status + cases + gated, style=STYLE[check.status]))
+    table.add_row(Text("total", style="bold"), Text(format_points(report.score, report.max_score), style="bold"), "")
+    console.print(table)
+    for component in report.components:
+        if component.status == PASSED or (component.status == NOT_STARTED and not (hints and component.hint)):
+            continue
+        console.print(Text(f"\n{component.id}: {component.status}", style=f"bold {STYLE[component.status]}"))
+        if component.status == NOT_STARTED:  # --hints: where to begin, rather than nothing
+            console.print(Text(_indent(f"hint: {component.hint}"), style="cyan"))
+            continue
+        console.print(Text(_indent(component.message)))
+        if verbose:
+            for check in component.checks:
+                said = check.name in component.message or check.message == component.message  # a file not graded
+                if (check.status != PASSED or check.gated) and not said:
+                    console.print(Text(_indent(f"{check.name}: {check.student_message}")))
+        if hints and component.hint:
+            console.print(Text(_indent(f"hint: {component.hint}"), style="cyan"))
+    not_started = [c.id for c in report.components if c.status == NOT_STARTED]
+    if not_started:
+        console.print(Text(f"\nnot started yet: {', '.join(not_started)}", style="yellow"))
+    if not unprotected:
+        console.print(Text(f"\n{protection_line(report)}", style="dim"))
+
+
+def _indent(text: str) -> str:
+    return "\n".join("  " + line for line in text.splitlines())
+
+
+def to_json(report: Report) -> str:
+    return json.dumps(report.to_dict(), indent=2)
+
+
+def to_gradescope(report: Report) -> dict:
+    """Gradescope's results.json: top-level score, one test per check tagged with its component.
+
+    The top-level output is the summary a student reads first: a row per component
+    (points, status, its first failing check's whole message), and once, above it,
+    each file that could not be graded; the tests of its components then only point there.
+    """
+    not_graded = _not_graded(report)
+    tests = []
+    for component in report.components:
+        for check in component.checks:
+            why = not_graded.get(component.id)
+            tests.append({
+                "name": f"{component.id}: {check.name}",
+                "score": round(check.score, 2),
+                "max_score": round(check.max_score, 2),
+                "status": "passed" if check.status == PASSED else "failed",
+                "output": f"not graded: {_first_line(why)} (see the top)" if why else _check_output(check),
+                "tags": [component.id, check.status],
+                "visibility": "after_published" if check.hidden else "visible",
+            })
+    summary = _gradescope_summary(report, not_graded)
+    warning = _unprotected(report)
+    return {
+        "score": round(report.score, 2),
+        "output": f"{protection_line(report)}\n\n{summary}" if warning else f"{summary}\n\n{protection_line(report)}",
+        "tests": tests,
+    }
+
+
+def _not_graded(report: Report) -> dict[str, str]:
+    """component id -> why none of its checks ran (a file missing or failing to import), for those so."""
+    return {c.id: c.message for c in report.components
+            if c.status == ERROR and c.message and all(check.message == c.message for check in c.checks)}
+
+
+def _first_line(text: str, limit: int = 120) -> str:
+    line = text.strip().splitlines()[0] if text.strip() else ""
+    return line if len(line) <= limit else line[:limit - 3] + "..."
+
+
+def _gradescope_summary(report: Report, not_graded: dict[str, str]) -> str:
+    """The total, what could not be graded (once), and per component its points, status and first failure."""
+    lines = [f"{format_points(report.score, report.max_score)} points"]
+    reasons: dict[str, list[str]] = {}
+    for component, why in not_graded.items():
+        reasons.setdefault(why, []).append(component)
+    for why, components in reasons.items():
+        lines += ["", f"not graded: {why}", f"  so these components earn nothing: {', '.join(components)}"]
+    width = max([len("component"), *(len(c.id) for c in report.components)])
+    points = {c.id: format_points(c.score, c.max_score) for c in report.components}
+    points_width = max([len("points"), *map(len, points.values())])
+    lines += ["", f"{'component':<{width}}  {'points':>{points_width}}  status"]
+    for component in report.components:
+        status = component.status
+        if component.id in not_graded:
+            status += " (not graded, see above)"
+        lines.append(f"{component.id:<{width}}  {points[component.id]:>{points_width}}  {status}")
+        if component.status not in (PASSED, NOT_STARTED) and component.id not in not_graded and component.message:
+            lines.append(_indent(_indent(component.message)))
+    return "\n".join(lines)
+
+
+def _check_output(check) -> str:
+    if check.hidden:
+        return check.student_message
+    if check.status == PASSED:
+        passed = f"passed ({check.cases_total} cases)" if check.cases_total > 1 else "passed"
+        return "\n".join(filter(None, [passed, check.gated]))
+    cases = f"{check.cases_passed}/{check.cases_total} cases passed. " if check.cases_total > 1 else ""
+    return cases + "\n".join(filter(None, [check.message or check.status, check.gated]))
+
+
+def to_junit(report: Report) -> str:
+    """JUnit XML: a test suite per component, a test case per check (for CI dashboards)."""
+    import xml.etree.ElementTree as ET
+
+    suites = ET.Element("testsuites", name="transformer-drills", tests=str(sum(len(c.checks) for c in report.components)))
+    ET.SubElement(ET.SubElement(suites, "properties"), "property", name="sandbox", value=protection_line(report))
+    for component in report.components:
+        failures = [c for c in component.checks if c.status != PASSED]
+        suite = ET.SubElement(suites, "testsuite", name=component.id, tests=str(len(component.checks)),
+                              failures=str(len(failures)))
+        for check in component.checks:
+            case = ET.SubElement(suite, "testcase", classname=component.id, name=check.name)
+            ET.SubElement(case, "properties").extend([
+                ET.Element("property", name="score", value=_number(check.score)),
+                ET.Element("property", name="max_score", value=_number(check.max_score)),
+            ])
+            if check.status != PASSED:
+                failure = ET.SubElement(case, "failure", message=check.status, type=check.status)
+                failure.text = _check_output(check)
+    return ET.tostring(suites, encoding="unicode", xml_declaration=True)
+
+
+def to_markdown(report: Report) -> str:
+    """A Markdown summary (GitHub step summaries, pull-request comments)."""
+    lines = [f"## transformer-drills: {format_points(report.score, report.max_score)}", "", f"_{protection_line(report)}_", "",
+             "| component | points | status |", "|---|---:|---|"]
+    if _unprotected(report):
+        lines.insert(0, f"> **{protection_line(report)}**\n")
+    for component in report.components:
+        lines.append(f"| `{component.id}` | {format_points(component.score, component.max_score)} | {component.status} |")
+    for component in report.components:
+        if component.status in (PASSED, NOT_STARTED):
+            continue
+        lines += ["", f"### {component.id}: {component.status}", "", "```", component.message, "```"]
+    return "\n".join(lines) + "\n"
+
+
+FORMATTERS = {
+    "gradescope": lambda report: json.dumps(to_gradescope(report), indent=2),
+    "json": to_json,
+    "junit": to_junit,
+    "markdown": to_markdown,
+}
+
+
+def write_results(report: Report, path: str | Path, fmt: str = "gradescope") -> None:
+    """Write the report atomically in one of FORMATTERS' formats."""
+    write_atomic(path, FORMATTERS[fmt](report))

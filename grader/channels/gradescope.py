@@ -1,0 +1,107 @@
+"""`python -m grader gradescope OUT.zip`: a Gradescope autograder.
+
+The zip holds setup.sh and run_autograder at its root, with the grader, every
+check (hidden ones included), course.yml and pyproject.toml; never solutions/.
+Gradescope unpacks it into /autograder/source, runs setup.sh once to build the
+image, and run_autograder per submission: it copies /autograder/submission,
+finds the folder holding the exercise files, grades it with
+`python -m grader grade` and writes /autograder/results/results.json, in which
+hidden checks are visible only after grades are published.
+
+For testing, run_autograder takes its root from $AUTOGRADER_ROOT (default
+/autograder) and its Python from $DRILLS_PYTHON (default python3).
+"""
+from __future__ import annotations
+
+import argparse
+import re
+import sys
+import zipfile
+from pathlib import Path
+
+from ..source import FILES as SUBMISSION_FILES
+from ..paths import ROOT
+from ..files import replacing
+from .generated import render
+
+CPU_INDEX = "https://download.pytorch.org/whl/cpu"
+FILES = SUBMISSION_FILES
+
+def requirements() -> list[str]:
+    """The project's dependencies except torch (setup.sh installs torch's CPU build)."""
+    text = (ROOT / "pyproject.toml").read_text()
+    block = re.search(r"^dependencies\s*=\s*\[(.*?)\]", text, re.S | re.M)
+    deps = re.findall(r'"([^"]+)"', block.group(1)) if block else []
+    return [d for d in deps if not re.match(r"torch\b", d)]
+
+
+def locate(folder: Path) -> Path:
+    """The folder of the submission that holds the exercise files (Gradescope may nest them)."""
+    folder = Path(folder)
+    best: tuple[int, int, str] | None = None
+    for path in folder.rglob("*.py"):
+        if path.name not in FILES or "__MACOSX" in path.parts:
+            continue
+        parent = path.parent
+        found = sum((parent / f).is_file() for f in FILES)
+        key = (-found, len(parent.relative_to(folder).parts), str(parent))
+        best = key if best is None or key < best else best
+    return Path(best[2]) if best else folder
+
+
+def _sources() -> list[tuple[Path, str]]:
+    """(file, name in the zip) for everything shipped besides the two scripts."""
+    items: list[tuple[Path, str]] = []
+    for top in ("grader", "tests"):
+        for path in sorted((ROOT / top).rglob("*")):
+            if path.is_file() and "__pycache__" not in path.parts and path.suffix != ".pyc":
+                items.append((path, str(path.relative_to(ROOT))))
+    items += [(ROOT / "course.yml", "course.yml"), (ROOT / "pyproject.toml", "pyproject.toml")]
+    return items
+
+
+def _add(zf: zipfile.ZipFile, name: str, data: str | bytes, executable: bool = False) -> None:
+    info = zipfile.ZipInfo(name, date_time=(2024, 1, 1, 0, 0, 0))
+    info.compress_type = zipfile.ZIP_DEFLATED
+    info.external_attr = ((0o755 if executable else 0o644) | 0o100000) << 16
+    zf.writestr(info, data)
+
+
+def build_autograder(out: Path) -> Path:
+    out = Path(out)
+    with replacing(out) as tmp, zipfile.ZipFile(tmp, "w") as zf:
+        _add(zf, "setup.sh", render("gradescope_setup.sh", cpu_index=CPU_INDEX), executable=True)
+        _add(zf, "run_autograder", render("gradescope_run_autograder"), executable=True)
+        _add(zf, "requirements.txt", "\n".join(requirements()) + "\n")
+        for path, name in _sources():
+            _add(zf, name, path.read_bytes())
+    return out
+
+
+def write_failure(results: Path, message: str) -> None:
+    import json
+
+    Path(results).parent.mkdir(parents=True, exist_ok=True)
+    Path(results).write_text(json.dumps({"score": 0, "output": message, "tests": []}, indent=2))
+
+
+def _gradescope(args: argparse.Namespace) -> int:
+    out = build_autograder(Path(args.zip))
+    print(f"Gradescope autograder written to {out} (upload it as the assignment's autograder zip)")
+    return 0
+
+
+def register(subparsers) -> None:
+    parser = subparsers.add_parser("gradescope", help="build a Gradescope autograder zip")
+    parser.add_argument("zip", metavar="OUT.zip")
+    parser.set_defaults(func=_gradescope)
+
+
+if __name__ == "__main__":  # helpers of run_autograder
+    command, *rest = sys.argv[1:]
+    if command == "locate":
+        print(locate(Path(rest[0])))
+    elif command == "failed":
+        write_failure(Path(rest[0]), rest[1])
+    else:
+        raise SystemExit(f"unknown helper {command!r}")

@@ -1,0 +1,105 @@
+"""Grading inside a notebook (the nbgrader channel): a test cell's score for one component.
+
+A notebook made by `python -m grader nbgrader` writes the student's code into a
+package folder (`submission/` next to the notebook) and ends each graded test
+cell with `grade_component(ID)`: the points earned, in course.yml points, which
+nbgrader reads as partial credit. The first call grades the whole folder once,
+in a subprocess running `python -m grader grade` (student code never runs in
+the kernel); later calls reuse the result while the folder's files are
+unchanged. Each call prints, to stdout only (stderr zeroes a cell), the points
+it returns and every check's outcome with its whole message (what was
+expected, what came back, the `diagnosis:` and `hint:` lines); a hidden check
+shows only whether it passed. Hidden checks count where the environment says
+`DRILLS_HIDDEN_CHECKS=1` (the course's nbgrader_config.py sets it for the
+kernels nbgrader starts), never in a student's own kernel.
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+from ...paths import ROOT
+
+SUBMISSION = "submission"
+
+_cache: dict[tuple[str, str], dict] = {}
+
+
+class NotebookGradingError(RuntimeError):
+    """The grader could not grade the notebook's code (not the student's fault)."""
+
+
+def _fingerprint(folder: Path) -> str:
+    digest = hashlib.sha256()
+    for path in sorted(folder.glob("*.py")) if folder.is_dir() else []:
+        digest.update(path.name.encode() + b"\0" + path.read_bytes() + b"\0")
+    return digest.hexdigest()
+
+
+def grade_folder(folder: str | Path = SUBMISSION) -> dict:
+    """The JSON report (`python -m grader grade --format json`) of `folder`, cached by its contents."""
+    folder = Path(folder).resolve()
+    key = (str(folder), _fingerprint(folder))
+    if key not in _cache:
+        with tempfile.TemporaryDirectory(prefix="drills-notebook-") as tmp:
+            results = Path(tmp) / "results.json"
+            env = {**os.environ, "PYTHONPATH": os.pathsep.join(
+                [str(ROOT), *filter(None, [os.environ.get("PYTHONPATH")])]), "PYTHONDONTWRITEBYTECODE": "1"}
+            proc = subprocess.run([sys.executable, "-m", "grader", "grade", str(folder), "--results", str(results),
+                                   "--format", "json"], cwd=ROOT, env=env, capture_output=True, text=True)
+            if proc.returncode != 0 or not results.exists():
+                raise NotebookGradingError(f"the grader failed (exit {proc.returncode}):\n{proc.stderr[-2000:]}"
+                                           f"{proc.stdout[-2000:]}")
+            _cache[key] = json.loads(results.read_text())
+    return _cache[key]
+
+
+def _hidden_default() -> bool:
+    return os.environ.get("DRILLS_HIDDEN_CHECKS", "") == "1"
+
+
+def _indented(text: str, prefix: str) -> str:
+    return "\n".join(prefix + line if line.strip() else "" for line in text.rstrip().splitlines())
+
+
+def grade_component(component_id: str, *, hidden: bool | None = None, folder: str | Path = SUBMISSION,
+                    show: bool = True) -> float:
+    """Points earned by `component_id` (course.yml points), the value the graded cell shows.
+
+    `hidden`: whether hidden checks count (None: where `DRILLS_HIDDEN_CHECKS=1`).
+    With `show`, prints the same points, then one line per check and its whole
+    message, indented (stdout only); a hidden check's outcome without its message.
+    """
+    if hidden is None:
+        hidden = _hidden_default()
+    report = grade_folder(folder)
+    component = next((c for c in report["components"] if c["id"] == component_id), None)
+    if component is None:
+        raise NotebookGradingError(f"unknown component {component_id!r}")
+    checks = [c for c in component["checks"] if hidden or not c.get("hidden")]
+    score = round(sum(c["score"] for c in checks), 6)
+    if show:
+        status = component["status"]
+        if checks and not hidden:  # the status of the checks shown
+            passed = all(c["status"] == "passed" for c in checks)
+            status = "passed" if passed else status if status != "passed" else "failed"
+        most = sum(c["max_score"] for c in checks) if checks else component["max_score"]
+        print(f"{component_id}: {score:.2f} of {most:g} points ({status})")
+        left_out = component["max_score"] - most
+        if left_out > 1e-9:
+            print(f"  (hidden checks, worth {left_out:g} points more, count when the course staff grade)")
+        if not checks and component.get("message"):
+            print(_indented(component["message"], "    "))
+        for check in checks:
+            outcome = check["status"]
+            if check.get("hidden"):  # as CheckResult.student_message: passed or failed, nothing more
+                outcome = "passed (hidden check)" if outcome == "passed" else "failed (hidden check)"
+            print(f"  {check['name']}: {check['score']:.2f}/{check['max_score']:.2f} {outcome}")
+            message = (check.get("message") or "").strip()
+            if outcome != "passed" and not check.get("hidden") and message.rstrip(":") != outcome:
+                print(_indented(message, "      "))
+    return score

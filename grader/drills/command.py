@@ -1,0 +1,641 @@
+"""`python -m grader drill ...`: timed practice, writing components from memory.
+
+    drill start [COMPONENT ...] [--random N] [--minutes M] [--no-hints] [--force]
+    drill check              grade the open drill's components, with the time
+    drill hint [COMPONENT]   the next rung of a hint ladder (without a name: the first failing
+                             component with hints left)
+    drill reveal [COMPONENT] [--give-up]   the reference next to your code
+    drill history            past drills per component, best times, a chart
+
+A drill lives in its own folder, `drills/<timestamp>-<components>/` under the
+repository (or `--root DIR`, or `$DRILLS_ROOT`): the five contract files with
+the drilled components as untouched stubs (the pristine ones of
+grader/pristine.py, never the learner's edited exercises/) and working reference
+code for everything else, plus `drill.json`, the drill's state. Finished drills
+go to the history file (see grader/drill_history.py).
+
+The current drill is the latest one started. When its `drill.json` cannot be
+read, `check`, `hint` and `reveal` stop with an error rather than act on an
+older drill; `start --force` moves the unreadable file aside.
+"""
+from __future__ import annotations
+
+import argparse
+import difflib
+import json
+import os
+import random
+import sys
+import time
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import NamedTuple
+
+from ..contract import COMPONENTS, unknown_components
+from ..files import write_atomic
+from .history import ABANDONED, GAVE_UP, PASSED, HistoryFile, format_duration, pick_components, render_history
+from .workspace import (SOLUTIONS, build_workspace, component_names, definition_source, has_reference,
+                              learners_code)
+from ..pristine import PristineStubsError, pristine_stubs
+from ..paths import ROOT
+
+STATE_FILE = "drill.json"
+OPEN = "open"
+STATUSES = (OPEN, PASSED, GAVE_UP, ABANDONED)
+MINUTES_PER_COMPONENT = 15.0
+FOLDER_TIME = "%Y%m%d-%H%M%S"  # a workspace's name starts with its start time
+
+
+# ---------------------------------------------------------------------------
+# The drill's state (drill.json in its workspace)
+# ---------------------------------------------------------------------------
+@dataclass
+class Drill:
+    id: str
+    components: list[str]
+    started_at: float  # seconds since the epoch
+    minutes: float
+    interview: bool
+    working_code: bool  # False in a student release: the other components are stubs too
+    status: str = OPEN  # open, passed, gave up, abandoned
+    ended_at: float | None = None
+    hints_used: dict[str, int] = field(default_factory=dict)
+    passed_at: dict[str, float] = field(default_factory=dict)  # component -> seconds after the start
+    last_status: dict[str, str] = field(default_factory=dict)
+    checks: int = 0
+    workspace: Path = Path(".")
+
+    @classmethod
+    def load(cls, workspace: Path) -> Drill:
+        """The drill whose state is `workspace/drill.json`; ValueError (or OSError) saying what is wrong."""
+        try:
+            data = json.loads((workspace / STATE_FILE).read_text(encoding="utf-8"))
+        except UnicodeDecodeError as exc:
+            raise ValueError(f"not UTF-8 text: {exc}") from None
+        except json.JSONDecodeError as exc:
+            raise ValueError(f"not valid JSON: {exc}") from None
+        if not isinstance(data, dict):
+            raise ValueError(f"expected a JSON object, got {type(data).__name__}")
+        known = {k: v for k, v in data.items() if k in cls.__dataclass_fields__ and k != "workspace"}
+        missing = [k for k in ("id", "components", "started_at", "minutes", "interview", "working_code")
+                   if k not in known]
+        if missing:
+            raise ValueError(f"missing {', '.join(missing)}")
+        drill = cls(**known, workspace=workspace)
+        drill._validate()
+        return drill
+
+    def _validate(self) -> None:
+        """ValueError naming the first field of the wrong kind."""
+        def number(v) -> bool:
+            return isinstance(v, (int, float)) and not isinstance(v, bool)
+
+        def mapping(v, values) -> bool:
+            return isinstance(v, dict) and all(values(x) for x in v.values())
+
+        problems = [
+            (isinstance(self.id, str), "id is not a string"),
+            (isinstance(self.components, list) and bool(self.components)
+             and all(isinstance(c, str) and c in COMPONENTS for c in self.components),
+             f"components is not a non-empty list of component ids ({self.components!r})"),
+            (number(self.started_at), "started_at is not a number"),
+            (number(self.minutes) and self.minutes > 0, "minutes is not a positive number"),
+            (isinstance(self.interview, bool) and isinstance(self.working_code, bool),
+             "interview or working_code is not true/false"),
+            (self.status in STATUSES, f"status {self.status!r} is not one of {', '.join(STATUSES)}"),
+            (self.ended_at is None or number(self.ended_at), "ended_at is not a number"),
+            (mapping(self.hints_used, lambda x: isinstance(x, int) and not isinstance(x, bool)),
+             "hints_used is not a map of components to counts"),
+            (mapping(self.passed_at, number), "passed_at is not a map of components to times"),
+            (mapping(self.last_status, lambda x: isinstance(x, str)),
+             "last_status is not a map of components to statuses"),
+            (isinstance(self.checks, int) and not isinstance(self.checks, bool), "checks is not a count"),
+        ]
+        for ok, problem in problems:
+            if not ok:
+                raise ValueError(problem)
+
+    def save(self) -> None:
+        data = {k: v for k, v in asdict(self).items() if k != "workspace"}
+        write_atomic(self.workspace / STATE_FILE, json.dumps(data, indent=2))
+
+    @property
+    def is_open(self) -> bool:
+        return self.status == OPEN
+
+    def elapsed(self, now: float | None = None) -> float:
+        end = self.ended_at if self.ended_at is not None else (now or time.time())
+        return max(0.0, end - self.started_at)
+
+    def time_is_up(self, now: float | None = None) -> bool:
+        return self.elapsed(now) > self.minutes * 60
+
+    def details_hidden(self, now: float | None = None) -> bool:
+        """Interview mode hides messages and hints until the drill ends (pass, give-up or time up)."""
+        return self.interview and self.is_open and not self.time_is_up(now)
+
+    def history_entry(self) -> dict:
+        """The finished drill as the history stores it."""
+        def iso(t: float) -> str:
+            return time.strftime("%Y-%m-%dT%H:%M:%S", time.localtime(t))
+
+        elapsed = self.elapsed()
+        components = {c: {"result": PASSED if c in self.passed_at else self.status,
+                          "time_s": round(self.passed_at.get(c, elapsed), 1),
+                          "hints": self.hints_used.get(c, 0)} for c in self.components}
+        return {"id": self.id, "workspace": str(self.workspace), "started": iso(self.started_at),
+                "ended": iso(self.ended_at or time.time()), "minutes": self.minutes, "interview": self.interview,
+                "outcome": self.status, "components": components}
+
+    def finish(self, status: str, history: HistoryFile) -> None:
+        """End the drill (passed, gave up or abandoned) and add it to the history."""
+        self.status, self.ended_at = status, time.time()
+        self.save()
+        history.append(self.history_entry())
+
+
+# ---------------------------------------------------------------------------
+# Where things are
+# ---------------------------------------------------------------------------
+def drills_root(args: argparse.Namespace) -> Path:
+    """--root, else $DRILLS_ROOT, else drills/ in the repository."""
+    root = getattr(args, "root", None) or os.environ.get("DRILLS_ROOT")
+    return Path(root).expanduser().resolve() if root else ROOT / "drills"
+
+
+class BrokenDrill(NamedTuple):
+    """A workspace whose drill.json cannot be read or makes no sense."""
+
+    folder: Path
+    problem: str
+
+    @property
+    def state_file(self) -> Path:
+        return self.folder / STATE_FILE
+
+    def started_by_name(self) -> float | None:
+        """The start time its folder name gives (to the second), or None if the name has none."""
+        try:
+            return time.mktime(time.strptime(self.folder.name[:15], FOLDER_TIME))
+        except (ValueError, OverflowError):
+            return None
+
+
+class DrillStateError(Exception):
+    """The current drill's state file is unreadable; acting on another drill instead would mislead."""
+
+    def __init__(self, broken: list[BrokenDrill]) -> None:
+        self.broken = broken
+        super().__init__("; ".join(f"{b.state_file}: {b.problem}" for b in broken))
+
+
+def all_drills(root: Path) -> tuple[list[Drill], list[BrokenDrill]]:
+    """Every drill under `root`, oldest first, and the workspaces whose drill.json is unreadable."""
+    drills: list[Drill] = []
+    broken: list[BrokenDrill] = []
+    if not root.is_dir():
+        return drills, broken
+    for folder in sorted(p for p in root.iterdir() if (p / STATE_FILE).is_file()):
+        try:
+            drills.append(Drill.load(folder))
+        except (OSError, ValueError, TypeError) as exc:
+            broken.append(BrokenDrill(folder, str(exc) or type(exc).__name__))
+    return sorted(drills, key=lambda d: d.started_at), broken
+
+
+def _maybe_current(broken: list[BrokenDrill], drills: list[Drill]) -> list[BrokenDrill]:
+    """The unreadable drills that may be the latest one started: not clearly older than a readable drill.
+
+    `start` never leaves an older drill open behind a newer one, so a drill started
+    (by its folder name) a second or more before the latest readable drill is over.
+    """
+    latest = drills[-1].started_at if drills else None
+    return [b for b in broken
+            if latest is None or (started := b.started_by_name()) is None or started + 1 > latest]
+
+
+def current_drill(root: Path, warn, *, open_only: bool = False) -> Drill | None:
+    """The open drill (the latest, should there be several), else the latest drill unless `open_only`.
+
+    Raises DrillStateError when a drill whose state is unreadable may be the
+    current one; unreadable older drills are reported through `warn` and skipped.
+    """
+    drills, broken = all_drills(root)
+    current = _maybe_current(broken, drills)
+    if current:
+        raise DrillStateError(current)
+    for b in broken:
+        warn(f"skipping the older drill {b.folder}: its {STATE_FILE} is unreadable ({b.problem})")
+    open_drills = [d for d in drills if d.is_open]
+    if open_drills:
+        return open_drills[-1]
+    return None if open_only or not drills else drills[-1]
+
+
+def _state_error(error: DrillStateError, args: argparse.Namespace, out: Out) -> int:
+    """Say which state file is broken, what is wrong and how to recover; the exit status."""
+    for b in error.broken:
+        out.error(f"the state of the latest drill, {_display(b.state_file)}, is unreadable: {b.problem}.\n"
+                  f"  No other drill is used in its place. To recover, repair that file, or start a new drill "
+                  f"with `{_command(args, 'start')} COMPONENT --force`, which abandons it: the file is moved "
+                  f"aside to {STATE_FILE}.corrupt-<time> and your code in {_display(b.folder)} is kept.")
+    return 2
+
+
+def _move_aside(broken: BrokenDrill) -> Path:
+    """Rename an unreadable drill.json so that it no longer counts as a drill; the new path."""
+    stamp = time.strftime(FOLDER_TIME)
+    aside, n = broken.folder / f"{STATE_FILE}.corrupt-{stamp}", 2
+    while aside.exists():
+        aside, n = broken.folder / f"{STATE_FILE}.corrupt-{stamp}-{n}", n + 1
+    broken.state_file.replace(aside)
+    return aside
+
+
+def _not_in_drill(component: str, drill: Drill) -> str:
+    """The error for a component the drill does not hold, with a "did you mean" when one is close."""
+    close = difflib.get_close_matches(component, drill.components, n=1)
+    guess = f"; did you mean {close[0]}?" if close else ""
+    return f"{component} is not part of this drill ({', '.join(drill.components)}){guess}"
+
+
+def _display(path: Path) -> str:
+    try:
+        return str(path.relative_to(Path.cwd()))
+    except ValueError:
+        return str(path)
+
+
+def _command(args: argparse.Namespace, sub: str) -> str:
+    root = f" --root {getattr(args, 'root')}" if getattr(args, "root", None) else ""
+    return f"python -m grader drill {sub}{root}"
+
+
+# ---------------------------------------------------------------------------
+# Terminal output
+# ---------------------------------------------------------------------------
+class Out:
+    """rich consoles for results (stdout) and warnings (stderr)."""
+
+    def __init__(self) -> None:
+        from rich.console import Console
+
+        self.console = Console(highlight=False, soft_wrap=not sys.stdout.isatty())
+        self.errors = Console(stderr=True, highlight=False, soft_wrap=True)
+
+    def warn(self, message: str) -> None:
+        from rich.markup import escape
+
+        self.errors.print(f"[yellow]warning:[/yellow] {escape(message)}", markup=True)
+
+    def error(self, message: str) -> None:
+        from rich.markup import escape
+
+        self.errors.print(f"[red]error:[/red] {escape(message)}", markup=True)
+
+    def print(self, *objects, **kwargs) -> None:
+        self.console.print(*objects, **kwargs)
+
+
+def _warn_history(history: HistoryFile, out: Out) -> None:
+    for warning in history.warnings:
+        out.warn(warning)
+    history.warnings.clear()
+
+
+def _history(out: Out) -> tuple[HistoryFile, list[dict]]:
+    """The history and its drills, read only (what was skipped is said on stderr)."""
+    history = HistoryFile()
+    drills = history.load()
+    _warn_history(history, out)
+    return history, drills
+
+
+def _finish(drill: Drill, status: str, out: Out, history: HistoryFile | None = None) -> None:
+    """End the drill and record it; what the history's repair did is said on stderr."""
+    history = history or HistoryFile()
+    drill.finish(status, history)
+    _warn_history(history, out)
+
+
+def _time_line(drill: Drill) -> str:
+    elapsed, limit = drill.elapsed(), drill.minutes * 60
+    if not drill.is_open:
+        return f"elapsed {format_duration(elapsed)} (drill {drill.status})"
+    if elapsed > limit:
+        return f"elapsed {format_duration(elapsed)}: time is up ({format_duration(limit)}, over by {format_duration(elapsed - limit)})"
+    return f"elapsed {format_duration(elapsed)}, remaining {format_duration(limit - elapsed)} of {format_duration(limit)}"
+
+
+# ---------------------------------------------------------------------------
+# start
+# ---------------------------------------------------------------------------
+def _new_workspace(root: Path, components: list[str]) -> Path:
+    """drills/<timestamp>-<components>, never an existing folder."""
+    base = f"{time.strftime('%Y%m%d-%H%M%S')}-{'-'.join(components)}"
+    path, n = root / base, 2
+    while path.exists():
+        path, n = root / f"{base}-{n}", n + 1
+    return path
+
+
+def _choose(args: argparse.Namespace, drills: list[dict], out: Out) -> list[str] | None:
+    error = unknown_components(args.components)
+    if error:
+        out.error(error)
+        return None
+    if args.components and args.random:
+        out.error("name components or use --random N, not both")
+        return None
+    if args.components:
+        return list(dict.fromkeys(args.components))
+    n = args.random or 1
+    if not 1 <= n <= len(COMPONENTS):
+        out.error(f"--random takes 1 to {len(COMPONENTS)}")
+        return None
+    return pick_components(n, drills, random.Random(args.seed))
+
+
+def _start(args: argparse.Namespace) -> int:
+    out, root = Out(), drills_root(args)
+    history, past = _history(out)
+    components = _choose(args, past, out)
+    if components is None:
+        return 2
+    if args.minutes is not None and args.minutes <= 0:
+        out.error("--minutes must be positive")
+        return 2
+    try:
+        stubs = pristine_stubs()
+    except PristineStubsError as exc:
+        out.error(str(exc))
+        return 2
+    try:
+        previous = current_drill(root, out.warn, open_only=True)
+    except DrillStateError as exc:
+        if not args.force:
+            for b in exc.broken:
+                out.error(f"the state of the latest drill, {_display(b.state_file)}, is unreadable: {b.problem}; "
+                          f"that drill may still be open.\n  To abandon it and start this one, add --force to this "
+                          f"command: the file is moved aside to {STATE_FILE}.corrupt-<time> and the folder is kept.")
+            return 1
+        try:
+            for b in exc.broken:
+                aside = _move_aside(b)
+                out.print(f"Abandoned the drill in {_display(b.folder)}, whose {STATE_FILE} is unreadable "
+                          f"({b.problem}): the file is moved aside to {aside.name}, the folder is kept, and it is "
+                          "not in the history (its components and times are unknown).")
+            previous = current_drill(root, out.warn, open_only=True)
+        except (OSError, DrillStateError) as again:
+            out.error(f"could not move the unreadable drill state aside: {again}")
+            return 2
+    if previous is not None:
+        if not args.force:
+            out.error(f"a drill is still open: {previous.id} ({', '.join(previous.components)}), "
+                      f"{format_duration(previous.elapsed())} in.\n"
+                      f"  Finish it: `{_command(args, 'check')}` until it passes, or `{_command(args, 'reveal')} --give-up`;\n"
+                      f"  or abandon it (its folder is kept): add --force to this command.")
+            return 1
+        _finish(previous, ABANDONED, out, history)
+        out.print(f"Abandoned the open drill {previous.id}; its folder is kept: {_display(previous.workspace)}")
+    workspace = _new_workspace(root, components)
+    working = build_workspace(workspace, components, stubs=stubs, solutions=SOLUTIONS, interview=args.no_hints)
+    drill = Drill(workspace.name, components, time.time(), args.minutes or MINUTES_PER_COMPONENT * len(components),
+                  args.no_hints, working, workspace=workspace)
+    drill.save()
+    _print_started(drill, args, out)
+    return 0
+
+
+def _print_started(drill: Drill, args: argparse.Namespace, out: Out) -> None:
+    from rich.text import Text
+
+    out.print(Text(f"Drill started: {', '.join(drill.components)}", style="bold"))
+    out.print(f"Workspace: {_display(drill.workspace)}")
+    out.print("Write from memory:")
+    for component in drill.components:
+        for module, names in component_names(component).items():
+            out.print(f"  {component}: {_display(drill.workspace / (module + '.py'))}: {', '.join(names)}")
+    if drill.working_code:
+        out.print("Everything else in the workspace is working reference code, so your code runs in context.")
+    else:
+        out.print("This is a student release without the reference: the other components are stubs too "
+                  "(each component is still graded on its own, with trusted stand-ins for the others).")
+    mode = ("interview mode: the stubs' worded steps are hidden, and checks show only pass/fail and no hints "
+            "until the drill ends") if drill.interview \
+        else f"hints: `{_command(args, 'hint')}`"
+    out.print(f"Time: {format_duration(drill.minutes * 60)} from now; {mode}.")
+    out.print(f"Check your work: `{_command(args, 'check')}`")
+
+
+# ---------------------------------------------------------------------------
+# check
+# ---------------------------------------------------------------------------
+def _check(args: argparse.Namespace) -> int:
+    from ..channels.formats import print_terminal
+    from ..results import PASSED as CHECK_PASSED
+    from ..engine.runner import run_checks
+
+    out, root = Out(), drills_root(args)
+    try:
+        drill = current_drill(root, out.warn)
+    except DrillStateError as exc:
+        return _state_error(exc, args, out)
+    if drill is None:
+        out.error(f"no drill under {_display(root)}; start one with `{_command(args, 'start')} COMPONENT`")
+        return 2
+    now = time.time()  # the candidate's time stops when they ask for the check, not when grading ends
+    report = run_checks(drill.workspace, drill.components, timeout=args.timeout)
+    passed = {c.id for c in report.components if c.status == CHECK_PASSED}
+    finished_now = False
+    if drill.is_open:
+        drill.checks += 1
+        drill.last_status = {c.id: c.status for c in report.components}
+        for component in passed:
+            drill.passed_at.setdefault(component, round(drill.elapsed(now), 1))
+        drill.save()
+        if passed == set(drill.components):
+            _finish(drill, PASSED, out)
+            finished_now = True
+    else:
+        out.print(f"(drill {drill.id} is {drill.status}; this check is not recorded)")
+    if drill.details_hidden(now):
+        _print_pass_fail(report, out)
+    else:
+        print_terminal(report, verbose=True, file=sys.stdout)
+    out.print(_time_line(drill))
+    if finished_now:
+        hints = sum(drill.hints_used.values())
+        out.print(f"Passed in {format_duration(max(drill.passed_at.values()))} with {hints} hint(s). "
+                  f"`{_command(args, 'reveal')}` shows the reference next to your code; "
+                  f"`{_command(args, 'history')}` shows your progress.")
+    return 0 if passed == set(drill.components) else 1
+
+
+def _print_pass_fail(report, out: Out) -> None:
+    """Interview mode: one line per check, pass or fail, nothing else."""
+    from rich.text import Text
+
+    from ..results import PASSED as CHECK_PASSED
+
+    for component in report.components:
+        out.print(Text(f"{component.id}: {'PASS' if component.status == CHECK_PASSED else 'FAIL'}", style="bold"))
+        for check in component.checks:
+            ok = check.status == CHECK_PASSED
+            out.print(Text(f"  {'PASS' if ok else 'FAIL'}  {check.name}", style="green" if ok else "red"))
+    out.print("(interview mode: details and hints are hidden until the drill ends)")
+
+
+# ---------------------------------------------------------------------------
+# hint
+# ---------------------------------------------------------------------------
+def _hint(args: argparse.Namespace) -> int:
+    from ..course import load_course
+
+    out, root = Out(), drills_root(args)
+    try:
+        drill = current_drill(root, out.warn, open_only=True)
+    except DrillStateError as exc:
+        return _state_error(exc, args, out)
+    if drill is None:
+        out.error(f"no open drill; start one with `{_command(args, 'start')} COMPONENT`")
+        return 2
+    if drill.details_hidden():
+        out.error("interview mode: no hints until the drill ends (a pass, time up, or `drill reveal --give-up`)")
+        return 1
+    if args.component and args.component not in drill.components:
+        out.error(_not_in_drill(args.component, drill))
+        return 2
+    course = load_course()
+    failing = [c for c in drill.components if drill.last_status.get(c) != PASSED]
+    if not args.component and not failing:
+        out.print("Every component of this drill passed its last check: no hint needed.")
+        return 0
+    # without a name: the first failing component that still has a hint left
+    left = [c for c in failing if drill.hints_used.get(c, 0) < len(course.component(c).hint_ladder)]
+    component = args.component or (left[0] if left else failing[0])
+    ladder = course.component(component).hint_ladder
+    used = drill.hints_used.get(component, 0)
+    if used >= len(ladder):
+        which = component if args.component else f"any failing component ({', '.join(failing)})"
+        out.print(f"No more hints for {which}: all {len(ladder) if args.component else 'their'} hints used. "
+                  f"`{_command(args, 'reveal')} --give-up` shows the reference.")
+        return 1
+    drill.hints_used[component] = used + 1
+    drill.save()
+    out.print(f"{component}, hint {used + 1}/{len(ladder)}: {ladder[used]}")
+    return 0
+
+
+# ---------------------------------------------------------------------------
+# reveal
+# ---------------------------------------------------------------------------
+def _reveal(args: argparse.Namespace) -> int:
+    out, root = Out(), drills_root(args)
+    try:
+        drill = current_drill(root, out.warn)
+    except DrillStateError as exc:
+        return _state_error(exc, args, out)
+    if drill is None:
+        out.error(f"no drill under {_display(root)}")
+        return 2
+    if args.component and args.component not in drill.components:
+        out.error(_not_in_drill(args.component, drill))
+        return 2
+    if args.give_up and drill.is_open:
+        _finish(drill, GAVE_UP, out)
+        out.print(f"Gave up drill {drill.id} after {format_duration(drill.elapsed())}; it is in the history.")
+    components = [args.component] if args.component else drill.components
+    allowed = [c for c in components if c in drill.passed_at or drill.status == GAVE_UP]
+    refused = [c for c in components if c not in allowed]
+    if refused:
+        out.error(f"{', '.join(refused)} has not passed yet: the reference comes after a pass, "
+                  f"or give up with `{_command(args, 'reveal')} --give-up`")
+        if not allowed:
+            return 1
+    if not has_reference(SOLUTIONS):
+        out.print("The reference is not included in this release (no solutions/ folder); "
+                  f"your code is in {_display(drill.workspace)}.")
+        return 0
+    for component in allowed:
+        for module, names in component_names(component).items():
+            for name in names:
+                _print_side_by_side(component, module, name, drill.workspace, out)
+    return 0 if not refused else 1
+
+
+def _print_side_by_side(component: str, module: str, name: str, workspace: Path, out: Out) -> None:
+    """The reference's and the candidate's source of one name, side by side when the terminal is wide."""
+    from rich.columns import Columns
+    from rich.panel import Panel
+    from rich.syntax import Syntax
+
+    reference = definition_source((SOLUTIONS / f"{module}.py").read_text(), name) or "(not in the reference)"
+    try:
+        yours = learners_code((workspace / f"{module}.py").read_text(), name)
+    except (OSError, SyntaxError, ValueError) as exc:
+        yours = f"(could not read your {module}.py: {exc})"
+    if yours is None:
+        yours = f"(not found in your {module}.py)"
+    elif not yours:
+        yours = f"(nothing written: your {name} still holds only the stub's docstring and raise NotImplementedError)"
+    panels = [Panel(Syntax(text, "python", theme="ansi_dark", word_wrap=True), title=title, title_align="left")
+              for title, text in ((f"reference: {module}.{name}", reference), (f"yours: {module}.{name}", yours))]
+    out.print(f"\n[bold]{component}[/bold]: {module}.{name}", markup=True)
+    if out.console.width >= 160:
+        out.print(Columns(panels, equal=True, expand=True))
+    else:
+        for panel in panels:
+            out.print(panel)
+
+
+# ---------------------------------------------------------------------------
+# history
+# ---------------------------------------------------------------------------
+def _show_history(args: argparse.Namespace) -> int:
+    out = Out()
+    history, drills = _history(out)
+    out.print(f"Drill history: {history.path}")
+    render_history(drills, out.console)
+    return 0
+
+
+# ---------------------------------------------------------------------------
+# Command line
+# ---------------------------------------------------------------------------
+def register(subparsers) -> None:
+    """Add `drill` and its sub-commands to the grader's command line."""
+    common = argparse.ArgumentParser(add_help=False)
+    common.add_argument("--root", metavar="DIR",
+                        help="folder holding the drill workspaces (default: $DRILLS_ROOT, else drills/ in the repository)")
+    drill = subparsers.add_parser("drill", help="timed practice: write components from memory",
+                                  description="Timed practice for interviews. History: $DRILLS_HOME/history.json "
+                                              "(default ~/.transformer-drills/history.json).")
+    sub = drill.add_subparsers(dest="drill_command", required=True)
+
+    start = sub.add_parser("start", parents=[common], help="start a drill in a fresh workspace")
+    start.add_argument("components", nargs="*", metavar="COMPONENT", help=f"any of: {', '.join(COMPONENTS)}")
+    start.add_argument("--random", type=int, metavar="N", help="pick N components, the weakest and least recent first")
+    start.add_argument("--seed", type=int, help="seed for --random (for repeatable picks)")
+    start.add_argument("--minutes", type=float, metavar="M",
+                       help=f"time limit (default {MINUTES_PER_COMPONENT:g} per component)")
+    start.add_argument("--no-hints", action="store_true",
+                       help="interview mode: only pass/fail per check, no hints, until the drill ends")
+    start.add_argument("--force", action="store_true", help="abandon a drill that is still open")
+    start.set_defaults(func=_start)
+
+    check = sub.add_parser("check", parents=[common], help="grade the drill's components, with the time")
+    check.add_argument("--timeout", type=float, metavar="S", help="seconds per check (default: course.yml)")
+    check.set_defaults(func=_check)
+
+    hint = sub.add_parser("hint", parents=[common], help="the next hint for a failing component")
+    hint.add_argument("component", nargs="?", metavar="COMPONENT")
+    hint.set_defaults(func=_hint)
+
+    reveal = sub.add_parser("reveal", parents=[common], help="the reference next to your code (after a pass)")
+    reveal.add_argument("component", nargs="?", metavar="COMPONENT")
+    reveal.add_argument("--give-up", action="store_true", help="end the drill unpassed and show the reference")
+    reveal.set_defaults(func=_reveal)
+
+    history = sub.add_parser("history", parents=[common], help="past drills per component and a chart of times")
+    history.set_defaults(func=_show_history)

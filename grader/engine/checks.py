@@ -1,0 +1,163 @@
+"""The pytest plugin of the graded checks: what `tests/conftest.py` loads.
+
+The implementation under test is chosen at run time, never by import path:
+`pytest tests --target DIR` (or DRILLS_TARGET=DIR); `exercises/` by default.
+Each check file grades one component, `test_<component>.py`; its checks get a
+target in which every other component's code is a trusted stand-in.
+
+Where student code runs is a strategy chosen once per session: with
+`--isolation=process` (what the grader uses) in worker processes (`WorkerPool`),
+each check with `--check-timeout` seconds; plain pytest runs it in-process
+(`InProcess`), which is simplest for a learner's own machine.
+"""
+from __future__ import annotations
+
+import os
+import zlib
+from pathlib import Path
+
+import pytest
+import torch
+
+from ..contract import COMPONENTS, component_modules
+from ..course import load_course
+from ..paths import EXERCISES
+from ..sandbox.confine import Plan
+from ..sandbox.handle import RemoteExecutor, Worker
+from ..sandbox.protocol import Limits
+from .plugin import describe_failure
+from .target import Target, open_target
+
+torch.set_num_threads(1)  # the checks' tensors are tiny: threads only cost time
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    course = load_course()
+    parser.addoption("--target", default=os.environ.get("DRILLS_TARGET", str(EXERCISES)),
+                     help="folder with the implementation to grade (default: exercises/)")
+    parser.addoption("--isolation", choices=["inprocess", "process"],
+                     default=os.environ.get("DRILLS_ISOLATION", "inprocess"),
+                     help="run student code in this process or in worker processes")
+    parser.addoption("--check-timeout", type=float, default=course.timeout,
+                     help="seconds per check (process isolation; default: course.yml)")
+    parser.addoption("--memory-mb", type=int, default=course.memory_mb,
+                     help="memory a worker may use (process isolation; default: course.yml)")
+    parser.addoption("--broken", action="append", default=[], metavar="FILE=REASON",
+                     help="a file already known not to load, with the reason")
+    parser.addoption("--sandbox", default="none", help="the workers' confinement (grader/sandbox/confine.py; process "
+                     "isolation; the target must then be a copy made by grader.source.private_copy)")
+
+
+def component_of(module_name: str) -> str:
+    component = module_name.rpartition(".")[2].removeprefix("test_")
+    if component not in COMPONENTS:
+        raise RuntimeError(f"check file test_{component}.py does not name a component")
+    return component
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    for item in items:
+        item.add_marker(pytest.mark.component(component_of(item.module.__name__)))
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo):
+    """Plain pytest reports a failing check as the grader does: its message, not pytest's traceback.
+
+    The message already says where student code raised (its own file and line);
+    the grader's frames and the tensors in them teach nothing. `--tb=long` or
+    `--tb=native` keeps pytest's full report (for whoever works on the checks);
+    the grader asks for none (`--tb=no`) and reads the exception itself.
+    """
+    outcome = yield
+    report = outcome.get_result()
+    if (not report.failed or call.excinfo is None
+            or item.config.getoption("tbstyle", "auto") not in ("auto", "short")):
+        return
+    report.longrepr = describe_failure(call.excinfo.value)[1]
+
+
+class InProcess:
+    """Student code in the checks' own process (plain pytest): a fresh package per check."""
+
+    def __init__(self, config: pytest.Config) -> None:
+        self.folder = config.getoption("--target")
+
+    def target(self, component: str, trusted: tuple[str, ...] = ()) -> Target:
+        return open_target(self.folder, isolate_for=component, trusted=trusted)
+
+    def close(self) -> None:
+        pass
+
+
+class WorkerPool:
+    """Student code in workers: one per component (and set of trusted names), started early, kept all session."""
+
+    def __init__(self, config: pytest.Config) -> None:
+        self.folder = str(Path(config.getoption("--target")).resolve())
+        self.plan = Plan.for_copy(config.getoption("--sandbox"), self.folder)
+        self.limits = Limits(timeout_s=config.getoption("--check-timeout"), memory_mb=config.getoption("--memory-mb"))
+        self.broken = dict(item.split("=", 1) for item in config.getoption("--broken"))
+        self.workers: dict[tuple[str, tuple[str, ...]], Worker] = {}
+
+    def prespawn(self, components: list[str]) -> None:
+        """Start every component's worker now; each imports its files while other checks run."""
+        for component in components:
+            self._worker(component).spawn()
+
+    def _worker(self, component: str, trusted: tuple[str, ...] = ()) -> Worker:
+        key = (component, trusted)
+        if key not in self.workers:
+            self.workers[key] = Worker(self.plan, component, self.limits, self.broken,
+                                       component_modules(component), trusted)
+        return self.workers[key]
+
+    def target(self, component: str, trusted: tuple[str, ...] = ()) -> Target:
+        return Target(RemoteExecutor(self._worker(component, trusted), self.limits.timeout_s))
+
+    def close(self) -> None:
+        for worker in self.workers.values():
+            worker.kill(how_it_ended=False)
+
+
+@pytest.fixture(scope="session")
+def _targets(request: pytest.FixtureRequest):
+    """Where this session runs student code (InProcess or WorkerPool)."""
+    if request.config.getoption("--isolation") != "process":
+        yield InProcess(request.config)
+        return
+    pool = WorkerPool(request.config)
+    components = [m.args[0] for item in request.session.items for m in item.iter_markers("component")]
+    pool.prespawn(list(dict.fromkeys(components)))
+    yield pool
+    pool.close()
+
+
+@pytest.fixture
+def impl(request: pytest.FixtureRequest, _targets) -> Target:
+    """The implementation under test, isolated for this file's component."""
+    target = _targets.target(component_of(request.module.__name__))
+    yield target
+    target.close()
+
+
+@pytest.fixture
+def trusted_impl(request: pytest.FixtureRequest, _targets) -> Target:
+    """Like `impl`, in a worker of its own that also holds the grader's versions of the names the check file
+    lists in `TRUSTED` (say a trusted KVCache for kv_cache's checks): names of this very component, so
+    never in the worker where the student's own versions of them are graded."""
+    target = _targets.target(component_of(request.module.__name__), tuple(getattr(request.module, "TRUSTED", ())))
+    yield target
+    target.close()
+
+
+@pytest.fixture
+def target_folder(request: pytest.FixtureRequest) -> str:
+    """The implementation's folder, for checks that only read its source."""
+    return str(Path(request.config.getoption("--target")).resolve())
+
+
+@pytest.fixture
+def gen(request: pytest.FixtureRequest) -> torch.Generator:
+    """A generator seeded from the check's name: inputs are the same on every run."""
+    return torch.Generator().manual_seed(zlib.crc32(request.node.nodeid.encode()))

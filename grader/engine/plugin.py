@@ -1,0 +1,158 @@
+"""The grader's pytest plugins, and the command line of the pytest sessions that run the checks.
+
+`Collector` records each check's outcome as a CaseResult; `PlainFailures`
+gives a failing check's report its student-facing message instead of a
+formatted traceback; `Shard` keeps one grading process's share of the cases.
+`describe_failure` words a failure for a student (also for plain pytest,
+grader/engine/checks.py).
+"""
+from __future__ import annotations
+
+import signal
+import threading
+from pathlib import Path
+
+import pytest
+
+from ..paths import PYPROJECT, ROOT
+from ..results import ERROR, FAILED, MESSAGE_LIMIT, NOT_STARTED, PASSED, TIMEOUT, CaseResult
+from ..sandbox.confine import Plan
+from ..sandbox.loader import ImplementationLoadError
+from ..sandbox.protocol import Limits, LoadFailed, NotStarted, StudentError, StudentTimeout
+
+OVERRUN = "timed out: the code did not finish in time (an endless loop?)"
+
+
+class CheckOverran(Exception):
+    """A check ran past the session's last-resort deadline (each request to a worker has its own, shorter one)."""
+
+
+class Collector:
+    """A pytest plugin that records each check's outcome as a CaseResult."""
+
+    def __init__(self) -> None:
+        self.cases: dict[str, CaseResult] = {}
+
+    @pytest.hookimpl(hookwrapper=True)
+    def pytest_runtest_makereport(self, item: pytest.Item, call: pytest.CallInfo):
+        outcome = yield
+        report = outcome.get_result()
+        marker = item.get_closest_marker("component")
+        if marker is None or (report.when != "call" and report.passed):
+            return
+        check = getattr(item, "originalname", item.name)
+        case = CaseResult(item.nodeid, check, marker.args[0], PASSED)
+        if report.failed:
+            case.status, case.message = _classify(call, report)
+        previous = self.cases.get(item.nodeid)
+        if previous is None or previous.status == PASSED:
+            self.cases[item.nodeid] = case
+
+
+class PlainFailures:
+    """A pytest plugin: a failing check's report carries its student-facing message, not a formatted traceback.
+
+    Nothing here reads pytest's tracebacks, and formatting one (reading and
+    laying out the source of every frame) costs more than many checks take.
+    """
+
+    @pytest.hookimpl(tryfirst=True)
+    def pytest_runtest_makereport(self, item: pytest.Item, call: pytest.CallInfo) -> pytest.TestReport | None:
+        excinfo = call.excinfo
+        if excinfo is None or excinfo.errisinstance((pytest.skip.Exception, pytest.xfail.Exception)):
+            return None  # pytest's own report: passing and skipping cost nothing to report
+        return pytest.TestReport(item.nodeid, item.location, {}, "failed", describe_failure(excinfo.value)[1],
+                                 call.when, duration=call.duration, start=call.start, stop=call.stop)
+
+
+def _classify(call: pytest.CallInfo, report: pytest.TestReport) -> tuple[str, str]:
+    if call.excinfo is None:
+        return FAILED, str(report.longrepr)[:MESSAGE_LIMIT]
+    return describe_failure(call.excinfo.value)
+
+
+def describe_failure(exc: BaseException) -> tuple[str, str]:
+    """A failing check's status and the message a student reads (also plain pytest's, grader/engine/checks.py).
+
+    Never a grader module or class name: the checks' own messages (AssertionError),
+    what student code raised, or how it crashed or hung, as grader/sandbox/protocol.py words it.
+    """
+    if isinstance(exc, NotStarted):
+        status = NOT_STARTED
+    elif isinstance(exc, (LoadFailed, ImplementationLoadError)):
+        status = ERROR
+    elif isinstance(exc, StudentTimeout):
+        status = TIMEOUT
+    elif isinstance(exc, (StudentError, AssertionError)):
+        status = FAILED
+    elif isinstance(exc, CheckOverran):
+        return TIMEOUT, OVERRUN
+    else:  # a check's own code raised (say on a value of the wrong type): its type and words, no path
+        return FAILED, f"{type(exc).__name__}: {exc}"[:MESSAGE_LIMIT]
+    return status, str(exc)[:MESSAGE_LIMIT]
+
+
+class Shard:
+    """A pytest plugin that keeps every `count`-th check case, starting at `index`."""
+
+    def __init__(self, index: int, count: int) -> None:
+        self.index, self.count = index, count
+
+    @pytest.hookimpl(trylast=True)
+    def pytest_collection_modifyitems(self, items: list[pytest.Item]) -> None:
+        items[:] = items[self.index::self.count]
+
+
+class LastResort:
+    """A pytest plugin that takes pytest-timeout's timer over (through its own hooks), so that a check running
+    past the session's last-resort deadline fails with CheckOverran: a type of our own, not a message to match."""
+
+    @pytest.hookimpl(tryfirst=True)
+    def pytest_timeout_set_timer(self, item: pytest.Item, settings) -> bool | None:
+        if threading.current_thread() is not threading.main_thread():
+            return None  # pytest-timeout's own thread timer; its failure then reads as a check's error
+
+        def overran(signum, frame):
+            raise CheckOverran(f"the check ran past {settings.timeout:g} s")
+
+        signal.signal(signal.SIGALRM, overran)
+        signal.setitimer(signal.ITIMER_REAL, settings.timeout)
+        item.stash[_TIMED] = True
+        return True
+
+    @pytest.hookimpl(tryfirst=True)
+    def pytest_timeout_cancel_timer(self, item: pytest.Item) -> bool | None:
+        if not item.stash.get(_TIMED, False):
+            return None
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, signal.SIG_DFL)
+        return True
+
+
+_TIMED = pytest.StashKey[bool]()
+
+
+def plugins() -> list[object]:
+    """The plugins every grading session of the checks runs with, besides a Collector."""
+    return [PlainFailures(), LastResort()]
+
+
+def pytest_args(files: list[Path], folder: str, limits: Limits, load_errors: dict[str, str], plan: Plan) -> list[str]:
+    """The command line of a grading session: the check files, run against `folder` in workers confined by `plan`."""
+    return [*map(str, files), f"--target={folder}", "--isolation=process", f"--check-timeout={limits.timeout_s}",
+            f"--sandbox={plan.protection}",
+            f"--memory-mb={limits.memory_mb}", *[f"--broken={f}={why}" for f, why in load_errors.items()],
+            "-p", "no:cacheprovider", "-q", "--tb=no", "--no-header",
+            # only the plugins the checks need, not every one installed (anyio's costs 0.2 s)
+            "--disable-plugin-autoload", "-p", "pytest_timeout",
+            # Student code never runs in this process, so capturing output, turning warnings into
+            # errors and these plugins guard nothing here, and cost time on every check. Every
+            # assert in the checks has its own message: none needs rewriting.
+            "--capture=no", "--assert=plain", "-p", "no:warnings",
+            "-p", "no:unraisableexception", "-p", "no:threadexception", "-p", "no:logging",
+            # and no check uses these (registering a plugin costs a millisecond or two per session)
+            *[arg for name in ("doctest", "junitxml", "pastebin", "stepwise", "setuponly", "setupplan", "legacypath",
+                               "debugging", "tmpdir", "monkeypatch", "recwarn", "python_path", "faulthandler", "skipping",
+                               "subtests", "unittest") for arg in ("-p", f"no:{name}")],
+            f"--timeout={limits.timeout_s * 3 + 30}",
+            "--rootdir", str(ROOT), "-c", str(PYPROJECT)]

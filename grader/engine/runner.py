@@ -1,0 +1,200 @@
+"""Grade an implementation folder: plan who runs what, run the checks in pytest, score them by course.yml.
+
+Student code runs only in worker processes (grader/sandbox/). A grading
+copies the submission privately, finds the files that cannot be loaded,
+shares the components' checks out between this process and forked helper
+processes (each with workers of its own), and scores what comes back.
+"""
+from __future__ import annotations
+
+import io
+import os
+import time
+from contextlib import redirect_stderr, redirect_stdout
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+import pytest
+
+from ..contract import FILES
+from ..course import Component, Course, load_course
+from ..errors import GraderError
+from ..paths import CHECKS_DIR
+from ..results import CaseResult, Report
+from ..sandbox import confine
+from ..sandbox.confine import Plan
+from ..sandbox.handle import Worker, WorkerDied, WorkerTimeout
+from ..sandbox.protocol import Limits
+from ..sandbox.reaper import kill_strays
+from ..sandbox.zygote import ZYGOTE
+from ..source import private_copy
+from .cache import ResultCache, component_key
+from .forked import Forked
+from .planning import plan_shards
+from .plugin import Collector, Shard, plugins, pytest_args
+from .scoring import score_component
+
+if TYPE_CHECKING:
+    from .session import CheckSession
+
+# Two grading processes where two cores are ours: one waits on its workers half the time.
+PROCESSES = min(len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1, 2)
+
+
+def protection() -> str:
+    """The sandbox the workers of this process get (grader/sandbox/confine.py), probed once."""
+    return confine.choose()
+
+
+def limits_for(course: Course | None = None, timeout: float | None = None) -> Limits:
+    """Each check's time and each worker's memory: course.yml's, or `timeout` seconds per check."""
+    course = course or load_course()
+    return Limits(timeout_s=timeout or course.timeout, memory_mb=course.memory_mb)
+
+
+@dataclass
+class Grading:
+    """One grading of one folder: what is graded, where its private copy is, and how it is confined."""
+
+    target: str  # the submission as named (reports show it)
+    folder: str  # its private copy, which the workers read
+    plan: Plan
+    limits: Limits
+    components: list[Component]
+    checks_dir: Path = CHECKS_DIR
+    unreadable: dict[str, str] = field(default_factory=dict)  # file -> why it could not be copied
+
+    def files(self, components: list[Component]) -> list[str]:
+        return sorted({f for c in components for f in FILES[c.id]})
+
+    def args(self, components: list[str], load_errors: dict[str, str]) -> list[str]:
+        """The pytest command line that runs these components' checks against the copy."""
+        return pytest_args([self.checks_dir / f"test_{c}.py" for c in components], self.folder, self.limits,
+                           load_errors, self.plan)
+
+
+def run_checks(target: str | Path, components: list[str] | None = None, *, course: Course | None = None,
+               checks_dir: Path = CHECKS_DIR, timeout: float | None = None, cache: ResultCache | None = None,
+               processes: int = PROCESSES, session: CheckSession | None = None) -> Report:
+    """Grade the implementation in `target`; `components` limits it to some component ids.
+
+    The cases are shared out over `processes` grading processes (forks of this
+    one, each with its own workers). With a `cache`, a component whose code (its
+    syntax tree, see grader/engine/cache.py) was graded before gets the earlier
+    results. With a `session` (grader/engine/session.py) the checks run in that
+    open pytest session, in this process.
+    """
+    course = course or load_course()
+    started = time.perf_counter()
+    selected = [course.component(c) for c in components] if components else list(course.components)
+    ZYGOTE.start()
+    chosen = protection()
+    with private_copy(target, reachable=chosen == confine.USERS) as (folder, unreadable), \
+            confine.hidden_while_grading(chosen):
+        grading = Grading(str(target), folder, Plan.for_copy(chosen, folder), limits_for(course, timeout), selected,
+                          checks_dir, unreadable or {})
+        report = _grade(grading, cache, 1 if session is not None else max(processes, 1), session)
+    report.duration_s = time.perf_counter() - started
+    return report
+
+
+def _grade(grading: Grading, cache: ResultCache | None, processes: int, session: CheckSession | None) -> Report:
+    settings = f"{grading.limits}|process"
+    keys = {c.id: component_key(grading.folder, c.id, grading.checks_dir, settings) for c in grading.components} \
+        if cache else {}
+    cases: dict[str, CaseResult] = {}
+    to_run = []
+    for component in grading.components:
+        earlier = cache.get(keys[component.id]) if cache else None
+        if earlier is None:
+            to_run.append(component)
+        else:
+            cases.update({case.nodeid: case for case in earlier})
+    runnable: list[Component] = []
+    load_errors: dict[str, str] = {}
+    loader = Worker(grading.plan, None, grading.limits) if to_run and Path(grading.folder).is_dir() else None
+    if loader is not None:
+        loader.spawn()  # the zygote forks it while this process forks the others
+    # the other grading processes fork now, before any worker (and the thread draining its output) exists
+    helpers = [Forked(_run_shard_in_fork) for _ in range(1, processes)] if to_run else []
+    try:
+        load_errors = _load_errors(grading, grading.files(to_run), loader)
+        load_errors.update({f: why for f, why in grading.unreadable.items() if f in load_errors})
+        runnable = [c for c in to_run if not any(f in load_errors for f in FILES[c.id])]
+        ids = [c.id for c in runnable]
+        if session is not None:
+            new = session.run(ids, grading.folder, grading.limits, load_errors, grading.plan) if ids else []
+        else:
+            new = _run_shards(grading, ids, helpers, load_errors)
+        cases.update({case.nodeid: case for case in new})
+    finally:
+        kill_strays()
+    if cache:
+        for component in runnable:
+            cache.put(keys[component.id], [case for case in cases.values() if case.component == component.id])
+    results = [score_component(c, list(cases.values()), load_errors) for c in grading.components]
+    return Report(grading.target, results, 0.0, grading.plan.protection)
+
+
+def _run_shards(grading: Grading, components: list[str], helpers: list[Forked],
+                load_errors: dict[str, str]) -> list[CaseResult]:
+    """Run the checks of `components`, shared out between this process and the `helpers`."""
+    shards = [(grading.args(group, load_errors), index, count)
+              for group, index, count in plan_shards(components, len(helpers) + 1)]
+    for helper, shard in zip(helpers, [*shards[1:], *[None] * len(helpers)]):
+        helper.send(shard)
+    cases = run_shard(*shards[0]) if components else []
+    for helper in helpers:
+        cases += helper.result()
+    return cases
+
+
+def run_shard(args: list[str], index: int = 0, count: int = 1) -> list[CaseResult]:
+    """Run pytest with `args` in this process (every `count`-th case from `index` on); the cases' results."""
+    collector = Collector()
+    with redirect_stdout(io.StringIO()) as out, redirect_stderr(io.StringIO()) as err:
+        code = pytest.main(args, plugins=[collector, *plugins(), *([Shard(index, count)] if count > 1 else [])])
+    if code == pytest.ExitCode.INTERRUPTED:
+        raise KeyboardInterrupt
+    if code not in (pytest.ExitCode.OK, pytest.ExitCode.TESTS_FAILED):
+        raise GraderError(f"the checks could not run (pytest exit {int(code)}):\n{err.getvalue()[-2000:]}"
+                          f"{out.getvalue()[-2000:]}")
+    return list(collector.cases.values())
+
+
+def _run_shard_in_fork(shard: tuple[list[str], int, int] | None) -> list[CaseResult]:
+    """A forked grading process's part (None: nothing left for it)."""
+    if shard is None:
+        return []
+    ZYGOTE.start_own()
+    try:
+        return run_shard(*shard)
+    finally:
+        kill_strays()
+        ZYGOTE.stop()
+
+
+def _load_errors(grading: Grading, files: list[str], worker: Worker | None = None) -> dict[str, str]:
+    """file name -> why it cannot be graded (missing, fails to import, hangs or crashes on import)."""
+    if not Path(grading.folder).is_dir():
+        return {f: f"no such folder: {grading.folder}" for f in files}
+    errors: dict[str, str] = {}
+    limits = grading.limits
+    worker = worker or Worker(grading.plan, None, limits)
+    try:
+        for file in files:
+            deadline = time.monotonic() + limits.timeout_s
+            try:
+                reply = worker.request({"op": "load", "module": file.removesuffix(".py")}, deadline)
+            except WorkerTimeout:
+                errors[file] = f"{file} did not finish importing within {limits.timeout_s:g} s (an endless loop at import?)"
+                continue
+            except WorkerDied as exc:
+                errors[file] = f"{file} crashed the process while importing: {exc}"
+                continue
+            if "error" in reply:
+                errors[file] = str(reply["error"].get("message"))
+    finally:
+        worker.kill(how_it_ended=False)
+    return errors

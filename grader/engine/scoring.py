@@ -1,0 +1,67 @@
+"""Scoring one component by course.yml: each check's share of the points, in whole units."""
+from __future__ import annotations
+
+import math
+from fractions import Fraction
+
+from ..contract import FILES
+from ..course import POINT_UNITS, Component
+from ..results import ERROR, FAILED, NOT_STARTED, PASSED, TIMEOUT, CaseResult, CheckResult, ComponentResult
+
+
+def score_component(component: Component, cases: list[CaseResult], load_errors: dict[str, str]) -> ComponentResult:
+    """Score one component by course.yml: each check's share of the points, in whole units.
+
+    A check earns its share times the fraction of its cases that pass; a gated check (see
+    Component.gated) also times the fraction of the points its component's core checks earn,
+    so code that does not do the work earns nothing from properties that such code keeps.
+    """
+    broken = [load_errors[f] for f in FILES[component.id] if f in load_errors]
+    own = [c for c in cases if c.component == component.id]
+    units = component.check_units()
+    outcomes: dict[str, tuple[str, int, int, str]] = {}  # name -> status, cases passed, cases run, message
+    for name in component.checks:
+        runs = [c for c in own if c.check == name]
+        if broken:
+            outcomes[name] = (ERROR, 0, len(runs), broken[0])
+            continue
+        if not runs:
+            outcomes[name] = (ERROR, 0, 0, "check did not run")
+            continue
+        passed = sum(c.status == PASSED for c in runs)
+        failing = next((c for c in runs if c.status != PASSED), None)
+        status = PASSED if failing is None else failing.status
+        if failing is not None and status == NOT_STARTED and any(c.status not in (NOT_STARTED, PASSED) for c in runs):
+            status = FAILED
+        outcomes[name] = (status, passed, len(runs), "" if failing is None else failing.message)
+
+    def earned(name: str) -> Fraction:
+        _, passed, total, _ = outcomes[name]
+        return units[name] * Fraction(passed, total) if total else Fraction(0)
+
+    core_units = sum(units[name] for name in component.core)
+    gate = sum(earned(name) for name in component.core) / core_units if core_units else Fraction(1)
+    gated = set(component.gated)
+    checks: list[CheckResult] = []
+    for name, (status, passed, total, message) in outcomes.items():
+        share = earned(name) * (gate if name in gated else 1)
+        note = ""
+        if name in gated and gate < 1 and passed:
+            note = (f"gated: pays once {', '.join(component.core)} pass (they earn {math.floor(gate * 100)}% of "
+                    "their points so far)")
+        checks.append(CheckResult(name, component.id, status, math.floor(share + Fraction(1, 2)) / POINT_UNITS,
+                                  units[name] / POINT_UNITS, passed, total, message, name in component.hidden, note))
+    score = round(sum(c.score for c in checks), 6)  # whole units: the rounding only drops float noise
+    statuses = {c.status for c in checks}
+    if broken:
+        status, message = ERROR, broken[0]
+    elif statuses == {PASSED}:
+        status, message = PASSED, ""
+    elif statuses == {NOT_STARTED}:
+        status, message = NOT_STARTED, "not started: every check raised NotImplementedError"
+    else:
+        failing_checks = [c for c in checks if c.status != PASSED]
+        first = next((c for c in failing_checks if not c.hidden), failing_checks[0])
+        status = TIMEOUT if first.status == TIMEOUT else FAILED
+        message = f"{first.name}: {first.student_message}"
+    return ComponentResult(component.id, component.title, status, score, component.points, checks, message, component.hint)

@@ -1,0 +1,158 @@
+"""The only way checks touch student code: a black box spoken to in plain data.
+
+Checks hold a `Target` and call functions and objects of the implementation
+through it (`target.fn("attention.split_heads")(x, 2)`). Behind it is an
+executor: the worker's, across the process boundary (grader/sandbox/handle.py),
+or one in this process (`open_target`, for plain pytest).
+"""
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any, Protocol
+
+import torch
+
+from ..sandbox import standins
+from ..sandbox.executor import Executor
+from ..sandbox.wire import Ref
+
+
+class _Executor(Protocol):
+    def run(self, op: str, **request: Any) -> Any: ...
+    def run_ahead(self, op: str, **request: Any) -> None: ...
+    def close(self) -> None: ...
+
+
+class Target:
+    """The checks' handle on an implementation: `target.fn("attention.split_heads")(x, 2)`."""
+
+    def __init__(self, executor: _Executor) -> None:
+        self._executor = executor
+
+    def request(self, op: str, **request: Any) -> Any:
+        return self._executor.run(op, **request)
+
+    def request_ahead(self, op: str, **request: Any) -> None:
+        """A request whose result is not needed: across a process boundary it does not wait for the
+        answer, and an error in it is raised by the next request instead."""
+        self._executor.run_ahead(op, **request)
+
+    def fn(self, name: str) -> "RemoteFunction":
+        return RemoteFunction(self, name)
+
+    def new(self, name: str, *args: Any, **kwargs: Any) -> "RemoteObject":
+        return RemoteObject(self, self.request("new", name=name, args=args, kwargs=kwargs))
+
+    def new_trusted(self, name: str, *args: Any, **kwargs: Any) -> "RemoteObject":
+        """A grader stand-in (e.g. `RecordingKVCache`) created on the implementation's side."""
+        return RemoteObject(self, self.request("new", name=name, args=args, kwargs=kwargs, trusted=True))
+
+    def close(self) -> None:
+        self._executor.close()
+
+
+def _unwrap(value: Any) -> Any:
+    if isinstance(value, RemoteObject):
+        return value.ref
+    if isinstance(value, (list, tuple)):
+        return type(value)(_unwrap(v) for v in value)
+    if isinstance(value, dict):
+        return {k: _unwrap(v) for k, v in value.items()}
+    return value
+
+
+class RemoteFunction:
+    def __init__(self, target: Target, name: str) -> None:
+        self.target, self.name = target, name
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        return self._wrap(self.target.request("call", name=self.name, args=_unwrap(args), kwargs=_unwrap(kwargs)))
+
+    def map(self, calls: list[tuple]) -> list[Any]:
+        """Call once per tuple of positional arguments, in one round trip; the results in order."""
+        return [self._wrap(r) for r in self.target.request("call_many", name=self.name, calls=[_unwrap(a) for a in calls])]
+
+    def call_returning_args(self, *args: Any, **kwargs: Any) -> tuple[Any, tuple]:
+        """The result, and the positional arguments as they were after the call."""
+        result, after = self.target.request(
+            "call", name=self.name, args=_unwrap(args), kwargs=_unwrap(kwargs), return_args=True
+        )
+        return self._wrap(result), after
+
+    def with_default_device(self, default_device: str, /, *args: Any, **kwargs: Any) -> Any:
+        """Call with torch's default device (where tensors made without `device=` land) set."""
+        return self._wrap(self.target.request("call", name=self.name, args=_unwrap(args), kwargs=_unwrap(kwargs),
+                                              default_device=default_device))
+
+    def grad(self, *args: Any, grad_output: torch.Tensor, output_index: int | None = None, **kwargs: Any) -> dict:
+        """Gradients of `sum(output * grad_output)` w.r.t. the tensor arguments (and parameters)."""
+        return self.target.request(
+            "grad", name=self.name, args=_unwrap(args), kwargs=_unwrap(kwargs),
+            grad_output=grad_output, output_index=output_index,
+        )
+
+    def _wrap(self, value: Any) -> Any:
+        if isinstance(value, Ref):
+            return RemoteObject(self.target, value)
+        if isinstance(value, tuple):
+            return tuple(self._wrap(v) for v in value)
+        return value
+
+
+class RemoteObject(RemoteFunction):
+    """An object on the implementation's side; calling it calls the object."""
+
+    def __init__(self, target: Target, ref: Ref) -> None:
+        super().__init__(target, ref)  # type: ignore[arg-type]
+        self.ref = ref
+
+    @property
+    def type_name(self) -> str:
+        return self.ref.type_name
+
+    def __repr__(self) -> str:  # as a failure message shows what came back: the student's type, not ours
+        return f"<{self.ref.type_name} object>"
+
+    def method(self, name: str, *args: Any, **kwargs: Any) -> Any:
+        return self._wrap(self.target.request("method", ref=self.ref, name=name, args=_unwrap(args), kwargs=_unwrap(kwargs)))
+
+    def attr(self, name: str) -> Any:
+        return self._wrap(self.target.request("getattr", ref=self.ref, name=name))
+
+    def tensor_info(self, name: str) -> dict:
+        """{"type", "requires_grad", "has_grad_fn"} of the attribute `name` (the last two None if not a tensor)."""
+        return self.target.request("tensor_info", ref=self.ref, name=name)
+
+    def load_weights(self, state: dict[str, torch.Tensor]) -> None:
+        """Copy the given parameters in (other parameters of the module are left alone)."""
+        self.target.request_ahead("load_weights", ref=self.ref, state=state)
+
+    def state_dict(self) -> dict[str, torch.Tensor]:
+        return self.method("state_dict")
+
+    def train(self, mode: bool = True) -> None:
+        self._method_ahead("train", mode)
+
+    def eval(self) -> None:
+        self._method_ahead("eval")
+
+    def to(self, dtype: torch.dtype) -> None:
+        """Convert the module's parameters in place (Module.to)."""
+        self._method_ahead("to", dtype)
+
+    def _method_ahead(self, name: str, *args: Any) -> None:
+        """A method whose result is not needed (see Target.request_ahead)."""
+        self.target.request_ahead("method", ref=self.ref, name=name, args=args, kwargs={})
+
+    def __len__(self) -> int:
+        return self.method("__len__")
+
+    def __getattr__(self, name: str):
+        if name.startswith("_"):
+            raise AttributeError(name)
+        return lambda *args, **kwargs: self.method(name, *args, **kwargs)
+
+
+def open_target(folder: str | Path, isolate_for: str | None = None, trusted: tuple[str, ...] = ()) -> Target:
+    """A target for the implementation in `folder`, isolated for one component's checks (in this process)."""
+    return Target(Executor(folder, isolate_for, code=standins.read(standins.available_for(isolate_for, trusted))))

@@ -1,0 +1,449 @@
+"""Confinement of the worker processes that run student code.
+
+Each worker is its own unit of confinement. The protections are tried in this
+order, and the first that works on the machine is used for every worker of a
+run (`choose`, probed once per process); every report names it.
+
+1. "namespaces" (Linux user, PID, mount, network, IPC and UTS namespaces; as
+   root without the user namespace): the worker sees a new root file system
+   that holds only the Python installation and the system's libraries, read
+   only, its own copy of the submission at /submission (read only), a /tmp and
+   /dev/shm of its own with a size limit, a /proc of its own PID namespace, and
+   no network. It cannot see, signal or trace any other process: it is PID 1
+   of its namespace, and everything it starts dies with it. It runs without
+   capabilities (as root: as a user id of its own, `WORKER_UID_BASE` + pid).
+2. "landlock" (the Landlock LSM, for an ordinary user where namespaces are
+   refused, e.g. a container): reads only of the same allow-list, writes only
+   to a scratch folder of its own, no TCP, no signals outside its domain, no
+   tracing of other processes.
+3. "users" (as root, where neither works, e.g. a container without either):
+   each worker runs as a user id of its own; the project's folders that hold
+   answers are closed to other users while grading (`hidden_while_grading`);
+   the network stays open.
+4. "none": only the limits every worker has (memory, output, time, its own
+   session, core dumps off); every report says so at its top.
+
+The environment is scrubbed in every case, and /proc/self/environ zeroed.
+`DRILLS_SANDBOX=<name>` asks for one of them (tests use it to cover each
+path); a protection that does not work here falls through to the next.
+"""
+from __future__ import annotations
+
+import ctypes
+import errno
+import os
+import signal
+import stat
+import sys
+from dataclasses import dataclass
+from functools import lru_cache
+from pathlib import Path
+
+from ..paths import ROOT, STANDINS
+
+NAMESPACES, LANDLOCK, USERS, NONE = "namespaces", "landlock", "users", "none"
+ORDER = (NAMESPACES, LANDLOCK, USERS, NONE)
+DESCRIPTIONS = {
+    NAMESPACES: "namespaces: each worker has its own PID, mount and network namespace, a read-only view of "
+                "Python and its submission only, a size-limited scratch space, no network and no capabilities",
+    LANDLOCK: "landlock: each worker may read only Python and its submission, write only its own scratch folder, "
+              "open no TCP connection and signal or trace no process outside it",
+    USERS: "users: each worker runs as a user id of its own (grading as root), which cannot read the reference, "
+           "the checks or the project's history (closed to other users while grading), write its results, or signal "
+           "or trace another process; the network stays open",
+    NONE: "NONE: no sandbox is available here; student code can read and write what the grader's user can "
+          "(grades from this machine are not protected against tampering)",
+}
+WORKER_UID_BASE = 1_000_000_000  # as root, each worker runs as a user id of its own: this plus its pid
+SCRATCH_MB = 64
+SANDBOX_FAILED = 97  # a worker's exit status when its confinement could not be set up (a grader error)
+
+CLONE_NEWNS, CLONE_NEWUTS, CLONE_NEWIPC = 0x00020000, 0x04000000, 0x08000000
+CLONE_NEWUSER, CLONE_NEWPID, CLONE_NEWNET = 0x10000000, 0x20000000, 0x40000000
+MS_RDONLY, MS_NOSUID, MS_NODEV, MS_NOEXEC, MS_REMOUNT, MS_BIND = 1, 2, 4, 8, 32, 4096
+MS_NOATIME, MS_NODIRATIME, MS_REC, MS_PRIVATE, MS_RELATIME = 1024, 2048, 1 << 14, 1 << 18, 1 << 21
+MNT_DETACH = 2
+PR_SET_PDEATHSIG, PR_SET_NO_NEW_PRIVS = 1, 38
+SYS_PIVOT_ROOT = 155  # x86_64; aarch64 is 41
+DEVICES = ("null", "zero", "full", "random", "urandom")
+# Folders never bound whole into a worker's root, whatever sys.path says: they hold other people's files.
+BROAD = frozenset({"/", "/tmp", "/var/tmp", "/dev", "/dev/shm", "/proc", "/sys", "/home", "/root", "/run", "/mnt",
+                   "/media", "/srv", "/work", os.path.expanduser("~")})
+
+
+@dataclass(frozen=True)
+class Plan:
+    """What a worker is told: the protection, and the folder it grades (the grader's private copy)."""
+
+    protection: str
+    submission: str  # the copy of the submission, outside the sandbox
+    mountpoint: str  # an empty folder the new root is mounted on (inside the worker's own mount namespace)
+    scratch: str  # landlock: the folder the worker may write
+
+    @classmethod
+    def for_copy(cls, protection: str, submission: str | Path) -> "Plan":
+        """The plan for a copy made by `private_copy` (its folder holds submission/, root/ and scratch/)."""
+        base = Path(submission).parent
+        return cls(protection, str(submission), str(base / "root"), str(base / "scratch"))
+
+    @property
+    def folder(self) -> str:
+        """The submission's folder as the worker's code sees it."""
+        return "/submission" if self.protection == NAMESPACES else self.submission
+
+
+def describe(protection: str) -> str:
+    return DESCRIPTIONS[protection]
+
+
+# --------------------------------------------------------------------------- choosing
+
+
+def choose() -> str:
+    """The strongest protection that works here (or the one DRILLS_SANDBOX names, where it works)."""
+    wanted = os.environ.get("DRILLS_SANDBOX", "")
+    order = ORDER[ORDER.index(wanted):] if wanted in ORDER else ORDER
+    return next(p for p in order if works(p))
+
+
+@lru_cache(maxsize=None)
+def works(protection: str) -> bool:
+    """Try the protection in a throw-away child (milliseconds)."""
+    if protection == NONE:
+        return True
+    if sys.platform != "linux" or protection == USERS and (os.geteuid() != 0 or not _python_world_readable()):
+        return False
+    import tempfile
+
+    with tempfile.TemporaryDirectory(prefix="drills-probe-") as tmp:
+        os.chmod(tmp, 0o711)  # as `private_copy(reachable=True)` makes it for the "users" protection
+        for name in ("submission", "root", "scratch"):
+            os.mkdir(os.path.join(tmp, name), 0o711 if name == "scratch" else 0o755)
+        plan = Plan(protection, os.path.join(tmp, "submission"), os.path.join(tmp, "root"), os.path.join(tmp, "scratch"))
+        pid = os.fork()
+        if pid == 0:
+            try:
+                os.closerange(3, 1 << 16)
+                confine(plan)
+                hidden = protection == USERS and os.getuid() >= WORKER_UID_BASE  # (closed while grading only)
+                try:
+                    open(os.path.abspath(__file__)).close()
+                except OSError:
+                    hidden = True
+                os._exit(0 if hidden and os.listdir(plan.folder) == [] else 1)
+            except BaseException:  # noqa: BLE001 - any failure means "not here"
+                os._exit(1)
+        _, status = os.waitpid(pid, 0)
+        return os.waitstatus_to_exitcode(status) == 0
+
+
+# --------------------------------------------------------------------------- confining (worker side)
+
+_libc = ctypes.CDLL(None, use_errno=True)
+
+
+def _check(result: int, what: str) -> None:
+    if result != 0:
+        code = ctypes.get_errno()
+        raise OSError(code, f"{what}: {os.strerror(code)}")
+
+
+def _mount(source: str | None, target: str, fstype: str | None, flags: int, data: str | None = None) -> None:
+    _check(_libc.mount(source.encode() if source else None, target.encode(), fstype.encode() if fstype else None,
+                       ctypes.c_ulong(flags), data.encode() if data else None), f"mount {target}")
+
+
+def confine(plan: Plan) -> None:
+    """Confine this (single-threaded, freshly forked) process as the plan says; returns in the confined process.
+
+    With namespaces this process forks: it stays outside as the worker's stand-in
+    (waiting for it, then ending the same way) and the new PID 1 returns.
+    """
+    block = _environment_block()  # /proc may be out of reach once confined
+    if plan.protection == NAMESPACES:
+        _enter_namespaces(plan)
+    elif plan.protection == LANDLOCK:
+        _landlock(plan)
+    elif plan.protection == USERS:
+        _own_user(plan)
+    _scrub_environment(plan, block)
+
+
+def readable_paths() -> list[str]:
+    """What a worker needs to read: the system's libraries and the Python installation, never the project
+    (a virtual environment inside the project is part of the installation)."""
+    import torch
+
+    project, venv = ROOT, Path(sys.prefix).resolve()
+    candidates = {"/usr", "/lib", "/lib64", "/lib32", "/libx32", "/bin", "/sbin", "/etc",
+                  sys.prefix, sys.base_prefix, sys.exec_prefix, sys.base_exec_prefix,
+                  str(Path(torch.__file__).resolve().parent.parent), *(p for p in sys.path if p)}
+    kept: list[str] = []
+    for path in sorted(candidates, key=len):
+        if not os.path.lexists(path) or (not os.path.islink(path) and not os.path.isdir(path)):
+            continue
+        if os.path.realpath(path) in BROAD:  # a sys.path entry such as /tmp would bring in everything in it
+            continue
+        real = Path(os.path.realpath(path))
+        if real.is_relative_to(project) and not real.is_relative_to(venv):
+            continue
+        if not any(Path(path).is_relative_to(k) for k in kept):
+            kept.append(path)
+    return kept
+
+
+def _enter_namespaces(plan: Plan) -> None:
+    uid, gid, outer = os.getuid(), os.getgid(), os.getpid()
+    root = uid == 0
+    flags = CLONE_NEWNS | CLONE_NEWPID | CLONE_NEWNET | CLONE_NEWIPC | CLONE_NEWUTS
+    _check(_libc.unshare(flags if root else flags | CLONE_NEWUSER), "unshare")
+    if not root:
+        for name, text in (("setgroups", "deny"), ("uid_map", f"{uid} {uid} 1"), ("gid_map", f"{gid} {gid} 1")):
+            with open(f"/proc/self/{name}", "w") as f:
+                f.write(text)
+    child = os.fork()
+    if child:  # outside: the worker as the zygote knows it, which ends as the namespace's PID 1 ends
+        _end_as(child)
+    # PID 1 of the namespace: it sets up the new root, then only reaps what is orphaned until the worker ends
+    # (and when it ends, the kernel kills everything left in the namespace)
+    _libc.prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)  # (its parent is outside: getppid() says 0)
+    _new_root(plan)
+    child = os.fork()
+    if child:
+        _end_as(child, reap=True)
+    _libc.prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
+    if root:  # no capabilities outside a user namespace of its own: become a user of its own
+        worker_uid = WORKER_UID_BASE + outer
+        os.setgroups([])
+        os.setgid(worker_uid)
+        os.setuid(worker_uid)
+    else:
+        _drop_capabilities()
+    _libc.prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0)
+
+
+def _end_as(child: int, reap: bool = False) -> None:
+    """Wait for `child` (reaping every other process that comes to this one), then end as it ended."""
+    os.closerange(0, 1 << 16)
+    while True:
+        try:
+            pid, status = os.waitpid(-1 if reap else child, 0)
+        except InterruptedError:
+            continue
+        except ChildProcessError:
+            os._exit(1)
+        if pid == child:
+            break
+    code = os.waitstatus_to_exitcode(status)  # negative: killed by that signal
+    if reap:  # PID 1 of a namespace cannot send itself a signal: it tells the outside one as shells do, 128 + n
+        os._exit(128 - code if code < 0 else code)
+    if code > 128 and os.WIFEXITED(status):
+        code = 128 - code
+    if code < 0:
+        signal.signal(-code, signal.SIG_DFL)
+        os.kill(os.getpid(), -code)
+    os._exit(code)
+
+
+def _lock_flags(path: str) -> int:
+    """The mount flags of the mount `path` is on that a remount must keep (they are locked in a user namespace)."""
+    f_flag = os.statvfs(path).f_flag
+    flags = 0
+    for st, ms in ((os.ST_NOSUID, MS_NOSUID), (os.ST_NODEV, MS_NODEV), (os.ST_NOEXEC, MS_NOEXEC),
+                   (os.ST_NOATIME, MS_NOATIME), (os.ST_NODIRATIME, MS_NODIRATIME), (os.ST_RELATIME, MS_RELATIME)):
+        if f_flag & st:
+            flags |= ms
+    return flags
+
+
+def _bind(source: str, target: str, *, recursive: bool = False) -> None:
+    if os.path.isdir(source):
+        os.makedirs(target, exist_ok=True)
+    else:
+        os.makedirs(os.path.dirname(target), exist_ok=True)
+        open(target, "a").close()
+    _mount(source, target, None, MS_BIND | (MS_REC if recursive else 0))
+    _mount(None, target, None, MS_BIND | MS_REMOUNT | MS_RDONLY | MS_NOSUID | _lock_flags(source))
+
+
+def _new_root(plan: Plan) -> None:
+    new = plan.mountpoint
+    _mount(None, "/", None, MS_REC | MS_PRIVATE)
+    _mount("tmpfs", new, "tmpfs", MS_NOSUID | MS_NODEV, "size=1m,mode=0755")
+    for folder in ("/tmp", "/dev/shm"):  # the scratch space first: what is read from under /tmp is bound over it
+        os.makedirs(new + folder)
+        _mount("tmpfs", new + folder, "tmpfs", MS_NOSUID | MS_NODEV, f"size={SCRATCH_MB}m,nr_inodes=4096,mode=1777")
+    for path in readable_paths():
+        inside = new + path
+        if os.path.islink(path):
+            os.makedirs(os.path.dirname(inside), exist_ok=True)
+            if not os.path.lexists(inside):
+                os.symlink(os.readlink(path), inside)
+        elif os.path.exists(path) and not os.path.exists(inside):
+            _bind(path, inside, recursive=True)
+    _bind(plan.submission, new + "/submission")
+    os.makedirs(new + "/dev", exist_ok=True)
+    for device in DEVICES:
+        if os.path.exists(f"/dev/{device}"):
+            _bind(f"/dev/{device}", f"{new}/dev/{device}")
+    for folder in ("/proc", "/.old"):
+        os.makedirs(new + folder, exist_ok=True)
+    _check(_libc.syscall(SYS_PIVOT_ROOT if os.uname().machine == "x86_64" else 41, new.encode(), (new + "/.old").encode()),
+           "pivot_root")
+    os.chdir("/")
+    _check(_libc.umount2(b"/.old", MNT_DETACH), "umount old root")
+    os.rmdir("/.old")
+    try:  # a /proc of its own PID namespace; refused in a user namespace where the host's /proc is partly masked
+        _mount("proc", "/proc", "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC)
+    except PermissionError:
+        pass  # then no /proc at all: never the host's, which would show the grader's memory
+    _mount(None, "/", None, MS_REMOUNT | MS_BIND | MS_RDONLY | MS_NOSUID | MS_NODEV)
+    os.chdir("/tmp")
+
+
+class _CapHeader(ctypes.Structure):
+    _fields_ = [("version", ctypes.c_uint32), ("pid", ctypes.c_int)]
+
+
+class _CapData(ctypes.Structure):
+    _fields_ = [("effective", ctypes.c_uint32), ("permitted", ctypes.c_uint32), ("inheritable", ctypes.c_uint32)]
+
+
+def _drop_capabilities() -> None:
+    """No capabilities at all (inside its user namespace the worker would otherwise have every one)."""
+    PR_CAPBSET_DROP = 24
+    for cap in range(64):
+        _libc.prctl(PR_CAPBSET_DROP, cap, 0, 0, 0)
+    header = _CapHeader(0x20080522, 0)  # _LINUX_CAPABILITY_VERSION_3
+    data = (_CapData * 2)()
+    _check(_libc.capset(ctypes.byref(header), ctypes.byref(data)), "capset")
+
+
+# --------------------------------------------------------------------------- Landlock
+
+_LANDLOCK_CREATE_RULESET, _LANDLOCK_ADD_RULE, _LANDLOCK_RESTRICT_SELF = 444, 445, 446
+_LANDLOCK_CREATE_RULESET_VERSION = 1
+_READ = (1 << 0) | (1 << 2) | (1 << 3)  # execute, read file, read dir
+_ALL_FS = {1: (1 << 13) - 1, 2: (1 << 14) - 1, 3: (1 << 15) - 1, 4: (1 << 15) - 1, 5: (1 << 16) - 1}
+
+
+class _RulesetAttr(ctypes.Structure):
+    _fields_ = [("handled_access_fs", ctypes.c_uint64), ("handled_access_net", ctypes.c_uint64),
+                ("scoped", ctypes.c_uint64)]
+
+
+class _PathBeneath(ctypes.Structure):
+    _pack_ = 1
+    _fields_ = [("allowed_access", ctypes.c_uint64), ("parent_fd", ctypes.c_int32)]
+
+
+def landlock_abi() -> int:
+    abi = _libc.syscall(_LANDLOCK_CREATE_RULESET, None, ctypes.c_size_t(0), _LANDLOCK_CREATE_RULESET_VERSION)
+    return max(abi, 0)
+
+
+def _landlock(plan: Plan) -> None:
+    abi = landlock_abi()
+    if abi < 1:
+        raise OSError(errno.ENOSYS, "Landlock is not available")
+    handled = _ALL_FS.get(abi, (1 << 16) - 1)
+    attr = _RulesetAttr(handled, 0b11 if abi >= 4 else 0, 0b11 if abi >= 6 else 0)  # TCP bind/connect; signals, sockets
+    size = ctypes.sizeof(_RulesetAttr) if abi >= 6 else (16 if abi >= 4 else 8)
+    ruleset = _libc.syscall(_LANDLOCK_CREATE_RULESET, ctypes.byref(attr), ctypes.c_size_t(size), 0)
+    if ruleset < 0:
+        raise OSError(ctypes.get_errno(), "landlock_create_ruleset")
+    try:
+        for path, access in ([(p, _READ) for p in readable_paths() + [plan.submission, "/dev", "/proc"]]
+                             + [(plan.scratch, handled)]):
+            if not os.path.exists(path):
+                continue
+            fd = os.open(path, os.O_PATH | os.O_CLOEXEC)
+            try:
+                is_dir = stat.S_ISDIR(os.fstat(fd).st_mode)
+                rule = _PathBeneath(access if is_dir else access & ((1 << 0) | (1 << 2)), fd)
+                _check(_libc.syscall(_LANDLOCK_ADD_RULE, ruleset, 1, ctypes.byref(rule), 0), f"landlock rule {path}")
+            finally:
+                os.close(fd)
+        _check(_libc.prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0), "no_new_privs")
+        _check(_libc.syscall(_LANDLOCK_RESTRICT_SELF, ruleset, 0), "landlock_restrict_self")
+    finally:
+        os.close(ruleset)
+    os.chdir(plan.scratch)
+
+
+# --------------------------------------------------------------------------- a user of its own (as root)
+
+# What a worker must not read when it is only another user: answers, and the project's history.
+HIDDEN = ("solutions", "tests", "selftests", ".git", "drills", "benchmarks")
+
+
+def _python_world_readable() -> bool:
+    """Whether a user who is neither owner nor group can run this Python and torch (a pyenv under /root is not)."""
+    import torch
+
+    for path in (os.__file__, torch.__file__, __file__):
+        parts = os.path.realpath(path).split(os.sep)
+        for i in range(1, len(parts) + 1):
+            try:
+                mode = os.stat(os.sep.join(parts[:i]) or os.sep).st_mode
+            except OSError:
+                return False
+            if not mode & (stat.S_IXOTH if stat.S_ISDIR(mode) else stat.S_IROTH):
+                return False
+    return True
+
+
+def _own_user(plan: Plan) -> None:
+    uid = WORKER_UID_BASE + os.getpid()
+    os.chown(plan.scratch, uid, uid)
+    os.setgroups([])
+    os.setgid(uid)
+    os.setuid(uid)
+    _libc.prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0)
+    os.chdir(plan.scratch)
+
+
+class hidden_while_grading:
+    """With the "users" protection: the project's folders that hold answers closed to other users meanwhile.
+
+    Two graders running at once as root on one checkout would race on restoring the modes.
+    """
+
+    def __init__(self, protection: str) -> None:
+        self.paths = [ROOT / name for name in HIDDEN] + [STANDINS] if protection == USERS else []
+        self.saved: dict[Path, int] = {}
+
+    def __enter__(self) -> "hidden_while_grading":
+        for path in self.paths:
+            if path.is_dir():
+                self.saved[path] = path.stat().st_mode
+                path.chmod(self.saved[path] & 0o700)
+        return self
+
+    def __exit__(self, *exc) -> None:
+        for path, mode in self.saved.items():
+            path.chmod(mode)
+
+
+# --------------------------------------------------------------------------- the environment
+
+
+def _environment_block() -> tuple[int, int] | None:
+    """Where the environment strings this process started with lie (what /proc/self/environ shows)."""
+    try:
+        with open("/proc/self/stat") as f:
+            fields = f.read().rpartition(")")[2].split()
+        return int(fields[48]), int(fields[49])  # env_start, env_end (fields 50 and 51 of proc(5))
+    except (OSError, ValueError, IndexError):
+        return None
+
+
+def _scrub_environment(plan: Plan, block: tuple[int, int] | None) -> None:
+    """Nothing of the grader's environment: a few plain variables, and the original block zeroed."""
+    scratch = "/tmp" if plan.protection == NAMESPACES else plan.scratch or "/tmp"
+    keep = {k: os.environ[k] for k in ("LANG", "LC_ALL", "LC_MESSAGES") if k in os.environ}
+    os.environ.clear()
+    os.environ.update({"PATH": "/usr/local/bin:/usr/bin:/bin", "HOME": scratch, "TMPDIR": scratch,
+                       "PYTHONDONTWRITEBYTECODE": "1", **keep})
+    if block is not None and 0 < block[0] < block[1]:
+        ctypes.memset(block[0], 0, block[1] - block[0])

@@ -1,0 +1,250 @@
+"""The grader's side of the boundary: a handle on one worker process, and the executor that speaks through it.
+
+`Worker` asks the zygote for a process, sends it requests (wire.py) and waits
+for each answer only until the check's deadline; a hang, a crash, `os._exit`
+or running out of memory ends in WorkerTimeout or WorkerDied, and the next
+request starts a fresh worker. `RemoteExecutor` turns those, and the errors
+the worker reports, into the protocol's errors that fail the check at hand.
+"""
+from __future__ import annotations
+
+import os
+import signal
+import threading
+import time
+from multiprocessing.connection import Connection
+from typing import Any
+
+from . import wire
+from .confine import SANDBOX_FAILED, Plan
+from .protocol import ERROR_CLASSES, Limits, StudentCrash, StudentError, StudentTimeout, call_label
+from .zygote import ZYGOTE
+
+REPLY_LIMIT = 256 * 1024 * 1024  # no honest answer comes near this
+
+
+class WorkerTimeout(Exception):
+    """The worker did not answer before the check's deadline (it was killed)."""
+
+
+class WorkerDied(Exception):
+    """The worker process ended while running a request."""
+
+
+class Worker:
+    """One worker process for one implementation folder and one component's isolation."""
+
+    def __init__(self, plan: Plan, isolate_for: str | None, limits: Limits, broken: dict[str, str] | None = None,
+                 preload: tuple[str, ...] = (), trusted: tuple[str, ...] = ()) -> None:
+        self.plan, self.isolate_for, self.limits, self.trusted = plan, isolate_for, limits, tuple(trusted)
+        self.broken = dict(broken or {})
+        self.preload = tuple(preload)
+        self.timed_out: set[str] = set()  # calls that hung once: later ones fail at once
+        self.output = bytearray()
+        self.output_dropped = 0
+        self.pid: int | None = None
+        self._conn: Connection | None = None
+        self._ahead: list[str | None] = []  # requests sent without waiting: the label whose error counts, or None
+        self.earlier_error: dict | None = None  # the reply of the first of those that failed
+        self._spawning = False  # asked of the zygote, not answered yet
+        self._reset_first = False  # the next request first drops the objects made so far
+        self._fresh = False  # spawned and not asked anything yet
+
+    def spawn(self) -> None:
+        """Have the zygote fork this worker, without waiting (it imports `preload` meanwhile)."""
+        if self.pid is not None or self._spawning:
+            return
+        ZYGOTE.ask({"cmd": "spawn", "plan": self.plan, "isolate_for": self.isolate_for, "limits": self.limits,
+                     "broken": self.broken, "preload": self.preload, "trusted": self.trusted}, self._attach)
+        self._spawning = True
+
+    def _start(self) -> None:
+        self.spawn()
+        ZYGOTE.take_answers(until=lambda: not self._spawning)
+
+    def _attach(self, message: dict, fds: list[int]) -> None:
+        self._spawning = False
+        self.pid = message["pid"]
+        self._conn = Connection(fds[0])
+        self._ahead = []
+        self._reset_first = False
+        self._fresh = bool(self.preload)  # its first answer may wait for what it imports first
+        threading.Thread(target=self._drain, args=(fds[1],), daemon=True).start()
+
+    def _drain(self, fd: int) -> None:
+        while True:
+            try:
+                chunk = os.read(fd, 65536)
+            except OSError:
+                break
+            if not chunk:
+                break
+            room = max(self.limits.output_bytes - len(self.output), 0)
+            self.output += chunk[:room]
+            self.output_dropped += len(chunk) - len(chunk[:room])
+        os.close(fd)
+
+    def send_ahead(self, message: dict, label: str | None = None) -> None:
+        """Send a request without waiting for its answer; with a `label`, an error in it becomes
+        `earlier_error` when the next request is answered."""
+        if self.pid is None:
+            self._start()
+        assert self._conn is not None
+        try:
+            self._conn.send_bytes(self._encode(message))
+            self._ahead.append(label)
+        except OSError:
+            self.kill()
+
+    def reset_later(self) -> None:
+        """Have the objects made so far dropped before the next request (with it: one message fewer)."""
+        self._reset_first = True
+
+    def _encode(self, message: dict) -> bytes:
+        if self._reset_first:
+            message, self._reset_first = {**message, "reset": True}, False
+        return wire.dumps(message)
+
+    def forget_ahead(self) -> None:
+        """Errors of the requests sent ahead so far no longer count."""
+        self._ahead = [None] * len(self._ahead)
+        self.earlier_error = None
+
+    @property
+    def first_ahead(self) -> str | None:
+        """The label of the first request sent ahead and not answered yet."""
+        return next((label for label in self._ahead if label), None)
+
+    def request(self, message: dict, deadline: float) -> Any:
+        """Send one request; returns the decoded reply or raises WorkerTimeout / WorkerDied."""
+        if self.pid is None:
+            self._start()
+        assert self._conn is not None
+        if self._fresh:
+            deadline, self._fresh = deadline + self.limits.startup_s, False
+        try:
+            self._conn.send_bytes(self._encode(message))
+            while self._ahead:  # the answers to requests sent ahead come first
+                data = self._receive(deadline)
+                if self._ahead.pop(0) is not None and self.earlier_error is None:
+                    earlier = self._decode(data)
+                    if "error" in earlier:
+                        self.earlier_error = earlier
+            data = self._receive(deadline)
+        except (EOFError, OSError) as exc:
+            code = self.kill(grace=0.5)  # it is ending: let it, so that its status says how
+            raise WorkerDied(_describe_exit(code)) from exc
+        return self._decode(data)
+
+    def _receive(self, deadline: float) -> bytes:
+        assert self._conn is not None
+        if not self._conn.poll(max(deadline - time.monotonic(), 0.0)):
+            self.kill()
+            raise WorkerTimeout()
+        return self._conn.recv_bytes(REPLY_LIMIT)
+
+    def _decode(self, data: bytes) -> dict:
+        try:
+            reply = wire.loads(data)
+        except wire.WireError as exc:
+            self.kill()
+            raise WorkerDied(f"sent something that is not data ({exc})") from None
+        if isinstance(reply, dict) and reply.pop("meta_loaded", False):
+            ZYGOTE.meta_loaded = True
+        return reply
+
+    def kill(self, how_it_ended: bool = True, grace: float = 0.0) -> int | None:
+        """End the worker and everything it started; returns how it ended (see os.waitstatus_to_exitcode),
+        unless told that nobody asks (then the zygote reaps it without answering)."""
+        if self._spawning:
+            self._start()
+        pid, self.pid = self.pid, None
+        if self._conn is not None:
+            self._conn.close()
+            self._conn = None
+        if pid is None:
+            return None
+        if not grace:
+            for kill in (os.killpg, os.kill):
+                try:
+                    kill(pid, signal.SIGKILL)
+                except (ProcessLookupError, PermissionError):
+                    pass
+        if not ZYGOTE.running:  # stopped, and its workers with it
+            return None
+        if not how_it_ended:
+            try:
+                ZYGOTE.tell({"cmd": "reap", "pid": pid, "answer": False})
+            except OSError:
+                pass
+            return None
+        answer: dict = {}
+        try:
+            ZYGOTE.ask({"cmd": "reap", "pid": pid, "grace": grace}, lambda message, fds: answer.update(message))
+            ZYGOTE.take_answers(until=lambda: bool(answer))
+        except (OSError, EOFError, IndexError):  # the zygote is gone, and its workers with it
+            return None
+        return None if answer["status"] is None else os.waitstatus_to_exitcode(answer["status"])
+
+
+def _describe_exit(code: int | None) -> str:
+    if code is None:
+        return "the worker process stopped answering"
+    if code < 0:
+        try:
+            name = signal.Signals(-code).name
+        except ValueError:
+            name = f"signal {-code}"
+        hint = " (a segmentation fault)" if name == "SIGSEGV" else " (killed: out of memory?)" if name == "SIGKILL" else ""
+        return f"the process crashed with {name}{hint}"
+    if code == SANDBOX_FAILED:
+        return "the grader could not set up the sandbox for this worker (a grader error, not yours)"
+    return f"the process exited with status {code} (os._exit or a crash in native code)"
+
+
+
+
+class RemoteExecutor:
+    """The grader's side of a worker process: same `run` as Executor, across the boundary."""
+
+    def __init__(self, worker, timeout_s: float) -> None:
+        self.worker, self.timeout_s = worker, timeout_s
+        self.waited = 0.0  # seconds of this check spent waiting for the worker: the student's time, not the checks'
+
+    def run(self, op: str, **request: Any) -> Any:
+        label = self._label(op, request)
+        started = time.monotonic()
+        try:
+            reply = self.worker.request({"op": op, **request}, started + max(self.timeout_s - self.waited, 0.0))
+        except WorkerTimeout:
+            self.worker.timed_out.add(label)
+            raise StudentTimeout("Timeout", f"timed out after {self.timeout_s:g} s in `{label}`") from None
+        except WorkerDied as exc:
+            raise StudentCrash("Crash", f"{exc} while running `{self.worker.first_ahead or label}`") from None
+        finally:
+            self.waited += time.monotonic() - started
+        earlier = self.worker.earlier_error is not None
+        if earlier:  # a request sent ahead failed first
+            reply, self.worker.earlier_error = self.worker.earlier_error, None
+        if "error" in reply:
+            error = reply["error"]
+            cls = ERROR_CLASSES.get(error.get("class"), StudentError)
+            raise cls(str(error.get("type")), str(error.get("message")), str(error.get("where", "")),
+                      tuple(str(k) for k in error.get("kinds", ())), "" if earlier else label)
+        return reply.get("ok")
+
+    def run_ahead(self, op: str, **request: Any) -> None:
+        """Send a request whose result is not needed without waiting; an error in it is raised by the next `run`."""
+        self.worker.send_ahead({"op": op, **request}, self._label(op, request))
+
+    def _label(self, op: str, request: dict) -> str:
+        """What the request is reported as; a call that timed out in an earlier check fails at once."""
+        label = call_label(op, request)
+        if label in self.worker.timed_out:
+            raise StudentTimeout("Timeout", f"skipped: `{label}` timed out in an earlier check")
+        return label
+
+    def close(self) -> None:
+        if self.worker.pid is not None:
+            self.worker.forget_ahead()
+            self.worker.reset_later()

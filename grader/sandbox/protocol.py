@@ -1,0 +1,106 @@
+"""What both sides of the process boundary agree on, besides the codec (wire.py).
+
+The errors a check sees when student code fails (carried across as plain
+text), how a request is named in messages, the limits a worker runs under,
+and how long a message may be.
+"""
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+from ..results import MESSAGE_LIMIT  # noqa: F401 - the worker cuts what crosses to what a report carries
+from .wire import Ref
+
+
+
+@dataclass(frozen=True)
+class Limits:
+    """What one worker may use. The defaults are course.yml's `defaults:` (grader/course.py reads them)."""
+
+    timeout_s: float  # per check
+    memory_mb: int  # address space a worker may add to what torch already maps
+    output_bytes: int = 64 * 1024  # output kept per worker; the rest is drained and dropped
+    startup_s: float = 10.0  # a fresh worker's own set-up (sandbox, imports, warm-up): not the first check's time
+
+
+class StudentError(Exception):
+    """Student code raised; carried as text (type name, message, where, the call that raised).
+
+    Its str() is what a student reads (see `describe`): never a grader module or class name.
+    """
+
+    def __init__(self, type_name: str, message: str, where: str = "", kinds: tuple[str, ...] = (),
+                 call: str = "") -> None:
+        self.type_name, self.message, self.where, self.call = type_name, message, where, call
+        self.kinds = kinds or (type_name,)
+        super().__init__(self.describe())
+
+    def describe(self) -> str:
+        text = f"{self.type_name}: {self.message}" if self.message else self.type_name
+        during = f" while running `{self.call}`" if self.call else ""
+        return f"your code raised {_public(text)}{during}\n{self.where}".rstrip()
+
+
+class NotStarted(StudentError):
+    """Student code raised NotImplementedError: the exercise has not been started."""
+
+    def describe(self) -> str:
+        return f"not started: {_public(self.message) or 'NotImplementedError'}"
+
+
+class LoadFailed(StudentError):
+    """A file of the implementation is missing or failed to import."""
+
+    def describe(self) -> str:
+        return _public(self.message)
+
+
+class StudentTimeout(StudentError):
+    """Student code did not finish before the check's deadline."""
+
+    def describe(self) -> str:
+        return self.message
+
+
+class StudentCrash(StudentError):
+    """The process running student code died (segfault, os._exit, out of memory)."""
+
+    def describe(self) -> str:
+        return self.message
+
+
+class WeightsMismatch(StudentError):
+    """The checks' weights (named by the contract) do not fit the student's module: a KeyError."""
+
+    def describe(self) -> str:
+        return self.message
+
+
+def _public(text: str) -> str:
+    """`text` without the name of the package the grader imports the implementation as."""
+    return re.sub(r"\b_drills_impl_\d+\.(?:_own_|_trusted_\w+\.)?", "", text)
+
+
+class BadResult(StudentError):
+    """Student code returned something that cannot cross to the grader (not tensors, numbers or strings)."""
+
+    def describe(self) -> str:
+        during = f" from `{self.call}`" if self.call else ""
+        return f"your code returned something that is not tensors, numbers or strings{during}: {_public(self.message)}"
+
+
+ERROR_CLASSES = {cls.__name__: cls for cls in (StudentError, LoadFailed, StudentTimeout, StudentCrash,
+                                                   WeightsMismatch, BadResult)}
+ERROR_CLASSES["not_started"] = NotStarted
+
+
+def call_label(op: str, request: dict) -> str:
+    """What a request is reported as: the implementation's name it calls ('attention.split_heads')."""
+    name = request.get("name")
+    call = "call" if op == "call_many" else op  # the same function either way
+    label = name if isinstance(name, str) else f"{name.type_name}.{call}" if isinstance(name, Ref) else op
+    if op in ("method", "getattr", "tensor_info", "load_weights") and isinstance(request.get("ref"), Ref):
+        label = f"{request['ref'].type_name}.{name or op}"
+    return label
+

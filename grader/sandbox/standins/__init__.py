@@ -1,0 +1,106 @@
+"""Trusted stand-ins for the contract, one small module ("piece") per part of it.
+
+While one component's checks run, every other component's code is replaced by
+these, so a bug costs points only in the component where it lives. They are
+grader code, built on PyTorch's own operations; they never come from
+`solutions/`.
+
+A worker that grades component C loads only the pieces C does not own
+(`available_for`): the process that runs C's code never holds a working
+implementation of C. Pieces do not import each other. Each is executed afresh
+for every implementation package with a global `impl` whose attributes are that
+package's modules (`impl.attention.causal_mask`): a piece calls the rest of the
+contract through the implementation, as patched for C, so a stand-in of one
+component never carries another component's answer.
+
+A student release ships only this file and the tools (`recording.py`, `parameters.py`): with a piece
+missing, the student's own code stands in for it (the component is graded in
+context).
+"""
+from __future__ import annotations
+
+from pathlib import Path
+
+from ...contract import OWNERS
+
+FOLDER = Path(__file__).resolve().parent
+
+# contract name (as in contract.OWNERS) -> the piece that implements it
+PIECES: dict[str, str] = {
+    "split_heads": "heads",
+    "merge_heads": "heads",
+    "attention_scores": "scores",
+    "causal_mask": "masks",
+    "apply_mask": "masks",
+    "scaled_dot_product_attention": "sdpa",
+    "MultiHeadAttention.__init__": "projections",
+    "MultiHeadAttention.project_qkv": "projections",
+    "MultiHeadAttention.forward": "attention_forward",
+    "sinusoidal_positional_encoding": "positional",
+    "TransformerBlock": "block",
+    "patchify": "patches",
+    "PatchEmbedding": "patches",
+    "KVCache": "kv_cache",
+    "LayerNorm": "layernorm",
+    "RMSNorm": "rmsnorm",
+    "SwiGLU": "swiglu",
+    "softmax": "losses",
+    "log_softmax": "losses",
+    "cross_entropy": "losses",
+    "AdamW": "optim",
+    "clip_grad_norm": "optim",
+    "lr_at": "schedule",
+    "rope_angles": "rope",
+    "apply_rope": "rope",
+    "repeat_kv": "gqa",
+    "GroupedQueryAttention": "gqa",
+    "filter_logits": "sampling",
+    "sample_next_token": "sampling",
+    "generate": "sampling",
+    "DecoderBlock": "gpt",
+    "TinyLM": "gpt",
+}
+# Grader tools the checks create on the implementation's side: name -> (piece, the contract name it wraps,
+# or None). A tool holds no answer: it passes each call on to the stand-in of that name (else the student's
+# own), or, wrapping nothing, only holds plain data (`Parameters`: tensors for an optimizer to update).
+TOOLS: dict[str, tuple[str, str | None]] = {"RecordingKVCache": ("recording", "KVCache"),
+                                            "Parameters": ("parameters", None)}
+
+
+def owners(name: str) -> frozenset[str]:
+    """The components whose checks grade the contract name `name`."""
+    for names in OWNERS.values():
+        if name in names:
+            return names[name]
+    raise KeyError(name)
+
+
+def module_of(name: str) -> str:
+    """The contract file (module) that defines `name`."""
+    return next(module for module, names in OWNERS.items() if name in names)
+
+
+def shipped(piece: str) -> bool:
+    return (FOLDER / f"{piece}.py").is_file()
+
+
+def available_for(component: str | None, also: tuple[str, ...] = ()) -> frozenset[str]:
+    """The pieces a worker grading `component` may load: those of names it does not own, and of `also`.
+
+    `component=None` (grading everything in context) loads none.
+    """
+    if component is None:
+        return frozenset()
+    pieces = {piece for name, piece in PIECES.items() if component not in owners(name)}
+    pieces |= {PIECES[name] for name in also if name in PIECES}
+    pieces |= {piece for piece, _ in TOOLS.values()}
+    return frozenset(p for p in pieces if shipped(p))
+
+
+def read(pieces: frozenset[str]) -> dict[str, object]:
+    """piece -> its compiled code; read before the worker is confined (the files are hidden after)."""
+    code = {}
+    for piece in sorted(pieces):
+        path = FOLDER / f"{piece}.py"
+        code[piece] = compile(path.read_text(), str(path), "exec")
+    return code

@@ -1,0 +1,138 @@
+"""The worker side of the boundary: a confined process that runs student code for the checks.
+
+A worker is forked by the zygote (zygote.py) with torch already imported. It
+reads the stand-ins it may use, locks itself down (its own session, output
+into a capped pipe, resource limits, then confine.py's sandbox), and answers
+requests (plain data, wire.py) with an Executor until its pipe closes. It
+imports nothing of the grader's side but the codec and protocol.py.
+"""
+from __future__ import annotations
+
+import ctypes
+import dataclasses
+import os
+import signal
+import sys
+from multiprocessing.connection import Connection
+from typing import Any
+
+from . import confine, standins, wire
+from .confine import Plan
+from .protocol import MESSAGE_LIMIT, Limits, NotStarted, StudentError
+
+PR_SET_PDEATHSIG, PR_SET_CHILD_SUBREAPER = 1, 36
+# Imported by torch on the first operation on meta tensors (over a second: it and 800 more modules, sympy too).
+META_MODULE = "torch._dynamo"
+
+
+def prctl(option: int, value: int) -> None:
+    try:
+        ctypes.CDLL(None, use_errno=True).prctl(option, value, 0, 0, 0)
+    except (OSError, AttributeError):  # not Linux
+        pass
+
+
+def _lock_down(output_fd: int, keep_fd: int, limits: Limits, plan: Plan) -> None:
+    """Lock the worker down before any student code runs (grader/confine.py does the confinement proper)."""
+    import resource
+
+    os.setsid()
+    devnull = os.open(os.devnull, os.O_RDONLY)
+    os.dup2(devnull, 0)
+    os.dup2(output_fd, 1)
+    os.dup2(output_fd, 2)
+    os.closerange(3, keep_fd)
+    os.closerange(keep_fd + 1, 1 << 16)
+    sys.stdout = open(1, "w", buffering=1, closefd=False)
+    sys.stderr = open(2, "w", buffering=1, closefd=False)
+    sys.dont_write_bytecode = True
+    resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
+    with open("/proc/self/statm") as statm:  # before the sandbox: it may have no /proc
+        mapped = int(statm.read().split()[0]) * resource.getpagesize()
+    try:
+        confine.confine(plan)
+    except BaseException:  # noqa: BLE001 - never run student code less confined than the report says
+        os._exit(confine.SANDBOX_FAILED)
+    if plan.protection != confine.NAMESPACES:  # there /tmp is a tmpfs of its own with a size limit
+        resource.setrlimit(resource.RLIMIT_FSIZE, (confine.SCRATCH_MB << 20, confine.SCRATCH_MB << 20))
+    if os.getuid() >= confine.WORKER_UID_BASE:  # a user of its own (as root): a fork bomb stops here
+        resource.setrlimit(resource.RLIMIT_NPROC, (256, 256))
+    if limits.memory_mb:
+        cap = mapped + limits.memory_mb * 1024 * 1024
+        resource.setrlimit(resource.RLIMIT_AS, (cap, cap))
+
+
+def _die_with(parent_pid: int) -> None:
+    """Be killed when the zygote dies (even mid-hang); it dies with the grader."""
+    prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
+    if os.getppid() != parent_pid:  # it died before this line
+        os._exit(1)
+
+
+def serve(requests: Connection, output_fd: int, plan: Plan, isolate_for: str | None, limits: Limits,
+          broken: dict[str, str], zygote_pid: int, preload: tuple[str, ...] = (), trusted: tuple[str, ...] = ()) -> None:
+    """The worker's main loop: answer requests until the pipe closes.
+
+    `preload` names modules to import before the first request (a failure
+    there is reported again by the request that needs the module). The
+    stand-ins this worker may use are read before it is confined: the files
+    of the others are out of its reach from then on.
+    """
+    _die_with(zygote_pid)
+    import torch
+
+    from .executor import Executor
+
+    code = standins.read(standins.available_for(isolate_for, trusted))
+    if plan.protection in (confine.LANDLOCK, confine.USERS):  # a scratch folder of its own
+        import tempfile
+
+        plan = dataclasses.replace(plan, scratch=tempfile.mkdtemp(dir=plan.scratch))
+    _lock_down(output_fd, requests.fileno(), limits, plan)
+    torch.set_num_threads(1)
+    folder = plan.folder
+    executor: Executor | None = None
+    for module in preload:
+        try:
+            executor = executor or Executor(folder, isolate_for, broken, code)
+            executor.run("load", module=module)
+        except BaseException:  # noqa: BLE001 - the request that needs the module says what went wrong
+            pass
+    meta_before = META_MODULE in sys.modules  # imported in the zygote already (warmed)
+    while True:
+        try:
+            request = wire.loads(requests.recv_bytes())
+        except (EOFError, OSError):
+            os._exit(0)
+        op, reset = request.pop("op"), request.pop("reset", False)
+        try:
+            if executor is None:
+                executor = Executor(folder, isolate_for, broken, code)
+            if reset:
+                executor.run("reset")
+            reply: dict[str, Any] = {"ok": executor.run(op, **request)}
+        except StudentError as exc:
+            kind = "not_started" if isinstance(exc, NotStarted) else type(exc).__name__
+            reply = {"error": {"class": kind, "type": exc.type_name, "message": exc.message[:MESSAGE_LIMIT],
+                               "where": exc.where[:MESSAGE_LIMIT], "kinds": list(exc.kinds)}}
+        except SystemExit as exc:
+            reply = {"error": {"class": "StudentError", "type": "SystemExit",
+                               "message": f"the code called sys.exit({exc.code!r})", "where": "", "kinds": ["SystemExit"]}}
+        except BaseException as exc:  # noqa: BLE001 - whatever the student raised
+            reply = {"error": {"class": "StudentError", "type": type(exc).__name__,
+                               "message": _safe_str(exc)[:MESSAGE_LIMIT], "where": "", "kinds": [type(exc).__name__]}}
+        if not meta_before and META_MODULE in sys.modules:  # on every reply: some are never read
+            reply["meta_loaded"] = True
+        try:
+            data = wire.dumps(reply)
+        except Exception as exc:  # noqa: BLE001 - a result that is not data
+            data = wire.dumps({"error": {"class": "BadResult", "type": "TypeError", "where": "", "kinds": ["TypeError"],
+                                         "message": str(exc)}})
+        requests.send_bytes(data)
+
+
+def _safe_str(exc: BaseException) -> str:
+    try:
+        return str(exc)
+    except Exception:  # noqa: BLE001 - a __str__ that raises
+        return f"<{type(exc).__name__} whose message cannot be shown>"

@@ -1,0 +1,114 @@
+"""The grader's layout is its architecture: no import cycle, and no arrow from a lower layer to a higher one.
+
+Layers, lowest first: the shared modules at the top of `grader/` (contract,
+course, results, source, ...), `sandbox/` (the process boundary), `engine/`
+(running and scoring the checks), then `channels/` and `drills/` (the ways a
+grade reaches people), and `cli.py`, which only routes. Every import counts,
+also those inside functions; the graph is read from the source (ast), nothing
+is imported.
+"""
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+GRADER = Path(__file__).resolve().parents[1] / "grader"
+# A module may import its own layer and those below it, never those above.
+LAYERS = {"shared": 0, "sandbox": 1, "engine": 2, "channels": 3, "drills": 3, "cli": 4}
+
+
+def module_name(path: Path) -> str:
+    parts = path.relative_to(GRADER.parent).with_suffix("").parts
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+def modules() -> dict[str, Path]:
+    return {module_name(p): p for p in GRADER.rglob("*.py")}
+
+
+def imports(name: str, path: Path, known: set[str]) -> set[str]:
+    """The grader modules that `name` imports (anywhere in its file)."""
+    package = name if path.name == "__init__.py" else name.rpartition(".")[0]
+    found = set()
+    for node in ast.walk(ast.parse(path.read_text())):
+        if isinstance(node, ast.Import):
+            targets = [alias.name for alias in node.names]
+        elif isinstance(node, ast.ImportFrom):
+            if node.level:
+                base = package.split(".")
+                base = base[:len(base) - node.level + 1]
+                stem = ".".join(base + ([node.module] if node.module else []))
+            else:
+                stem = node.module or ""
+            targets = [stem] + [f"{stem}.{alias.name}" for alias in node.names]
+        else:
+            continue
+        for target in targets:
+            while target and target not in known:
+                target = target.rpartition(".")[0]
+            if target and target != name and target.startswith("grader"):
+                found.add(target)
+    return found
+
+
+def layer(module: str) -> str:
+    parts = module.split(".")
+    if len(parts) > 1 and parts[1] in LAYERS:
+        return parts[1]
+    return "cli" if module in ("grader.cli", "grader.__main__") else "shared"
+
+
+def graph() -> dict[str, set[str]]:
+    known = modules()
+    return {name: imports(name, path, set(known)) - {"grader"} for name, path in known.items()}
+
+
+def test_the_grader_has_no_import_cycle():
+    edges = graph()
+    state: dict[str, int] = {}  # 1: on the current path, 2: done
+    path: list[str] = []
+
+    def visit(node: str) -> None:
+        state[node] = 1
+        path.append(node)
+        for nxt in sorted(edges[node]):
+            if state.get(nxt) == 1:
+                cycle = path[path.index(nxt):] + [nxt]
+                raise AssertionError("import cycle: " + " -> ".join(cycle))
+            if nxt not in state:
+                visit(nxt)
+        path.pop()
+        state[node] = 2
+
+    for node in sorted(edges):
+        if node not in state:
+            visit(node)
+
+
+def test_no_layer_imports_a_higher_one():
+    wrong = sorted(f"{a} ({layer(a)}) imports {b} ({layer(b)})"
+                   for a, targets in graph().items() for b in targets
+                   if a != "grader.__main__" and LAYERS[layer(b)] > LAYERS[layer(a)])
+    assert not wrong, "\n".join(wrong)
+
+
+def test_the_worker_side_imports_nothing_of_the_graders_side():
+    """As pytest-xdist's remote.py: the process that runs student code holds the codec, the protocol, the
+    loader and the stand-ins, never the grader-side handle, the zygote's controller or the engine."""
+    edges = graph()
+    reached, todo = set(), ["grader.sandbox.worker"]
+    while todo:
+        node = todo.pop()
+        if node not in reached:
+            reached.add(node)
+            todo += edges[node]
+    assert not reached & {"grader.sandbox.handle", "grader.sandbox.zygote", "grader.sandbox.reaper"}, sorted(reached)
+    assert all(layer(m) in ("shared", "sandbox") for m in reached), sorted(reached)
+
+
+def test_the_graph_reads_the_real_imports():
+    """A guard on the test itself: known arrows are found."""
+    edges = graph()
+    assert "grader.sandbox.zygote" in edges["grader.sandbox.handle"]
+    assert "grader.engine.runner" in edges["grader.channels.commands"]
+    assert "grader.contract" in edges["grader.sandbox.standins"]
