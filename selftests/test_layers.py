@@ -112,3 +112,21 @@ def test_the_graph_reads_the_real_imports():
     assert "grader.sandbox.zygote" in edges["grader.sandbox.handle"]
     assert "grader.engine.runner" in edges["grader.channels.commands"]
     assert "grader.contract" in edges["grader.sandbox.standins"]
+
+
+def test_the_checks_meet_student_code_in_one_place():
+    """tests/checklib/adapters.py names each entry point of the contract once; no check file names one itself."""
+    import re
+
+    from grader.contract import OWNERS
+
+    checks = GRADER.parent / "tests"
+    adapters = (checks / "checklib" / "adapters.py").read_text()
+    named = set(re.findall(r'impl\.(?:fn|new)\("(\w+\.\w+)"', adapters))
+    entries = {f"{module}.{name.split('.')[0]}" for module, names in OWNERS.items() for name in names}
+    assert named == entries, f"adapters.py lacks {sorted(entries - named)}, has extra {sorted(named - entries)}"
+    modules = "|".join(OWNERS)
+    for path in sorted(checks.rglob("*.py")):
+        if path.name != "adapters.py":
+            found = re.findall(rf'\.(?:fn|new)\(\s*f?"(?:{modules})\.', path.read_text())
+            assert not found, f"{path.relative_to(checks)} names an entry point itself; use checklib.adapters"

@@ -5,7 +5,7 @@ import pytest
 import torch
 import torch.nn.functional as F
 
-from checklib import mistakes
+from checklib import adapters, mistakes
 from checklib.compare import assert_close, assert_equal, check_tensor, tolerance
 from checklib.scratch import assert_from_scratch
 from checklib.student import expect_value_error
@@ -39,7 +39,7 @@ def test_softmax_matches_torch(impl, gen, case, dtype):
     shape, dim = case
     x = randn(*shape, gen=gen, dtype=dtype, scale=3.0)
     what = f"softmax(x {tuple(shape)}, dim={dim}) ({dtype})"
-    out = impl.fn("training.softmax")(x, dim)
+    out = adapters.softmax(impl)(x, dim)
     check_tensor(out, what=what, shape=shape, dtype=dtype, hint="softmax keeps the input's shape and dtype")
     assert_close(out, torch.softmax(x.double(), dim).to(dtype), what=what, rtol=RTOL, atol=ATOL,
                  hint=f"exp(x) / sum(exp(x)) along dim={dim}; {STABLE}", mistakes=mistakes.softmax_mistakes(x, dim))
@@ -51,7 +51,7 @@ def test_log_softmax_matches_torch(impl, gen, case, dtype):
     shape, dim = case
     x = randn(*shape, gen=gen, dtype=dtype, scale=3.0)
     what = f"log_softmax(x {tuple(shape)}, dim={dim}) ({dtype})"
-    out = impl.fn("training.log_softmax")(x, dim)
+    out = adapters.log_softmax(impl)(x, dim)
     check_tensor(out, what=what, shape=shape, dtype=dtype, hint="log_softmax keeps the input's shape and dtype")
     assert_close(out, torch.log_softmax(x.double(), dim).to(dtype), what=what, rtol=RTOL, atol=ATOL,
                  hint="x - max - log(sum(exp(x - max))) along dim", mistakes=mistakes.log_softmax_mistakes(x, dim))
@@ -65,7 +65,7 @@ def test_large_scores_stay_finite(impl, gen, name, dtype):
     x[0, :3] = 1e4  # a row whose maximum is reached three times
     x[1] = torch.linspace(-1e4, 1e4, 9, dtype=torch.float64).to(dtype)  # one row spanning the whole range
     what = f"{name}(x (4, 9) with scores up to ±1e4, dim=-1) ({dtype})"
-    out = impl.fn(f"training.{name}")(x, -1)
+    out = getattr(adapters, name)(impl)(x, -1)
     check_tensor(out, what=what, shape=x.shape, dtype=dtype)
     expected = getattr(torch, name)(x.double(), -1).to(dtype)
     model = mistakes.softmax_mistakes(x, -1) if name == "softmax" else mistakes.log_softmax_mistakes(x, -1)
@@ -85,7 +85,7 @@ def test_cross_entropy_matches_torch(impl, gen, lead, dtype):
     logits = randn(*lead, vocab, gen=gen, dtype=dtype, scale=2.0)
     targets = torch.randint(0, vocab, lead, generator=gen)
     what = f"cross_entropy(logits {tuple(logits.shape)}, targets {tuple(targets.shape)}) ({dtype})"
-    out = impl.fn("training.cross_entropy")(logits, targets)
+    out = adapters.cross_entropy(impl)(logits, targets)
     check_tensor(out, what=what, shape=(), dtype=dtype,
                  hint="the loss is a 0-dim tensor in the logits' dtype (the mean, not a Python float: no .item())")
     expected = F.cross_entropy(logits.double().reshape(-1, vocab), targets.reshape(-1)).to(dtype)
@@ -106,7 +106,7 @@ def test_cross_entropy_ignore_index(impl, gen, ignore_index, dtype):
     kwargs = {} if ignore_index == -100 else {"ignore_index": ignore_index}
     what = f"cross_entropy(logits (3, 8, 6), targets{', ignore_index=%d' % ignore_index if kwargs else ''}) " \
            f"with {int((targets == ignore_index).sum())} of 24 targets ignored ({dtype})"
-    out = impl.fn("training.cross_entropy")(logits, targets, **kwargs)
+    out = adapters.cross_entropy(impl)(logits, targets, **kwargs)
     check_tensor(out, what=what, shape=(), dtype=dtype)
     expected = F.cross_entropy(logits.double().reshape(-1, vocab), targets.reshape(-1), ignore_index=ignore_index)
     assert_close(out, expected.to(dtype), what=what, rtol=RTOL, atol=ATOL,
@@ -120,7 +120,7 @@ def test_cross_entropy_large_logits(impl, gen, dtype):
     logits = huge(2, 4, 9, gen=gen, dtype=dtype)
     targets = torch.randint(0, 9, (2, 4), generator=gen)
     what = f"cross_entropy(logits (2, 4, 9) up to ±1e4, targets) ({dtype})"
-    out = impl.fn("training.cross_entropy")(logits, targets)
+    out = adapters.cross_entropy(impl)(logits, targets)
     check_tensor(out, what=what, shape=(), dtype=dtype)
     expected = F.cross_entropy(logits.double().reshape(-1, 9), targets.reshape(-1)).to(dtype)
     assert_close(out, expected, what=what, rtol=RTOL, atol=ATOL, hint=STABLE,
@@ -133,7 +133,7 @@ def test_cross_entropy_gradient_matches_torch(impl, gen, dtype):
     logits = randn(2, 3, 5, gen=gen, dtype=dtype, scale=2.0)
     targets = torch.randint(0, 5, (2, 3), generator=gen)
     targets[1, 1] = -100
-    got = impl.fn("training.cross_entropy").grad(logits, targets, grad_output=torch.tensor(1.0, dtype=dtype))["args"][0]
+    got = adapters.cross_entropy(impl).grad(logits, targets, grad_output=torch.tensor(1.0, dtype=dtype))["args"][0]
     reference = logits.double().clone().requires_grad_(True)
     F.cross_entropy(reference.reshape(-1, 5), targets.reshape(-1)).backward()
     what = f"the gradient of cross_entropy(logits (2, 3, 5), targets) with respect to the logits ({dtype})"
@@ -149,7 +149,7 @@ def test_cross_entropy_gradient_matches_torch(impl, gen, dtype):
 def test_cross_entropy_rejects_mismatched_shapes(impl, gen, bad):
     logits = randn(2, 3, 5, gen=gen)
     targets = torch.randint(0, 5, bad, generator=gen)
-    message = expect_value_error(impl.fn("training.cross_entropy"), logits, targets,
+    message = expect_value_error(adapters.cross_entropy(impl), logits, targets,
                                  what=f"cross_entropy(logits (2, 3, 5), targets {tuple(bad)})")
     assert message, "the ValueError should say what is wrong (targets must have the shape of logits[..., 0])"
 
@@ -157,11 +157,11 @@ def test_cross_entropy_rejects_mismatched_shapes(impl, gen, bad):
 def test_does_not_modify_inputs(impl, gen):
     x = randn(3, 6, gen=gen, scale=3.0)
     for name in ("softmax", "log_softmax"):
-        _, (after, _dim) = impl.fn(f"training.{name}").call_returning_args(x, -1)
+        _, (after, _dim) = getattr(adapters, name)(impl).call_returning_args(x, -1)
         assert_equal(after, x, what=f"x after {name}(x, -1)", hint="functions must not modify their inputs in place",
                      mistakes=mistakes.subtracted_in_place_mistakes(x))
     logits, targets = randn(4, 6, gen=gen, scale=3.0), torch.tensor([0, 5, -100, 2])
-    _, (logits_after, targets_after) = impl.fn("training.cross_entropy").call_returning_args(logits, targets)
+    _, (logits_after, targets_after) = adapters.cross_entropy(impl).call_returning_args(logits, targets)
     assert_equal(logits_after, logits, what="logits after cross_entropy(logits, targets)",
                  hint="functions must not modify their inputs in place",
                  mistakes=mistakes.subtracted_in_place_mistakes(logits))

@@ -4,7 +4,7 @@ from __future__ import annotations
 import pytest
 import torch
 
-from checklib import mistakes
+from checklib import adapters, mistakes
 from checklib.compare import assert_equal, check_tensor
 from checklib.student import expect_value_error
 from checklib.weights import randn
@@ -33,7 +33,7 @@ def expected_split(x: torch.Tensor, n_heads: int) -> torch.Tensor:
 def test_split_heads_layout(impl, gen, shape, dtype):
     for batch, length, d_model, n_heads in shapes_asked(shape):
         x = randn(batch, length, d_model, gen=gen, dtype=dtype)
-        out = impl.fn("attention.split_heads")(x, n_heads)
+        out = adapters.split_heads(impl)(x, n_heads)
         check_tensor(out, what=f"split_heads(x {tuple(x.shape)}, n_heads={n_heads})",
                      shape=(batch, n_heads, length, d_model // n_heads), dtype=dtype,
                      hint="the result is (B, H, T, Dh): heads come before the sequence",
@@ -48,7 +48,7 @@ def test_merge_heads_layout(impl, gen, shape, dtype):
     for batch, length, d_model, n_heads in shapes_asked(shape):
         x = randn(batch, length, d_model, gen=gen, dtype=dtype)
         heads = expected_split(x, n_heads).contiguous()
-        out = impl.fn("attention.merge_heads")(heads)
+        out = adapters.merge_heads(impl)(heads)
         assert_equal(out, x, what=f"merge_heads(x {tuple(heads.shape)})",
                      hint="merge_heads undoes split_heads: swap H and T back, then join H and Dh into D",
                      mistakes=mistakes.merge_mistakes(heads))
@@ -58,20 +58,20 @@ def test_merge_heads_layout(impl, gen, shape, dtype):
 def test_round_trip(impl, gen, shape):
     batch, length, d_model, n_heads = shape
     x = randn(batch, length, d_model, gen=gen)
-    heads = impl.fn("attention.split_heads")(x, n_heads)
-    back = impl.fn("attention.merge_heads")(heads)
+    heads = adapters.split_heads(impl)(x, n_heads)
+    back = adapters.merge_heads(impl)(heads)
     assert_equal(back, x, what="merge_heads(split_heads(x))", hint="the round trip must give x back exactly")
 
 
 @pytest.mark.parametrize("d_model, n_heads", [(10, 3), (8, 3), (6, 4)])
 def test_split_heads_rejects_indivisible(impl, gen, d_model, n_heads):
     x = randn(2, 3, d_model, gen=gen)
-    message = expect_value_error(impl.fn("attention.split_heads"), x, n_heads,
+    message = expect_value_error(adapters.split_heads(impl), x, n_heads,
                                  what=f"split_heads with d_model={d_model}, n_heads={n_heads}")
     assert message, "the ValueError should say what is wrong (d_model is not divisible by n_heads)"
 
 
 def test_split_heads_does_not_modify_input(impl, gen):
     x = randn(2, 4, 8, gen=gen)
-    _, (after, _) = impl.fn("attention.split_heads").call_returning_args(x, 2)
+    _, (after, _) = adapters.split_heads(impl).call_returning_args(x, 2)
     assert_equal(after, x, what="x after split_heads(x, 2)", hint="functions must not modify their inputs in place")

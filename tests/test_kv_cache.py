@@ -13,7 +13,7 @@ import pytest
 import torch
 import torch.nn.functional as F
 
-from checklib import mistakes
+from checklib import adapters, mistakes
 from checklib.compare import assert_close, assert_equal, check_tensor, fail
 from checklib.student import expect_value_error
 from checklib.weights import block_state, linear_state, mha_state, randn
@@ -49,12 +49,12 @@ def impl(request, impl):
 
 
 def new_cache(impl, kind: str):
-    return impl.new("kv_cache.KVCache") if kind == "KVCache" else impl.new_trusted("KVCache")
+    return adapters.KVCache(impl) if kind == "KVCache" else impl.new_trusted("KVCache")
 
 
 def attention(impl, gen, d_model: int, n_heads: int, dtype=torch.float32, state=None):
     """The student's MultiHeadAttention carrying injected weights, in eval mode."""
-    module = impl.new("attention.MultiHeadAttention", d_model, n_heads)
+    module = adapters.MultiHeadAttention(impl, d_model, n_heads)
     if dtype != torch.float32:
         module.to(dtype)
     state = mha_state(d_model, gen=gen, dtype=dtype) if state is None else state
@@ -70,7 +70,7 @@ def block_stack(impl, gen, d_model: int, n_heads: int, d_ff: int, dtype=torch.fl
     """
     stack = []
     for _ in range(2):
-        block = impl.new("block.TransformerBlock", d_model, n_heads, d_ff, 0.0)
+        block = adapters.TransformerBlock(impl, d_model, n_heads, d_ff, 0.0)
         if dtype != torch.float32:
             block.to(dtype)
         state = block_state(d_model, d_ff, gen=gen, dtype=dtype)
@@ -92,7 +92,7 @@ def causal(forward, x: torch.Tensor) -> torch.Tensor:
 
 
 def test_cache_starts_empty(impl):
-    cache = impl.new("kv_cache.KVCache")
+    cache = adapters.KVCache(impl)
     got = len(cache)
     assert got == 0, f"len(KVCache()): expected 0, got {got!r}\n  hint: a new cache holds no positions"
 
@@ -101,7 +101,7 @@ def test_cache_starts_empty(impl):
 @pytest.mark.parametrize("chunks", [(3, 1, 2), (1, 1, 1, 1), (4,), (2, 0, 3)], ids=lambda c: "-".join(map(str, c)))
 def test_cache_update_appends_along_the_sequence(impl, gen, chunks, dtype):
     batch, n_heads, d_head = 2, 3, 4
-    cache = impl.new("kv_cache.KVCache")
+    cache = adapters.KVCache(impl)
     keys, values = [], []
     for step, length in enumerate(chunks):
         k = randn(batch, n_heads, length, d_head, gen=gen, dtype=dtype)
@@ -226,7 +226,7 @@ def test_cache_length_grows_with_tokens(impl, gen):
     batch, d_model, n_heads = 2, 8, 2
     module, _ = attention(impl, gen, d_model, n_heads)
     x = randn(batch, 8, d_model, gen=gen)
-    cache = impl.new("kv_cache.KVCache")
+    cache = adapters.KVCache(impl)
     total = 0
     for calls, (start, stop) in enumerate([(0, 3), (3, 4), (4, 6), (6, 7)], 1):
         module(x[:, start:stop], cache=cache)
@@ -269,7 +269,7 @@ def test_past_positions_are_not_reprojected(impl, gen, kind):
     batch, d_model, n_heads, prefill = 2, 8, 2, 4
     module, state = attention(impl, gen, d_model, n_heads)
     x = randn(batch, prefill + 1, d_model, gen=gen)
-    cache = impl.new_trusted(kind) if kind == "RecordingKVCache" else impl.new("kv_cache.KVCache")
+    cache = impl.new_trusted(kind) if kind == "RecordingKVCache" else adapters.KVCache(impl)
     module(x[:, :prefill], cache=cache)
     new_weights = {**linear_state("w_k", d_model, d_model, gen=gen, dtype=torch.float32),
                    **linear_state("w_v", d_model, d_model, gen=gen, dtype=torch.float32)}

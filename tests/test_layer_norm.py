@@ -9,12 +9,12 @@ import pytest
 import torch
 import torch.nn as nn
 
-from checklib import mistakes
+from checklib import adapters, mistakes
 from checklib.compare import assert_close, assert_equal, check_tensor, fail
 from checklib.scratch import assert_from_scratch
 from checklib.weights import norm_state, randn
 
-NORM = "norms.LayerNorm"
+NORM = adapters.LayerNorm
 WHERE = "over the last dimension: (x - mean) / sqrt(var + eps) * weight + bias, var the biased variance"
 
 
@@ -34,7 +34,7 @@ def inputs(shape: tuple[int, ...], kind: str, *, gen, dtype) -> torch.Tensor:
 
 
 def new_norm(impl, d: int, state: dict, eps: float | None):
-    m = impl.new(NORM, d) if eps is None else impl.new(NORM, d, eps=eps)
+    m = NORM(impl, d) if eps is None else NORM(impl, d, eps=eps)
     if state["weight"].dtype == torch.float64:
         m.to(torch.float64)
     m.load_weights(state)
@@ -59,7 +59,7 @@ def call(d: int, eps: float | None, x: torch.Tensor) -> str:
 
 def test_state_dict_layout(impl):
     d = 6
-    got = impl.new(NORM, d).state_dict()
+    got = NORM(impl, d).state_dict()
     if set(got) != {"weight", "bias"}:
         fail(f"LayerNorm({d}).state_dict()", f"expected exactly the keys ['bias', 'weight'], got {sorted(got)}",
              hint="create weight and bias as nn.Parameter of shape (d_model,), and no other parameters or buffers",

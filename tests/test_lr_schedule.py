@@ -11,7 +11,7 @@ import math
 import pytest
 import torch
 
-from checklib import mistakes
+from checklib import adapters, mistakes
 from checklib.compare import assert_close, fail
 from checklib.student import expect_value_error
 
@@ -33,7 +33,7 @@ def expected(step: int, max_lr: float, min_lr: float, warmup: int, total: int) -
 
 
 def schedule(impl, steps, max_lr, min_lr, warmup, total, what: str) -> torch.Tensor:
-    lr_at = impl.fn("training.lr_at")
+    lr_at = adapters.lr_at(impl)
     values = []
     for step in steps:
         lr = lr_at(step, max_lr=max_lr, min_lr=min_lr, warmup_steps=warmup, total_steps=total)
@@ -82,6 +82,6 @@ def test_min_lr_after_total_steps(impl, config):
 @pytest.mark.parametrize("step, warmup, total", [(-1, 10, 100), (5, -1, 100), (5, 10, 10), (5, 10, 3)],
                          ids=["negative_step", "negative_warmup", "total_equals_warmup", "total_below_warmup"])
 def test_rejects_bad_arguments(impl, step, warmup, total):
-    message = expect_value_error(impl.fn("training.lr_at"), step, max_lr=1e-3, min_lr=1e-4, warmup_steps=warmup,
+    message = expect_value_error(adapters.lr_at(impl), step, max_lr=1e-3, min_lr=1e-4, warmup_steps=warmup,
                                  total_steps=total, what=f"lr_at({step}, warmup_steps={warmup}, total_steps={total})")
     assert message, "the ValueError should say which argument is wrong"

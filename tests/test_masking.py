@@ -4,7 +4,7 @@ from __future__ import annotations
 import pytest
 import torch
 
-from checklib import mistakes
+from checklib import adapters, mistakes
 from checklib.compare import assert_equal, check_tensor, fail
 from checklib.masks import random_mask
 from checklib.scratch import assert_from_scratch
@@ -38,7 +38,7 @@ def sizes_asked(q_len: int, k_len: int) -> list[tuple[int, int]]:
 @pytest.mark.parametrize("q_len", [1, 2, 5])
 def test_causal_mask_square(impl, q_len):
     for size, _ in sizes_asked(q_len, q_len):
-        out = impl.fn("attention.causal_mask")(size)
+        out = adapters.causal_mask(impl)(size)
         what = f"causal_mask({size})"
         check_tensor(out, what=what, shape=(size, size), dtype=torch.bool,
                      hint="k_len defaults to q_len; the mask is a bool tensor (True = may attend)")
@@ -49,7 +49,7 @@ def test_causal_mask_square(impl, q_len):
 
 @pytest.mark.parametrize("q_len, k_len", [(1, 1), (1, 5), (3, 7), (4, 4), (2, 6), (5, 6)])
 def test_causal_mask_with_k_len(impl, q_len, k_len):
-    causal_mask = impl.fn("attention.causal_mask")
+    causal_mask = adapters.causal_mask(impl)
     for q_len, k_len in sizes_asked(q_len, k_len):
         what = f"causal_mask({q_len}, {k_len})"
         for out in (causal_mask(q_len, k_len), causal_mask(q_len, k_len=k_len)):
@@ -64,7 +64,7 @@ def test_causal_mask_with_k_len(impl, q_len, k_len):
 
 @pytest.mark.parametrize("q_len, k_len", [(3, None), (2, 5)])
 def test_causal_mask_device(impl, q_len, k_len):
-    causal_mask = impl.fn("attention.causal_mask")
+    causal_mask = adapters.causal_mask(impl)
     shape = (q_len, q_len if k_len is None else k_len)
     hint = "create the mask directly on the requested device (pass device= when you build it)"
     # First ask for the CPU while anything made without device= lands on the meta device: a mask
@@ -89,7 +89,7 @@ def test_causal_mask_device(impl, q_len, k_len):
 
 @pytest.mark.parametrize("q_len, k_len", [(5, 3), (2, 1)])
 def test_causal_mask_rejects_short_keys(impl, q_len, k_len):
-    message = expect_value_error(impl.fn("attention.causal_mask"), q_len, k_len,
+    message = expect_value_error(adapters.causal_mask(impl), q_len, k_len,
                                  what=f"causal_mask({q_len}, {k_len})")
     assert message, "the ValueError should say what is wrong (k_len is smaller than q_len)"
 
@@ -128,7 +128,7 @@ def test_apply_mask_values(impl, gen, shapes, dtype):
     scores_shape, mask_shape = shapes
     scores = randn(*scores_shape, gen=gen, dtype=dtype, scale=3.0)
     mask = random_mask(*mask_shape, gen=gen)
-    out = impl.fn("attention.apply_mask")(scores, mask)
+    out = adapters.apply_mask(impl)(scores, mask)
     check_applied(out, scores, mask, f"apply_mask(scores {tuple(scores.shape)}, mask {tuple(mask.shape)})")
 
 
@@ -138,7 +138,7 @@ def test_apply_mask_values(impl, gen, shapes, dtype):
 def test_apply_mask_causal(impl, gen, q_len, k_len, dtype):
     scores = randn(2, 2, q_len, k_len, gen=gen, dtype=dtype)
     mask = expected_causal(q_len, k_len)
-    out = impl.fn("attention.apply_mask")(scores, mask)
+    out = adapters.apply_mask(impl)(scores, mask)
     check_applied(out, scores, mask, f"apply_mask(scores {tuple(scores.shape)}, causal mask ({q_len}, {k_len}))")
 
 
@@ -148,7 +148,7 @@ def test_apply_mask_zero_weight_for_low_scores(impl, gen, dtype):
     scores = (-1e6 + randn(2, 3, 4, 6, gen=gen, dtype=torch.float64, scale=10.0)).to(dtype)
     mask = random_mask(2, 1, 4, 6, gen=gen)
     what = f"softmax(apply_mask(scores near -1e6, mask), -1) ({dtype})"
-    out = impl.fn("attention.apply_mask")(scores, mask)
+    out = adapters.apply_mask(impl)(scores, mask)
     check_tensor(out, what=f"apply_mask(scores {tuple(scores.shape)}, mask {tuple(mask.shape)})",
                  shape=scores.shape, dtype=dtype)
     weights = out.softmax(dim=-1)
@@ -161,7 +161,7 @@ def test_apply_mask_zero_weight_for_low_scores(impl, gen, dtype):
 
 def test_apply_mask_none_returns_scores(impl, gen):
     for scores in (randn(3, 5, gen=gen), randn(2, 2, 4, 4, gen=gen, dtype=torch.float64)):
-        out = impl.fn("attention.apply_mask")(scores, None)
+        out = adapters.apply_mask(impl)(scores, None)
         assert_equal(out, scores, what=f"apply_mask(scores {tuple(scores.shape)}, None)",
                      hint="with mask=None there is nothing to mask: return the scores unchanged")
 
@@ -169,7 +169,7 @@ def test_apply_mask_none_returns_scores(impl, gen):
 def test_apply_mask_does_not_modify_inputs(impl, gen):
     scores = randn(2, 2, 3, 5, gen=gen)
     mask = random_mask(3, 5, gen=gen)
-    _, (scores_after, mask_after) = impl.fn("attention.apply_mask").call_returning_args(scores, mask)
+    _, (scores_after, mask_after) = adapters.apply_mask(impl).call_returning_args(scores, mask)
     assert_equal(scores_after, scores, what="scores after apply_mask(scores, mask)",
                  hint="functions must not modify their inputs in place: use masked_fill or torch.where, not masked_fill_",
                  mistakes=mistakes.filled_in_place_mistakes(scores, mask, scores_after))

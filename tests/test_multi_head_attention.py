@@ -18,14 +18,14 @@ from checklib.causal import (
     one_hot_grad_output,
     with_future_changed,
 )
-from checklib import mistakes
+from checklib import adapters, mistakes
 from checklib.compare import assert_close, assert_equal, check_tensor, fail
 from checklib.masks import random_mask, self_attention_mask, to_torch_attn_mask
 from checklib.scratch import assert_from_scratch
 from checklib.weights import mha_state, randn, torch_mha
 
-SDPA = "attention.scaled_dot_product_attention"
-MHA = "attention.MultiHeadAttention"
+SDPA = adapters.scaled_dot_product_attention
+MHA = adapters.MultiHeadAttention
 
 # (leading dims, Tq, Tk, d, dv): 2-D and 4-D inputs, Tq != Tk, T = 1, d != dv.
 SDPA_CASES = [
@@ -91,7 +91,7 @@ def describe(q, k, v, mask) -> str:
 def test_sdpa_shapes_and_dtypes(impl, gen, case, dtype):
     lead, t_q, t_k, d, d_v = case
     q, k, v = sdpa_inputs(case, dtype, gen)
-    result = impl.fn(SDPA)(q, k, v)
+    result = SDPA(impl)(q, k, v)
     what = describe(q, k, v, None)
     if not isinstance(result, tuple) or len(result) != 2:
         raise AssertionError(f"{what}: expected a tuple (out, weights), got {type(result).__name__}")
@@ -117,7 +117,7 @@ def test_sdpa_matches_torch(impl, gen, case, mask_kind, dtype):
     q, k, v = sdpa_inputs(case, dtype, gen)
     mask = sdpa_mask(mask_kind, lead, t_q, t_k, gen)
     expected = F.scaled_dot_product_attention(q.double(), k.double(), v.double(), attn_mask=mask).to(dtype)
-    out, _ = impl.fn(SDPA)(q, k, v, mask)
+    out, _ = SDPA(impl)(q, k, v, mask)
     hint = SDPA_WHERE if mask is None else SDPA_WHERE + "; keys where the mask is False get a weight of 0"
     assert_close(out, expected, what=f"out of {describe(q, k, v, mask)} vs torch.nn.functional.scaled_dot_product_attention",
                  hint=hint, mistakes=mistakes.sdpa_out_mistakes(q, k, v, mask))
@@ -132,7 +132,7 @@ def test_sdpa_weights_are_softmax_of_scaled_scores(impl, gen, case, mask_kind):
     lead, t_q, t_k, _, _ = case
     q, k, v = sdpa_inputs(case, torch.float64, gen)
     mask = sdpa_mask(mask_kind, lead, t_q, t_k, gen)
-    _, weights = impl.fn(SDPA)(q, k, v, mask)
+    _, weights = SDPA(impl)(q, k, v, mask)
     what = f"weights of {describe(q, k, v, mask)}"
     weight_mistakes = mistakes.sdpa_weights_mistakes(q, k, v, mask)
     check_tensor(weights, what=what, shape=(*lead, t_q, t_k), dtype=torch.float64, mistakes=weight_mistakes)
@@ -153,7 +153,7 @@ def test_sdpa_weights_are_softmax_of_scaled_scores(impl, gen, case, mask_kind):
 def test_sdpa_does_not_modify_inputs(impl, gen):
     q, k, v = sdpa_inputs(((2, 2), 3, 4, 4, 4), torch.float32, gen)
     mask = random_mask(3, 4, gen=gen)
-    _, after = impl.fn(SDPA).call_returning_args(q, k, v, mask)
+    _, after = SDPA(impl).call_returning_args(q, k, v, mask)
     for name, before, now in zip("qkv", (q, k, v), after):
         assert_equal(now, before, what=f"{name} after scaled_dot_product_attention",
                      hint="functions must not modify their inputs in place (e.g. masked_fill_ on a view)")
@@ -165,7 +165,7 @@ def test_sdpa_does_not_modify_inputs(impl, gen):
 def test_sdpa_causal_no_leakage(impl, gen, lead, length):
     q, k, v = sdpa_inputs((lead, length, length, 4, 4), torch.float32, gen)
     mask = causal_bool_mask(length)
-    sdpa = impl.fn(SDPA)
+    sdpa = SDPA(impl)
     out, _ = sdpa(q, k, v, mask)
     hint = "with a causal mask (torch.tril), position i may only see keys j <= i: check that the mask reaches the scores"
     for position in range(1, length):
@@ -189,7 +189,7 @@ def test_sdpa_causal_no_leakage(impl, gen, lead, length):
 
 
 def new_mha(impl, d_model, n_heads, state, bias=True):
-    m = impl.new(MHA, d_model, n_heads, bias=bias)
+    m = MHA(impl, d_model, n_heads, bias=bias)
     if next(iter(state.values())).dtype == torch.float64:
         m.to(torch.float64)
     m.load_weights(state)

@@ -10,7 +10,7 @@ from __future__ import annotations
 import pytest
 import torch
 
-from checklib import mistakes
+from checklib import adapters, mistakes
 from checklib.compare import assert_close, check_tensor, fail, tolerance
 from checklib.scratch import assert_from_scratch
 from checklib.student import expect_value_error
@@ -55,11 +55,11 @@ def run(impl, values, grads, *, kwargs=None, groups=None, lr_steps=None):
     params = impl.new_trusted("Parameters", values)
     mine = [torch.nn.Parameter(v.clone()) for v in values]
     if len(groups) == 1 and not groups[0][1]:
-        optimizer = impl.new("training.AdamW", params.ref, **kwargs)
+        optimizer = adapters.AdamW(impl, params.ref, **kwargs)
         reference = torch.optim.AdamW(mine, **{**DEFAULTS, **kwargs}, foreach=False)
     else:
         spec = [{"params": params.method("group", *idx).ref, **settings} for idx, settings in groups]
-        optimizer = impl.new("training.AdamW", spec, **kwargs)
+        optimizer = adapters.AdamW(impl, spec, **kwargs)
         reference = torch.optim.AdamW([{"params": [mine[i] for i in idx], **settings} for idx, settings in groups],
                                       **{**DEFAULTS, **kwargs}, foreach=False)
     per_param = [None] * len(values)
@@ -142,7 +142,7 @@ def test_adamw_param_groups(impl, gen, dtype):
 
 def test_adamw_param_group_defaults(impl, gen):
     params = impl.new_trusted("Parameters", start(gen, torch.float32))
-    optimizer = impl.new("training.AdamW", params.ref)
+    optimizer = adapters.AdamW(impl, params.ref)
     groups = optimizer.attr("param_groups")
     if not isinstance(groups, list) or not groups or not isinstance(groups[0], dict):
         fail("AdamW(params).param_groups", f"expected a list of dicts, got {groups!r:.80}",
@@ -164,7 +164,7 @@ def test_adamw_step_with_a_closure(impl, gen, dtype):
     values = start(gen, dtype)
     grads = gradients(gen, dtype, 2, 1.0)
     params = impl.new_trusted("Parameters", values)
-    optimizer = impl.new("training.AdamW", params.ref, lr=5e-2)
+    optimizer = adapters.AdamW(impl, params.ref, lr=5e-2)
     mine = [torch.nn.Parameter(v.clone()) for v in values]
     reference = torch.optim.AdamW(mine, lr=5e-2, foreach=False)
     returned, calls = params.method("step", optimizer, grads[0], 1.5)
@@ -194,7 +194,7 @@ def test_adamw_step_with_a_closure(impl, gen, dtype):
 def test_adamw_rejects_bad_hyperparameters(impl, gen, kwargs):
     params = impl.new_trusted("Parameters", start(gen, torch.float32))
     args = ", ".join(f"{k}={v}" for k, v in kwargs.items())
-    message = expect_value_error(lambda: impl.new("training.AdamW", params.ref, **kwargs), what=f"AdamW(params, {args})")
+    message = expect_value_error(lambda: adapters.AdamW(impl, params.ref, **kwargs), what=f"AdamW(params, {args})")
     assert message, "the ValueError should name the bad setting"
 
 
@@ -203,7 +203,7 @@ def clip(impl, values, grads, max_norm, *, as_generator=False):
     params = impl.new_trusted("Parameters", values)
     params.method("set_grads", grads)
     argument = params.method("generator").ref if as_generator else params.ref
-    norm = impl.fn("training.clip_grad_norm")(argument, max_norm)
+    norm = adapters.clip_grad_norm(impl)(argument, max_norm)
     after = params.method("grads")
     mine = [torch.nn.Parameter(v.clone()) for v in values]
     for p, g in zip(mine, grads):

@@ -6,7 +6,7 @@ import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
-from checklib import mistakes
+from checklib import adapters, mistakes
 from checklib.compare import assert_close, assert_equal, check_tensor, fail
 from checklib.student import expect_value_error
 from checklib.weights import linear_state, randn
@@ -43,7 +43,7 @@ def test_patchify_matches_unfold(impl, gen, shape, dtype):
     shapes = [shape] + ([(batch, channels, 2 * height, width, patch)] if (height, width) == (patch, patch) else [])
     for batch, channels, height, width, patch in shapes:
         images = randn(batch, channels, height, width, gen=gen, dtype=dtype)
-        out = impl.fn("vit.patchify")(images, patch)
+        out = adapters.patchify(impl)(images, patch)
         what = f"patchify(images {tuple(images.shape)}, patch_size={patch})"
         n_patches = (height // patch) * (width // patch)
         patch_mistakes = mistakes.patchify_mistakes(images, patch)
@@ -57,7 +57,7 @@ def test_patchify_matches_unfold(impl, gen, shape, dtype):
 @pytest.mark.parametrize("height, width, patch", [(7, 8, 4), (8, 6, 4), (5, 5, 2), (9, 6, 2)])
 def test_patchify_rejects_indivisible(impl, gen, height, width, patch):
     images = randn(1, 3, height, width, gen=gen)
-    message = expect_value_error(impl.fn("vit.patchify"), images, patch,
+    message = expect_value_error(adapters.patchify(impl), images, patch,
                                  what=f"patchify(images {tuple(images.shape)}, patch_size={patch})")
     assert message, "the ValueError should say what is wrong (H and W must be multiples of patch_size)"
 
@@ -65,7 +65,7 @@ def test_patchify_rejects_indivisible(impl, gen, height, width, patch):
 def embedding(impl, gen, sizes, dtype=torch.float32):
     """A student PatchEmbedding with injected proj weights, and those weights."""
     img_size, patch, channels, d_model = sizes
-    module = impl.new("vit.PatchEmbedding", img_size, patch, channels, d_model)
+    module = adapters.PatchEmbedding(impl, img_size, patch, channels, d_model)
     if dtype != torch.float32:
         module.to(dtype)
     state = linear_state("proj", channels * patch * patch, d_model, gen=gen, dtype=dtype)
@@ -97,7 +97,7 @@ def test_patch_embedding_matches_strided_conv(impl, gen, sizes, dtype):
 @pytest.mark.parametrize("sizes", EMBEDDINGS, ids=embedding_ids)
 def test_num_patches(impl, sizes):
     img_size, patch, channels, d_model = sizes
-    module = impl.new("vit.PatchEmbedding", img_size, patch, channels, d_model)
+    module = adapters.PatchEmbedding(impl, img_size, patch, channels, d_model)
     got = module.attr("num_patches")
     expected = (img_size // patch) ** 2
     if not got == expected:
@@ -109,7 +109,7 @@ def test_num_patches(impl, sizes):
 @pytest.mark.parametrize("sizes", EMBEDDINGS, ids=embedding_ids)
 def test_state_dict(impl, sizes):
     img_size, patch, channels, d_model = sizes
-    module = impl.new("vit.PatchEmbedding", img_size, patch, channels, d_model)
+    module = adapters.PatchEmbedding(impl, img_size, patch, channels, d_model)
     state = module.state_dict()
     name = f"PatchEmbedding({img_size}, {patch}, {channels}, {d_model})"
     assert sorted(state) == ["proj.bias", "proj.weight"], (

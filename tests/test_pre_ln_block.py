@@ -16,13 +16,13 @@ from checklib.causal import (
     vjp_chain,
     with_future_changed,
 )
-from checklib import mistakes
+from checklib import adapters, mistakes
 from checklib.compare import assert_close, assert_equal, assert_not_close, check_tensor
 from checklib.masks import self_attention_mask, to_torch_attn_mask
 from checklib.scratch import assert_from_scratch
 from checklib.weights import block_state, randn, torch_encoder_layer
 
-BLOCK = "block.TransformerBlock"
+BLOCK = adapters.TransformerBlock
 
 DTYPES, DTYPE_IDS = [torch.float32, torch.float64], ["float32", "float64"]
 
@@ -40,7 +40,7 @@ def mask_text(mask) -> str:
 
 def new_block(impl, d_model, n_heads, d_ff, state, dropout=0.3):
     """The student's block with injected weights, in eval mode."""
-    m = impl.new(BLOCK, d_model, n_heads, d_ff, dropout=dropout)
+    m = BLOCK(impl, d_model, n_heads, d_ff, dropout=dropout)
     if next(iter(state.values())).dtype == torch.float64:
         m.to(torch.float64)
     m.load_weights(state)
@@ -75,7 +75,7 @@ def test_block_shapes_and_dtypes(impl, gen, shape, dtype):
 def test_block_submodule_names(impl, gen):
     d_model, n_heads, d_ff = 8, 2, 12
     state = block_state(d_model, d_ff, gen=gen)
-    m = impl.new(BLOCK, d_model, n_heads, d_ff, dropout=0.1)
+    m = BLOCK(impl, d_model, n_heads, d_ff, dropout=0.1)
     got = m.state_dict()
     missing, extra = sorted(set(state) - set(got)), sorted(set(got) - set(state))
     if missing or extra:

@@ -5,12 +5,12 @@ import pytest
 import torch
 import torch.nn.functional as F
 
-from checklib import mistakes
+from checklib import adapters, mistakes
 from checklib.compare import assert_close, check_tensor, fail, shown
 from checklib.student import expect_value_error
 from checklib.weights import mha_state, randn
 
-MHA = "attention.MultiHeadAttention"
+MHA = adapters.MultiHeadAttention
 LAYERS = ("w_q", "w_k", "w_v", "out_proj")
 # (d_model, n_heads): one head, one feature per head, the usual case.
 SIZES = [(8, 2), (12, 3), (6, 1), (4, 4), (16, 4)]
@@ -23,7 +23,7 @@ def expected_keys(bias: bool) -> set[str]:
 @pytest.mark.parametrize("bias", [True, False])
 @pytest.mark.parametrize("d_model, n_heads", SIZES[:3])
 def test_state_dict_layout(impl, d_model, n_heads, bias):
-    state = impl.new(MHA, d_model, n_heads, bias=bias).state_dict()
+    state = MHA(impl, d_model, n_heads, bias=bias).state_dict()
     what = f"MultiHeadAttention({d_model}, {n_heads}, bias={bias}).state_dict()"
     keys = set(state)
     if keys != expected_keys(bias):
@@ -40,7 +40,7 @@ def test_state_dict_layout(impl, d_model, n_heads, bias):
 
 @pytest.mark.parametrize("d_model, n_heads", SIZES)
 def test_attributes(impl, d_model, n_heads):
-    m = impl.new(MHA, d_model, n_heads)
+    m = MHA(impl, d_model, n_heads)
     for name, value in (("d_model", d_model), ("n_heads", n_heads), ("d_k", d_model // n_heads)):
         got = m.attr(name)
         if isinstance(got, bool) or not isinstance(got, int) or got != value:
@@ -54,7 +54,7 @@ def test_attributes(impl, d_model, n_heads):
 @pytest.mark.parametrize("shape", [(2, 5, 8, 2), (1, 1, 12, 3), (3, 4, 6, 1)], ids=lambda s: "B{}-T{}-D{}-H{}".format(*s))
 def test_project_qkv_values(impl, gen, shape, bias, dtype):
     batch, length, d_model, n_heads = shape
-    m = impl.new(MHA, d_model, n_heads, bias=bias)
+    m = MHA(impl, d_model, n_heads, bias=bias)
     if dtype == torch.float64:
         m.double()
     state = mha_state(d_model, gen=gen, dtype=dtype, bias=bias)
@@ -79,7 +79,7 @@ def test_project_qkv_values(impl, gen, shape, bias, dtype):
 @pytest.mark.parametrize("d_model, n_heads", [(10, 3), (8, 3), (6, 4)])
 def test_rejects_indivisible_d_model(impl, d_model, n_heads):
     def build():
-        return f"a {impl.new(MHA, d_model, n_heads).type_name} object"
+        return f"a {MHA(impl, d_model, n_heads).type_name} object"
 
     message = expect_value_error(build, what=f"MultiHeadAttention({d_model}, {n_heads})")
     assert message, "the ValueError should say what is wrong (d_model is not divisible by n_heads)"

@@ -9,12 +9,12 @@ import pytest
 import torch
 import torch.nn as nn
 
-from checklib import mistakes
+from checklib import adapters, mistakes
 from checklib.compare import assert_close, assert_equal, check_tensor, fail
 from checklib.scratch import assert_from_scratch
 from checklib.weights import norm_state, randn
 
-NORM = "norms.RMSNorm"
+NORM = adapters.RMSNorm
 WHERE = "over the last dimension: x / sqrt(mean(x**2) + eps) * weight, with no mean subtracted"
 
 
@@ -34,7 +34,7 @@ def inputs(shape: tuple[int, ...], kind: str, *, gen, dtype) -> torch.Tensor:
 
 
 def new_norm(impl, d: int, state: dict, eps: float | None):
-    m = impl.new(NORM, d) if eps is None else impl.new(NORM, d, eps=eps)
+    m = NORM(impl, d) if eps is None else NORM(impl, d, eps=eps)
     if state["weight"].dtype == torch.float64:
         m.to(torch.float64)
     m.load_weights(state)
@@ -58,7 +58,7 @@ def call(d: int, eps: float | None, x: torch.Tensor) -> str:
 
 def test_state_dict_layout(impl):
     d = 6
-    got = impl.new(NORM, d).state_dict()
+    got = NORM(impl, d).state_dict()
     if set(got) != {"weight"}:
         fail(f"RMSNorm({d}).state_dict()", f"expected exactly the key ['weight'], got {sorted(got)}",
              hint="create weight as an nn.Parameter of shape (d_model,), and no other parameters or buffers",

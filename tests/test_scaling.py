@@ -6,7 +6,7 @@ import math
 import pytest
 import torch
 
-from checklib import mistakes
+from checklib import adapters, mistakes
 from checklib.compare import assert_close, assert_equal, check_tensor
 from checklib.weights import randn
 
@@ -41,7 +41,7 @@ def test_attention_scores_values(impl, gen, case, dtype):
     q = randn(*lead, tq, d, gen=gen, dtype=dtype)
     k = randn(*lead, tk, d, gen=gen, dtype=dtype)
     what = f"attention_scores(q {tuple(q.shape)}, k {tuple(k.shape)})"
-    out = impl.fn("attention.attention_scores")(q, k)
+    out = adapters.attention_scores(impl)(q, k)
     check_tensor(out, what=what, shape=(*lead, tq, tk), dtype=dtype,
                  hint="the result is (..., Tq, Tk) in the inputs' dtype: the leading dimensions are kept "
                       "and k is transposed in its last two dimensions only")
@@ -55,7 +55,7 @@ def test_scale_is_one_over_sqrt_d(impl, gen, d):
     q[..., 0] = 1.0
     k = torch.zeros(2, 5, d, dtype=torch.float64)
     k[..., 0] = 1.0
-    out = impl.fn("attention.attention_scores")(q, k)
+    out = adapters.attention_scores(impl)(q, k)
     assert_close(out, torch.full((2, 3, 5), 1.0 / math.sqrt(d), dtype=torch.float64),
                  what=f"attention_scores of unit vectors with d={d} (every score should be 1/sqrt({d}))",
                  hint="divide the dot products by sqrt(d) with d the feature size q.size(-1): not d itself, "
@@ -69,7 +69,7 @@ def test_scaled_scores_are_not_saturated(impl, gen):
     d, tq, tk = 256, 64, 64
     q = randn(2, tq, d, gen=gen)
     k = randn(2, tk, d, gen=gen)
-    out = impl.fn("attention.attention_scores")(q, k)
+    out = adapters.attention_scores(impl)(q, k)
     check_tensor(out, what="attention_scores(q (2, 64, 256), k (2, 64, 256))", shape=(2, tq, tk), dtype=torch.float32)
     std = out.double().std().item()
     # Sampling spread of the std over 8192 scores is about 1%; 0.85..1.15 is a wide margin,
@@ -89,7 +89,7 @@ def test_scaled_scores_are_not_saturated(impl, gen):
 def test_attention_scores_does_not_modify_inputs(impl, gen):
     q = randn(2, 3, 4, 8, gen=gen)
     k = randn(2, 3, 5, 8, gen=gen)
-    _, (q_after, k_after) = impl.fn("attention.attention_scores").call_returning_args(q, k)
+    _, (q_after, k_after) = adapters.attention_scores(impl).call_returning_args(q, k)
     assert_equal(q_after, q, what="q after attention_scores(q, k)", hint="functions must not modify their inputs in place",
                  mistakes=mistakes.q_scaled_in_place_mistakes(q))
     assert_equal(k_after, k, what="k after attention_scores(q, k)", hint="functions must not modify their inputs in place")

@@ -4,7 +4,7 @@ from __future__ import annotations
 import pytest
 import torch
 
-from checklib import mistakes
+from checklib import adapters, mistakes
 from checklib.compare import assert_close, assert_not_close, check_tensor
 from checklib.student import expect_value_error
 from checklib.weights import mha_state, randn, torch_mha
@@ -52,7 +52,7 @@ def _rows(table_mistakes, start: int, stop: int):
 
 
 def encoding(impl, max_len: int, d_model: int) -> torch.Tensor:
-    pe = impl.fn("positional.sinusoidal_positional_encoding")(max_len, d_model)
+    pe = adapters.sinusoidal_positional_encoding(impl)(max_len, d_model)
     return check_tensor(pe, what=f"sinusoidal_positional_encoding({max_len}, {d_model})",
                         shape=(max_len, d_model), dtype=torch.float32,
                         hint="the table is float32 (max_len, d_model): one row per position, one column per feature",
@@ -143,13 +143,13 @@ def test_breaks_permutation_equivariance(impl, gen, length, d_model, n_heads):
 
 @pytest.mark.parametrize("d_model", [1, 7, 15])
 def test_rejects_odd_d_model(impl, d_model):
-    message = expect_value_error(impl.fn("positional.sinusoidal_positional_encoding"), 10, d_model,
+    message = expect_value_error(adapters.sinusoidal_positional_encoding(impl), 10, d_model,
                                  what=f"sinusoidal_positional_encoding(10, {d_model})")
     assert message, "the ValueError should say what is wrong (d_model must be even)"
 
 
 @pytest.mark.parametrize("max_len, d_model", [(0, 8), (-3, 8), (10, 0), (10, -4)])
 def test_rejects_non_positive_sizes(impl, max_len, d_model):
-    message = expect_value_error(impl.fn("positional.sinusoidal_positional_encoding"), max_len, d_model,
+    message = expect_value_error(adapters.sinusoidal_positional_encoding(impl), max_len, d_model,
                                  what=f"sinusoidal_positional_encoding({max_len}, {d_model})")
     assert message, "the ValueError should say what is wrong (max_len and d_model must be positive)"

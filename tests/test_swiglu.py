@@ -10,17 +10,17 @@ import pytest
 import torch
 import torch.nn.functional as F
 
-from checklib import mistakes
+from checklib import adapters, mistakes
 from checklib.compare import assert_close, check_tensor, fail
 from checklib.weights import randn, swiglu_state
 
-FFN = "ffn.SwiGLU"
+FFN = adapters.SwiGLU
 WHERE = "w_down(silu(w_gate(x)) * w_up(x)), silu(z) = z * sigmoid(z), every layer without bias"
 KEYS = {"w_gate.weight", "w_up.weight", "w_down.weight"}
 
 
 def new_ffn(impl, d_model: int, d_ff: int, state: dict):
-    m = impl.new(FFN, d_model, d_ff)
+    m = FFN(impl, d_model, d_ff)
     if state["w_gate.weight"].dtype == torch.float64:
         m.to(torch.float64)
     m.load_weights(state)
@@ -35,7 +35,7 @@ def reference(state: dict, x: torch.Tensor) -> torch.Tensor:
 
 def test_state_dict_layout(impl):
     d_model, d_ff = 6, 10
-    got = impl.new(FFN, d_model, d_ff).state_dict()
+    got = FFN(impl, d_model, d_ff).state_dict()
     what = f"SwiGLU({d_model}, {d_ff}).state_dict()"
     if set(got) != KEYS:
         fail(what, f"missing keys {sorted(KEYS - set(got))}, unexpected keys {sorted(set(got) - KEYS)}",

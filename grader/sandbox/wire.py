@@ -48,7 +48,8 @@ def encode(value: Any) -> Any:
         if device not in DEVICES:
             tensor, device = tensor.cpu(), "cpu"
         data = b"" if device == "meta" or tensor.numel() == 0 else (
-            tensor.contiguous().reshape(-1).view(torch.uint8).numpy().tobytes())
+            # a fresh copy: `.contiguous()` keeps odd strides on size-1 dimensions, which `view` refuses
+            tensor.clone(memory_format=torch.contiguous_format).reshape(-1).view(torch.uint8).numpy().tobytes())
         return {TENSOR: str(tensor.dtype).removeprefix("torch."), "shape": list(tensor.shape), "device": device, "data": data}
     if isinstance(value, Ref):
         return {REF: value.id, "type": value.type_name}
