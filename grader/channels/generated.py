@@ -2,10 +2,13 @@
 
 A template marks each value to fill in as `@NAME@`, which no shell script,
 Makefile or Markdown here uses otherwise; `render` refuses to leave one unfilled
-or to fill one that is not there.
+or to fill one that is not there. A Python template keeps each placeholder
+inside a string literal ("@NAME@"), so it stays valid Python; `python_string`
+escapes a value for that place.
 """
 from __future__ import annotations
 
+import json
 import re
 from importlib import resources
 
@@ -25,3 +28,8 @@ def render(template_name: str, /, **values: object) -> str:
     if wanted != given:
         raise KeyError(f"template {template_name} takes {sorted(wanted)}, was given {sorted(given)}")
     return _PLACEHOLDER.sub(lambda m: str(values[m.group(1).lower()]), text)
+
+
+def python_string(value: str) -> str:
+    """`value` escaped to stand between the double quotes of a Python string literal."""
+    return json.dumps(value)[1:-1]

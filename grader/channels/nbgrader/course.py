@@ -35,7 +35,7 @@ from pathlib import Path
 from ...contract import FILES, OWNERS
 from ...course import load_assignments, load_course
 from ...paths import EXERCISES, ROOT, SOLUTIONS
-from ..generated import render
+from ..generated import python_string, render
 from ...syntax import DEFINITIONS, raises_not_implemented, start_line
 
 SUB = "submission"
@@ -353,7 +353,7 @@ def build_notebook(assignment):
              "grade each component; their value is the points earned.\n\n"
              "| component | points |\n|---|---|\n" + "\n".join(f"| {c.title} (`{c.id}`) | {c.points:g} |"
                                                              for c in components))
-    cells = [_md(intro), _code_cell(render("nbgrader_setup_cell.py", sub=repr(SUB)), _meta("setup", locked=True))]
+    cells = [_md(intro), _code_cell(render("nbgrader_setup_cell.py", sub=python_string(SUB)), _meta("setup", locked=True))]
     for file in files:
         file_cells, _ = _file_cells(file, selected, course)
         cells += file_cells
@@ -378,7 +378,7 @@ def write_course(out: Path, root: Path = ROOT) -> list[Path]:
     import nbformat
 
     out.mkdir(parents=True, exist_ok=True)
-    (out / "nbgrader_config.py").write_text(render("nbgrader_config.py", course=repr(load_course().name), root=repr(str(root))))
+    (out / "nbgrader_config.py").write_text(render("nbgrader_config.py", course=python_string(load_course().name), root=python_string(str(root))))
     written = []
     for assignment in load_assignments():
         path = out / "source" / assignment.id / f"{assignment.id}.ipynb"

@@ -11,5 +11,5 @@ try:
 except ImportError:
     raise ImportError("the grader was not found: set DRILLS_GRADER to the folder holding grader/ "
                       "(the course's checkout or release) before starting Jupyter") from None
-os.makedirs(@SUB@, exist_ok=True)
-open(os.path.join(@SUB@, "__init__.py"), "w").close()
+os.makedirs("@SUB@", exist_ok=True)
+open(os.path.join("@SUB@", "__init__.py"), "w").close()
