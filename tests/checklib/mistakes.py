@@ -1015,7 +1015,7 @@ def rope_tables(max_len: int, head_dim: int, base: float = 10000.0, *, variant: 
     """(cos, sin), each (max_len, head_dim / 2), in float64, with the mistake `variant` switched on.
 
     `float16` computes the angles as that mistake does (float16 positions times float16 frequencies),
-    so its rounding is the mistake's own.
+    and `no_minus` in float32: their angles are large, so the rounding of the mistake's own dtype decides.
     """
     features = torch.arange(0, head_dim, 2, dtype=torch.float64)  # 2i
     exponent = {"pair_index": features / 2, "off_by_one": features - 2}.get(variant, features) / head_dim
@@ -1024,6 +1024,8 @@ def rope_tables(max_len: int, head_dim: int, base: float = 10000.0, *, variant: 
     positions = torch.arange(max_len, dtype=torch.float64) + (1 if variant == "from_one" else 0)
     if variant == "float16":
         angles = torch.outer(torch.arange(max_len, dtype=torch.float16), freqs.float().half()).double()
+    elif variant == "no_minus":
+        angles = torch.outer(positions.float(), base ** (features.float() / head_dim)).double()
     else:
         angles = torch.outer(positions, freqs)
     cos, sin = angles.cos(), angles.sin()
