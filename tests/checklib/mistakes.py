@@ -1077,6 +1077,8 @@ def rope_rotated(x: Tensor, cos: Tensor, sin: Tensor, positions: Tensor | None, 
     """apply_rope(x, cos, sin, positions) in float64, with the mistake `variant` switched on."""
     x = x.double()
     length, d_head = x.shape[-2:]
+    if variant == "unchanged":
+        return x
     if positions is None or variant == "ignores_positions":
         positions = torch.arange(length) + (1 if variant == "default_from_one" and positions is None else 0)
     elif variant == "wrapped":
@@ -1101,6 +1103,7 @@ def rope_rotated(x: Tensor, cos: Tensor, sin: Tensor, positions: Tensor | None, 
 
 
 ROPE_MISTAKES = {
+    "your apply_rope returns x unchanged: every row but those at position 0 must be rotated": "unchanged",
     "your pairs are (i, i + Dh/2), the \"rotate_half\" layout of Hugging Face and GPT-NeoX: this kit pairs "
     "adjacent features (2i, 2i+1), as Meta's LLaMA and the RoFormer paper do (x[..., 0::2] with x[..., 1::2])":
         "rotate_half",
@@ -1144,8 +1147,8 @@ ROPE_NO_GRAPH = "no autograd graph"
 
 def rope_grad_mistakes() -> Mistakes:
     """For what went wrong when backpropagating through apply_rope (ROPE_NO_GRAPH: backward found nothing)."""
-    return {"your apply_rope computes outside autograd (torch.no_grad(), torch.inference_mode() or .detach()): its "
-            "output has no graph, so nothing before it (the projections of q and k) would ever learn":
+    return {"your apply_rope's output is not computed from x with autograd (torch.no_grad(), torch.inference_mode(), "
+            ".detach(), or a new tensor): nothing before it (the projections of q and k) would ever learn":
             ROPE_NO_GRAPH}
 
 
