@@ -41,7 +41,8 @@ features 0, 2, 4, ... are the first of their pair, features 1, 3, 5, ... the
 second.
 
 Precision: the angle ``p * theta_i`` grows with the position, and so does its
-rounding error, an error of that many radians in the rotation. In float32, as Meta's code computes it, that error stays small; in float16 it
+rounding error, which is an error of that many radians in the rotation. In
+float32, as Meta's code computes it, that error stays small; in float16 it
 reaches half a radian past position 1024 and a whole one past 2048. Build
 the tables in float32 (or float64, then convert to float32); the checks
 allow float32's rounding.

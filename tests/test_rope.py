@@ -40,7 +40,8 @@ def tables(max_len: int, head_dim: int, base: float = 10000.0) -> tuple[torch.Te
     return a.cos().float(), a.sin().float()
 
 
-def rotated(x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor, positions: torch.Tensor | None = None) -> torch.Tensor:
+def rotated(x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor,
+            positions: torch.Tensor | None = None) -> torch.Tensor:
     """apply_rope as complex multiplication, in float64."""
     positions = torch.arange(x.shape[-2]) if positions is None else positions
     pairs = torch.view_as_complex(x.double().reshape(*x.shape[:-1], -1, 2).contiguous())
@@ -63,10 +64,12 @@ def call_angles(impl, max_len: int, head_dim: int, base: float | None = None):
              hint="return two tables, cos first: return angles.cos(), angles.sin()",
              mistakes=mistakes.rope_table_pair_mistakes(result))
     for name, table in zip(("cos", "sin"), result):
+        table_mistakes = mistakes.rope_table_shape_mistakes(max_len, head_dim)
+        if isinstance(table, torch.Tensor):
+            table_mistakes.update(mistakes.rope_table_dtype_mistakes(table))
         check_tensor(table, what=f"the {name} table of {what}", shape=(max_len, head_dim // 2), dtype=torch.float32,
                      hint="each table is float32 (max_len, head_dim // 2): one row per position, one column per pair",
-                     mistakes={**mistakes.rope_table_shape_mistakes(max_len, head_dim),
-                               **(mistakes.rope_table_dtype_mistakes(table) if isinstance(table, torch.Tensor) else {})})
+                     mistakes=table_mistakes)
     return result
 
 
@@ -291,7 +294,7 @@ def test_apply_rope_rejects_positions_outside_the_tables(impl, gen, length, posi
     x = randn(2, length, 8, gen=gen)
     cos, sin = tables(10, 8)
     at = None if positions is None else torch.tensor(positions, dtype=torch.int64)
-    what = f"apply_rope(x (2, {length}, 8), tables of 10 positions" + ("" if at is None else f", positions={positions}") + ")"
+    what = f"apply_rope(x (2, {length}, 8), tables of 10 positions{'' if at is None else f', positions={positions}'})"
     returned = []
 
     def call(*args):
