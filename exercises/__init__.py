@@ -17,6 +17,7 @@ Which file holds what (the component id is in brackets; a check reports per id):
 The LLM track (the parts of a LLaMA-style language model):
 
 - ``norms.py``: ``LayerNorm`` [layer_norm], ``RMSNorm`` [rms_norm].
+- ``rope.py``: ``rope_angles`` / ``apply_rope`` [rope].
 - ``ffn.py``: ``SwiGLU`` [swiglu].
 
 Every function you write starts as ``raise NotImplementedError(...)``; replace
@@ -26,7 +27,7 @@ order. The course's teaching order (course.yml's, as in the README; the LLM
 track from layer_norm on) is:
 qkv_projection, scaling, masking, head_splitting, multi_head_attention,
 sinusoidal_encoding, pre_ln_block, patch_embedding, kv_cache, layer_norm,
-rms_norm, swiglu, cross_entropy, optimizer, lr_schedule.
+rms_norm, rope, swiglu, cross_entropy, optimizer, lr_schedule.
 
 How to check your work:
 

@@ -7,7 +7,7 @@ import difflib
 TRACKS: dict[str, tuple[str, ...]] = {
     "core": ("qkv_projection", "scaling", "masking", "head_splitting", "multi_head_attention", "sinusoidal_encoding",
              "pre_ln_block", "patch_embedding", "kv_cache"),
-    "llm": ("layer_norm", "rms_norm", "swiglu", "cross_entropy", "optimizer", "lr_schedule"),
+    "llm": ("layer_norm", "rms_norm", "rope", "swiglu", "cross_entropy", "optimizer", "lr_schedule"),
 }
 COMPONENTS: tuple[str, ...] = tuple(c for track in TRACKS.values() for c in track)
 
@@ -81,6 +81,7 @@ FILES: dict[str, tuple[str, ...]] = {
     "kv_cache": ("kv_cache.py", "attention.py"),
     "layer_norm": ("norms.py",),
     "rms_norm": ("norms.py",),
+    "rope": ("rope.py",),
     "swiglu": ("ffn.py",),
     "cross_entropy": ("training.py",),
     "optimizer": ("training.py",),

@@ -219,6 +219,21 @@ class RMSNorm(nn.Module):
     def forward(self, x: Tensor) -> Tensor:
         return _out(x.shape, x)
 ''',
+    "rope.py": '''
+
+def rope_angles(max_len: int, head_dim: int, base: float = 10000.0):
+    _reject(max_len <= 0 or head_dim <= 0 or head_dim % 2 != 0, "max_len and head_dim must be positive, head_dim even")
+    shape = (max_len, head_dim // 2)
+    return _many(_out(shape, max_len, dtype=torch.float32), _out(shape, max_len, dtype=torch.float32))
+
+
+def apply_rope(x: Tensor, cos: Tensor, sin: Tensor, positions: Tensor | None = None) -> Tensor:
+    _reject(x.shape[-1] != 2 * cos.shape[-1], "Dh is not twice the tables' width")
+    rows = torch.arange(x.shape[-2]) if positions is None else positions
+    _reject(rows.numel() > 0 and (int(rows.min()) < 0 or int(rows.max()) >= cos.shape[0]),
+            "a position is outside the tables")
+    return _out(x.shape, x)
+''',
     "ffn.py": '''
 
 class SwiGLU(nn.Module):

@@ -1007,3 +1007,155 @@ SCHEDULE_MISTAKES = {
 
 def schedule_mistakes(steps: list[int], max_lr: float, min_lr: float, warmup: int, total: int) -> Mistakes:
     return {s: (lambda v=v: schedule(steps, max_lr, min_lr, warmup, total, v)) for s, v in SCHEDULE_MISTAKES.items()}
+
+
+# --- rope --------------------------------------------------------------------------------------------
+
+def rope_tables(max_len: int, head_dim: int, base: float = 10000.0, *, variant: str = "") -> tuple[Tensor, Tensor]:
+    """(cos, sin), each (max_len, head_dim / 2), in float64, with the mistake `variant` switched on.
+
+    `float16` computes the angles as that mistake does (float16 positions times float16 frequencies),
+    and `no_minus` in float32: their angles are large, so the rounding of the mistake's own dtype decides.
+    """
+    features = torch.arange(0, head_dim, 2, dtype=torch.float64)  # 2i
+    exponent = {"pair_index": features / 2, "off_by_one": features - 2}.get(variant, features) / head_dim
+    base = 10000.0 if variant == "base_ignored" else base
+    freqs = base ** (exponent if variant == "no_minus" else -exponent)
+    positions = torch.arange(max_len, dtype=torch.float64) + (1 if variant == "from_one" else 0)
+    if variant == "float16":
+        angles = torch.outer(torch.arange(max_len, dtype=torch.float16), freqs.float().half()).double()
+    elif variant == "no_minus":
+        angles = torch.outer(positions.float(), base ** (features.float() / head_dim)).double()
+    else:
+        angles = torch.outer(positions, freqs)
+    cos, sin = angles.cos(), angles.sin()
+    return (sin, cos) if variant == "swapped" else (cos, sin)
+
+
+ROPE_TABLE_MISTAKES = {
+    "your frequencies use the exponent i / head_dim, i being the pair index: it is 2i / head_dim "
+    "(features 2i and 2i+1 share pair i's frequency), theta_i = base**(-2i / head_dim)": "pair_index",
+    "your frequencies are base**(+2i / head_dim): the exponent is negative, so that pair 0 turns fastest "
+    "(1 radian per position) and every later pair slower": "no_minus",
+    "your exponent is off by one pair, base**(-2(i-1) / head_dim): pair 0's frequency is base**0 = 1": "off_by_one",
+    "your positions start at 1 instead of 0: row p of the tables is position p, so row 0 is cos 1, sin 0":
+        "from_one",
+    "you returned (sin, cos): the contract's order is (cos, sin)": "swapped",
+    "your angles are computed in float16, whose rounding of position * frequency reaches a radian at a few "
+    "thousand positions: compute positions and frequencies in float32 (or float64)": "float16",
+    "your frequencies ignore the base argument and always use 10000": "base_ignored",
+}
+
+
+def rope_table_mistakes(max_len: int, head_dim: int, base: float = 10000.0) -> Mistakes:
+    """For the pair (cos, sin) of rope_angles; see them one at a time with `mapped`."""
+    return {s: (lambda v=v: rope_tables(max_len, head_dim, base, variant=v)) for s, v in ROPE_TABLE_MISTAKES.items()}
+
+
+def rope_table_shape_mistakes(max_len: int, head_dim: int) -> Mistakes:
+    return {
+        "your tables are head_dim wide, each frequency repeated (as Hugging Face's cat((freqs, freqs)) is): "
+        "this kit's tables hold one column per pair, head_dim // 2": torch.Size((max_len, head_dim)),
+        "your tables are transposed, (head_dim // 2, max_len): one row per position":
+            torch.Size((head_dim // 2, max_len)),
+    }
+
+
+def rope_table_pair_mistakes(result: Any) -> Mistakes:
+    """For what rope_angles returned when it is not a pair of tables."""
+    polar = isinstance(result, Tensor) and result.is_complex()
+    return {"you returned one complex table (torch.polar, as Meta's precompute_freqs_cis does): return its real "
+            "and imaginary parts, cos and sin, as two float32 tables": result if polar else None}
+
+
+def rope_table_dtype_mistakes(table: Tensor) -> Mistakes:
+    return {"your table is float64 (math or float64 arithmetic left unconverted): return float32 tables, "
+            ".to(torch.float32)": table.double() if table.dtype == torch.float64 else None}
+
+
+def rope_rotated(x: Tensor, cos: Tensor, sin: Tensor, positions: Tensor | None, *, variant: str = "") -> Tensor:
+    """apply_rope(x, cos, sin, positions) in float64, with the mistake `variant` switched on."""
+    x = x.double()
+    length, d_head = x.shape[-2:]
+    if variant == "unchanged":
+        return x
+    if positions is None or variant == "ignores_positions":
+        positions = torch.arange(length) + (1 if variant == "default_from_one" and positions is None else 0)
+    elif variant == "wrapped":
+        positions = positions % cos.shape[0]
+    c, s = cos.double()[positions], sin.double()[positions]
+    if variant == "swapped_tables":
+        c, s = s, c
+    elif variant == "minus_angle":
+        s = -s
+    if variant == "rotate_half":
+        x1, x2 = x[..., : d_head // 2], x[..., d_head // 2:]
+        return torch.cat((x1 * c - x2 * s, x1 * s + x2 * c), dim=-1)
+    x1, x2 = x[..., 0::2], x[..., 1::2]
+    if variant == "tables_repeated":
+        rotated = torch.stack((-x2, x1), dim=-1).flatten(-2)
+        return x * torch.cat((c, c), dim=-1) + rotated * torch.cat((s, s), dim=-1)
+    first = x1 * c - x2 * s
+    second = (first if variant == "even_rotated_first" else x1) * s + x2 * c
+    if variant == "halves_out":
+        return torch.cat((first, second), dim=-1)
+    return torch.stack((first, second), dim=-1).flatten(-2)
+
+
+ROPE_MISTAKES = {
+    "your apply_rope returns x unchanged: every row but those at position 0 must be rotated": "unchanged",
+    "your pairs are (i, i + Dh/2), the \"rotate_half\" layout of Hugging Face and GPT-NeoX: this kit pairs "
+    "adjacent features (2i, 2i+1), as Meta's LLaMA and the RoFormer paper do (x[..., 0::2] with x[..., 1::2])":
+        "rotate_half",
+    "you rotate adjacent pairs but write the results back as two halves (torch.cat): put each pair's two "
+    "features back side by side, at 2i and 2i+1 (stack on a new last dimension, then flatten)": "halves_out",
+    "your rotation turns the wrong way (by minus the angle): out[2i] = x[2i] * cos - x[2i+1] * sin and "
+    "out[2i+1] = x[2i] * sin + x[2i+1] * cos": "minus_angle",
+    "you swapped the cos and sin tables: c comes from cos, s from sin": "swapped_tables",
+    "your apply_rope ignores `positions` and always uses rows 0 .. T-1 of the tables: row t of x sits at "
+    "positions[t] (after a cache, that is not t)": "ignores_positions",
+    "your default positions start at 1: without `positions`, row t of x sits at position t, from 0":
+        "default_from_one",
+    "your tables are repeated as cat((cos, cos)) for adjacent pairs (the \"rotate_every_two\" trick with "
+    "Hugging Face's tables): features 2i and 2i+1 must both use pair i's angle (repeat_interleave), not "
+    "columns 2i and 2i+1 of the repeated table": "tables_repeated",
+    "your second formula uses the already rotated even features (x[..., 0::2] was overwritten, or is a view "
+    "of what you wrote): compute both from the original pair": "even_rotated_first",
+}
+
+
+def rope_mistakes(x: Tensor, cos: Tensor, sin: Tensor, positions: Tensor | None) -> Mistakes:
+    return {s: (lambda v=v: rope_rotated(x, cos, sin, positions, variant=v)) for s, v in ROPE_MISTAKES.items()}
+
+
+def rope_dtype_mistakes(x: Tensor) -> Mistakes:
+    """For the dtype of apply_rope's result."""
+    return {"your apply_rope computes in float32 (x.float(), or complex64 numbers) and never casts back: a float64 "
+            "x must come back float64 (.type_as(x), as Meta's code ends)":
+            torch.float32 if x.dtype == torch.float64 else None}
+
+
+def rope_wrapped_mistakes(x: Tensor, cos: Tensor, sin: Tensor, positions: Tensor) -> Mistakes:
+    """For what apply_rope returned instead of rejecting a negative position."""
+    return {"your apply_rope accepts negative positions: indexing the tables with -1 quietly reads their last row "
+            "(Python indexing wraps around); check positions.min() >= 0 too":
+            lambda: rope_rotated(x, cos, sin, positions, variant="wrapped") if bool((positions < 0).any()) else None}
+
+
+ROPE_NO_GRAPH = "no autograd graph"
+
+
+def rope_grad_mistakes() -> Mistakes:
+    """For what went wrong when backpropagating through apply_rope (ROPE_NO_GRAPH: backward found nothing)."""
+    return {"your apply_rope's output is not computed from x with autograd (torch.no_grad(), torch.inference_mode(), "
+            ".detach(), or a new tensor): nothing before it (the projections of q and k) would ever learn":
+            ROPE_NO_GRAPH}
+
+
+def rope_in_place_mistakes(x: Tensor, cos: Tensor, sin: Tensor, positions: Tensor | None) -> Mistakes:
+    """For x as it is after apply_rope(x, cos, sin, positions)."""
+    return {"apply_rope wrote the rotation into the caller's x in place: build new tensors (torch.stack, torch.cat) "
+            "and return them":
+            lambda: rope_rotated(x, cos, sin, positions).to(x.dtype),
+            "apply_rope overwrote the caller's x in place (x[..., 0::2] = ...), and used the overwritten even "
+            "features for the odd ones": lambda: rope_rotated(x, cos, sin, positions, variant="even_rotated_first")}

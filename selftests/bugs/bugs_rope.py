@@ -1,0 +1,81 @@
+from . import Bug
+
+INV_FREQ = "inv_freq = base ** (-torch.arange(0, head_dim, 2, dtype=torch.float32) / head_dim)"
+ANGLES = "angles = torch.outer(torch.arange(max_len, dtype=torch.float32), inv_freq)"
+TABLE_ROWS = "c, s = cos[positions].to(x.dtype), sin[positions].to(x.dtype)"
+PAIRS = "x1, x2 = x[..., 0::2], x[..., 1::2]  # (..., T, Dh/2) each"
+ROTATE = "return torch.stack((x1 * c - x2 * s, x1 * s + x2 * c), dim=-1).flatten(-2)"
+
+BUGS = [
+    # rope_angles
+    Bug("rope", "exponent_pair_index", "rope.py", INV_FREQ,
+        "inv_freq = base ** (-torch.arange(0, head_dim // 2, dtype=torch.float32) / head_dim)",
+        "divides the pair index i by head_dim, i / head_dim instead of 2i / head_dim"),
+    Bug("rope", "exponent_without_minus", "rope.py", INV_FREQ,
+        "inv_freq = base ** (torch.arange(0, head_dim, 2, dtype=torch.float32) / head_dim)",
+        "forgets the minus sign of the exponent, so the frequencies grow with i"),
+    Bug("rope", "exponent_off_by_one", "rope.py", INV_FREQ,
+        "inv_freq = base ** (-(torch.arange(0, head_dim, 2, dtype=torch.float32) - 2) / head_dim)",
+        "counts the pairs from 1 in the exponent, base**(-2(i-1)/head_dim)"),
+    Bug("rope", "base_ignored", "rope.py", INV_FREQ,
+        "inv_freq = 10000.0 ** (-torch.arange(0, head_dim, 2, dtype=torch.float32) / head_dim)",
+        "hard-codes 10000 and ignores the base argument"),
+    Bug("rope", "positions_from_one", "rope.py", ANGLES,
+        "angles = torch.outer(torch.arange(1, max_len + 1, dtype=torch.float32), inv_freq)",
+        "numbers the positions of the tables from 1"),
+    Bug("rope", "float16_angles", "rope.py", ANGLES,
+        "angles = torch.outer(torch.arange(max_len, dtype=torch.float16), inv_freq.half()).float()",
+        "computes the angles in float16, as the model's half precision would (GPT-NeoX's old tables)"),
+    Bug("rope", "sin_cos_returned_swapped", "rope.py", "return angles.cos(), angles.sin()",
+        "return angles.sin(), angles.cos()",
+        "returns (sin, cos)"),
+    Bug("rope", "tables_head_dim_wide", "rope.py", "return angles.cos(), angles.sin()",
+        "angles = torch.cat((angles, angles), dim=-1)\n    return angles.cos(), angles.sin()",
+        "returns Hugging Face's head_dim-wide tables, cat((freqs, freqs))"),
+    Bug("rope", "complex_table", "rope.py", "return angles.cos(), angles.sin()",
+        "return torch.polar(torch.ones_like(angles), angles)",
+        "returns one complex table, as Meta's precompute_freqs_cis does"),
+    # apply_rope
+    Bug("rope", "rotate_half_layout", "rope.py", f"    {PAIRS}\n    {ROTATE}",
+        "    x1, x2 = x[..., : Dh // 2], x[..., Dh // 2:]\n"
+        "    return torch.cat((x1 * c - x2 * s, x1 * s + x2 * c), dim=-1)",
+        "pairs feature i with i + Dh/2 (Hugging Face's rotate_half) instead of adjacent features"),
+    Bug("rope", "halves_written_back", "rope.py", ROTATE,
+        "return torch.cat((x1 * c - x2 * s, x1 * s + x2 * c), dim=-1)",
+        "rotates adjacent pairs but writes the results back as two halves"),
+    Bug("rope", "sign_of_sin", "rope.py", ROTATE,
+        "return torch.stack((x1 * c + x2 * s, -x1 * s + x2 * c), dim=-1).flatten(-2)",
+        "puts the minus sign on the other sin term, turning by minus the angle"),
+    Bug("rope", "tables_swapped", "rope.py", TABLE_ROWS,
+        "c, s = sin[positions].to(x.dtype), cos[positions].to(x.dtype)",
+        "takes c from the sin table and s from the cos table"),
+    Bug("rope", "positions_ignored", "rope.py", TABLE_ROWS,
+        "c, s = cos[:T].to(x.dtype), sin[:T].to(x.dtype)",
+        "slices the first T rows of the tables whatever the positions (breaks decoding after a cache)"),
+    Bug("rope", "default_positions_from_one", "rope.py", "positions = torch.arange(T, device=x.device)",
+        "positions = torch.arange(1, T + 1, device=x.device)",
+        "numbers the default positions from 1"),
+    Bug("rope", "repeated_tables_every_two", "rope.py", f"    {PAIRS}\n    {ROTATE}",
+        "    c, s = torch.cat((c, c), dim=-1), torch.cat((s, s), dim=-1)\n"
+        "    rotated = torch.stack((-x[..., 1::2], x[..., 0::2]), dim=-1).flatten(-2)\n"
+        "    return x * c + rotated * s",
+        "rotates adjacent pairs (rotate_every_two) with tables repeated by cat, so a pair's two features get "
+        "different angles"),
+    Bug("rope", "float32_result", "rope.py", f"{TABLE_ROWS}  # (T, Dh/2)\n    {PAIRS}",
+        "c, s = cos[positions], sin[positions]\n"
+        "    x1, x2 = x.float()[..., 0::2], x.float()[..., 1::2]",
+        "computes in float32, as Meta's code does, but never casts back to x's dtype"),
+    Bug("rope", "rotated_in_place", "rope.py", f"    {PAIRS}\n    {ROTATE}",
+        f"    {PAIRS}\n"
+        "    x[..., 0::2] = x1 * c - x2 * s\n"
+        "    x[..., 1::2] = x1 * s + x2 * c\n"
+        "    return x",
+        "writes the rotation into the caller's x, whose even features it then reads back already rotated"),
+    Bug("rope", "negative_positions_wrap", "rope.py",
+        "positions.numel() and (positions.min() < 0 or positions.max() >= cos.size(0))",
+        "positions.numel() and positions.max() >= cos.size(0)",
+        "checks only the upper end of the positions, so -1 reads the tables' last row"),
+    Bug("rope", "no_grad", "rope.py", "def apply_rope(",
+        "@torch.no_grad()\ndef apply_rope(",
+        "decorates apply_rope with torch.no_grad(), as Hugging Face's rotary-embedding module is"),
+]
