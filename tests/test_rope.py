@@ -12,7 +12,7 @@ from __future__ import annotations
 import pytest
 import torch
 
-from checklib import mistakes
+from checklib import adapters, mistakes
 from checklib.compare import assert_close, assert_equal, assert_not_close, check_tensor, fail, shown, tolerance
 from checklib.student import expect_value_error
 from checklib.weights import randn
@@ -57,7 +57,7 @@ def call_angles(impl, max_len: int, head_dim: int, base: float | None = None):
     """rope_angles's result, checked to be two float32 (max_len, head_dim // 2) tables; `base=None` uses the default."""
     args = f"{max_len}, {head_dim}" + ("" if base is None else f", base={base:g}")
     what = f"rope_angles({args})"
-    fn = impl.fn("rope.rope_angles")
+    fn = adapters.rope_angles(impl)
     result = fn(max_len, head_dim) if base is None else fn(max_len, head_dim, base=base)
     if not isinstance(result, (tuple, list)) or len(result) != 2:
         fail(what, f"expected a pair (cos, sin), got {shown(result)}", actual=result,
@@ -75,7 +75,7 @@ def call_angles(impl, max_len: int, head_dim: int, base: float | None = None):
 
 def call_rope(impl, x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor, positions: torch.Tensor | None, what: str):
     """apply_rope's result, checked to have x's shape and dtype."""
-    fn = impl.fn("rope.apply_rope")
+    fn = adapters.apply_rope(impl)
     out = fn(x, cos, sin) if positions is None else fn(x, cos, sin, positions)
     check_tensor(out, what=what, shape=x.shape, hint="apply_rope returns a tensor of x's shape and dtype",
                  mistakes=mistakes.rope_mistakes(x, cos, sin, positions))
@@ -128,13 +128,13 @@ def test_rope_angles_values(impl, max_len, head_dim, base):
 
 @pytest.mark.parametrize("head_dim", [1, 7, 15])
 def test_rope_angles_rejects_odd_head_dim(impl, head_dim):
-    message = expect_value_error(impl.fn("rope.rope_angles"), 16, head_dim, what=f"rope_angles(16, {head_dim})")
+    message = expect_value_error(adapters.rope_angles(impl), 16, head_dim, what=f"rope_angles(16, {head_dim})")
     assert message, "the ValueError should say what is wrong (head_dim must be even: features come in pairs)"
 
 
 @pytest.mark.parametrize("max_len, head_dim", [(0, 8), (-3, 8), (10, 0), (10, -4)])
 def test_rope_angles_rejects_non_positive_sizes(impl, max_len, head_dim):
-    message = expect_value_error(impl.fn("rope.rope_angles"), max_len, head_dim,
+    message = expect_value_error(adapters.rope_angles(impl), max_len, head_dim,
                                  what=f"rope_angles({max_len}, {head_dim})")
     assert message, "the ValueError should say what is wrong (max_len and head_dim must be positive)"
 
@@ -246,7 +246,7 @@ def test_gradient_flows_to_x(impl, gen):
     what = f"the gradient of {label(x, max_len, at)} w.r.t. x"
     hint = "compute the output from x with differentiable tensor operations (no torch.no_grad(), no .detach())"
     try:
-        grads = impl.fn("rope.apply_rope").grad(x, cos, sin, at, grad_output=g)
+        grads = adapters.apply_rope(impl).grad(x, cos, sin, at, grad_output=g)
     except StudentError as exc:
         if type(exc) is not StudentError or "does not require grad" not in exc.message:
             raise
@@ -266,7 +266,7 @@ def test_does_not_modify_inputs(impl, gen):
     x = randn(2, 3, 6, 8, gen=gen)
     cos, sin = tables(16, 8)
     at = torch.tensor([1, 2, 3, 9, 10, 15])
-    _, (x_after, cos_after, sin_after, at_after) = impl.fn("rope.apply_rope").call_returning_args(x, cos, sin, at)
+    _, (x_after, cos_after, sin_after, at_after) = adapters.apply_rope(impl).call_returning_args(x, cos, sin, at)
     hint = "functions must not modify their inputs in place: build the result in new tensors"
     assert_equal(x_after, x, what="x after apply_rope(x, cos, sin, positions)", hint=hint,
                  mistakes=mistakes.rope_in_place_mistakes(x, cos, sin, at))
@@ -279,7 +279,7 @@ def test_does_not_modify_inputs(impl, gen):
 def test_apply_rope_rejects_mismatched_tables(impl, gen, d_head, width):
     x = randn(1, 2, 5, d_head, gen=gen)
     cos, sin = tables(10, 2 * width)
-    message = expect_value_error(impl.fn("rope.apply_rope"), x, cos, sin,
+    message = expect_value_error(adapters.apply_rope(impl), x, cos, sin,
                                  what=f"apply_rope(x (1, 2, 5, {d_head}), tables (10, {width}))")
     assert message, "the ValueError should say what is wrong (Dh must be twice the tables' width)"
 
@@ -298,7 +298,7 @@ def test_apply_rope_rejects_positions_outside_the_tables(impl, gen, length, posi
     returned = []
 
     def call(*args):
-        returned.append(impl.fn("rope.apply_rope")(*args))
+        returned.append(adapters.apply_rope(impl)(*args))
         return returned[-1]
 
     try:
