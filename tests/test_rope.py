@@ -16,7 +16,7 @@ from checklib import adapters, mistakes
 from checklib.compare import assert_close, assert_equal, assert_not_close, check_tensor, fail, shown, tolerance
 from checklib.student import expect_value_error
 from checklib.weights import randn
-from grader.target import StudentError
+from grader.sandbox.protocol import StudentError
 
 RTOL, ATOL = tolerance(torch.float32)
 EPS32 = torch.finfo(torch.float32).eps

@@ -32,6 +32,11 @@ class Collector:
 
     def __init__(self) -> None:
         self.cases: dict[str, CaseResult] = {}
+        self.broken_checks: list[str] = []  # check files that could not be collected: a grader error
+
+    def pytest_collectreport(self, report: pytest.CollectReport) -> None:
+        if report.failed:
+            self.broken_checks.append(f"{report.nodeid}:\n{report.longreprtext[-1500:]}")
 
     @pytest.hookimpl(hookwrapper=True)
     def pytest_runtest_makereport(self, item: pytest.Item, call: pytest.CallInfo):

@@ -155,6 +155,8 @@ def run_shard(args: list[str], index: int = 0, count: int = 1) -> list[CaseResul
     collector = Collector()
     with redirect_stdout(io.StringIO()) as out, redirect_stderr(io.StringIO()) as err:
         code = pytest.main(args, plugins=[collector, *plugins(), *([Shard(index, count)] if count > 1 else [])])
+    if collector.broken_checks:
+        raise GraderError("the checks could not be collected:\n" + "\n".join(collector.broken_checks))
     if code == pytest.ExitCode.INTERRUPTED:
         raise KeyboardInterrupt
     if code not in (pytest.ExitCode.OK, pytest.ExitCode.TESTS_FAILED):
