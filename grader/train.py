@@ -1,0 +1,306 @@
+"""`python -m grader train`: train your own TinyLM on the capstone's task and watch it learn.
+
+The task is defined here once, for this command and for tiny_lm's graded training
+check (tests/test_tiny_lm.py): sequences made of a random motif of `period`
+tokens repeated to `seq_len`, so that from the second repetition on every next
+token is the one `period` positions back. Nothing is downloaded; every batch and
+the initial weights come from fixed seeds.
+
+The loop talks to the model through a `Target` (grader/target.py) as the checks
+do: the weights live on the grader's side and are updated there by
+`torch.optim.AdamW`; the model is sent them, returns its logits, and backpropagates
+the loss's gradient into its parameters. So the check (where the model runs in a
+sandboxed worker) and this command (where it runs in a child process on the
+learner's machine) train in exactly the same way.
+
+Trust: this command runs the learner's own code on their own machine, as plain
+pytest does: no sandbox, but in a child process with a time limit, so that an
+endless loop ends (`--timeout`).
+"""
+from __future__ import annotations
+
+import argparse
+import math
+import os
+import subprocess
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Callable
+
+import torch
+import torch.nn.functional as F
+from torch import Tensor
+
+ROOT = Path(__file__).resolve().parent.parent
+IGNORE = -100  # the targets of the first motif: nothing in the past predicts them
+
+
+@dataclass(frozen=True)
+class Task:
+    """The next-token task and the model and training settings, all fixed."""
+
+    vocab_size: int = 10
+    period: int = 3
+    seq_len: int = 12
+    batch_size: int = 16
+    max_len: int = 24
+    d_model: int = 32
+    n_heads: int = 4
+    n_kv_heads: int = 2
+    n_layers: int = 2
+    d_ff: int = 64
+    steps: int = 80
+    max_lr: float = 3e-2
+    min_lr: float = 1e-3
+    warmup_steps: int = 8
+    weight_decay: float = 0.01
+    seed: int = 7
+
+    def model_args(self) -> tuple[int, ...]:
+        """TinyLM's positional arguments: vocab_size, max_len, d_model, n_heads, n_kv_heads, n_layers, d_ff."""
+        return (self.vocab_size, self.max_len, self.d_model, self.n_heads, self.n_kv_heads, self.n_layers, self.d_ff)
+
+    def describe(self) -> str:
+        return (f"TinyLM(vocab {self.vocab_size}, d_model {self.d_model}, {self.n_layers} layers, {self.n_heads} heads, "
+                f"{self.n_kv_heads} kv heads, d_ff {self.d_ff}) on motifs of {self.period} tokens repeated to "
+                f"{self.seq_len}, batches of {self.batch_size}")
+
+
+TASK = Task()
+
+
+def motifs(task: Task, count: int, gen: torch.Generator) -> Tensor:
+    """`count` random motifs `(count, period)`; no token repeats inside a motif."""
+    return torch.stack([torch.randperm(task.vocab_size, generator=gen)[:task.period] for _ in range(count)])
+
+
+def repeated(motif: Tensor, length: int) -> Tensor:
+    """`(B, period)` -> `(B, length)`: the motifs repeated."""
+    reps = -(-length // motif.size(1))
+    return motif.repeat(1, reps)[:, :length]
+
+
+def batch(task: Task, step: int) -> tuple[Tensor, Tensor]:
+    """Inputs `(B, seq_len)` and targets `(B, seq_len)` (IGNORE where the first motif is not known yet)."""
+    gen = torch.Generator().manual_seed(task.seed * 100_003 + step)
+    tokens = repeated(motifs(task, task.batch_size, gen), task.seq_len + 1)
+    idx, targets = tokens[:, :-1].clone(), tokens[:, 1:].clone()
+    targets[:, :task.period - 1] = IGNORE
+    return idx, targets
+
+
+def initial_state(task: Task) -> dict[str, Tensor]:
+    """The initial weights, by the contract's names (the same for every implementation)."""
+    gen = torch.Generator().manual_seed(task.seed)
+
+    def linear(d_out: int, d_in: int) -> Tensor:
+        return (torch.rand(d_out, d_in, generator=gen) * 2 - 1) / math.sqrt(d_in)
+
+    d, kv = task.d_model, task.n_kv_heads * (task.d_model // task.n_heads)
+    state = {"tok_emb.weight": torch.randn(task.vocab_size, d, generator=gen)}
+    for i in range(task.n_layers):
+        p = f"blocks.{i}."
+        state[p + "attn_norm.weight"] = torch.ones(d)
+        state[p + "attn.w_q.weight"] = linear(d, d)
+        state[p + "attn.w_k.weight"] = linear(kv, d)
+        state[p + "attn.w_v.weight"] = linear(kv, d)
+        state[p + "attn.out_proj.weight"] = linear(d, d)
+        state[p + "ffn_norm.weight"] = torch.ones(d)
+        state[p + "ffn.w_gate.weight"] = linear(task.d_ff, d)
+        state[p + "ffn.w_up.weight"] = linear(task.d_ff, d)
+        state[p + "ffn.w_down.weight"] = linear(d, task.d_ff)
+    state["norm.weight"] = torch.ones(d)
+    state["head.weight"] = linear(task.vocab_size, d)
+    return state
+
+
+class TrainingFailed(Exception):
+    """The model returned something the training cannot use (the wrong shape, non-finite logits, no gradient)."""
+
+
+def train(model: Any, task: Task, lr_at: Callable[[int], float], *, steps: int | None = None,
+          on_step: Callable[[int, float], None] | None = None) -> list[float]:
+    """Train `model` (a RemoteObject of a TinyLM, built with `task.model_args()`) from `initial_state`; the losses.
+
+    `lr_at(step)` gives each step's learning rate. The weights are the grader's: each step sends them to
+    the model, reads its logits, and has it backpropagate the loss's gradient into its parameters.
+    """
+    steps = task.steps if steps is None else steps
+    params = {k: v.clone().requires_grad_(True) for k, v in initial_state(task).items()}
+    optimizer = torch.optim.AdamW(params.values(), lr=task.max_lr, weight_decay=task.weight_decay)
+    shape = (task.batch_size, task.seq_len, task.vocab_size)
+    losses = []
+    for step in range(steps):
+        for group in optimizer.param_groups:
+            group["lr"] = lr_at(step)
+        idx, targets = batch(task, step)
+        model.load_weights({k: v.detach() for k, v in params.items()})
+        logits = model(idx)
+        if not isinstance(logits, Tensor) or tuple(logits.shape) != shape or not logits.is_floating_point():
+            got = tuple(logits.shape) if isinstance(logits, Tensor) else type(logits).__name__
+            raise TrainingFailed(f"step {step}: TinyLM(idx {tuple(idx.shape)}) returned {got}, expected logits {shape}")
+        logits = logits.float().requires_grad_(True)
+        loss = F.cross_entropy(logits.reshape(-1, task.vocab_size), targets.reshape(-1), ignore_index=IGNORE)
+        if not torch.isfinite(loss):
+            raise TrainingFailed(f"step {step}: the loss is {loss.item()}")
+        (grad_logits,) = torch.autograd.grad(loss, logits)
+        grads = model.grad(idx, grad_output=grad_logits)["params"]
+        for name, p in params.items():
+            g = grads.get(name)
+            if g is None:
+                raise TrainingFailed(f"step {step}: no gradient reached {name}")
+            p.grad = g.to(p.dtype)
+        optimizer.step()
+        optimizer.zero_grad(set_to_none=True)
+        losses.append(loss.item())
+        if on_step is not None:
+            on_step(step, losses[-1])
+    model.load_weights({k: v.detach() for k, v in params.items()})
+    return losses
+
+
+def schedule(task: Task, lr_at: Callable[..., float], steps: int | None = None) -> Callable[[int], float]:
+    """`step -> lr` from an `lr_at(step, *, max_lr, min_lr, warmup_steps, total_steps)` (the contract's)."""
+    total = max(task.steps if steps is None else steps, task.warmup_steps + 1)
+    return lambda step: float(lr_at(step, max_lr=task.max_lr, min_lr=task.min_lr, warmup_steps=task.warmup_steps,
+                                    total_steps=total))
+
+
+def prompts(task: Task, count: int = 4) -> Tensor:
+    """Prompts `(count, 2 * period)` for the continuation: two repetitions of fresh motifs."""
+    gen = torch.Generator().manual_seed(task.seed + 7)
+    return repeated(motifs(task, count, gen), 2 * task.period)
+
+
+def expected_continuation(task: Task, prompt: Tensor, length: int) -> Tensor:
+    """The prompt continued by its motif to `length` tokens in all."""
+    return repeated(prompt[:, :task.period], length)
+
+
+# --------------------------------------------------------------------------- the command
+
+
+def _child(args: argparse.Namespace) -> int:
+    """Runs in the child process: trains, draws the curve, prints the continuation."""
+    from rich.console import Console
+    from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
+
+    from .target import NotStarted, StudentError, open_target
+
+    console = Console()
+    task = TASK
+    steps = args.steps or task.steps
+    target = open_target(args.target)
+    console.print(f"training {task.describe()}\n  code: {args.target}; {steps} steps of torch.optim.AdamW, "
+                  f"learning rates from your lr_at")
+    try:
+        lr = schedule(task, target.fn("training.lr_at"), steps)
+        lr(0)
+        model = target.new("gpt.TinyLM", *task.model_args())
+        with Progress(TextColumn("[bold]train"), BarColumn(), TextColumn("{task.completed}/{task.total}"),
+                      TextColumn("loss {task.fields[loss]}"), TimeElapsedColumn(), console=console,
+                      transient=not console.is_terminal) as progress:
+            bar = progress.add_task("train", total=steps, loss="-")
+            losses = train(model, task, lr, steps=steps,
+                           on_step=lambda s, loss: progress.update(bar, advance=1, loss=f"{loss:.3f}"))
+    except NotStarted as exc:
+        console.print(f"[bold red]{exc}[/]\n  the training runs your whole model (gpt.py and every part it is built "
+                      f"on) and your lr_at: finish that component first (python -m grader check)", highlight=False)
+        return 1
+    except (StudentError, TrainingFailed) as exc:
+        console.print(f"[bold red]the training failed:[/] {exc}", highlight=False)
+        return 1
+    console.print(f"loss: {losses[0]:.3f} at the start, {losses[-1]:.3f} after {steps} steps "
+                  f"(a model that only guesses scores {math.log(task.vocab_size):.3f})", highlight=False)
+    _plot(losses, Path(args.out), task, console)
+    _continue(target, model, task, console)
+    return 0
+
+
+def _plot(losses: list[float], out: Path, task: Task, console) -> None:
+    try:
+        import matplotlib
+    except ImportError:
+        console.print("matplotlib is not installed (pip install matplotlib): no picture of the loss curve")
+        return
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, ax = plt.subplots(figsize=(6, 3.5))
+    ax.plot(range(len(losses)), losses, label="your TinyLM")
+    ax.axhline(math.log(task.vocab_size), color="grey", linestyle="--", label="guessing (log V)")
+    ax.set_xlabel("step")
+    ax.set_ylabel("cross-entropy loss")
+    ax.set_title("TinyLM on repeated motifs")
+    ax.legend()
+    fig.tight_layout()
+    out.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(out, dpi=100)
+    plt.close(fig)
+    console.print(f"loss curve saved to {out}", highlight=False)
+
+
+def _continue(target, model, task: Task, console) -> None:
+    from .target import NotStarted, StudentError
+
+    prompt = prompts(task, 3)
+    length = task.seq_len + task.period
+    try:
+        out = target.fn("sampling.generate")(model, prompt, length - prompt.size(1))
+    except NotStarted as exc:
+        console.print(f"no continuation: sampling is {exc}", highlight=False)
+        return
+    except StudentError as exc:
+        console.print(f"no continuation: generate failed: {exc}", highlight=False)
+        return
+    want = expected_continuation(task, prompt, length)
+    console.print("greedy continuations (prompt | what your model wrote):")
+    for got, right in zip(out.tolist(), want.tolist()):
+        p = prompt.size(1)
+        mark = "right" if got == right else f"expected {' '.join(map(str, right[p:]))}"
+        console.print(f"  {' '.join(map(str, got[:p]))} | {' '.join(map(str, got[p:]))}   ({mark})", highlight=False)
+
+
+def _train(args: argparse.Namespace) -> int:
+    """Start the child that runs the learner's code, and stop it after `--timeout` seconds."""
+    command = [sys.executable, "-m", __name__, "--child", "--target", str(Path(args.target).resolve()),
+               "--out", str(Path(args.out).resolve())] + (["--steps", str(args.steps)] if args.steps else [])
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")]).rstrip(os.pathsep))
+    try:
+        return subprocess.run(command, env=env, timeout=args.timeout).returncode
+    except subprocess.TimeoutExpired:
+        print(f"train: stopped after {args.timeout:g} s (an endless loop, or a much slower model than expected; "
+              f"--timeout changes the limit)", file=sys.stderr)
+        return 1
+
+
+def _add_options(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--target", default=str(ROOT / "exercises"), help="folder with the code to train "
+                        "(default: exercises/)")
+    parser.add_argument("--steps", type=int, metavar="N", help=f"training steps (default {TASK.steps})")
+    parser.add_argument("--out", default="loss_curve.png", metavar="PNG", help="where to save the loss curve "
+                        "(default: loss_curve.png)")
+
+
+def register(subparsers) -> None:
+    parser = subparsers.add_parser("train", help="train your TinyLM on a small task: progress, loss curve, a continuation")
+    _add_options(parser)
+    parser.add_argument("--timeout", type=float, default=600.0, metavar="S", help="stop after S seconds (default 600)")
+    parser.set_defaults(func=_train)
+
+
+def main(argv: list[str]) -> int:
+    """The child process's entry point (`python -m grader.train --child ...`)."""
+    parser = argparse.ArgumentParser(prog="python -m grader.train")
+    _add_options(parser)
+    parser.add_argument("--child", action="store_true", required=True)
+    args = parser.parse_args(argv)
+    if args.steps is not None and args.steps < 1:
+        parser.error("--steps must be at least 1")
+    torch.set_num_threads(1)
+    return _child(args)
+
+
+if __name__ == "__main__":
+    raise SystemExit(main(sys.argv[1:]))
