@@ -122,15 +122,20 @@ def model_kwargs(cfg: dict) -> dict:
     return {k: cfg[k] for k in ("n_heads", "n_kv_heads", "n_layers", "max_len", "rope_base")}
 
 
-def run(call, what: str, cfg: dict, *args, **kwargs):
-    """A call of the student's model; an error that a known mistake makes gets its diagnosis."""
+def run(call, what: str, cfg: dict, *args, fills_max_len: bool = False, **kwargs):
+    """A call of the student's model; an error that a known mistake makes gets its diagnosis.
+
+    `fills_max_len`: the call's last position is max_len - 1, which is allowed.
+    """
     try:
         return call(*args, **kwargs)
     except StudentError as exc:
         if type(exc) is not StudentError:
             raise
         sentence = (mistakes.rope_error_mistake(exc.message, cfg["d_model"], cfg["n_heads"])
-                    or mistakes.mask_with_cache_mistake(exc.message))
+                    or mistakes.mask_with_cache_mistake(exc.message)
+                    or (mistakes.max_len_off_by_one_mistake(cfg["max_len"]) if fills_max_len
+                        and "ValueError" in exc.kinds else None))
         if sentence is None:
             raise
         fail(what, f"your code raised {exc.type_name}: {exc.message}\n{exc.where}".rstrip(), hint=WHERE,
@@ -258,7 +263,7 @@ def test_tiny_lm_matches_reference(impl, gen, cfg, B, T, dtype):
     m = new_lm(impl, cfg, state)
     idx = tokens(B, T, cfg["vocab_size"], gen)
     what = f"{lm_call(cfg)}(idx {tuple(idx.shape)}), {str(dtype)[6:]}, vs the reference with the same weights"
-    got = run(m, what, cfg, idx)
+    got = run(m, what, cfg, idx, fills_max_len=T == cfg["max_len"])
     assert_close(got, ref_lm(state, idx, cfg).to(dtype), what=what, hint=WHERE,
                  mistakes=mistakes.tiny_lm_mistakes(state, [idx], **model_kwargs(cfg)))
 
@@ -285,7 +290,7 @@ def test_cached_equals_uncached(impl, gen, cfg, B, chunks, dtype):
         offset = sum(chunks[:i])
         what = (f"{lm_call(cfg)}(idx[:, {offset}:{offset + chunks[i]}], caches) "
                 + ("with empty caches (the prompt)" if i == 0 else f"after {offset} cached positions"))
-        out = run(m, what, cfg, piece, caches=caches)
+        out = run(m, what, cfg, piece, caches=caches, fills_max_len=offset + chunks[i] == cfg["max_len"])
         check_tensor(out, what=what, shape=(B, chunks[i], cfg["vocab_size"]), dtype=dtype,
                      hint="with caches the logits are those of the new positions only")
         all_mistakes = mistakes.tiny_lm_mistakes(state, pieces[:i + 1], cached=True, **model_kwargs(cfg))
@@ -336,10 +341,11 @@ def test_rejects_positions_beyond_max_len(impl, gen):
     expect_value_error(m, tokens(1, 3, 9, gen), caches=caches,
                        what=f"{call}(idx (1, 3), caches) after 6 cached positions: positions 6 .. 8, max_len 8")
     out = run(m, f"{call}(idx (1, 2), caches) after 6 cached positions (positions 6, 7: exactly max_len)", cfg,
-              tokens(1, 2, 9, gen), caches=caches)
+              tokens(1, 2, 9, gen), caches=caches, fills_max_len=True)
     check_tensor(out, what=f"{call}(idx (1, 2), caches) after 6 cached positions", shape=(1, 2, 9),
                  hint="positions up to max_len - 1 are allowed: raise only when start + T > max_len")
-    out = run(m, f"{call}(idx (1, 8)) without caches (exactly max_len)", cfg, tokens(1, 8, 9, gen))
+    out = run(m, f"{call}(idx (1, 8)) without caches (exactly max_len)", cfg, tokens(1, 8, 9, gen),
+              fills_max_len=True)
     check_tensor(out, what=f"{call}(idx (1, 8))", shape=(1, 8, 9),
                  hint="a sequence of exactly max_len positions is allowed: raise only when start + T > max_len")
 

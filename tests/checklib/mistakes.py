@@ -1188,6 +1188,11 @@ def rope_error_mistake(message: str, d_model: int, n_heads: int) -> str | None:
     return None
 
 
+def max_len_off_by_one_mistake(max_len: int) -> str:
+    return (f"your TinyLM rejects a sequence that ends at position max_len - 1 ({max_len - 1}): positions 0 .. "
+            f"max_len - 1 all have RoPE tables; raise only when start + T > max_len")
+
+
 def mask_with_cache_mistake(message: str) -> str | None:
     if "mask" in message and "cache" in message:
         return ("your TinyLM passes a causal mask together with the caches: with caches the attention builds its "
