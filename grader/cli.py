@@ -23,6 +23,7 @@ COMMAND_MODULES: list[str] = [
     "grader.batch",
     "grader.drill",
     "grader.nbgrader_course",
+    "grader.train",
 ]
 
 FORMATS = ("gradescope", "json", "junit", "markdown")

@@ -186,12 +186,17 @@ def _child(args: argparse.Namespace) -> int:
     from rich.console import Console
     from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 
+    from .loader import ImplementationLoadError
     from .target import NotStarted, StudentError, open_target
 
-    console = Console()
+    console = Console(soft_wrap=True)
     task = TASK
     steps = args.steps or task.steps
-    target = open_target(args.target)
+    try:
+        target = open_target(args.target)
+    except ImplementationLoadError as exc:
+        console.print(f"[bold red]cannot load your code:[/] {exc}", highlight=False)
+        return 1
     console.print(f"training {task.describe()}\n  code: {args.target}; {steps} steps of torch.optim.AdamW, "
                   f"learning rates from your lr_at")
     try:
@@ -205,8 +210,10 @@ def _child(args: argparse.Namespace) -> int:
             losses = train(model, task, lr, steps=steps,
                            on_step=lambda s, loss: progress.update(bar, advance=1, loss=f"{loss:.3f}"))
     except NotStarted as exc:
+        waiting = _not_started(args.target)
         console.print(f"[bold red]{exc}[/]\n  the training runs your whole model (gpt.py and every part it is built "
-                      f"on) and your lr_at: finish that component first (python -m grader check)", highlight=False)
+                      f"on) and your lr_at" + (f"; not started yet: {', '.join(waiting)}" if waiting else "")
+                      + "\n  finish them first (python -m grader check COMPONENT)", highlight=False)
         return 1
     except (StudentError, TrainingFailed) as exc:
         console.print(f"[bold red]the training failed:[/] {exc}", highlight=False)
@@ -216,6 +223,26 @@ def _child(args: argparse.Namespace) -> int:
     _plot(losses, Path(args.out), task, console)
     _continue(target, model, task, console)
     return 0
+
+
+# the components whose code the training runs (through gpt.py's imports, the schedule and generate)
+NEEDED = ("qkv_projection", "scaling", "masking", "head_splitting", "multi_head_attention", "kv_cache", "rms_norm",
+          "rope", "swiglu", "grouped_query_attention", "lr_schedule", "sampling", "tiny_lm")
+
+
+def _not_started(folder: str) -> list[str]:
+    """The needed components whose stubs are untouched (that exist in this version of the course)."""
+    from .contract import COMPONENTS
+    from .scratch import not_started
+
+    waiting = []
+    for component in NEEDED:
+        try:
+            if component in COMPONENTS and not_started(folder, component):
+                waiting.append(component)
+        except Exception:  # noqa: BLE001 - a file that does not parse: the training's own error says more
+            continue
+    return waiting
 
 
 def _plot(losses: list[float], out: Path, task: Task, console) -> None:
