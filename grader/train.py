@@ -62,9 +62,9 @@ class Task:
         return (self.vocab_size, self.max_len, self.d_model, self.n_heads, self.n_kv_heads, self.n_layers, self.d_ff)
 
     def describe(self) -> str:
-        return (f"TinyLM(vocab {self.vocab_size}, d_model {self.d_model}, {self.n_layers} layers, {self.n_heads} heads, "
-                f"{self.n_kv_heads} kv heads, d_ff {self.d_ff}) on motifs of {self.period} tokens repeated to "
-                f"{self.seq_len}, batches of {self.batch_size}")
+        return (f"TinyLM(vocab {self.vocab_size}, d_model {self.d_model}, {self.n_layers} layers, "
+                f"{self.n_heads} heads, {self.n_kv_heads} kv heads, d_ff {self.d_ff}) on motifs of {self.period} "
+                f"tokens repeated to {self.seq_len}, batches of {self.batch_size}")
 
 
 TASK = Task()
@@ -311,7 +311,8 @@ def _add_options(parser: argparse.ArgumentParser) -> None:
 
 
 def register(subparsers) -> None:
-    parser = subparsers.add_parser("train", help="train your TinyLM on a small task: progress, loss curve, a continuation")
+    parser = subparsers.add_parser("train", help="train your TinyLM on a small task: progress, loss curve, "
+                                   "a continuation")
     _add_options(parser)
     parser.add_argument("--timeout", type=float, default=600.0, metavar="S", help="stop after S seconds (default 600)")
     parser.set_defaults(func=_train)

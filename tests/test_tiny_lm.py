@@ -201,11 +201,12 @@ def test_new_caches_gives_one_empty_cache_per_block(impl):
     if not isinstance(caches, list) or len(caches) != cfg["n_layers"]:
         fail(what, f"expected a list of {cfg['n_layers']} KVCache (one per block), got "
                    f"{type(caches).__name__}{f' of {len(caches)}' if isinstance(caches, (list, tuple)) else ''}",
-             hint="return [KVCache() for _ in self.blocks]")
+             hint="make a new KVCache for each block, in the blocks' order")
     ids = [c.id if isinstance(c, Ref) else None for c in caches]
     sentence = mistakes.shared_caches_mistake(ids)
     if sentence or None in ids:
-        fail(what, "expected a different KVCache object for each block", hint="return [KVCache() for _ in self.blocks]",
+        fail(what, "expected a different KVCache object for each block",
+             hint="make a new KVCache for each block, in the blocks' order",
              mistakes={sentence: True} if sentence else None, actual=True)
     for i, cache in enumerate(remote_caches(impl, caches)):
         if cache.type_name != "KVCache" or len(cache) != 0:
@@ -244,7 +245,7 @@ def test_decoder_block_matches_reference(impl, gen, case):
     got = m(x, mask, rope=rope)
     expected = ref_block(state, x.double(), H, Hkv, rope, mask).to(dtype)
     assert_close(got, expected, what=what, hint=WHERE,
-                 mistakes=mistakes.block_mistakes(state, x, H, Hkv, rope, mask))
+                 mistakes=mistakes.decoder_block_mistakes(state, x, H, Hkv, rope, mask))
 
 
 # vocab_size, max_len, d_model, n_heads, n_kv_heads, n_layers, d_ff, rope_base; then B, T, dtype

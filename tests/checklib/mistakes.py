@@ -1069,11 +1069,21 @@ def decoder_block(state: dict[str, Tensor], x: Tensor, n_heads: int, n_kv_heads:
                   cache=None, variant: str = "", prefix: str = "", causal: bool = True) -> Tensor:
     """DecoderBlock in float64; `cache` a pair of lists (keys, values) that this call appends to."""
     s, x = state, x.double()
-    attn = lambda inp: _attention(s, prefix + "attn.", inp, n_heads, n_kv_heads, rope,  # noqa: E731
-                                  None if variant == "no_mask" else mask, cache, causal)
-    norm1 = lambda inp: _rms(inp, s[prefix + "attn_norm.weight"])  # noqa: E731
-    norm2 = lambda inp: _rms(inp, s[prefix + ("attn_norm" if variant == "shared_norm" else "ffn_norm") + ".weight"])  # noqa: E731
-    ffn = lambda inp: _swiglu(s, prefix + "ffn.", inp)  # noqa: E731
+    second_norm = prefix + ("attn_norm" if variant == "shared_norm" else "ffn_norm") + ".weight"
+
+    def attn(inp: Tensor) -> Tensor:
+        return _attention(s, prefix + "attn.", inp, n_heads, n_kv_heads, rope, None if variant == "no_mask" else mask,
+                          cache, causal)
+
+    def norm1(inp: Tensor) -> Tensor:
+        return _rms(inp, s[prefix + "attn_norm.weight"])
+
+    def norm2(inp: Tensor) -> Tensor:
+        return _rms(inp, s[second_norm])
+
+    def ffn(inp: Tensor) -> Tensor:
+        return _swiglu(s, prefix + "ffn.", inp)
+
     if variant == "post_norm":
         h = norm1(x + attn(x))
         return norm2(h + ffn(h))
@@ -1104,7 +1114,8 @@ BLOCK_VARIANTS = {
 }
 
 
-def block_mistakes(state: dict[str, Tensor], x: Tensor, n_heads: int, n_kv_heads: int, rope, mask) -> Mistakes:
+def decoder_block_mistakes(state: dict[str, Tensor], x: Tensor, n_heads: int, n_kv_heads: int, rope, mask
+                           ) -> Mistakes:
     return {sentence: (lambda v=v: decoder_block(state, x, n_heads, n_kv_heads, rope=rope, mask=mask, variant=v))
             for v, sentence in BLOCK_VARIANTS.items()}
 
