@@ -291,11 +291,17 @@ def _continue(target, model, task: Task, console) -> None:
 
 def _train(args: argparse.Namespace) -> int:
     """Start the child that runs the learner's code, and stop it after `--timeout` seconds."""
+    if args.steps is not None and args.steps < 1:
+        print("train: --steps must be at least 1", file=sys.stderr)
+        return 2
     command = [sys.executable, "-m", __name__, "--child", "--target", str(Path(args.target).resolve()),
                "--out", str(Path(args.out).resolve())] + (["--steps", str(args.steps)] if args.steps else [])
     env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")]).rstrip(os.pathsep))
     try:
         return subprocess.run(command, env=env, timeout=args.timeout).returncode
+    except KeyboardInterrupt:
+        print("train: interrupted", file=sys.stderr)
+        return 130
     except subprocess.TimeoutExpired:
         print(f"train: stopped after {args.timeout:g} s (an endless loop, or a much slower model than expected; "
               f"--timeout changes the limit)", file=sys.stderr)
@@ -324,8 +330,6 @@ def main(argv: list[str]) -> int:
     _add_options(parser)
     parser.add_argument("--child", action="store_true", required=True)
     args = parser.parse_args(argv)
-    if args.steps is not None and args.steps < 1:
-        parser.error("--steps must be at least 1")
     torch.set_num_threads(1)
     return _child(args)
 
