@@ -163,8 +163,15 @@ def train(model: Any, task: Task, lr_at: Callable[[int], float], *, steps: int |
 def schedule(task: Task, lr_at: Callable[..., float], steps: int | None = None) -> Callable[[int], float]:
     """`step -> lr` from an `lr_at(step, *, max_lr, min_lr, warmup_steps, total_steps)` (the contract's)."""
     total = max(task.steps if steps is None else steps, task.warmup_steps + 1)
-    return lambda step: float(lr_at(step, max_lr=task.max_lr, min_lr=task.min_lr, warmup_steps=task.warmup_steps,
-                                    total_steps=total))
+
+    def lr(step: int) -> float:
+        value = lr_at(step, max_lr=task.max_lr, min_lr=task.min_lr, warmup_steps=task.warmup_steps, total_steps=total)
+        try:
+            return float(value)
+        except (TypeError, ValueError):
+            raise TrainingFailed(f"lr_at({step}, ...) returned {value!r:.60}, not a number") from None
+
+    return lr
 
 
 def prompts(task: Task, count: int = 4) -> Tensor:
@@ -184,6 +191,7 @@ def expected_continuation(task: Task, prompt: Tensor, length: int) -> Tensor:
 def _child(args: argparse.Namespace) -> int:
     """Runs in the child process: trains, draws the curve, prints the continuation."""
     from rich.console import Console
+    from rich.markup import escape
     from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 
     from .loader import ImplementationLoadError
@@ -195,10 +203,10 @@ def _child(args: argparse.Namespace) -> int:
     try:
         target = open_target(args.target)
     except ImplementationLoadError as exc:
-        console.print(f"[bold red]cannot load your code:[/] {exc}", highlight=False)
+        console.print(f"[bold red]cannot load your code:[/] {escape(str(exc))}", highlight=False)
         return 1
     console.print(f"training {task.describe()}\n  code: {args.target}; {steps} steps of torch.optim.AdamW, "
-                  f"learning rates from your lr_at")
+                  f"learning rates from your lr_at", markup=False, highlight=False)
     try:
         lr = schedule(task, target.fn("training.lr_at"), steps)
         lr(0)
@@ -211,12 +219,13 @@ def _child(args: argparse.Namespace) -> int:
                            on_step=lambda s, loss: progress.update(bar, advance=1, loss=f"{loss:.3f}"))
     except NotStarted as exc:
         waiting = _not_started(args.target)
-        console.print(f"[bold red]{exc}[/]\n  the training runs your whole model (gpt.py and every part it is built "
-                      f"on) and your lr_at" + (f"; not started yet: {', '.join(waiting)}" if waiting else "")
-                      + "\n  finish them first (python -m grader check COMPONENT)", highlight=False)
+        also = f"; not started yet: {', '.join(waiting)}" if waiting else ""
+        console.print(f"[bold red]{escape(str(exc))}[/]\n  the training runs your whole model (gpt.py and every "
+                      f"part it is built on) and your lr_at{also}\n  finish them first (python -m grader check "
+                      f"COMPONENT)", highlight=False)
         return 1
     except (StudentError, TrainingFailed) as exc:
-        console.print(f"[bold red]the training failed:[/] {exc}", highlight=False)
+        console.print(f"[bold red]the training failed:[/] {escape(str(exc))}", highlight=False)
         return 1
     console.print(f"loss: {losses[0]:.3f} at the start, {losses[-1]:.3f} after {steps} steps "
                   f"(a model that only guesses scores {math.log(task.vocab_size):.3f})", highlight=False)
@@ -265,7 +274,7 @@ def _plot(losses: list[float], out: Path, task: Task, console) -> None:
     out.parent.mkdir(parents=True, exist_ok=True)
     fig.savefig(out, dpi=100)
     plt.close(fig)
-    console.print(f"loss curve saved to {out}", highlight=False)
+    console.print(f"loss curve saved to {out}", markup=False, highlight=False)
 
 
 def _continue(target, model, task: Task, console) -> None:
@@ -276,10 +285,10 @@ def _continue(target, model, task: Task, console) -> None:
     try:
         out = target.fn("sampling.generate")(model, prompt, length - prompt.size(1))
     except NotStarted as exc:
-        console.print(f"no continuation: sampling is {exc}", highlight=False)
+        console.print(f"no continuation: sampling is {exc}", markup=False, highlight=False)
         return
     except StudentError as exc:
-        console.print(f"no continuation: generate failed: {exc}", highlight=False)
+        console.print(f"no continuation: generate failed: {exc}", markup=False, highlight=False)
         return
     want = expected_continuation(task, prompt, length)
     console.print("greedy continuations (prompt | what your model wrote):")
