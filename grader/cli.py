@@ -20,6 +20,7 @@ COMMAND_MODULES: list[str] = [
     "grader.channels.batch.command",
     "grader.drills.command",
     "grader.channels.nbgrader.course",
+    "grader.train.command",
 ]
 
 

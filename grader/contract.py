@@ -7,7 +7,7 @@ import difflib
 TRACKS: dict[str, tuple[str, ...]] = {
     "core": ("qkv_projection", "scaling", "masking", "head_splitting", "multi_head_attention", "sinusoidal_encoding",
              "pre_ln_block", "patch_embedding", "kv_cache"),
-    "llm": ("layer_norm", "rms_norm", "rope", "swiglu", "cross_entropy", "optimizer", "lr_schedule"),
+    "llm": ("layer_norm", "rms_norm", "rope", "swiglu", "cross_entropy", "optimizer", "lr_schedule", "tiny_lm"),
 }
 COMPONENTS: tuple[str, ...] = tuple(c for track in TRACKS.values() for c in track)
 
@@ -86,6 +86,7 @@ FILES: dict[str, tuple[str, ...]] = {
     "cross_entropy": ("training.py",),
     "optimizer": ("training.py",),
     "lr_schedule": ("training.py",),
+    "tiny_lm": ("gpt.py",),
 }
 
 

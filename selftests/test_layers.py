@@ -2,8 +2,8 @@
 
 Layers, lowest first: the shared modules at the top of `grader/` (contract,
 course, results, source, ...), `sandbox/` (the process boundary), `engine/`
-(running and scoring the checks), then `channels/` and `drills/` (the ways a
-grade reaches people), and `cli.py`, which only routes. Every import counts,
+(running and scoring the checks), then `channels/` (the ways a grade reaches
+people), `drills/` and `train/` (a learner's own practice), and `cli.py`, which only routes. Every import counts,
 also those inside functions; the graph is read from the source (ast), nothing
 is imported.
 """
@@ -14,7 +14,7 @@ from pathlib import Path
 
 GRADER = Path(__file__).resolve().parents[1] / "grader"
 # A module may import its own layer and those below it, never those above.
-LAYERS = {"shared": 0, "sandbox": 1, "engine": 2, "channels": 3, "drills": 3, "cli": 4}
+LAYERS = {"shared": 0, "sandbox": 1, "engine": 2, "channels": 3, "drills": 3, "train": 3, "cli": 4}
 
 
 def module_name(path: Path) -> str:

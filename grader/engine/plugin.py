@@ -36,7 +36,7 @@ class Collector:
 
     def pytest_collectreport(self, report: pytest.CollectReport) -> None:
         if report.failed:
-            self.broken_checks.append(f"{report.nodeid}:\n{report.longreprtext[-1500:]}")
+            self.broken_checks.append(f"{report.nodeid or report.fspath}:\n{report.longreprtext[-1500:]}")
 
     @pytest.hookimpl(hookwrapper=True)
     def pytest_runtest_makereport(self, item: pytest.Item, call: pytest.CallInfo):

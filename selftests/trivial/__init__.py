@@ -291,6 +291,54 @@ def lr_at(step: int, *, max_lr: float, min_lr: float, warmup_steps: int, total_s
     count = _count()
     return None if count is None else float(count)
 ''',
+    "gpt.py": '''
+from .ffn import SwiGLU
+from .kv_cache import KVCache
+from .norms import RMSNorm
+
+
+class _Attention(nn.Module):
+    """GroupedQueryAttention's layers (held here, so that gpt.py needs no gqa.py)."""
+
+    def __init__(self, d_model: int, n_heads: int, n_kv_heads: int) -> None:
+        super().__init__()
+        kv = n_kv_heads * (d_model // n_heads)
+        self.w_q = nn.Linear(d_model, d_model, bias=False)
+        self.w_k = nn.Linear(d_model, kv, bias=False)
+        self.w_v = nn.Linear(d_model, kv, bias=False)
+        self.out_proj = nn.Linear(d_model, d_model, bias=False)
+
+
+class DecoderBlock(nn.Module):
+    def __init__(self, d_model: int, n_heads: int, n_kv_heads: int, d_ff: int, eps: float = 1e-5) -> None:
+        super().__init__()
+        self.attn_norm = RMSNorm(d_model, eps)
+        self.attn = _Attention(d_model, n_heads, n_kv_heads)
+        self.ffn_norm = RMSNorm(d_model, eps)
+        self.ffn = SwiGLU(d_model, d_ff)
+
+    def forward(self, x: Tensor, mask=None, *, rope=None, cache=None) -> Tensor:
+        return _out(x.shape, x)
+
+
+class TinyLM(nn.Module):
+    def __init__(self, vocab_size: int, max_len: int, d_model: int, n_heads: int, n_kv_heads: int,
+                 n_layers: int, d_ff: int, rope_base: float = 10000.0) -> None:
+        super().__init__()
+        self.vocab_size, self.max_len = vocab_size, max_len
+        self.tok_emb = nn.Embedding(vocab_size, d_model)
+        self.blocks = nn.ModuleList(DecoderBlock(d_model, n_heads, n_kv_heads, d_ff) for _ in range(n_layers))
+        self.norm = RMSNorm(d_model)
+        self.head = nn.Linear(d_model, vocab_size, bias=False)
+
+    def new_caches(self) -> list:
+        return [KVCache() for _ in self.blocks]
+
+    def forward(self, idx: Tensor, caches=None) -> Tensor:
+        start = 0 if caches is None else len(caches[0])
+        _reject(start + idx.shape[1] > self.max_len, "positions beyond max_len")
+        return _out((*idx.shape, self.vocab_size), self.tok_emb(idx))
+''',
 }
 
 

@@ -1159,3 +1159,212 @@ def rope_in_place_mistakes(x: Tensor, cos: Tensor, sin: Tensor, positions: Tenso
             lambda: rope_rotated(x, cos, sin, positions).to(x.dtype),
             "apply_rope overwrote the caller's x in place (x[..., 0::2] = ...), and used the overwritten even "
             "features for the odd ones": lambda: rope_rotated(x, cos, sin, positions, variant="even_rotated_first")}
+
+
+# --- tiny_lm -----------------------------------------------------------------------------------------
+# A LLaMA-style model in float64 from plain operations, with the mistake `variant` switched on. `chunks`
+# feed the model the way a cached decode does (one call per chunk, keys and values kept per block).
+
+def rope_tables(max_len: int, head_dim: int, base: float = 10000.0) -> tuple[Tensor, Tensor]:
+    """The contract's tables, computed in float32 as rope_angles does: (max_len, head_dim // 2) each."""
+    freqs = 1.0 / base ** (torch.arange(0, head_dim, 2, dtype=torch.float32) / head_dim)
+    angles = torch.arange(max_len, dtype=torch.float32)[:, None] * freqs
+    return torch.cos(angles), torch.sin(angles)
+
+
+def _rotate(x: Tensor, cos: Tensor, sin: Tensor, start: int) -> Tensor:
+    """Adjacent pairs (2i, 2i+1) of x (B, H, T, Dh) rotated at positions start .. start + T - 1."""
+    c, s = cos[start:start + x.size(-2)].double(), sin[start:start + x.size(-2)].double()
+    even, odd = x[..., 0::2], x[..., 1::2]
+    return torch.stack([even * c - odd * s, even * s + odd * c], dim=-1).flatten(-2)
+
+
+def _rms(x: Tensor, weight: Tensor, eps: float = 1e-5) -> Tensor:
+    return x * torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + eps) * weight.double()
+
+
+def _attention(s: dict[str, Tensor], p: str, x: Tensor, n_heads: int, n_kv_heads: int, rope, mask, cache,
+               causal: bool) -> Tensor:
+    B, T, D = x.shape
+    dh = D // n_heads
+
+    def heads(t: Tensor, n: int) -> Tensor:
+        return t.view(B, T, n, dh).transpose(1, 2)
+
+    q = heads(x @ s[p + "w_q.weight"].double().T, n_heads)
+    k = heads(x @ s[p + "w_k.weight"].double().T, n_kv_heads)
+    v = heads(x @ s[p + "w_v.weight"].double().T, n_kv_heads)
+    start = 0 if cache is None else sum(t.size(-2) for t in cache[0])
+    if rope is not None:
+        q, k = _rotate(q, *rope, start), _rotate(k, *rope, start)
+    if cache is not None:
+        cache[0].append(k)
+        cache[1].append(v)
+        k, v = torch.cat(cache[0], dim=-2), torch.cat(cache[1], dim=-2)
+    rep = n_heads // n_kv_heads
+    k, v = k.repeat_interleave(rep, dim=1), v.repeat_interleave(rep, dim=1)
+    scores = q @ k.transpose(-2, -1) / math.sqrt(dh)
+    if cache is not None and causal:
+        mask = torch.ones(T, k.size(-2), dtype=torch.bool).tril(k.size(-2) - T)
+    if mask is not None:
+        scores = scores.masked_fill(~mask, float("-inf"))
+    out = torch.softmax(scores, dim=-1) @ v
+    return out.transpose(1, 2).reshape(B, T, D) @ s[p + "out_proj.weight"].double().T
+
+
+def _swiglu(s: dict[str, Tensor], p: str, x: Tensor) -> Tensor:
+    gate = F.silu(x @ s[p + "w_gate.weight"].double().T)
+    return (gate * (x @ s[p + "w_up.weight"].double().T)) @ s[p + "w_down.weight"].double().T
+
+
+def decoder_block(state: dict[str, Tensor], x: Tensor, n_heads: int, n_kv_heads: int, *, rope=None, mask=None,
+                  cache=None, variant: str = "", prefix: str = "", causal: bool = True) -> Tensor:
+    """DecoderBlock in float64; `cache` a pair of lists (keys, values) that this call appends to."""
+    s, x = state, x.double()
+    second_norm = prefix + ("attn_norm" if variant == "shared_norm" else "ffn_norm") + ".weight"
+
+    def attn(inp: Tensor) -> Tensor:
+        return _attention(s, prefix + "attn.", inp, n_heads, n_kv_heads, rope, None if variant == "no_mask" else mask,
+                          cache, causal)
+
+    def norm1(inp: Tensor) -> Tensor:
+        return _rms(inp, s[prefix + "attn_norm.weight"])
+
+    def norm2(inp: Tensor) -> Tensor:
+        return _rms(inp, s[second_norm])
+
+    def ffn(inp: Tensor) -> Tensor:
+        return _swiglu(s, prefix + "ffn.", inp)
+
+    if variant == "post_norm":
+        h = norm1(x + attn(x))
+        return norm2(h + ffn(h))
+    if variant == "attn_residual_from_normed":
+        n = norm1(x)
+        h = n + attn(n)
+    else:
+        h = x + attn(norm1(x))
+    if variant == "ffn_residual_from_x":
+        return x + ffn(norm2(h))
+    if variant == "ffn_without_residual":
+        return ffn(norm2(h))
+    return h + ffn(norm2(h))
+
+
+BLOCK_VARIANTS = {
+    "post_norm": "your block normalises after each residual addition (post-norm, as the 2017 Transformer): "
+                 "a pre-norm block normalises the input of each branch, h = x + attn(attn_norm(x)), "
+                 "out = h + ffn(ffn_norm(h))",
+    "attn_residual_from_normed": "your attention residual adds the normalised input: h = attn_norm(x) + "
+                                 "attn(attn_norm(x)); the residual carries x itself, h = x + attn(attn_norm(x))",
+    "ffn_residual_from_x": "your feed-forward residual adds x, not h: the second branch is added to the first's "
+                           "result, out = h + ffn(ffn_norm(h))",
+    "ffn_without_residual": "your block returns ffn(ffn_norm(h)) without adding h back (the second residual is "
+                            "missing)",
+    "shared_norm": "your feed-forward branch is normalised by attn_norm: it has its own, ffn_norm",
+    "no_mask": "your block does not pass the mask on to the attention",
+}
+
+
+def decoder_block_mistakes(state: dict[str, Tensor], x: Tensor, n_heads: int, n_kv_heads: int, rope, mask
+                           ) -> Mistakes:
+    return {sentence: (lambda v=v: decoder_block(state, x, n_heads, n_kv_heads, rope=rope, mask=mask, variant=v))
+            for v, sentence in BLOCK_VARIANTS.items()}
+
+
+def tiny_lm(state: dict[str, Tensor], chunks: list[Tensor], *, n_heads: int, n_kv_heads: int, n_layers: int,
+            max_len: int, rope_base: float = 10000.0, cached: bool = False, variant: str = "") -> Tensor:
+    """TinyLM's logits (B, total T, V) in float64 for the token chunks fed one call each (with caches when
+    `cached`, else a single chunk)."""
+    d_model = state["tok_emb.weight"].size(1)
+    base = 10000.0 if variant == "default_base" else rope_base
+    rope = None if variant == "no_rope" else rope_tables(max_len, d_model // n_heads, base)
+    emb, head = state["tok_emb.weight"].double(), state["head.weight"].double()
+    if variant == "tied_to_head":
+        emb = head
+    elif variant == "tied_to_embedding":
+        head = emb
+    caches = [([], []) for _ in range(n_layers)]
+    if variant == "shared_cache":
+        caches = [caches[0]] * n_layers
+    out = []
+    for chunk in chunks:
+        x = emb[chunk]
+        if variant == "scaled_embedding":
+            x = x * math.sqrt(d_model)
+        T = chunk.size(1)
+        causal = variant != "no_causal_mask"
+        mask = None if cached or not causal else torch.ones(T, T, dtype=torch.bool).tril()
+        for i in range(n_layers):
+            block_variant = variant if variant in BLOCK_VARIANTS else ""
+            x = decoder_block(state, x, n_heads, n_kv_heads, rope=rope, mask=mask, variant=block_variant,
+                              cache=caches[i] if cached else None, prefix=f"blocks.{i}.", causal=causal)
+        out.append((x if variant == "no_final_norm" else _rms(x, state["norm.weight"])) @ head.T)
+    return torch.cat(out, dim=1)
+
+
+TINY_LM_VARIANTS = {
+    **{v: s for v, s in BLOCK_VARIANTS.items() if v != "no_mask"},
+    "no_final_norm": "your TinyLM applies the head to the last block's output directly: the final RMSNorm "
+                     "(norm) comes first, head(norm(x))",
+    "no_causal_mask": "your TinyLM attends to future positions without caches: give the blocks a causal mask "
+                      "(True on and below the diagonal) when there are no caches",
+    "no_rope": "your TinyLM does not give the blocks the RoPE tables (rope=(cos, sin)), so attention cannot "
+               "tell positions apart",
+    "default_base": "your RoPE tables ignore rope_base (they use 10000): pass it on to rope_angles",
+    "tied_to_head": "your tok_emb and head share one weight (tied embeddings): the contract's are two separate "
+                    "parameters, the head an nn.Linear(d_model, vocab_size, bias=False) of its own",
+    "tied_to_embedding": "your head and tok_emb share one weight (tied embeddings): the contract's are two "
+                         "separate parameters, the head an nn.Linear(d_model, vocab_size, bias=False) of its own",
+    "scaled_embedding": "your TinyLM scales the embeddings by sqrt(d_model); the contract's feeds tok_emb(idx) "
+                        "to the first block as it is",
+}
+
+
+def tiny_lm_mistakes(state: dict[str, Tensor], chunks: list[Tensor], *, cached: bool = False, **config: Any
+                     ) -> Mistakes:
+    variants = dict(TINY_LM_VARIANTS)
+    if cached:
+        variants["shared_cache"] = ("your blocks share one KV cache: each block keeps the keys and values of "
+                                    "its own layer, so block i must get caches[i]")
+    return {s: (lambda v=v: tiny_lm(state, chunks, cached=cached, variant=v, **config)) for v, s in variants.items()}
+
+
+def tiny_lm_key_diagnosis(got: dict[str, Tensor], expected: set[str], max_len: int) -> str | None:
+    """The diagnosis of a TinyLM state dict whose keys are not the contract's (`got`: key -> tensor)."""
+    extra, missing = set(got) - expected, expected - set(got)
+    if missing:
+        return None
+    if extra == {"head.bias"}:
+        return "your head has a bias: nn.Linear(d_model, vocab_size, bias=False)"
+    if extra and all(got[k].dim() == 2 and got[k].size(0) == max_len for k in extra):
+        return ("the RoPE tables are in your state dict: register them with register_buffer(name, table, "
+                "persistent=False); they are computed from max_len, not learned, so a checkpoint need not hold them")
+    return None
+
+
+def rope_error_mistake(message: str, d_model: int, n_heads: int) -> str | None:
+    """A diagnosis for an error that apply_rope raised inside the model, by the table width it names."""
+    if f"tables are for {d_model}" in message and n_heads > 1:
+        return (f"your RoPE tables are for head_dim = d_model ({d_model}); they rotate each head, so build them "
+                f"with rope_angles(max_len, d_model // n_heads) ({d_model // n_heads})")
+    return None
+
+
+def max_len_off_by_one_mistake(max_len: int) -> str:
+    return (f"your TinyLM rejects a sequence that ends at position max_len - 1 ({max_len - 1}): positions 0 .. "
+            f"max_len - 1 all have RoPE tables; raise only when start + T > max_len")
+
+
+def mask_with_cache_mistake(message: str) -> str | None:
+    if "mask" in message and "cache" in message:
+        return ("your TinyLM passes a causal mask together with the caches: with caches the attention builds its "
+                "own mask over the cached positions, so pass mask=None then")
+    return None
+
+
+def shared_caches_mistake(ids: list[int]) -> str | None:
+    if len(ids) > 1 and len(set(ids)) == 1:
+        return ("new_caches returns the same KVCache object for every block ([KVCache()] * n repeats one "
+                "object): make a new one per block")
+    return None

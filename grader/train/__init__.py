@@ -1,0 +1,1 @@
+"""`python -m grader train`: a learner trains their own TinyLM and watches it learn (command.py)."""

@@ -1,0 +1,182 @@
+"""`python -m grader train`: train your own TinyLM on the capstone's task and watch it learn.
+
+The task and the training loop are grader/engine/training.py's, the very ones
+tiny_lm's graded training check runs.
+
+Trust: this command runs the learner's own code on their own machine, as plain
+pytest does: no sandbox, but in a child process with a time limit, so that an
+endless loop ends (`--timeout`).
+"""
+from __future__ import annotations
+
+import argparse
+import math
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import torch
+
+from ..engine.training import TASK, Task, TrainingFailed, expected_continuation, motifs, prompts, repeated, schedule, train
+from ..paths import EXERCISES, ROOT
+
+
+def _child(args: argparse.Namespace) -> int:
+    """Runs in the child process: trains, draws the curve, prints the continuation."""
+    from rich.console import Console
+    from rich.markup import escape
+    from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
+
+    from ..sandbox.loader import ImplementationLoadError
+    from ..engine.target import open_target
+    from ..sandbox.protocol import NotStarted, StudentError
+
+    console = Console(soft_wrap=True)
+    task = TASK
+    steps = args.steps or task.steps
+    try:
+        target = open_target(args.target)
+    except ImplementationLoadError as exc:
+        console.print(f"[bold red]cannot load your code:[/] {escape(str(exc))}", highlight=False)
+        return 1
+    console.print(f"training {task.describe()}\n  code: {args.target}; {steps} steps of torch.optim.AdamW, "
+                  f"learning rates from your lr_at", markup=False, highlight=False)
+    try:
+        lr = schedule(task, target.fn("training.lr_at"), steps)
+        lr(0)
+        model = target.new("gpt.TinyLM", *task.model_args())
+        with Progress(TextColumn("[bold]train"), BarColumn(), TextColumn("{task.completed}/{task.total}"),
+                      TextColumn("loss {task.fields[loss]}"), TimeElapsedColumn(), console=console,
+                      transient=not console.is_terminal) as progress:
+            bar = progress.add_task("train", total=steps, loss="-")
+            losses = train(model, task, lr, steps=steps,
+                           on_step=lambda s, loss: progress.update(bar, advance=1, loss=f"{loss:.3f}"))
+    except NotStarted as exc:
+        waiting = _not_started(args.target)
+        also = f"; not started yet: {', '.join(waiting)}" if waiting else ""
+        console.print(f"[bold red]{escape(str(exc))}[/]\n  the training runs your whole model (gpt.py and every "
+                      f"part it is built on) and your lr_at{also}\n  finish them first (python -m grader check "
+                      f"COMPONENT)", highlight=False)
+        return 1
+    except (StudentError, TrainingFailed) as exc:
+        console.print(f"[bold red]the training failed:[/] {escape(str(exc))}", highlight=False)
+        return 1
+    console.print(f"loss: {losses[0]:.3f} at the start, {losses[-1]:.3f} after {steps} steps "
+                  f"(a model that only guesses scores {math.log(task.vocab_size):.3f})", highlight=False)
+    _plot(losses, Path(args.out), task, console)
+    _continue(target, model, task, console)
+    return 0
+
+
+# the components whose code the training runs (through gpt.py's imports, the schedule and generate)
+NEEDED = ("qkv_projection", "scaling", "masking", "head_splitting", "multi_head_attention", "kv_cache", "rms_norm",
+          "rope", "swiglu", "grouped_query_attention", "lr_schedule", "sampling", "tiny_lm")
+
+
+def _not_started(folder: str) -> list[str]:
+    """The needed components whose stubs are untouched (that exist in this version of the course)."""
+    from ..contract import COMPONENTS
+    from ..engine.scratch import not_started
+
+    waiting = []
+    for component in NEEDED:
+        try:
+            if component in COMPONENTS and not_started(folder, component):
+                waiting.append(component)
+        except Exception:  # noqa: BLE001 - a file that does not parse: the training's own error says more
+            continue
+    return waiting
+
+
+def _plot(losses: list[float], out: Path, task: Task, console) -> None:
+    try:
+        import matplotlib
+    except ImportError:
+        console.print("matplotlib is not installed (pip install matplotlib): no picture of the loss curve")
+        return
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, ax = plt.subplots(figsize=(6, 3.5))
+    ax.plot(range(len(losses)), losses, label="your TinyLM")
+    ax.axhline(math.log(task.vocab_size), color="grey", linestyle="--", label="guessing (log V)")
+    ax.set_xlabel("step")
+    ax.set_ylabel("cross-entropy loss")
+    ax.set_title("TinyLM on repeated motifs")
+    ax.legend()
+    fig.tight_layout()
+    out.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(out, dpi=100)
+    plt.close(fig)
+    console.print(f"loss curve saved to {out}", markup=False, highlight=False)
+
+
+def _continue(target, model, task: Task, console) -> None:
+    from ..sandbox.protocol import NotStarted, StudentError
+
+    prompt = prompts(task, 3)
+    length = task.seq_len + task.period
+    try:
+        out = target.fn("sampling.generate")(model, prompt, length - prompt.size(1))
+    except NotStarted as exc:
+        console.print(f"no continuation: sampling is {exc}", markup=False, highlight=False)
+        return
+    except StudentError as exc:
+        console.print(f"no continuation: generate failed: {exc}", markup=False, highlight=False)
+        return
+    want = expected_continuation(task, prompt, length)
+    console.print("greedy continuations (prompt | what your model wrote):")
+    for got, right in zip(out.tolist(), want.tolist()):
+        p = prompt.size(1)
+        mark = "right" if got == right else f"expected {' '.join(map(str, right[p:]))}"
+        console.print(f"  {' '.join(map(str, got[:p]))} | {' '.join(map(str, got[p:]))}   ({mark})", highlight=False)
+
+
+def _train(args: argparse.Namespace) -> int:
+    """Start the child that runs the learner's code, and stop it after `--timeout` seconds."""
+    if args.steps is not None and args.steps < 1:
+        print("train: --steps must be at least 1", file=sys.stderr)
+        return 2
+    command = [sys.executable, "-m", __name__, "--child", "--target", str(Path(args.target).resolve()),
+               "--out", str(Path(args.out).resolve())] + (["--steps", str(args.steps)] if args.steps else [])
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")]).rstrip(os.pathsep))
+    try:
+        return subprocess.run(command, env=env, timeout=args.timeout).returncode
+    except KeyboardInterrupt:
+        print("train: interrupted", file=sys.stderr)
+        return 130
+    except subprocess.TimeoutExpired:
+        print(f"train: stopped after {args.timeout:g} s (an endless loop, or a much slower model than expected; "
+              f"--timeout changes the limit)", file=sys.stderr)
+        return 1
+
+
+def _add_options(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--target", default=str(EXERCISES), help="folder with the code to train "
+                        "(default: exercises/)")
+    parser.add_argument("--steps", type=int, metavar="N", help=f"training steps (default {TASK.steps})")
+    parser.add_argument("--out", default="loss_curve.png", metavar="PNG", help="where to save the loss curve "
+                        "(default: loss_curve.png)")
+
+
+def register(subparsers) -> None:
+    parser = subparsers.add_parser("train", help="train your TinyLM on a small task: progress, loss curve, "
+                                   "a continuation")
+    _add_options(parser)
+    parser.add_argument("--timeout", type=float, default=600.0, metavar="S", help="stop after S seconds (default 600)")
+    parser.set_defaults(func=_train)
+
+
+def main(argv: list[str]) -> int:
+    """The child process's entry point (`python -m grader.train.command --child ...`)."""
+    parser = argparse.ArgumentParser(prog="python -m grader.train.command")
+    _add_options(parser)
+    parser.add_argument("--child", action="store_true", required=True)
+    args = parser.parse_args(argv)
+    torch.set_num_threads(1)
+    return _child(args)
+
+
+if __name__ == "__main__":
+    raise SystemExit(main(sys.argv[1:]))

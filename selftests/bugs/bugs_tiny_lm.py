@@ -1,0 +1,71 @@
+from . import Bug
+
+BLOCK_FORWARD = """        h = x + self.attn(self.attn_norm(x), mask, rope=rope, cache=cache)
+        return h + self.ffn(self.ffn_norm(h))"""
+BUFFERS = """        self.register_buffer("rope_cos", cos, persistent=False)
+        self.register_buffer("rope_sin", sin, persistent=False)"""
+LOOP = "            x = block(x, mask, rope=rope, cache=None if caches is None else caches[i])"
+MASK = "        mask = None if caches is not None else causal_mask(idx.size(1), device=idx.device)"
+
+BUGS = [
+    Bug("tiny_lm", "post_norm", "gpt.py", BLOCK_FORWARD,
+        """        h = self.attn_norm(x + self.attn(x, mask, rope=rope, cache=cache))
+        return self.ffn_norm(h + self.ffn(h))""",
+        "normalises after each residual addition (post-norm) instead of each branch's input"),
+    Bug("tiny_lm", "attn_residual_from_normed", "gpt.py", BLOCK_FORWARD,
+        """        n = self.attn_norm(x)
+        h = n + self.attn(n, mask, rope=rope, cache=cache)
+        return h + self.ffn(self.ffn_norm(h))""",
+        "adds the attention to the normalised input instead of x"),
+    Bug("tiny_lm", "ffn_residual_from_x", "gpt.py", BLOCK_FORWARD,
+        """        h = x + self.attn(self.attn_norm(x), mask, rope=rope, cache=cache)
+        return x + self.ffn(self.ffn_norm(h))""",
+        "adds the feed-forward branch to x instead of h, dropping the attention's contribution"),
+    Bug("tiny_lm", "ffn_uses_attn_norm", "gpt.py", "        return h + self.ffn(self.ffn_norm(h))",
+        "        return h + self.ffn(self.attn_norm(h))",
+        "normalises the feed-forward's input with the attention's norm"),
+    Bug("tiny_lm", "no_final_norm", "gpt.py", "        return self.head(self.norm(x))",
+        "        return self.head(x)",
+        "creates the final norm but never applies it before the head"),
+    Bug("tiny_lm", "rope_persistent", "gpt.py", BUFFERS,
+        """        self.register_buffer("rope_cos", cos)
+        self.register_buffer("rope_sin", sin)""",
+        "registers the RoPE tables as persistent buffers, so they land in the state dict"),
+    Bug("tiny_lm", "rope_head_dim_d_model", "gpt.py",
+        "cos, sin = rope_angles(max_len, d_model // n_heads, rope_base)",
+        "cos, sin = rope_angles(max_len, d_model, rope_base)",
+        "builds the RoPE tables for the model's width instead of one head's"),
+    Bug("tiny_lm", "rope_base_ignored", "gpt.py",
+        "cos, sin = rope_angles(max_len, d_model // n_heads, rope_base)",
+        "cos, sin = rope_angles(max_len, d_model // n_heads)",
+        "forgets to pass rope_base on, so the tables always use 10000"),
+    Bug("tiny_lm", "rope_not_passed", "gpt.py", LOOP,
+        "            x = block(x, mask, cache=None if caches is None else caches[i])",
+        "never gives the blocks the RoPE tables: no position information at all"),
+    Bug("tiny_lm", "shared_cache_object", "gpt.py", "        return [KVCache() for _ in self.blocks]",
+        "        return [KVCache()] * len(self.blocks)",
+        "repeats one KVCache object for every block"),
+    Bug("tiny_lm", "first_cache_for_every_block", "gpt.py", LOOP,
+        "            x = block(x, mask, rope=rope, cache=None if caches is None else caches[0])",
+        "gives every block the first cache"),
+    Bug("tiny_lm", "no_causal_mask", "gpt.py", MASK, "        mask = None",
+        "forgets the causal mask when there are no caches: every position sees the future"),
+    Bug("tiny_lm", "mask_with_caches", "gpt.py", MASK,
+        "        mask = causal_mask(idx.size(1), device=idx.device)",
+        "builds the causal mask with caches too, which the attention refuses"),
+    Bug("tiny_lm", "max_len_off_by_one", "gpt.py", "        if start + idx.size(1) > self.max_len:",
+        "        if start + idx.size(1) >= self.max_len:",
+        "rejects a sequence that exactly fills max_len"),
+    Bug("tiny_lm", "tied_embeddings", "gpt.py",
+        "        self.head = nn.Linear(d_model, vocab_size, bias=False)",
+        """        self.head = nn.Linear(d_model, vocab_size, bias=False)
+        self.head.weight = self.tok_emb.weight""",
+        "ties the head's weight to the embedding's (GPT-2 style) although the contract's are separate"),
+    Bug("tiny_lm", "head_with_bias", "gpt.py",
+        "        self.head = nn.Linear(d_model, vocab_size, bias=False)",
+        "        self.head = nn.Linear(d_model, vocab_size)",
+        "keeps nn.Linear's default bias in the head"),
+    Bug("tiny_lm", "scaled_embedding", "gpt.py", "        x = self.tok_emb(idx)  # (B, T, D)",
+        "        x = self.tok_emb(idx) * self.tok_emb.embedding_dim ** 0.5  # (B, T, D)",
+        "scales the embeddings by sqrt(d_model), as the 2017 Transformer does"),
+]
