@@ -52,17 +52,13 @@ class ComponentResult:
     message: str = ""  # why the component failed, in one place (first failing check, or a load error)
     hint: str = ""
 
-    @property
-    def first_failure(self) -> CheckResult | None:
-        return next((c for c in self.checks if c.status != PASSED), None)
-
 
 @dataclass
 class Report:
     target: str
     components: list[ComponentResult]
     duration_s: float = 0.0
-    protection: str = "none"  # the sandbox student code ran in (grader/sandbox.py), or "in-process"
+    protection: str = "none"  # the sandbox student code ran in (grader/sandbox/confine.py), or "in-process"
 
     # Points are whole hundredths (grader/course.py's POINT_UNITS): the rounding only drops float noise.
     @property

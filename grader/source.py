@@ -64,7 +64,7 @@ def private_copy(folder: str | Path, reachable: bool = False) -> Iterator[tuple[
 
     Yields (the copy's folder, {file: why it was not copied}). The copy's folder
     is `<private tmp>/submission`, beside the empty `root/` and `scratch/` a
-    worker's sandbox needs (grader/sandbox.py); all of it is removed afterwards.
+    worker's sandbox needs (grader/sandbox/confine.py); all of it is removed afterwards.
     `reachable`: workers that run as other users may pass through to it (not list it).
     """
     tmp = tempfile.mkdtemp(prefix="drills-grading-")  # mode 0700: no other user, no other worker sees it

@@ -1,7 +1,7 @@
 """optimizer: `AdamW` and `clip_grad_norm` in training.py.
 
 The parameters live beside the student's code, in a grader tool (`Parameters`,
-grader/standins/parameters.py) that sets the gradients each check sends and hands
+grader/sandbox/standins/parameters.py) that sets the gradients each check sends and hands
 back the values after each step; the expected values come from running
 `torch.optim.AdamW` and `torch.nn.utils.clip_grad_norm_` here on equal copies.
 """

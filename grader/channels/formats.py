@@ -13,7 +13,7 @@ STYLE = {PASSED: "green", FAILED: "red", ERROR: "red", TIMEOUT: "magenta", NOT_S
 
 
 def protection_line(report: Report) -> str:
-    """Which sandbox student code ran in (grader/sandbox.py); a warning when there was none."""
+    """Which sandbox student code ran in (grader/sandbox/confine.py); a warning when there was none."""
     from ..sandbox.confine import NONE, describe
 
     if report.protection == "in-process":

@@ -12,7 +12,7 @@ repository (or `--root DIR`, or `$DRILLS_ROOT`): the five contract files with
 the drilled components as untouched stubs (the pristine ones of
 grader/pristine.py, never the learner's edited exercises/) and working reference
 code for everything else, plus `drill.json`, the drill's state. Finished drills
-go to the history file (see grader/drill_history.py).
+go to the history file (see grader/drills/history.py).
 
 The current drill is the latest one started. When its `drill.json` cannot be
 read, `check`, `hint` and `reveal` stop with an error rather than act on an

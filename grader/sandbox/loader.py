@@ -2,10 +2,10 @@
 
 Each load gets a fresh, uniquely named package so loads never share state. With
 `isolate_for=COMPONENT`, everything that belongs to another component is swapped
-for a trusted stand-in (`grader/standins/`): whole files that hold none of the
+for a trusted stand-in (`grader/sandbox/standins/`): whole files that hold none of the
 component's code, and single functions or methods inside files that do. Only
 the stand-ins of names the component does not own are ever loaded here, each
-executed afresh for this package (see grader/standins/__init__.py).
+executed afresh for this package (see grader/sandbox/standins/__init__.py).
 """
 from __future__ import annotations
 
@@ -75,7 +75,7 @@ class Package:
         for piece, compiled in code.items():
             module = types.ModuleType(f"{self.name}._trusted_{piece}")
             module.__dict__["impl"] = _Modules(self)
-            exec(compiled, module.__dict__)  # noqa: S102 - grader code, read from grader/standins/
+            exec(compiled, module.__dict__)  # noqa: S102 - grader code, read from grader/sandbox/standins/
             module.impl = _Modules(self)  # the piece's own `impl = None` placeholder is overwritten
             pieces[piece] = module
         return pieces

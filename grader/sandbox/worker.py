@@ -33,7 +33,7 @@ def prctl(option: int, value: int) -> None:
 
 
 def _lock_down(output_fd: int, keep_fd: int, limits: Limits, plan: Plan) -> None:
-    """Lock the worker down before any student code runs (grader/confine.py does the confinement proper)."""
+    """Lock the worker down before any student code runs (grader/sandbox/confine.py does the confinement proper)."""
     import resource
 
     os.setsid()
