@@ -1,16 +1,20 @@
 """How long grading takes, against the cost of importing torch in the same run.
 
-    .venv/bin/python benchmarks/grade_speed.py [--runs N]
+    .venv/bin/python benchmarks/grade_speed.py [--runs N] [--markdown]
 
 Times (median of N rounds of cold runs, each a fresh interpreter): `python -c "import
 torch"`, `python -m grader grade solutions/` (a complete correct submission),
 `python -m grader grade exercises/` (untouched stubs), `python -m grader
 check` of masking and of kv_cache against solutions/, and of each track's
 components (grader/contract.py's TRACKS). Run it on an otherwise idle machine.
+`--markdown` prints the table the contributors' guide shows (docs/contributors.md),
+with the date, the machine's load and the command that made it.
 """
 from __future__ import annotations
 
 import argparse
+import datetime
+import os
 import statistics
 import subprocess
 import sys
@@ -32,7 +36,9 @@ def timed(cmd: list[str]) -> float:
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--runs", type=int, default=5)
+    parser.add_argument("--markdown", action="store_true", help="print a Markdown table (docs/contributors.md)")
     args = parser.parse_args()
+    load_before = os.getloadavg()[0]
     py = sys.executable
     with tempfile.TemporaryDirectory() as tmp:
         results = str(Path(tmp) / "results.json")
@@ -54,6 +60,14 @@ def main() -> int:
             for label, value in round_.items():
                 seconds[label].append(value)
                 ratios[label].append(value / round_[rows[0][0]])
+    if args.markdown:
+        print(f"`benchmarks/grade_speed.py --runs {args.runs}`, {datetime.date.today()}, {os.cpu_count()} cores, "
+              f"load average {load_before:.2f} before and {os.getloadavg()[0]:.2f} after "
+              f"(medians of {args.runs} rounds; each ratio against `import torch` in the same round):\n")
+        print("| command | time | vs `import torch` |\n|---|---:|---:|")
+        for label, _ in rows:
+            print(f"| `{label}` | {statistics.median(seconds[label]):.2f} s | {statistics.median(ratios[label]):.2f}x |")
+        return 0
     print(f"median of {args.runs} rounds of cold runs (ratio: against import torch in the same round)")
     for label, _ in rows:
         print(f"  {label:<44} {statistics.median(seconds[label]):6.2f} s  "

@@ -91,3 +91,19 @@ def private_copy(folder: str | Path, reachable: bool = False) -> Iterator[tuple[
         yield (str(copy) if source.is_dir() else str(source.resolve())), unreadable
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
+
+
+def find_submission(folder: str | Path) -> Path | None:
+    """The folder inside `folder` that holds the exercise files (most of them, least deep), or None.
+
+    Gradescope unpacks a zip as the student made it, a class's folders nest as
+    students hand them in: both find the exercise files this way."""
+    folder = Path(folder)
+    best: tuple[int, int, str] | None = None
+    for path in folder.rglob("*.py"):
+        if path.name not in FILES or "__MACOSX" in path.parts:
+            continue
+        parent = path.parent
+        key = (-sum((parent / f).is_file() for f in FILES), len(parent.relative_to(folder).parts), str(parent))
+        best = key if best is None or key < best else best
+    return Path(best[2]) if best else None

@@ -28,7 +28,7 @@ def run_checks(folder, **kwargs):
         os.kill(os.getpid(), 9)  # the job process dies while grading this student
     return real(folder, **kwargs)
 runner.run_checks = run_checks
-from grader.channels.batch.command import serve
+from grader.channels.batch.serve import serve
 serve()
 """
 
@@ -216,7 +216,8 @@ def test_no_two_jobs_grade_the_same_component_code_at_once():
     """The schedule holds back a student whose code for a component another job is grading right now."""
     import threading
 
-    from grader.channels.batch.command import Student, _Schedule
+    from grader.channels.batch.discovery import Student
+    from grader.channels.batch.schedule import Schedule as _Schedule
 
     code = {"first": {"attention=A", "vit=A"}, "twin": {"attention=A", "vit=A"}, "stubs": {"attention=S", "vit=S"},
             "buggy": {"attention=B", "vit=A"}}

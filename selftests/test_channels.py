@@ -65,7 +65,7 @@ def _run(args: list[str], cwd: Path, env: dict | None = None) -> subprocess.Comp
 
 
 def test_dependents_follow_the_call_graph():
-    """What the README states about grading in context (For instructors: Student release)."""
+    """What docs/instructors.md states about grading in context (Student release)."""
     assert dependents("scaling") == {"multi_head_attention", "pre_ln_block", "kv_cache"}
     assert dependents("patch_embedding") == set() and dependents("sinusoidal_encoding") == set()
     assert "pre_ln_block" in dependents("multi_head_attention")

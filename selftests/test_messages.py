@@ -20,7 +20,7 @@ from pathlib import Path
 import pytest
 import torch
 
-from grader.channels.batch.command import RECORD_VERSION, error_record, record_status, write_gradebook
+from grader.channels.batch.records import RECORD_VERSION, error_record, record_status, write_gradebook
 from grader.sandbox.protocol import LoadFailed, NotStarted, StudentCrash, StudentError, WeightsMismatch
 from selftests.bugs import ROOT, all_bugs
 from selftests.hostile import ATTACKS

@@ -19,13 +19,12 @@ import sys
 import zipfile
 from pathlib import Path
 
-from ..source import FILES as SUBMISSION_FILES
+from ..source import find_submission
 from ..paths import ROOT
 from ..files import replacing
 from .generated import render
 
 CPU_INDEX = "https://download.pytorch.org/whl/cpu"
-FILES = SUBMISSION_FILES
 
 def requirements() -> list[str]:
     """The project's dependencies except torch (setup.sh installs torch's CPU build)."""
@@ -37,16 +36,7 @@ def requirements() -> list[str]:
 
 def locate(folder: Path) -> Path:
     """The folder of the submission that holds the exercise files (Gradescope may nest them)."""
-    folder = Path(folder)
-    best: tuple[int, int, str] | None = None
-    for path in folder.rglob("*.py"):
-        if path.name not in FILES or "__MACOSX" in path.parts:
-            continue
-        parent = path.parent
-        found = sum((parent / f).is_file() for f in FILES)
-        key = (-found, len(parent.relative_to(folder).parts), str(parent))
-        best = key if best is None or key < best else best
-    return Path(best[2]) if best else folder
+    return find_submission(folder) or Path(folder)
 
 
 def _sources() -> list[tuple[Path, str]]:
