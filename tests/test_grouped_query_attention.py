@@ -239,6 +239,10 @@ def test_with_rope_matches_sdpa(impl, gen, shape, mask_kind, dtype):
 
 # --- the forward with a cache -----------------------------------------------------------------------
 
+
+def span(start: int, stop: int) -> str:
+    return f"position {start}" if stop == start + 1 else f"positions {start} .. {stop - 1}"
+
 SCHEDULES = {"prompt3-then-1-then-2": [(0, 3), (3, 4), (4, 6)], "one-by-one": [(t, t + 1) for t in range(5)],
              "prompt1-then-4": [(0, 1), (1, 5)]}
 DECODE_CASES = [((n_heads, n_kv_heads), schedule, rope, DTYPES[i % 2])
@@ -271,14 +275,15 @@ def test_cached_decoding_matches_full_forward(impl, gen, heads_kv, schedule, rop
         check_tensor(out, what=what, shape=(batch, stop - start, d_model), dtype=dtype,
                      hint="with a cache, x holds only the new positions and so does the output")
         assert_close(out, expected[:, start:stop],
-                     what=f"{what}, against positions {start} .. {stop - 1} of the full causal forward over "
+                     what=f"{what}, against {span(start, stop)} of the full causal forward over "
                           f"x[:, :{length}] (F.scaled_dot_product_attention, enable_gqa=True)",
                      hint=CACHED,
                      mistakes=mistakes.gqa_mistakes(state, x, n_heads, n_kv_heads, rope=tables, chunks=chunks,
                                                     select=lambda o, a=start, b=stop: o[:, a:b]))
 
 
-@pytest.mark.parametrize("heads_kv, rope", [((4, 1), True), ((6, 2), True), ((4, 2), False)], ids=str)
+@pytest.mark.parametrize("heads_kv, rope", [((4, 1), True), ((6, 2), True), ((4, 2), False)],
+                         ids=["H4-kv1-rope", "H6-kv2-rope", "H4-kv2-norope"])
 def test_cache_holds_kv_heads(impl, gen, heads_kv, rope):
     """The memory saving: what forward appends is n_kv_heads heads of rotated keys and of values, once per call."""
     n_heads, n_kv_heads = heads_kv
