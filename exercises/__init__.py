@@ -19,6 +19,7 @@ The LLM track (the parts of a LLaMA-style language model):
 - ``norms.py``: ``LayerNorm`` [layer_norm], ``RMSNorm`` [rms_norm].
 - ``rope.py``: ``rope_angles`` / ``apply_rope`` [rope].
 - ``ffn.py``: ``SwiGLU`` [swiglu].
+- ``gqa.py``: ``repeat_kv`` / ``GroupedQueryAttention`` [grouped_query_attention].
 - ``gpt.py``: ``DecoderBlock`` / ``TinyLM`` [tiny_lm], the whole model, built on
   the parts above; when it passes, ``python -m grader train`` trains it.
 
@@ -29,7 +30,8 @@ order. The course's teaching order (course.yml's, as in the README; the LLM
 track from layer_norm on) is:
 qkv_projection, scaling, masking, head_splitting, multi_head_attention,
 sinusoidal_encoding, pre_ln_block, patch_embedding, kv_cache, layer_norm,
-rms_norm, rope, swiglu, cross_entropy, optimizer, lr_schedule, tiny_lm.
+rms_norm, rope, swiglu, grouped_query_attention, cross_entropy, optimizer,
+lr_schedule, tiny_lm.
 
 How to check your work:
 

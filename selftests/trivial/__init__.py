@@ -246,6 +246,29 @@ class SwiGLU(nn.Module):
     def forward(self, x: Tensor) -> Tensor:
         return _out(x.shape, x)
 ''',
+    "gqa.py": '''
+
+def repeat_kv(x: Tensor, n_rep: int) -> Tensor:
+    _reject(n_rep < 1, "n_rep must be at least 1")
+    batch, heads, length, d_head = x.shape
+    return _out((batch, heads * n_rep, length, d_head), x)
+
+
+class GroupedQueryAttention(nn.Module):
+    def __init__(self, d_model: int, n_heads: int, n_kv_heads: int, bias: bool = False) -> None:
+        super().__init__()
+        _reject(n_kv_heads < 1 or d_model % n_heads != 0 or n_heads % n_kv_heads != 0,
+                "need n_heads | d_model and n_kv_heads | n_heads")
+        self.d_model, self.n_heads, self.n_kv_heads, self.d_k = d_model, n_heads, n_kv_heads, d_model // n_heads
+        self.w_q = nn.Linear(d_model, d_model, bias=bias)
+        self.w_k = nn.Linear(d_model, n_kv_heads * self.d_k, bias=bias)
+        self.w_v = nn.Linear(d_model, n_kv_heads * self.d_k, bias=bias)
+        self.out_proj = nn.Linear(d_model, d_model, bias=bias)
+
+    def forward(self, x: Tensor, mask: Tensor | None = None, *, rope=None, cache=None) -> Tensor:
+        _reject(mask is not None and cache is not None, "a mask cannot be given together with a cache")
+        return _out(x.shape, x)
+''',
     "training.py": '''
 
 def softmax(x: Tensor, dim: int = -1) -> Tensor:

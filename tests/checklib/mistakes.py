@@ -1368,3 +1368,157 @@ def shared_caches_mistake(ids: list[int]) -> str | None:
         return ("new_caches returns the same KVCache object for every block ([KVCache()] * n repeats one "
                 "object): make a new one per block")
     return None
+
+
+# --- grouped_query_attention -------------------------------------------------------------------------
+# One model runs the contract's GroupedQueryAttention in float64, with one mistake switched on: a single
+# uncached call over x, or one cached call per (start, stop) chunk of x (a fresh cache before the first).
+
+def _rope_rotate(x: Tensor, cos: Tensor, sin: Tensor, positions: Tensor) -> Tensor:
+    """Adjacent pairs (2i, 2i+1) of x (..., T, Dh) rotated by the angles of `positions`, in float64."""
+    pairs = torch.view_as_complex(x.double().reshape(*x.shape[:-1], -1, 2).contiguous())
+    turn = torch.complex(cos[positions].double(), sin[positions].double())
+    return torch.view_as_real(pairs * turn).reshape(x.shape)
+
+
+def gqa_calls(state: dict[str, Tensor], x: Tensor, n_heads: int, n_kv_heads: int, *, mask: Tensor | None = None,
+              rope: tuple[Tensor, Tensor] | None = None, chunks: list[tuple[int, int]] | None = None,
+              variant: str = "") -> tuple[Tensor, list[tuple[Tensor, Tensor]]]:
+    """(the outputs of every call, concatenated along T; the (k, v) each cached call appended to the cache)."""
+    batch, length, d_model = x.shape
+    d_k, n_rep = d_model // n_heads, n_heads // n_kv_heads
+    outputs, appended = [], []
+    past: tuple[Tensor, Tensor] | None = None
+    for start, stop in chunks or [(0, length)]:
+        new = stop - start
+        xc = x[:, start:stop]
+        q = heads(linear(xc, state, "w_q"), n_heads)
+        if variant == "kv_no_transpose":
+            k, v = (linear(xc, state, f"w_{n}").reshape(batch, n_kv_heads, new, d_k) for n in "kv")
+        else:
+            k, v = (heads(linear(xc, state, f"w_{n}"), n_kv_heads) for n in "kv")
+        if rope is not None and variant != "no_rope":
+            first = 0 if variant == "rope_from_zero" else start
+            positions = torch.arange(first, first + new)
+            q = _rope_rotate(q, *rope, positions)
+            if variant not in ("rope_q_only", "rope_after_cache"):
+                k = _rope_rotate(k, *rope, positions)
+        if variant == "cache_repeated":
+            k, v = k.repeat_interleave(n_rep, dim=1), v.repeat_interleave(n_rep, dim=1)
+        attend = mask
+        if chunks is not None:
+            appended.append((k, v))
+            if past is not None:
+                k, v = torch.cat([past[0], k], dim=-2), torch.cat([past[1], v], dim=-2)
+            past = (k, v)
+            total = k.shape[-2]
+            offset = 0 if variant == "mask_without_offset" else total - new
+            attend = torch.ones(new, total, dtype=torch.bool).tril(offset)
+            if rope is not None and variant == "rope_twice":
+                k = _rope_rotate(k, *rope, torch.arange(total))
+        if rope is not None and variant == "rope_after_cache":
+            k = _rope_rotate(k, *rope, torch.arange(k.shape[-2]))
+        if variant == "tile":
+            k, v = k.repeat(1, n_rep, 1, 1), v.repeat(1, n_rep, 1, 1)
+        elif variant != "cache_repeated":
+            k, v = k.repeat_interleave(n_rep, dim=1), v.repeat_interleave(n_rep, dim=1)
+        scale = math.sqrt(d_model if variant == "scale_d_model" else d_k)
+        scores = q @ k.transpose(-2, -1) / scale
+        if attend is not None:
+            scores = scores.masked_fill(~attend, float("-inf"))
+        out = (scores.softmax(dim=-1) @ v).transpose(1, 2).reshape(batch, new, d_model)
+        outputs.append(linear(out, state, "out_proj"))
+    return torch.cat(outputs, dim=1), appended
+
+
+GQA_MISTAKES = {
+    "your query head h uses key/value head h % n_kv_heads (the groups tiled, as x.repeat does): head h "
+    "uses h // (n_heads // n_kv_heads), each key/value head repeated n_rep times in a row "
+    "(torch.repeat_interleave(x, n_rep, dim=1))": "tile",
+    "your scores are divided by √d_model; each head's are divided by √d_k, d_k = d_model // n_heads":
+        "scale_d_model",
+    "you split the keys and values with a plain reshape to (B, n_kv_heads, T, d_k), without swapping T and "
+    "the heads: reshape to (B, T, n_kv_heads, d_k), then transpose(1, 2)": "kv_no_transpose",
+    "your forward ignores rope: with rope = (cos, sin) the queries and keys are rotated by apply_rope": "no_rope",
+    "you rotate the queries only: rope rotates the keys too, at the same positions": "rope_q_only",
+    "your rope positions start at 0 in every call: after a cache they start at len(cache), "
+    "positions start .. start + T - 1": "rope_from_zero",
+    "your forward rotates the keys that the cache returns a second time: they were rotated before they were "
+    "cached, at their own positions": "rope_twice",
+    "your causal mask with a cache has no offset (query i sees keys 0 .. i): the new queries are the last T "
+    "positions and see every cached key, causal_mask(T_new, T_total)": "mask_without_offset",
+}
+GQA_MISTAKES_BY_VARIANT = {v: s for s, v in GQA_MISTAKES.items()}
+GQA_ONE_BY_ONE_ROPE = ("your queries and keys are not rotated at their positions: either rope is ignored, or its "
+                       "positions start at 0 in every call; they are len(cache) .. len(cache) + T - 1")
+
+
+def gqa_mistakes(state: dict[str, Tensor], x: Tensor, n_heads: int, n_kv_heads: int, *, mask: Tensor | None = None,
+                 rope: tuple[Tensor, Tensor] | None = None, chunks: list[tuple[int, int]] | None = None,
+                 select: Callable[[Tensor], Tensor] = lambda out: out) -> Mistakes:
+    """For GroupedQueryAttention's output, seen through `select` (say the chunk of one cached call)."""
+    sentences = dict(GQA_MISTAKES)
+    if chunks is not None and all(stop - start == 1 for start, stop in chunks):
+        # one position per call: counted from 0, every position is 0, which is no rotation at all
+        for variant in ("no_rope", "rope_from_zero"):
+            del sentences[GQA_MISTAKES_BY_VARIANT[variant]]
+        sentences[GQA_ONE_BY_ONE_ROPE] = "no_rope"
+    return {s: (lambda v=v: select(gqa_calls(state, x, n_heads, n_kv_heads, mask=mask, rope=rope, chunks=chunks,
+                                             variant=v)[0]))
+            for s, v in sentences.items()}
+
+
+def repeat_kv_mistakes(x: Tensor, n_rep: int) -> Mistakes:
+    return {
+        "your repeat_kv tiles the heads (x.repeat(1, n_rep, 1, 1), or an expand on a new axis before the heads): "
+        "output head j is input head j // n_rep, each head repeated n_rep times in a row":
+            lambda: x.repeat(1, n_rep, 1, 1),
+        "your repeat_kv repeats along the sequence (dim 2) instead of the heads (dim 1)":
+            lambda: x.repeat_interleave(n_rep, dim=2),
+        "your repeat_kv repeats along the head features (the last dim) instead of the heads (dim 1)":
+            lambda: x.repeat_interleave(n_rep, dim=-1),
+    }
+
+
+def gqa_key_mistakes(expected: set[str], bias: bool) -> Mistakes:
+    if bias:
+        return {"your layers have no biases although bias=True: pass bias=bias to every nn.Linear":
+                {k for k in expected if k.endswith(".weight")}}
+    return {"your layers have biases although bias=False: pass bias=bias to every nn.Linear":
+            expected | {k.replace(".weight", ".bias") for k in expected}}
+
+
+def gqa_shape_mistakes(d_model: int, n_heads: int, n_kv_heads: int, key: str) -> Mistakes:
+    """For the shape of state_dict()[key] of GroupedQueryAttention(d_model, n_heads, n_kv_heads)."""
+    if not key.startswith(("w_k.", "w_v.")):
+        return {}
+    layer, full = key.split(".")[0], (d_model,) if key.endswith(".bias") else (d_model, d_model)
+    return {f"your {layer} maps d_model to d_model features, as in multi-head attention: it makes only "
+            f"n_kv_heads heads, nn.Linear(d_model, n_kv_heads * d_k) (the memory saving of grouping)": torch.Size(full),
+            f"your {layer} makes n_kv_heads features, one per head: it makes n_kv_heads heads of d_k features each, "
+            "nn.Linear(d_model, n_kv_heads * d_k)":
+                torch.Size((n_kv_heads,) if key.endswith(".bias") else (n_kv_heads, d_model))}
+
+
+def gqa_appended_mistakes(state: dict[str, Tensor], x: Tensor, n_heads: int, n_kv_heads: int,
+                          rope: tuple[Tensor, Tensor] | None, chunks: list[tuple[int, int]], call: int,
+                          index: int) -> Mistakes:
+    """For the k (index 0) or v (index 1) that cached call number `call` hands to cache.update."""
+    batch, _, d_model = x.shape
+    start, stop = chunks[call]
+
+    def appended(variant: str) -> Tensor:
+        return gqa_calls(state, x, n_heads, n_kv_heads, rope=rope, chunks=chunks, variant=variant)[1][call][index]
+
+    mistakes: Mistakes = {
+        "your cache holds the keys and values after repeat_kv, n_heads heads: cache the n_kv_heads heads "
+        "and repeat them only for the attention (the memory saving is the point of grouping)":
+            torch.Size((batch, n_heads, stop - start, d_model // n_heads)),
+        GQA_MISTAKES_BY_VARIANT["kv_no_transpose"]: lambda: appended("kv_no_transpose"),
+    }
+    if rope is not None and index == 0:  # positions from 0 first: for one new position at 0 it means no rotation
+        mistakes[GQA_MISTAKES_BY_VARIANT["rope_from_zero"]] = lambda: appended("rope_from_zero")
+        mistakes["the keys you cache are not rotated: rotate the new keys with apply_rope at positions "
+                 "start .. start + T - 1 before cache.update, so that the cache holds rotated keys"] = \
+            lambda: appended("no_rope")
+    return mistakes

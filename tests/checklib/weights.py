@@ -87,3 +87,14 @@ def swiglu_state(d_model: int, d_ff: int, *, gen, dtype=torch.float32) -> dict[s
     state.update(linear_state("w_up", d_model, d_ff, gen=gen, dtype=dtype, bias=False))
     state.update(linear_state("w_down", d_ff, d_model, gen=gen, dtype=dtype, bias=False))
     return state
+
+
+def gqa_state(d_model: int, n_heads: int, n_kv_heads: int, *, gen, dtype=torch.float32,
+              bias: bool = False) -> dict[str, Tensor]:
+    """The contract's GroupedQueryAttention state: w_q, out_proj (D, D); w_k, w_v (n_kv_heads * d_k, D)."""
+    d_kv = n_kv_heads * (d_model // n_heads)
+    state = linear_state("w_q", d_model, d_model, gen=gen, dtype=dtype, bias=bias)
+    state.update(linear_state("w_k", d_model, d_kv, gen=gen, dtype=dtype, bias=bias))
+    state.update(linear_state("w_v", d_model, d_kv, gen=gen, dtype=dtype, bias=bias))
+    state.update(linear_state("out_proj", d_model, d_model, gen=gen, dtype=dtype, bias=bias))
+    return state
