@@ -101,7 +101,7 @@ def test_source_notebook_layout(course):
     solutions = [c for c in nb.cells if c.metadata.get("nbgrader", {}).get("solution")]
     assert solutions and all("### BEGIN SOLUTION" in c.source for c in solutions)
     config = (course / "nbgrader_config.py").read_text()
-    assert f'os.environ.setdefault("DRILLS_GRADER", {str(ROOT)!r})' in config
+    assert f'os.environ.setdefault("DRILLS_GRADER", {json.dumps(str(ROOT))})' in config
     assert 'os.environ["DRILLS_HIDDEN_CHECKS"] = "1"' in config
     # no cell names the checkout: the notebooks find the grader through DRILLS_GRADER or an installed package
     assert not [c.source for c in nb.cells if str(ROOT) in c.source or "/work/" in c.source]

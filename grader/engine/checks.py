@@ -5,10 +5,11 @@ The implementation under test is chosen at run time, never by import path:
 Each check file grades one component, `test_<component>.py`; its checks get a
 target in which every other component's code is a trusted stand-in.
 
-Where student code runs is a strategy chosen once per session: with
-`--isolation=process` (what the grader uses) in worker processes (`WorkerPool`),
-each check with `--check-timeout` seconds; plain pytest runs it in-process
-(`InProcess`), which is simplest for a learner's own machine.
+Where student code runs is a strategy chosen once per session: a grading
+session registers a `Submission` plugin (grader/engine/plugin.py), and student
+code runs in worker processes (`WorkerPool`) confined and limited as it says;
+plain pytest runs it in-process (`InProcess`), which is simplest for a
+learner's own machine, or in workers with `--isolation=process`.
 """
 from __future__ import annotations
 
@@ -25,7 +26,7 @@ from ..paths import EXERCISES
 from ..sandbox.confine import Plan
 from ..sandbox.handle import RemoteExecutor, Worker
 from ..sandbox.protocol import Limits
-from .plugin import describe_failure
+from .plugin import SUBMISSION, Submission, describe_failure
 from .target import Target, open_target
 
 torch.set_num_threads(1)  # the checks' tensors are tiny: threads only cost time
@@ -90,14 +91,25 @@ class InProcess:
         pass
 
 
+def submission_of(config: pytest.Config) -> Submission | None:
+    """What a grading session grades (its Submission plugin); from the command line with --isolation=process;
+    None when student code runs in this process (plain pytest)."""
+    if SUBMISSION in config.stash:
+        return config.stash[SUBMISSION]
+    if config.getoption("--isolation") != "process":
+        return None
+    folder = str(Path(config.getoption("--target")).resolve())
+    return Submission(folder, Plan.for_copy(config.getoption("--sandbox"), folder),
+                      Limits(timeout_s=config.getoption("--check-timeout"), memory_mb=config.getoption("--memory-mb")),
+                      dict(item.split("=", 1) for item in config.getoption("--broken")))
+
+
 class WorkerPool:
     """Student code in workers: one per component (and set of trusted names), started early, kept all session."""
 
-    def __init__(self, config: pytest.Config) -> None:
-        self.folder = str(Path(config.getoption("--target")).resolve())
-        self.plan = Plan.for_copy(config.getoption("--sandbox"), self.folder)
-        self.limits = Limits(timeout_s=config.getoption("--check-timeout"), memory_mb=config.getoption("--memory-mb"))
-        self.broken = dict(item.split("=", 1) for item in config.getoption("--broken"))
+    def __init__(self, submission: Submission) -> None:
+        self.folder, self.plan, self.limits = submission.folder, submission.plan, submission.limits
+        self.broken = dict(submission.broken)
         self.workers: dict[tuple[str, tuple[str, ...]], Worker] = {}
 
     def prespawn(self, components: list[str]) -> None:
@@ -123,10 +135,11 @@ class WorkerPool:
 @pytest.fixture(scope="session")
 def _targets(request: pytest.FixtureRequest):
     """Where this session runs student code (InProcess or WorkerPool)."""
-    if request.config.getoption("--isolation") != "process":
+    submission = submission_of(request.config)
+    if submission is None:
         yield InProcess(request.config)
         return
-    pool = WorkerPool(request.config)
+    pool = WorkerPool(submission)
     components = [m.args[0] for item in request.session.items for m in item.iter_markers("component")]
     pool.prespawn(list(dict.fromkeys(components)))
     yield pool
@@ -154,7 +167,8 @@ def trusted_impl(request: pytest.FixtureRequest, _targets) -> Target:
 @pytest.fixture
 def target_folder(request: pytest.FixtureRequest) -> str:
     """The implementation's folder, for checks that only read its source."""
-    return str(Path(request.config.getoption("--target")).resolve())
+    submission = submission_of(request.config)
+    return submission.folder if submission is not None else str(Path(request.config.getoption("--target")).resolve())
 
 
 @pytest.fixture

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import signal
 import threading
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import pytest
@@ -98,14 +99,16 @@ def describe_failure(exc: BaseException) -> tuple[str, str]:
 
 
 class Shard:
-    """A pytest plugin that keeps every `count`-th check case, starting at `index`."""
+    """One grading process's part: a session's command line and submission, and a pytest plugin that keeps
+    every `count`-th check case, starting at `index`."""
 
-    def __init__(self, index: int, count: int) -> None:
-        self.index, self.count = index, count
+    def __init__(self, args: list[str], submission: "Submission", index: int = 0, count: int = 1) -> None:
+        self.args, self.submission, self.index, self.count = args, submission, index, count
 
     @pytest.hookimpl(trylast=True)
     def pytest_collection_modifyitems(self, items: list[pytest.Item]) -> None:
-        items[:] = items[self.index::self.count]
+        if self.count > 1:
+            items[:] = items[self.index::self.count]
 
 
 class LastResort:
@@ -137,17 +140,33 @@ class LastResort:
 _TIMED = pytest.StashKey[bool]()
 
 
-def plugins() -> list[object]:
+@dataclass
+class Submission:
+    """A pytest plugin that tells the check files' plugin (grader/engine/checks.py) what it grades: the
+    submission's private copy, how its workers are confined and limited, and the files known not to load.
+    A grading session registers one; plain pytest has none and reads its command line instead."""
+
+    folder: str
+    plan: Plan
+    limits: Limits
+    broken: dict[str, str] = field(default_factory=dict)
+
+    def pytest_configure(self, config: pytest.Config) -> None:
+        config.stash[SUBMISSION] = self
+
+
+SUBMISSION = pytest.StashKey[Submission]()
+
+
+def plugins(submission: Submission) -> list[object]:
     """The plugins every grading session of the checks runs with, besides a Collector."""
-    return [PlainFailures(), LastResort()]
+    return [submission, PlainFailures(), LastResort()]
 
 
-def pytest_args(files: list[Path], folder: str, limits: Limits, load_errors: dict[str, str], plan: Plan) -> list[str]:
-    """The command line of a grading session: the check files, run against `folder` in workers confined by `plan`."""
-    return [*map(str, files), f"--target={folder}", "--isolation=process", f"--check-timeout={limits.timeout_s}",
-            f"--sandbox={plan.protection}",
-            f"--memory-mb={limits.memory_mb}", *[f"--broken={f}={why}" for f, why in load_errors.items()],
-            "-p", "no:cacheprovider", "-q", "--tb=no", "--no-header",
+def pytest_args(files: list[Path], limits: Limits) -> list[str]:
+    """The command line of a grading session: the check files and pytest's own settings (the submission
+    itself travels in a `Submission` plugin)."""
+    return [*map(str, files), "-p", "no:cacheprovider", "-q", "--tb=no", "--no-header",
             # only the plugins the checks need, not every one installed (anyio's costs 0.2 s)
             "--disable-plugin-autoload", "-p", "pytest_timeout",
             # Student code never runs in this process, so capturing output, turning warnings into

@@ -32,7 +32,7 @@ from ..source import private_copy
 from .cache import ResultCache, component_key
 from .forked import Forked
 from .planning import plan_shards
-from .plugin import Collector, Shard, plugins, pytest_args
+from .plugin import Collector, Shard, Submission, plugins, pytest_args
 from .scoring import score_component
 
 if TYPE_CHECKING:
@@ -68,10 +68,10 @@ class Grading:
     def files(self, components: list[Component]) -> list[str]:
         return sorted({f for c in components for f in FILES[c.id]})
 
-    def args(self, components: list[str], load_errors: dict[str, str]) -> list[str]:
-        """The pytest command line that runs these components' checks against the copy."""
-        return pytest_args([self.checks_dir / f"test_{c}.py" for c in components], self.folder, self.limits,
-                           load_errors, self.plan)
+    def shard(self, components: list[str], load_errors: dict[str, str], index: int = 0, count: int = 1) -> Shard:
+        """What one grading process runs: these components' checks against the copy (every `count`-th case)."""
+        return Shard(pytest_args([self.checks_dir / f"test_{c}.py" for c in components], self.limits),
+                     Submission(self.folder, self.plan, self.limits, load_errors), index, count)
 
 
 def run_checks(target: str | Path, components: list[str] | None = None, *, course: Course | None = None,
@@ -140,21 +140,21 @@ def _grade(grading: Grading, cache: ResultCache | None, processes: int, session:
 def _run_shards(grading: Grading, components: list[str], helpers: list[Forked],
                 load_errors: dict[str, str]) -> list[CaseResult]:
     """Run the checks of `components`, shared out between this process and the `helpers`."""
-    shards = [(grading.args(group, load_errors), index, count)
+    shards = [grading.shard(group, load_errors, index, count)
               for group, index, count in plan_shards(components, len(helpers) + 1)]
     for helper, shard in zip(helpers, [*shards[1:], *[None] * len(helpers)]):
         helper.send(shard)
-    cases = run_shard(*shards[0]) if components else []
+    cases = run_shard(shards[0]) if components else []
     for helper in helpers:
         cases += helper.result()
     return cases
 
 
-def run_shard(args: list[str], index: int = 0, count: int = 1) -> list[CaseResult]:
-    """Run pytest with `args` in this process (every `count`-th case from `index` on); the cases' results."""
+def run_shard(shard: Shard) -> list[CaseResult]:
+    """Run one shard's pytest session in this process; the cases' results."""
     collector = Collector()
     with redirect_stdout(io.StringIO()) as out, redirect_stderr(io.StringIO()) as err:
-        code = pytest.main(args, plugins=[collector, *plugins(), *([Shard(index, count)] if count > 1 else [])])
+        code = pytest.main(shard.args, plugins=[collector, *plugins(shard.submission), shard])
     if collector.broken_checks:
         raise GraderError("the checks could not be collected:\n" + "\n".join(collector.broken_checks))
     if code == pytest.ExitCode.INTERRUPTED:
@@ -165,13 +165,13 @@ def run_shard(args: list[str], index: int = 0, count: int = 1) -> list[CaseResul
     return list(collector.cases.values())
 
 
-def _run_shard_in_fork(shard: tuple[list[str], int, int] | None) -> list[CaseResult]:
+def _run_shard_in_fork(shard: Shard | None) -> list[CaseResult]:
     """A forked grading process's part (None: nothing left for it)."""
     if shard is None:
         return []
     ZYGOTE.start_own()
     try:
-        return run_shard(*shard)
+        return run_shard(shard)
     finally:
         kill_strays()
         ZYGOTE.stop()

@@ -20,7 +20,7 @@ from ..paths import CHECKS_DIR, EXERCISES
 from ..results import CaseResult
 from ..sandbox.confine import NONE, Plan
 from ..sandbox.protocol import Limits
-from .plugin import Collector, plugins, pytest_args
+from .plugin import SUBMISSION, Collector, Submission, plugins, pytest_args
 
 Task = TypeVar("Task")
 
@@ -36,10 +36,9 @@ class CheckSession:
     def run(self, components: list[str], folder: str, limits: Limits, load_errors: dict[str, str],
             plan: Plan) -> list[CaseResult]:
         """Run the checks of `components` against `folder` (a private copy, confined as `plan` says)."""
-        option = self._session.config.option
-        option.target, option.check_timeout, option.memory_mb = folder, limits.timeout_s, limits.memory_mb
-        option.sandbox = plan.protection
-        option.broken = [f"{file}={why}" for file, why in load_errors.items()]
+        submission = self._session.config.stash[SUBMISSION]
+        submission.folder, submission.plan, submission.limits = folder, plan, limits
+        submission.broken = dict(load_errors)
         items = [item for item in self._items if item.get_closest_marker("component").args[0] in components]
         self._session.items = items  # the workers' fixture starts one worker per component found here
         self._collector.cases.clear()
@@ -73,8 +72,9 @@ def serve_in_session(tasks: Iterable[Task], each: Callable[[Task, CheckSession],
     """
     collector = Collector()
     files = [CHECKS_DIR / f"test_{component}.py" for component in COMPONENTS]
-    args = pytest_args(files, str(EXERCISES), limits, {}, Plan.for_copy(NONE, EXERCISES))
+    args = pytest_args(files, limits)
+    submission = Submission(str(EXERCISES), Plan.for_copy(NONE, EXERCISES), limits)  # each task sets its own
     with open(os.devnull, "w") as devnull, redirect_stdout(devnull):  # pytest's own report goes nowhere
-        code = pytest.main(args, plugins=[collector, *plugins(), _Loop(tasks, each, collector)])
+        code = pytest.main(args, plugins=[collector, *plugins(submission), _Loop(tasks, each, collector)])
     if code not in (pytest.ExitCode.OK, pytest.ExitCode.TESTS_FAILED, pytest.ExitCode.NO_TESTS_COLLECTED):
         raise GraderError(f"the checks' session ended early (pytest exit {int(code)})")
