@@ -5,7 +5,7 @@ from __future__ import annotations
 TRACKS: dict[str, tuple[str, ...]] = {
     "core": ("qkv_projection", "scaling", "masking", "head_splitting", "multi_head_attention", "sinusoidal_encoding",
              "pre_ln_block", "patch_embedding", "kv_cache"),
-    "llm": ("layer_norm", "rms_norm", "swiglu", "cross_entropy", "optimizer", "lr_schedule"),
+    "llm": ("layer_norm", "rms_norm", "swiglu", "cross_entropy", "optimizer", "lr_schedule", "sampling"),
 }
 COMPONENTS: tuple[str, ...] = tuple(c for track in TRACKS.values() for c in track)
 
@@ -83,4 +83,5 @@ FILES: dict[str, tuple[str, ...]] = {
     "cross_entropy": ("training.py",),
     "optimizer": ("training.py",),
     "lr_schedule": ("training.py",),
+    "sampling": ("sampling.py",),
 }
