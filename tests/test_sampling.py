@@ -60,9 +60,10 @@ def masses_above(logits: torch.Tensor, temperature: float, top_k) -> list[float]
 def pick_top_p(logits: torch.Tensor, target: float, temperature: float = 1.0, top_k=None) -> float:
     """A top_p near `target` far from every token's mass above (no boundary decided by rounding)."""
     above = masses_above(logits, temperature, top_k)
-    grid = [round(target + d / 1000, 4) for d in range(-150, 151)]
-    best = max((p for p in grid if 0 < p < 1), key=lambda p: (min(abs(a - p) for a in above), -abs(p - target)))
-    assert min(abs(a - best) for a in above) > 1e-3, "the check's inputs leave no top_p away from a boundary"
+    grid = sorted((round(target + d / 1000, 3) for d in range(-150, 151)), key=lambda p: abs(p - target))
+    margin = {p: min(abs(a - p) for a in above) for p in grid if 0 < p < 1}
+    best = next((p for p in margin if margin[p] > 0.01), max(margin, key=margin.get))
+    assert margin[best] > 1e-3, "the check's inputs leave no top_p away from a boundary"
     return best
 
 
@@ -91,7 +92,7 @@ def check_filter(impl, logits: torch.Tensor, **kw) -> None:
                  hint="the output has the logits' shape and dtype: -inf where a filter removed an entry")
     models = mistakes.filter_mistakes(logits, got, want, **kw)
     assert_equal(kept(got), kept(want), what=f"which entries {what} keeps (True: kept, False: -inf)", hint=WHERE,
-                 mistakes=mistakes.mapped(models, kept))
+                 mistakes=mistakes.judged_whole(models, got, kept))
     assert_close(got, want, what=f"{what} vs a brute-force filter", hint=WHERE, mistakes=models)
 
 
@@ -185,12 +186,18 @@ def test_filter_rejects_bad_arguments(impl, gen, kw):
 
 # --- sample_next_token ----------------------------------------------------------------------------------
 
-def student_call(call, *args, what: str, **kwargs):
-    """Call student code; a known mistake in what it raised gets its diagnosis."""
+def draw(impl, logits: torch.Tensor, *, what: str, **kw):
+    """sample_next_token(logits, **kw); torch.multinomial's complaint gets the diagnosis of what fed it."""
     try:
-        return call(*args, **kwargs)
+        return impl.fn("sampling.sample_next_token")(logits, **kw)
     except StudentError as exc:
-        diagnosis = mistakes.sampling_error_diagnosis(exc.message) if type(exc) is StudentError else None
+        if type(exc) is not StudentError:
+            raise
+        try:
+            rows = filter_call(impl, logits, **{k: v for k, v in kw.items() if k != "generator"})
+        except StudentError:
+            rows = None
+        diagnosis = mistakes.draw_error_diagnosis(exc.message, rows)
         if diagnosis is None:
             raise
         raise AssertionError(f"{what}: {exc.describe()}\n  diagnosis: {diagnosis}") from None
@@ -243,8 +250,7 @@ def test_draws_match_filtered_softmax(impl, gen, kind, temperature, top_k, targe
     kw = dict(temperature=temperature, top_k=top_k, top_p=top_p)
     what = f"{N_DRAWS} draws of sample_next_token(one logits row repeated, {settings(kw)})"
     generator = impl.new_trusted("Randomness").generator(int(torch.randint(2**31, (1,), generator=gen)))
-    draws = student_call(impl.fn("sampling.sample_next_token"), row.repeat(N_DRAWS, 1), **kw,
-                         generator=generator, what=what)
+    draws = draw(impl, row.repeat(N_DRAWS, 1), **kw, generator=generator, what=what)
     check_tensor(draws, what=what, shape=(N_DRAWS,), dtype=torch.int64,
                  hint="one int64 token index per row, (B,)", mistakes=mistakes.draw_shape_mistakes(N_DRAWS, vocab))
     if not bool(((draws >= 0) & (draws < vocab)).all()):
@@ -351,7 +357,7 @@ def generate_call(impl, model, idx: torch.Tensor, new: int, what: str, **kw):
     except StudentError as exc:
         last = exc.where.strip().splitlines()[-1] if exc.where.strip() else ""
         if type(exc) is StudentError and "ValueError" in exc.kinds and idx.shape[1] + new == MAX_LEN \
-                and "raise" in last:
+                and " in generate: raise" in last:
             raise AssertionError(f"{what}: {exc.describe()}\n  diagnosis: {mistakes.LENGTH_AT_MAX_LEN}") from None
         raise
 

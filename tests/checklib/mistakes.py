@@ -1087,11 +1087,40 @@ def _finite_fill(got: Tensor, want: Tensor) -> float | None:
     return fill if fill is not None and math.isfinite(fill) and fill <= -1e4 else None
 
 
+def _same(a: Any, b: Any) -> bool:
+    if not (isinstance(a, Tensor) and isinstance(b, Tensor)) or a.shape != b.shape:
+        return False
+    a, b = a.double(), b.double()
+    return bool(((a == b) | (a.isfinite() & b.isfinite() & ((a - b).abs() <= 1e-4 * (1 + b.abs())))).all())
+
+
+def judged_whole(mistakes: Mistakes, got: Any, fn: Callable[[Any], Any]) -> Mistakes:
+    """For a check of `fn(got)` (a part of what came back): a mistake is named only where the whole of `got`
+    matches its output, not where the part happens to."""
+    return {s: (lambda m=m: fn(got) if _same(got, m() if callable(m) else m) else None) for s, m in mistakes.items()}
+
+
+def unambiguous(mistakes: Mistakes) -> Mistakes:
+    """The mistakes whose output no other mistake of the mapping shares on these inputs (computed now):
+    where two mistakes look the same, naming either could be wrong."""
+    values = {}
+    for sentence, model in mistakes.items():
+        try:
+            values[sentence] = model() if callable(model) else model
+        except Exception:  # noqa: BLE001 - a mistake that does not apply to these inputs
+            continue
+    return {s: v for s, v in values.items() if not any(o != s and _same(v, w) for o, w in values.items())}
+
+
+EMPTY_ROW = ("your filter removed every token of a row: the most probable token has no mass above it, so it always "
+             "stays (a token stays while the mass strictly more probable than it is below top_p)")
+
+
 def filter_mistakes(logits: Tensor, got: Any, want: Tensor, temperature: float = 1.0, top_k: int | None = None,
                     top_p: float | None = None) -> Mistakes:
     """For filter_logits(logits, ...): `got` is what came back, `want` the right answer."""
-    mistakes: Mistakes = {s: (lambda v=v: filtered(logits, temperature, top_k, top_p, v))
-                          for s, v in FILTER_MISTAKES.items()}
+    mistakes: Mistakes = unambiguous({s: (lambda v=v: filtered(logits, temperature, top_k, top_p, v))
+                                      for s, v in FILTER_MISTAKES.items()})
     fill = _finite_fill(got, want)
     if fill is not None:
         mistakes[f"your filter fills the removed entries with {fill:g}: the contract's are -inf, so that their "
@@ -1112,18 +1141,21 @@ def distribution_mistakes(row: Tensor, temperature: float, top_k: int | None, to
              "softmax once"] = lambda: filtered(row.double().softmax(-1), temperature, top_k, top_p).softmax(-1)
     mistakes["you draw from the unfiltered softmax: the probabilities are softmax(filter_logits(logits, ...))"] = \
         lambda: row.double().softmax(-1)
-    return mistakes
+    return unambiguous(mistakes)
 
 
-SAMPLING_ERRORS = {
-    "probability tensor contains": "you handed the logits to torch.multinomial, which takes probabilities "
-    "(non-negative weights, no -inf): take the softmax of the filtered logits first",
-}
+MULTINOMIAL_OF_LOGITS = ("you handed the logits to torch.multinomial, which takes probabilities (non-negative "
+                         "weights, no -inf): take the softmax of the filtered logits first")
 
 
-def sampling_error_diagnosis(message: str) -> str | None:
-    """A diagnosis for what student code raised, where the message names a known mistake."""
-    return next((sentence for marker, sentence in SAMPLING_ERRORS.items() if marker in message), None)
+def draw_error_diagnosis(message: str, filtered_rows: Any) -> str | None:
+    """For torch.multinomial's complaint about its input: which mistake fed it, given what the submission's own
+    filter_logits returns for the same logits and settings."""
+    if "probability tensor contains" not in message or not isinstance(filtered_rows, Tensor):
+        return None
+    if bool((filtered_rows == NEG_INF).all(-1).any()):
+        return EMPTY_ROW
+    return MULTINOMIAL_OF_LOGITS
 
 
 GREEDY_FILTERS = ("with temperature 0, sample_next_token called filter_logits, which rejects it: temperature 0 "
@@ -1192,6 +1224,9 @@ def expected_pattern(prompt: int, new: int) -> list[tuple]:
 
 
 def generate_call_mistakes(prompt: int, new: int, max_len: int) -> Mistakes:
+    if new < 2:  # one call: only whether it had the caches shows
+        return {"you ran the prompt without caches: make them once with model.new_caches() and pass caches=caches "
+                "on every call": [(None, None, (0, prompt))]}
     refed, held = [], 0
     for i in range(new):
         refed.append((held, 0, (0, prompt + i)))
@@ -1212,11 +1247,12 @@ def generate_call_mistakes(prompt: int, new: int, max_len: int) -> Mistakes:
     }
 
 
-def decoded(logits_of: Callable[[Tensor], Tensor], idx: Tensor, new: int, position: int = -1) -> Tensor:
-    """Greedy decoding by the full, uncached model (`logits_of(seq) -> (B, L, V)`), choosing from `position`."""
+def decoded(logits_of: Callable[[Tensor], Tensor], idx: Tensor, new: int, first: int = -1) -> Tensor:
+    """Greedy decoding by the full, uncached model (`logits_of(seq) -> (B, L, V)`), the first token chosen from
+    position `first` of the prompt's logits (later calls feed one token, whose only position is the last)."""
     seq = idx
-    for _ in range(new):
-        logits = logits_of(seq)[:, position]
+    for step in range(new):
+        logits = logits_of(seq)[:, first if step == 0 else -1]
         seq = torch.cat([seq, logits.argmax(-1, keepdim=True)], dim=1)
     return seq
 
@@ -1225,7 +1261,7 @@ def generate_mistakes(logits_of: Callable[[Tensor], Tensor], idx: Tensor, new: i
     batch, prompt = idx.shape
     return {
         "you choose each token from the logits of the first position ([:, 0]): the next token follows the last "
-        "one, [:, -1]": lambda: decoded(logits_of, idx, new, position=0),
+        "one, [:, -1]": lambda: decoded(logits_of, idx, new, first=0) if prompt > 1 else None,
         "you returned only the new tokens: generate returns the prompt followed by them, (B, T + max_new_tokens)":
             torch.Size((batch, new)) if new != prompt + new else None,
     }
