@@ -227,8 +227,8 @@ def test_greedy_is_first_argmax(impl, gen, kind, kw):
     assert_equal(got, want, what=what, hint=hint, mistakes=models)
 
 
-N_DRAWS = 20000
-ATOL = 0.02  # 5.6 standard deviations of a frequency at p = 1/2 with 20000 draws
+N_DRAWS = 6000
+ATOL = 0.035  # 5.4 standard deviations of a frequency at p = 1/2 with 6000 draws (rows may be drawn one by one)
 
 # (logits kind, temperature, top_k, target top_p)
 DISTRIBUTIONS = [
