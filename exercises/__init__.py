@@ -18,6 +18,7 @@ The LLM track (the parts of a LLaMA-style language model):
 
 - ``norms.py``: ``LayerNorm`` [layer_norm], ``RMSNorm`` [rms_norm].
 - ``ffn.py``: ``SwiGLU`` [swiglu].
+- ``sampling.py``: ``filter_logits`` / ``sample_next_token`` / ``generate`` [sampling].
 
 Every function you write starts as ``raise NotImplementedError(...)``; replace
 that line with your code. Each component is graded on its own: the checks for
@@ -26,7 +27,7 @@ order. The course's teaching order (course.yml's, as in the README; the LLM
 track from layer_norm on) is:
 qkv_projection, scaling, masking, head_splitting, multi_head_attention,
 sinusoidal_encoding, pre_ln_block, patch_embedding, kv_cache, layer_norm,
-rms_norm, swiglu, cross_entropy, optimizer, lr_schedule.
+rms_norm, swiglu, cross_entropy, optimizer, lr_schedule, sampling.
 
 How to check your work:
 
