@@ -103,7 +103,8 @@ def generate(model: nn.Module, idx: Tensor, max_new_tokens: int, *, temperature:
     alone: its position follows the cached ones, and its attention reads the
     cached keys and values. Feeding old tokens again with the cache would put
     them at new positions, a second time. The token chosen last need not be fed
-    at all: nothing asks for its logits.
+    at all: nothing asks for its logits (and when the output fills
+    ``max_len`` there is no position left for it).
 
     Each token is chosen by ``sample_next_token`` (with the same ``temperature``,
     ``top_k``, ``top_p`` and ``generator``) from the logits of the *last*
