@@ -8,7 +8,7 @@ FILTER_BODY = """    logits = logits / temperature
     if top_k is not None and top_k < logits.size(-1):
         kth = logits.topk(top_k, dim=-1).values[..., -1:]  # (..., 1)
         logits = logits.masked_fill(logits < kth, float("-inf"))
-    if top_p is not None:
+    if top_p is not None and top_p < 1:  # top_p = 1 keeps all, even where 1 - p rounds to 1
         probs = logits.softmax(dim=-1)"""
 FILTER_END = """
         # mass strictly more probable than each token: sum of p_j over p_j > p_i
