@@ -418,6 +418,17 @@ def test_generate_feeds_prompt_once_then_one_token(impl, gen, batch, length, new
              actual=pattern, mistakes=mistakes.generate_call_mistakes(length, new, MAX_LEN))
     if error is not None:
         raise error
+    # a second generate on the same model: its own, fresh caches
+    again = prompt(gen, batch, length)
+    out = impl.fn("sampling.generate")(recorder, again, new)
+    calls = recorder.calls()[len(calls):]
+    pattern = mistakes.call_pattern(calls, out, length)[:len(want)]
+    want = mistakes.expected_pattern(length, new, caches=1)
+    if pattern != want:
+        shown = "; ".join(f"call {i}: held {h}, caches {c}, fed {s}" for i, (h, c, s) in enumerate(pattern[:3]))
+        fail(f"the model calls of a second {what} on the same model", f"expected the prompt with fresh caches "
+             f"(the second list new_caches made, 1), held 0; got {shown or 'no calls'}", hint=hint,
+             actual=pattern, mistakes=mistakes.reused_caches_mistakes(pattern))
 
 
 def test_generate_samples_with_sample_next_token(impl, gen):

@@ -81,6 +81,9 @@ BUGS = [
         "rejects T + max_new_tokens == max_len, which fits"),
     Bug("sampling", "max_len_one_past", "sampling.py", LENGTH, LENGTH.replace("model.max_len:", "model.max_len + 1:"),
         "accepts one token more than max_len, since the last token is never fed"),
+    Bug("sampling", "caches_kept_on_the_model", "sampling.py", "    caches = model.new_caches()\n",
+        "    caches = getattr(model, \"_caches\", None) or model.new_caches()\n    model._caches = caches\n",
+        "makes the caches once and keeps them on the model, so a second generate continues the first"),
     Bug("sampling", "returns_new_tokens_only", "sampling.py", "    return out\n", "    return out[:, idx.size(1):]\n",
         "returns only the new tokens, without the prompt"),
 ]

@@ -1218,9 +1218,18 @@ def call_pattern(calls: list[dict], out: Tensor, prompt: int) -> list[tuple]:
     return [(c["held"], c["caches"], fed_slice(c["tokens"], out, c["held"], i, prompt)) for i, c in enumerate(calls)]
 
 
-def expected_pattern(prompt: int, new: int) -> list[tuple]:
-    """What generate's calls look like, without the optional call that feeds the last token."""
-    return [(0, 0, (0, prompt))] + [(prompt + i - 1, 0, (prompt + i - 1, prompt + i)) for i in range(1, new)]
+def expected_pattern(prompt: int, new: int, caches: int = 0) -> list[tuple]:
+    """What generate's calls look like, without the optional call that feeds the last token; `caches` is the
+    index of the cache list this generate made (one per call of generate)."""
+    return [(0, caches, (0, prompt))] + [(prompt + i - 1, caches, (prompt + i - 1, prompt + i))
+                                         for i in range(1, new)]
+
+
+def reused_caches_mistakes(pattern: list[tuple]) -> Mistakes:
+    """For the calls of a second generate on the same model: the first call found the old caches."""
+    return {"your second generate reused the caches of the first one, so the new prompt came after the old "
+            "sequence: make fresh caches (model.new_caches()) at every call of generate":
+            pattern if pattern and pattern[0][1] == 0 and pattern[0][0] else None}
 
 
 def generate_call_mistakes(prompt: int, new: int, max_len: int) -> Mistakes:
