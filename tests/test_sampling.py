@@ -412,7 +412,8 @@ def test_generate_feeds_prompt_once_then_one_token(impl, gen, batch, length, new
     if pattern != want:
         shown = "; ".join(f"call {i}: held {h}, caches {c}, fed {s}" for i, (h, c, s) in enumerate(pattern[:6]))
         fail(f"the model calls of {what}", f"expected {len(want)} calls, the prompt once with fresh caches, then one "
-             f"token each with the same caches; got {len(pattern)}: {shown or 'none'}" + ("" if error is None else "; then " + error.describe()),
+             f"token each with the same caches; got {len(pattern)}: {shown or 'none'}"
+             + ("" if error is None else "; then " + error.describe()),
              hint=hint + " (held: positions the caches held before the call; caches 0: the first list new_caches "
                          "made; fed: the slice of the output the call fed)",
              actual=pattern, mistakes=mistakes.generate_call_mistakes(length, new, MAX_LEN))

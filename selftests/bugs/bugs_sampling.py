@@ -35,7 +35,8 @@ BUGS = [
     Bug("sampling", "top_k_strict", "sampling.py", TOP_K, TOP_K.replace("logits < kth", "logits <= kth"),
         "keeps only the entries strictly above the top_k-th largest value"),
     Bug("sampling", "top_k_exact_indices", "sampling.py", KTH,
-        "        keep = torch.zeros_like(logits, dtype=torch.bool).scatter(-1, logits.topk(top_k, dim=-1).indices, True)\n"
+        "        top = logits.topk(top_k, dim=-1).indices\n"
+        "        keep = torch.zeros_like(logits, dtype=torch.bool).scatter(-1, top, True)\n"
         "        logits = logits.masked_fill(~keep, float(\"-inf\"))",
         "keeps exactly the top_k indices torch.topk returns, dropping entries tied at the boundary"),
     Bug("sampling", "top_p_cumsum_without_shift", "sampling.py", ABOVE, ABOVE.replace(
@@ -53,7 +54,8 @@ BUGS = [
         .replace("probs = logits.softmax(dim=-1)", "probs = scaled.softmax(dim=-1)"),
         "computes top-p's probabilities before top-k removed tokens"),
     # sample_next_token
-    Bug("sampling", "softmax_twice", "sampling.py", DRAW, DRAW.replace("filter_logits(logits,", "filter_logits(logits.softmax(dim=-1),"),
+    Bug("sampling", "softmax_twice", "sampling.py", DRAW,
+        DRAW.replace("filter_logits(logits,", "filter_logits(logits.softmax(dim=-1),"),
         "takes the softmax before filtering and again after"),
     Bug("sampling", "multinomial_of_logits", "sampling.py", DRAW, DRAW.replace(".softmax(dim=-1)", ""),
         "hands the filtered logits to torch.multinomial without a softmax"),
@@ -73,7 +75,8 @@ BUGS = [
         "feeds the whole sequence at every step although the caches hold it"),
     Bug("sampling", "no_cache", "sampling.py", STEP, STEP.replace("model(step, caches=caches)", "model(out)"),
         "runs the whole sequence through the model at every step, without caches"),
-    Bug("sampling", "new_token_without_cache", "sampling.py", STEP, STEP.replace("model(step, caches=caches)", "model(step)"),
+    Bug("sampling", "new_token_without_cache", "sampling.py", STEP,
+        STEP.replace("model(step, caches=caches)", "model(step)"),
         "feeds the new token alone but forgets to pass the caches"),
     Bug("sampling", "first_position_logits", "sampling.py", STEP, STEP.replace("[:, -1]", "[:, 0]"),
         "chooses each token from the first position's logits"),
