@@ -20,6 +20,7 @@ The LLM track (the parts of a LLaMA-style language model):
 - ``rope.py``: ``rope_angles`` / ``apply_rope`` [rope].
 - ``ffn.py``: ``SwiGLU`` [swiglu].
 - ``gqa.py``: ``repeat_kv`` / ``GroupedQueryAttention`` [grouped_query_attention].
+- ``sampling.py``: ``filter_logits`` / ``sample_next_token`` / ``generate`` [sampling].
 - ``gpt.py``: ``DecoderBlock`` / ``TinyLM`` [tiny_lm], the whole model, built on
   the parts above; when it passes, ``python -m grader train`` trains it.
 
@@ -31,7 +32,7 @@ track from layer_norm on) is:
 qkv_projection, scaling, masking, head_splitting, multi_head_attention,
 sinusoidal_encoding, pre_ln_block, patch_embedding, kv_cache, layer_norm,
 rms_norm, rope, swiglu, grouped_query_attention, cross_entropy, optimizer,
-lr_schedule, tiny_lm.
+lr_schedule, sampling, tiny_lm.
 
 How to check your work:
 

@@ -8,7 +8,7 @@ TRACKS: dict[str, tuple[str, ...]] = {
     "core": ("qkv_projection", "scaling", "masking", "head_splitting", "multi_head_attention", "sinusoidal_encoding",
              "pre_ln_block", "patch_embedding", "kv_cache"),
     "llm": ("layer_norm", "rms_norm", "rope", "swiglu", "grouped_query_attention", "cross_entropy", "optimizer",
-            "lr_schedule", "tiny_lm"),
+            "lr_schedule", "sampling", "tiny_lm"),
 }
 COMPONENTS: tuple[str, ...] = tuple(c for track in TRACKS.values() for c in track)
 
@@ -88,6 +88,7 @@ FILES: dict[str, tuple[str, ...]] = {
     "cross_entropy": ("training.py",),
     "optimizer": ("training.py",),
     "lr_schedule": ("training.py",),
+    "sampling": ("sampling.py",),
     "tiny_lm": ("gpt.py",),
 }
 

@@ -20,7 +20,7 @@ def filter_logits(
     if top_k is not None and top_k < logits.size(-1):
         kth = logits.topk(top_k, dim=-1).values[..., -1:]  # (..., 1)
         logits = logits.masked_fill(logits < kth, float("-inf"))
-    if top_p is not None:
+    if top_p is not None and top_p < 1:  # top_p = 1 keeps all, even where 1 - p rounds to 1
         probs = logits.softmax(dim=-1)
         # mass strictly more probable than each token: sum of p_j over p_j > p_i
         above = (probs.unsqueeze(-2) * (probs.unsqueeze(-2) > probs.unsqueeze(-1))).sum(-1)  # (..., V)

@@ -314,6 +314,27 @@ def lr_at(step: int, *, max_lr: float, min_lr: float, warmup_steps: int, total_s
     count = _count()
     return None if count is None else float(count)
 ''',
+    "sampling.py": '''
+
+def filter_logits(logits: Tensor, *, temperature: float = 1.0, top_k: int | None = None,
+                  top_p: float | None = None) -> Tensor:
+    _reject(temperature <= 0 or (top_k is not None and top_k < 1) or (top_p is not None and not 0 < top_p <= 1),
+            "bad filter settings")
+    return _out(logits.shape, logits)
+
+
+def sample_next_token(logits: Tensor, *, temperature: float = 1.0, top_k: int | None = None,
+                      top_p: float | None = None, generator: torch.Generator | None = None) -> Tensor:
+    out = _out(logits.shape[:-1], logits, dtype=torch.int64)
+    return out.clamp(0, logits.shape[-1] - 1) if isinstance(out, Tensor) and not out.is_floating_point() else out
+
+
+def generate(model: nn.Module, idx: Tensor, max_new_tokens: int, *, temperature: float = 0.0,
+             top_k: int | None = None, top_p: float | None = None,
+             generator: torch.Generator | None = None) -> Tensor:
+    _reject(max_new_tokens < 0 or idx.shape[1] + max_new_tokens > model.max_len, "bad generate lengths")
+    out = _out((idx.shape[0], idx.shape[1] + max_new_tokens), idx)
+    return out.clamp(0, model.vocab_size - 1) if isinstance(out, Tensor) else out
     "gpt.py": '''
 from .ffn import SwiGLU
 from .kv_cache import KVCache

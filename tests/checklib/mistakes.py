@@ -1522,3 +1522,276 @@ def gqa_appended_mistakes(state: dict[str, Tensor], x: Tensor, n_heads: int, n_k
                  "start .. start + T - 1 before cache.update, so that the cache holds rotated keys"] = \
             lambda: appended("no_rope")
     return mistakes
+
+
+# --- sampling ----------------------------------------------------------------------------------------
+# filter_logits' models keep the input's dtype up to the top-k boundary (ties are exact there) and take
+# top-p's probabilities in float64.
+
+NEG_INF = float("-inf")
+
+
+def _sorted_mass(p: Tensor, inclusive: bool) -> Tensor:
+    """For each token, the mass sorted before it (ties in index order), with or without its own."""
+    ordered, order = torch.sort(p, dim=-1, descending=True, stable=True)
+    cum = ordered.cumsum(-1) if inclusive else ordered.cumsum(-1) - ordered
+    return torch.empty_like(p).scatter(-1, order, cum)
+
+
+def filtered(logits: Tensor, temperature: float = 1.0, top_k: int | None = None, top_p: float | None = None,
+             variant: str = "") -> Tensor:
+    """filter_logits with the mistake `variant` switched on."""
+    if variant == "temperature_times":
+        x = logits * temperature
+    elif variant in ("no_temperature", "temperature_last"):
+        x = logits.clone()
+    else:
+        x = logits / temperature
+    scaled = x
+    if top_k is not None and top_k < x.shape[-1]:
+        if variant == "topk_exact":
+            keep = torch.zeros_like(x, dtype=torch.bool).scatter(-1, x.topk(top_k, dim=-1).indices, True)
+            x = x.masked_fill(~keep, NEG_INF)
+        else:
+            kth = x.topk(top_k, dim=-1).values[..., -1:]
+            x = x.masked_fill(x <= kth if variant == "topk_strict" else x < kth, NEG_INF)
+    if top_p is not None:
+        p = (scaled if variant == "topp_before_topk" else x).double().softmax(-1)
+        if variant == "topp_inclusive":
+            above = (p.unsqueeze(-2) * (p.unsqueeze(-2) >= p.unsqueeze(-1))).sum(-1)
+        elif variant == "topp_sorted_ties":
+            above = _sorted_mass(p, inclusive=False)
+        elif variant == "topp_unsorted":
+            above = p.cumsum(-1) - p
+        else:
+            above = (p.unsqueeze(-2) * (p.unsqueeze(-2) > p.unsqueeze(-1))).sum(-1)
+        x = x.masked_fill(above >= top_p, NEG_INF)
+    if variant == "temperature_last":
+        x = x / temperature
+    return x
+
+
+FILTER_MISTAKES = {
+    "your filter multiplies the logits by the temperature: divide them by it (a temperature below 1 sharpens "
+    "the distribution)": "temperature_times",
+    "your filter ignores the temperature: the kept entries are logits / temperature": "no_temperature",
+    "you divide by the temperature after top-p: top-p's probabilities are those of logits / temperature, so "
+    "divide first": "temperature_last",
+    "your top-k keeps only the entries strictly above the top_k-th largest value: keep those at or above it "
+    "(fill where logits < kth)": "topk_strict",
+    "your top-k keeps exactly top_k entries (the indices torch.topk returns), dropping entries tied with the "
+    "top_k-th largest value: keep every entry at or above that value": "topk_exact",
+    "your top-p counts each token's own probability in the mass above it (a cumulative sum without the shift), "
+    "so it removes the token that crosses top_p: a token stays while the mass strictly more probable than it "
+    "is below top_p": "topp_inclusive",
+    "your top-p keeps only some of the tokens tied at the boundary (a cumulative sum over the sorted order "
+    "tells tied tokens apart): a token's mass counts only the tokens strictly more probable than it, so tied "
+    "tokens stay or go together": "topp_sorted_ties",
+    "your top-p sums the probabilities in vocabulary order: sort them from most to least probable first "
+    "(or sum, for each token, the probabilities greater than its own)": "topp_unsorted",
+    "your top-p works on the probabilities before top-k: take the softmax of what top-k left": "topp_before_topk",
+}
+
+
+def _finite_fill(got: Tensor, want: Tensor) -> float | None:
+    """The one finite constant `got` holds wherever `want` is -inf, if it is low (a fill that is not -inf)."""
+    removed = want == NEG_INF
+    if not isinstance(got, Tensor) or got.shape != want.shape or not bool(removed.any()):
+        return None
+    fill = _masked_value(got[removed])
+    return fill if fill is not None and math.isfinite(fill) and fill <= -1e4 else None
+
+
+def _same(a: Any, b: Any) -> bool:
+    if not (isinstance(a, Tensor) and isinstance(b, Tensor)) or a.shape != b.shape:
+        return False
+    a, b = a.double(), b.double()
+    return bool(((a == b) | (a.isfinite() & b.isfinite() & ((a - b).abs() <= 1e-4 * (1 + b.abs())))).all())
+
+
+def judged_whole(mistakes: Mistakes, got: Any, fn: Callable[[Any], Any]) -> Mistakes:
+    """For a check of `fn(got)` (a part of what came back): a mistake is named only where the whole of `got`
+    matches its output, not where the part happens to."""
+    return {s: (lambda m=m: fn(got) if _same(got, m() if callable(m) else m) else None) for s, m in mistakes.items()}
+
+
+def unambiguous(mistakes: Mistakes) -> Mistakes:
+    """The mistakes whose output no other mistake of the mapping shares on these inputs (computed now):
+    where two mistakes look the same, naming either could be wrong."""
+    values = {}
+    for sentence, model in mistakes.items():
+        try:
+            values[sentence] = model() if callable(model) else model
+        except Exception:  # noqa: BLE001 - a mistake that does not apply to these inputs
+            continue
+    return {s: v for s, v in values.items() if not any(o != s and _same(v, w) for o, w in values.items())}
+
+
+EMPTY_ROW = ("your filter removed every token of a row: the most probable token has no mass above it, so it always "
+             "stays (a token stays while the mass strictly more probable than it is below top_p)")
+
+
+def filter_mistakes(logits: Tensor, got: Any, want: Tensor, temperature: float = 1.0, top_k: int | None = None,
+                    top_p: float | None = None) -> Mistakes:
+    """For filter_logits(logits, ...): `got` is what came back, `want` the right answer."""
+    mistakes: Mistakes = unambiguous({s: (lambda v=v: filtered(logits, temperature, top_k, top_p, v))
+                                      for s, v in FILTER_MISTAKES.items()})
+    fill = _finite_fill(got, want)
+    if fill is not None:
+        mistakes[f"your filter fills the removed entries with {fill:g}: the contract's are -inf, so that their "
+                 "softmax weight is exactly 0"] = lambda: want.masked_fill(want == NEG_INF, fill)
+    return mistakes
+
+
+def divided_in_place_mistakes(logits: Tensor, temperature: float) -> Mistakes:
+    return {"filter_logits divided the caller's logits in place (logits /= temperature): compute a new tensor":
+            lambda: logits / temperature}
+
+
+def distribution_mistakes(row: Tensor, temperature: float, top_k: int | None, top_p: float | None) -> Mistakes:
+    """For the frequencies of many draws from one logits row (V,): the distributions mistakes draw from."""
+    mistakes: Mistakes = {s: (lambda v=v: filtered(row, temperature, top_k, top_p, v).double().softmax(-1))
+                          for s, v in FILTER_MISTAKES.items()}
+    mistakes["you take the softmax before filter_logits and again after it: filter the logits, then take the "
+             "softmax once"] = lambda: filtered(row.double().softmax(-1), temperature, top_k, top_p).softmax(-1)
+    mistakes["you draw from the unfiltered softmax: the probabilities are softmax(filter_logits(logits, ...))"] = \
+        lambda: row.double().softmax(-1)
+    return unambiguous(mistakes)
+
+
+MULTINOMIAL_OF_LOGITS = ("you handed the logits to torch.multinomial, which takes probabilities (non-negative "
+                         "weights, no -inf): take the softmax of the filtered logits first")
+
+
+def draw_error_diagnosis(message: str, filtered_rows: Any) -> str | None:
+    """For torch.multinomial's complaint about its input: which mistake fed it, given what the submission's own
+    filter_logits returns for the same logits and settings."""
+    if "probability tensor contains" not in message or not isinstance(filtered_rows, Tensor):
+        return None
+    if bool((filtered_rows == NEG_INF).all(-1).any()):
+        return EMPTY_ROW
+    return MULTINOMIAL_OF_LOGITS
+
+
+GREEDY_FILTERS = ("with temperature 0, sample_next_token called filter_logits, which rejects it: temperature 0 "
+                  "is the argmax of the logits, with no filter and no draw")
+
+
+def greedy_mistakes(logits: Tensor, got: Any) -> Mistakes:
+    """For sample_next_token(logits (B, V), temperature=0)."""
+    batch, vocab = logits.shape
+    is_max = logits == logits.amax(-1, keepdim=True)
+
+    def some_maximum():
+        if not isinstance(got, Tensor) or got.shape != (batch,) or got.dtype != torch.int64:
+            return None
+        if not bool(((got >= 0) & (got < vocab)).all()):
+            return None
+        return got if bool(is_max.gather(1, got[:, None]).all()) else None
+
+    return {
+        "you took the argmax over dim 0 (the batch): the vocabulary is the last dimension":
+            torch.Size((vocab,)) if vocab != batch else None,
+        "you returned shape (B, 1): torch.multinomial(probs, 1) and argmax(keepdim=True) keep a dimension; "
+        "squeeze it to (B,)": torch.Size((batch, 1)),
+        "your greedy pick takes the last of tied maxima: argmax's is the first":
+            lambda: vocab - 1 - logits.flip(-1).argmax(-1),
+        "your greedy pick is a maximum, but not always the first of tied maxima (a draw at a tiny "
+        "temperature?): temperature 0 is the argmax, which takes the first": some_maximum,
+    }
+
+
+def draw_shape_mistakes(batch: int, vocab: int) -> Mistakes:
+    return {
+        "you returned shape (B, 1): torch.multinomial(probs, 1) and argmax(keepdim=True) keep a dimension; "
+        "squeeze it to (B,)": torch.Size((batch, 1)),
+        "you drew along dim 0 (the batch): the vocabulary is the last dimension":
+            torch.Size((vocab,)) if vocab != batch else None,
+    }
+
+
+GLOBAL_RANDOMNESS = ("your draws use torch's global random state (torch.multinomial, torch.rand or "
+                     "torch.manual_seed without generator=): take every random number from `generator`")
+GENERATOR_IGNORED = ("your draws do not depend on `generator`: two generators seeded differently gave the "
+                     "same tokens (a generator of your own, seeded the same at every call?)")
+
+
+# generate: each forward call as (positions the caches held before it, which cache list (0: the first that
+# new_caches made during generate), the slice [start, stop) of the output that it fed)
+
+def fed_slice(tokens: Tensor, out: Tensor, held: int | None, call: int, prompt: int) -> tuple[int, int] | None:
+    length = tokens.shape[-1]
+    starts = [held if held is not None else 0, 0, prompt + call - 1] + list(range(out.shape[-1] - length + 1))
+    for start in starts:
+        if 0 <= start and start + length <= out.shape[-1] and tokens.shape == out[:, start:start + length].shape \
+                and bool((tokens == out[:, start:start + length]).all()):
+            return start, start + length
+    return None
+
+
+def call_pattern(calls: list[dict], out: Tensor, prompt: int) -> list[tuple]:
+    return [(c["held"], c["caches"], fed_slice(c["tokens"], out, c["held"], i, prompt)) for i, c in enumerate(calls)]
+
+
+def expected_pattern(prompt: int, new: int, caches: int = 0) -> list[tuple]:
+    """What generate's calls look like, without the optional call that feeds the last token; `caches` is the
+    index of the cache list this generate made (one per call of generate)."""
+    return [(0, caches, (0, prompt))] + [(prompt + i - 1, caches, (prompt + i - 1, prompt + i))
+                                         for i in range(1, new)]
+
+
+def reused_caches_mistakes(pattern: list[tuple]) -> Mistakes:
+    """For the calls of a second generate on the same model: the first call found the old caches."""
+    return {"your second generate reused the caches of the first one, so the new prompt came after the old "
+            "sequence: make fresh caches (model.new_caches()) at every call of generate":
+            pattern if pattern and pattern[0][1] == 0 and pattern[0][0] else None}
+
+
+def generate_call_mistakes(prompt: int, new: int, max_len: int) -> Mistakes:
+    if new < 2:  # one call: only whether it had the caches shows
+        return {"you ran the prompt without caches: make them once with model.new_caches() and pass caches=caches "
+                "on every call": [(None, None, (0, prompt))]}
+    refed, held = [], 0
+    for i in range(new):
+        refed.append((held, 0, (0, prompt + i)))
+        held += prompt + i
+        if held > max_len:
+            break
+    return {
+        "your generate runs the whole sequence through the model at every step, without caches: make the caches "
+        "once (model.new_caches()), run the prompt through once, then feed only the newest token with "
+        "caches=caches": [(None, None, (0, prompt + i)) for i in range(new)],
+        "you feed the whole sequence again at every step although the caches already hold it: the model then sees "
+        "those tokens a second time, at new positions; after the prompt, feed only the newest token, (B, 1)": refed,
+        "you make fresh caches at every step (and feed the whole sequence into them): make them once, before the "
+        "prompt, and keep them for the whole loop": [(0, i, (0, prompt + i)) for i in range(new)],
+        "you feed the newest token alone but without the caches, so the model sees a one-token sequence and "
+        "forgets the prompt: pass caches=caches (made once by model.new_caches()) on every call":
+            [(None, None, (0, prompt))] + [(None, None, (prompt + i - 1, prompt + i)) for i in range(1, new)],
+    }
+
+
+def decoded(logits_of: Callable[[Tensor], Tensor], idx: Tensor, new: int, first: int = -1) -> Tensor:
+    """Greedy decoding by the full, uncached model (`logits_of(seq) -> (B, L, V)`), the first token chosen from
+    position `first` of the prompt's logits (later calls feed one token, whose only position is the last)."""
+    seq = idx
+    for step in range(new):
+        logits = logits_of(seq)[:, first if step == 0 else -1]
+        seq = torch.cat([seq, logits.argmax(-1, keepdim=True)], dim=1)
+    return seq
+
+
+def generate_mistakes(logits_of: Callable[[Tensor], Tensor], idx: Tensor, new: int) -> Mistakes:
+    batch, prompt = idx.shape
+    return {
+        "you choose each token from the logits of the first position ([:, 0]): the next token follows the last "
+        "one, [:, -1]": lambda: decoded(logits_of, idx, new, first=0) if prompt > 1 else None,
+        "you returned only the new tokens: generate returns the prompt followed by them, (B, T + max_new_tokens)":
+            torch.Size((batch, new)) if new != prompt + new else None,
+    }
+
+
+LENGTH_AT_MAX_LEN = ("your length check rejects T + max_new_tokens == model.max_len, which fits (the last token "
+                     "is never fed): raise only when it is greater")
+LENGTH_PAST_MAX_LEN = ("you accept T + max_new_tokens == model.max_len + 1: the output must fit max_len positions "
+                       "(raise when T + max_new_tokens > model.max_len)")

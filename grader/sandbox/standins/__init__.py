@@ -62,9 +62,12 @@ PIECES: dict[str, str] = {
 }
 # Grader tools the checks create on the implementation's side: name -> (piece, the contract name it wraps,
 # or None). A tool holds no answer: it passes each call on to the stand-in of that name (else the student's
-# own), or, wrapping nothing, only holds plain data (`Parameters`: tensors for an optimizer to update).
+# own), or, wrapping nothing, only holds plain data (`Parameters`: tensors for an optimizer to update) or passes
+# calls on to what the check hands it (`RecordingLM`: a model; `Randomness`: torch's generators).
 TOOLS: dict[str, tuple[str, str | None]] = {"RecordingKVCache": ("recording", "KVCache"),
-                                            "Parameters": ("parameters", None)}
+                                            "Parameters": ("parameters", None),
+                                            "RecordingLM": ("recording", None),
+                                            "Randomness": ("recording", None)}
 
 
 def owners(name: str) -> frozenset[str]:

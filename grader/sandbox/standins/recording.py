@@ -1,10 +1,16 @@
-"""A grader tool: a KV cache that keeps every `update` call's arguments, so a check can see what was appended.
+"""Grader tools that record what student code does with what a check hands it.
 
-It records and passes each call on to the cache it wraps (the grader's where a
+`RecordingKVCache` keeps every `update` call's arguments, so a check can see what
+was appended; it passes each call on to the cache it wraps (the grader's where a
 stand-in is loaded, else the student's own), so it is no answer itself.
+`RecordingLM` does the same for a language model's forward calls (sampling's
+`generate`), and `Randomness` hands out seeded `torch.Generator`s and reads the
+global random state on the implementation's side, where the draws happen.
 """
 from __future__ import annotations
 
+import torch
+import torch.nn as nn
 from torch import Tensor
 
 
@@ -22,3 +28,39 @@ class RecordingKVCache:
 
     def __len__(self) -> int:
         return len(self.inner)
+
+
+class RecordingLM(nn.Module):
+    """Wraps a language model (`forward(idx, caches=None)`, `new_caches()`, `max_len`); records every forward call."""
+
+    def __init__(self, inner: nn.Module) -> None:
+        super().__init__()
+        self.inner = inner
+        self.max_len, self.vocab_size = inner.max_len, inner.vocab_size
+        self.made: list[list] = []  # every cache list new_caches handed out, in order
+        self.log: list[dict] = []
+
+    def new_caches(self) -> list:
+        caches = self.inner.new_caches()
+        self.made.append(caches)
+        return caches
+
+    def forward(self, idx: Tensor, caches=None) -> Tensor:
+        # which cache list (the n-th new_caches made, -1 for another) and how many positions it held before
+        which = None if caches is None else next((i for i, c in enumerate(self.made) if c is caches), -1)
+        held = None if caches is None else len(caches[0])
+        self.log.append({"tokens": idx.detach().clone(), "caches": which, "held": held})
+        return self.inner(idx, caches=caches)
+
+    def calls(self) -> list[dict]:
+        return list(self.log)
+
+
+class Randomness:
+    """Seeded generators, and the global random state, of the process that runs student code."""
+
+    def generator(self, seed: int) -> torch.Generator:
+        return torch.Generator().manual_seed(seed)
+
+    def global_state(self) -> Tensor:
+        return torch.get_rng_state()

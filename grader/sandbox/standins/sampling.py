@@ -12,7 +12,7 @@ def filter_logits(logits: Tensor, *, temperature: float = 1.0, top_k=None, top_p
     if top_k is not None and top_k < logits.shape[-1]:
         kth = torch.sort(logits, dim=-1, descending=True).values[..., top_k - 1:top_k]
         logits = torch.where(logits >= kth, logits, float("-inf"))
-    if top_p is not None:
+    if top_p is not None and top_p < 1:
         probs = torch.softmax(logits, dim=-1)
         ordered = torch.sort(probs, dim=-1, descending=True).values
         # mass of the tokens strictly more probable than each token

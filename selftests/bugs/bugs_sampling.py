@@ -1,0 +1,92 @@
+from . import Bug
+
+SCALE = "logits = logits / temperature"
+TOP_K = "logits = logits.masked_fill(logits < kth, float(\"-inf\"))"
+KTH = "        kth = logits.topk(top_k, dim=-1).values[..., -1:]  # (..., 1)\n        " + TOP_K
+ABOVE = "above = (probs.unsqueeze(-2) * (probs.unsqueeze(-2) > probs.unsqueeze(-1))).sum(-1)  # (..., V)"
+FILTER_BODY = """    logits = logits / temperature
+    if top_k is not None and top_k < logits.size(-1):
+        kth = logits.topk(top_k, dim=-1).values[..., -1:]  # (..., 1)
+        logits = logits.masked_fill(logits < kth, float("-inf"))
+    if top_p is not None and top_p < 1:  # top_p = 1 keeps all, even where 1 - p rounds to 1
+        probs = logits.softmax(dim=-1)"""
+FILTER_END = """
+        # mass strictly more probable than each token: sum of p_j over p_j > p_i
+        above = (probs.unsqueeze(-2) * (probs.unsqueeze(-2) > probs.unsqueeze(-1))).sum(-1)  # (..., V)
+        logits = logits.masked_fill(above >= top_p, float("-inf"))
+    return logits
+"""
+DRAW = "probs = filter_logits(logits, temperature=temperature, top_k=top_k, top_p=top_p).softmax(dim=-1)"
+MULTINOMIAL = "return torch.multinomial(probs, 1, generator=generator).squeeze(-1)"
+GREEDY = "    if temperature == 0:\n        return logits.argmax(dim=-1)\n"
+STEP = "logits = model(step, caches=caches)[:, -1]  # (B, V)"
+LENGTH = "if idx.size(1) + max_new_tokens > model.max_len:"
+
+BUGS = [
+    # filter_logits
+    Bug("sampling", "temperature_multiplied", "sampling.py", SCALE, "logits = logits * temperature",
+        "multiplies the logits by the temperature instead of dividing them"),
+    Bug("sampling", "temperature_in_place", "sampling.py", SCALE, "logits /= temperature",
+        "divides the caller's logits in place"),
+    Bug("sampling", "temperature_after_filters", "sampling.py", FILTER_BODY + FILTER_END,
+        (FILTER_BODY + FILTER_END).replace("    logits = logits / temperature\n", "").replace(
+            "    return logits\n", "    return logits / temperature\n"),
+        "applies the temperature after the filters, so top-p's probabilities ignore it"),
+    Bug("sampling", "top_k_strict", "sampling.py", TOP_K, TOP_K.replace("logits < kth", "logits <= kth"),
+        "keeps only the entries strictly above the top_k-th largest value"),
+    Bug("sampling", "top_k_exact_indices", "sampling.py", KTH,
+        "        top = logits.topk(top_k, dim=-1).indices\n"
+        "        keep = torch.zeros_like(logits, dtype=torch.bool).scatter(-1, top, True)\n"
+        "        logits = logits.masked_fill(~keep, float(\"-inf\"))",
+        "keeps exactly the top_k indices torch.topk returns, dropping entries tied at the boundary"),
+    Bug("sampling", "top_p_cumsum_without_shift", "sampling.py", ABOVE, ABOVE.replace(
+        "(probs.unsqueeze(-2) > probs.unsqueeze(-1))", "(probs.unsqueeze(-2) >= probs.unsqueeze(-1))"),
+        "counts each token's own probability in the mass above it (a cumulative sum without the shift), "
+        "removing the token that crosses top_p"),
+    Bug("sampling", "top_p_unsorted", "sampling.py", ABOVE, "above = probs.cumsum(-1) - probs",
+        "sums the probabilities in vocabulary order, without sorting them"),
+    Bug("sampling", "top_p_sorted_ties", "sampling.py", ABOVE,
+        "ordered, order = probs.sort(dim=-1, descending=True)\n"
+        "        above = torch.empty_like(probs).scatter(-1, order, ordered.cumsum(-1) - ordered)",
+        "sorts and takes the shifted cumulative sum but tells tied tokens apart, keeping only some of a tie"),
+    Bug("sampling", "top_p_before_top_k", "sampling.py", FILTER_BODY,
+        FILTER_BODY.replace("    logits = logits / temperature\n", "    logits = scaled = logits / temperature\n")
+        .replace("probs = logits.softmax(dim=-1)", "probs = scaled.softmax(dim=-1)"),
+        "computes top-p's probabilities before top-k removed tokens"),
+    # sample_next_token
+    Bug("sampling", "softmax_twice", "sampling.py", DRAW,
+        DRAW.replace("filter_logits(logits,", "filter_logits(logits.softmax(dim=-1),"),
+        "takes the softmax before filtering and again after"),
+    Bug("sampling", "multinomial_of_logits", "sampling.py", DRAW, DRAW.replace(".softmax(dim=-1)", ""),
+        "hands the filtered logits to torch.multinomial without a softmax"),
+    Bug("sampling", "global_generator", "sampling.py", MULTINOMIAL, "return torch.multinomial(probs, 1).squeeze(-1)",
+        "draws without generator=, from torch's global random state"),
+    Bug("sampling", "reseeds_global", "sampling.py", MULTINOMIAL,
+        "torch.manual_seed(0)\n    return torch.multinomial(probs, 1).squeeze(-1)",
+        "seeds torch's global generator at every call for reproducibility"),
+    Bug("sampling", "no_squeeze", "sampling.py", MULTINOMIAL, "return torch.multinomial(probs, 1, generator=generator)",
+        "returns multinomial's (B, 1) instead of (B,)"),
+    Bug("sampling", "greedy_argmax_dim0", "sampling.py", GREEDY, GREEDY.replace("argmax(dim=-1)", "argmax(dim=0)"),
+        "takes the greedy argmax over the batch dimension"),
+    Bug("sampling", "greedy_through_filter", "sampling.py", GREEDY, "",
+        "forgets the greedy branch, so temperature 0 reaches filter_logits"),
+    # generate
+    Bug("sampling", "refeeds_sequence_with_cache", "sampling.py", STEP, STEP.replace("model(step,", "model(out,"),
+        "feeds the whole sequence at every step although the caches hold it"),
+    Bug("sampling", "no_cache", "sampling.py", STEP, STEP.replace("model(step, caches=caches)", "model(out)"),
+        "runs the whole sequence through the model at every step, without caches"),
+    Bug("sampling", "new_token_without_cache", "sampling.py", STEP,
+        STEP.replace("model(step, caches=caches)", "model(step)"),
+        "feeds the new token alone but forgets to pass the caches"),
+    Bug("sampling", "first_position_logits", "sampling.py", STEP, STEP.replace("[:, -1]", "[:, 0]"),
+        "chooses each token from the first position's logits"),
+    Bug("sampling", "max_len_rejects_exact_fit", "sampling.py", LENGTH, LENGTH.replace(">", ">="),
+        "rejects T + max_new_tokens == max_len, which fits"),
+    Bug("sampling", "max_len_one_past", "sampling.py", LENGTH, LENGTH.replace("model.max_len:", "model.max_len + 1:"),
+        "accepts one token more than max_len, since the last token is never fed"),
+    Bug("sampling", "caches_kept_on_the_model", "sampling.py", "    caches = model.new_caches()\n",
+        "    caches = getattr(model, \"_caches\", None) or model.new_caches()\n    model._caches = caches\n",
+        "makes the caches once and keeps them on the model, so a second generate continues the first"),
+    Bug("sampling", "returns_new_tokens_only", "sampling.py", "    return out\n", "    return out[:, idx.size(1):]\n",
+        "returns only the new tokens, without the prompt"),
+]
