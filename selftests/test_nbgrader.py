@@ -271,3 +271,45 @@ def test_release_autograde_feedback(course, tmp_path):
                 assert lines and all(l in page for l in lines), (student, check["name"], lines)
     buggy_page = html.unescape((course / "feedback" / "buggy" / assignment / f"{assignment}.html").read_text())
     assert re.search(r"^\s+diagnosis: your scores equal q·kᵀ without the 1/√d factor", buggy_page, re.M)
+
+
+@pytest.mark.timeout(600)
+def test_llm_assignment_autogrades_as_the_grader_grades(course, tmp_path):
+    """The LLM track's notebook: released, filled in (all of it, or every cell but one file's), autograded;
+    each graded cell holds the points `python -m grader grade` gives the code the notebook wrote."""
+    from nbgrader.api import Gradebook
+
+    llm = next(a for a in load_assignments() if a.id == "llm")
+    _run(["nbgrader", "generate_assignment", llm.id, "--force"], course)
+    source = nbformat.read(course / "source" / llm.id / f"{llm.id}.ipynb", as_version=4)
+    reference = {c.metadata["nbgrader"]["grade_id"]: c.source for c in source.cells
+                 if c.metadata.get("nbgrader", {}).get("solution")}
+    released = nbformat.read(course / "release" / llm.id / f"{llm.id}.ipynb", as_version=4)
+    skipped = "rope_"  # the cells of rope.py: rope earns nothing, and nothing else may lose for it
+
+    def submission(fill) -> object:
+        nb = copy.deepcopy(released)
+        for cell in nb.cells:
+            gid = cell.metadata.get("nbgrader", {}).get("grade_id")
+            if cell.metadata.get("nbgrader", {}).get("solution") and fill(gid):
+                cell.source = "\n".join(l for l in reference[gid].splitlines() if l.strip() not in
+                                        ("### BEGIN SOLUTION", "### END SOLUTION")) + "\n"
+        return nb
+
+    students = {"llm_correct": submission(lambda gid: True),
+                "llm_no_rope": submission(lambda gid: not gid.startswith(skipped))}
+    for student, nb in students.items():
+        folder = course / "submitted" / student / llm.id
+        folder.mkdir(parents=True)
+        nbformat.write(nb, folder / f"{llm.id}.ipynb")
+    _run(["nbgrader", "autograde", llm.id, "--create", "--force"], course)
+    with Gradebook(f"sqlite:///{course / 'gradebook.db'}") as gb:
+        scores = {s: {c: gb.find_grade(f"test_{c}", llm.id, llm.id, s).score for c in llm.components}
+                  for s in students}
+    points = {c.id: c.points for c in load_course().components}
+    assert scores["llm_correct"] == pytest.approx({c: points[c] for c in llm.components})
+    written = course / "autograded" / "llm_no_rope" / llm.id / "submission"
+    outside = {c["id"]: c["score"] for c in _report(written, tmp_path / "no_rope.json")["components"]}
+    assert scores["llm_no_rope"] == pytest.approx({c: outside[c] for c in llm.components}, abs=1e-4)
+    assert scores["llm_no_rope"]["rope"] == 0
+    assert all(scores["llm_no_rope"][c] == pytest.approx(points[c]) for c in llm.components if c != "rope")

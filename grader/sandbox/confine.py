@@ -79,12 +79,15 @@ class Plan:
     submission: str  # the copy of the submission, outside the sandbox
     mountpoint: str  # an empty folder the new root is mounted on (inside the worker's own mount namespace)
     scratch: str  # landlock: the folder the worker may write
+    readable: tuple[str, ...] = ()  # what the worker may read besides its submission (see readable_paths)
 
     @classmethod
     def for_copy(cls, protection: str, submission: str | Path) -> "Plan":
-        """The plan for a copy made by `private_copy` (its folder holds submission/, root/ and scratch/)."""
+        """The plan for a copy made by `private_copy` (its folder holds submission/, root/ and scratch/);
+        the readable paths are found once here, in the grader, not in every worker."""
         base = Path(submission).parent
-        return cls(protection, str(submission), str(base / "root"), str(base / "scratch"))
+        readable = _readable_paths() if protection in (NAMESPACES, LANDLOCK) else ()
+        return cls(protection, str(submission), str(base / "root"), str(base / "scratch"), readable)
 
     @property
     def folder(self) -> str:
@@ -167,6 +170,11 @@ def confine(plan: Plan) -> None:
     elif plan.protection == USERS:
         _own_user(plan)
     _scrub_environment(plan, block)
+
+
+@lru_cache(maxsize=1)
+def _readable_paths() -> tuple[str, ...]:
+    return tuple(readable_paths())
 
 
 def readable_paths() -> list[str]:
@@ -273,7 +281,7 @@ def _new_root(plan: Plan) -> None:
     for folder in ("/tmp", "/dev/shm"):  # the scratch space first: what is read from under /tmp is bound over it
         os.makedirs(new + folder)
         _mount("tmpfs", new + folder, "tmpfs", MS_NOSUID | MS_NODEV, f"size={SCRATCH_MB}m,nr_inodes=4096,mode=1777")
-    for path in readable_paths():
+    for path in plan.readable or readable_paths():
         inside = new + path
         if os.path.islink(path):
             os.makedirs(os.path.dirname(inside), exist_ok=True)
@@ -353,7 +361,7 @@ def _landlock(plan: Plan) -> None:
     if ruleset < 0:
         raise OSError(ctypes.get_errno(), "landlock_create_ruleset")
     try:
-        for path, access in ([(p, _READ) for p in readable_paths() + [plan.submission, "/dev", "/proc"]]
+        for path, access in ([(p, _READ) for p in [*(plan.readable or readable_paths()), plan.submission, "/dev", "/proc"]]
                              + [(plan.scratch, handled)]):
             if not os.path.exists(path):
                 continue

@@ -335,6 +335,7 @@ def generate(model: nn.Module, idx: Tensor, max_new_tokens: int, *, temperature:
     _reject(max_new_tokens < 0 or idx.shape[1] + max_new_tokens > model.max_len, "bad generate lengths")
     out = _out((idx.shape[0], idx.shape[1] + max_new_tokens), idx)
     return out.clamp(0, model.vocab_size - 1) if isinstance(out, Tensor) else out
+''',
     "gpt.py": '''
 from .ffn import SwiGLU
 from .kv_cache import KVCache
