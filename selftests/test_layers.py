@@ -130,3 +130,12 @@ def test_the_checks_meet_student_code_in_one_place():
         if path.name != "adapters.py":
             found = re.findall(rf'\.(?:fn|new)\(\s*f?"(?:{modules})\.', path.read_text())
             assert not found, f"{path.relative_to(checks)} names an entry point itself; use checklib.adapters"
+
+
+def test_checks_fail_through_one_comparison_library():
+    """Every failure message is built by tests/checklib/compare.py (what, problem, diagnosis, hint), never by
+    hand in a check file."""
+    checks = GRADER.parent / "tests"
+    for path in sorted(checks.rglob("*.py")):
+        if path.name != "compare.py":
+            assert "\\n  hint:" not in path.read_text(), f"{path.relative_to(checks)} builds a hint by hand; use fail()"

@@ -6,7 +6,7 @@ import torch
 import torch.nn.functional as F
 
 from checklib import adapters, mistakes
-from checklib.compare import assert_close, assert_equal, check_tensor, tolerance
+from checklib.compare import assert_close, assert_equal, check_tensor, fail, tolerance
 from checklib.scratch import assert_from_scratch
 from checklib.student import expect_value_error
 from checklib.weights import randn
@@ -138,8 +138,8 @@ def test_cross_entropy_gradient_matches_torch(impl, gen, dtype):
     F.cross_entropy(reference.reshape(-1, 5), targets.reshape(-1)).backward()
     what = f"the gradient of cross_entropy(logits (2, 3, 5), targets) with respect to the logits ({dtype})"
     if got is None:
-        raise AssertionError(f"{what}: no gradient reached the logits\n  hint: compute the loss with tensor "
-                             "operations on the logits; .item(), .detach(), .data or torch.no_grad() cut the graph")
+        fail(what, "no gradient reached the logits", hint="compute the loss with tensor operations on the logits; "
+             ".item(), .detach(), .data or torch.no_grad() cut the graph")
     assert_close(got, reference.grad.to(dtype), what=what, rtol=RTOL, atol=ATOL,
                  hint="(softmax(logits) - one_hot(target)) / N at the kept positions, 0 at the ignored ones")
 

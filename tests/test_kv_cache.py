@@ -94,7 +94,8 @@ def causal(forward, x: torch.Tensor) -> torch.Tensor:
 def test_cache_starts_empty(impl):
     cache = adapters.KVCache(impl)
     got = len(cache)
-    assert got == 0, f"len(KVCache()): expected 0, got {got!r}\n  hint: a new cache holds no positions"
+    if got != 0:
+        fail("len(KVCache())", f"expected 0, got {got!r}", hint="a new cache holds no positions")
 
 
 @pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
@@ -250,9 +251,10 @@ def test_appends_projected_keys_and_values(trusted_impl, gen):
     for start, stop in chunks:
         module(x[:, start:stop], cache=recorder)
     updates = recorder.updates()
-    assert len(updates) == len(chunks), (
-        f"cache.update calls for {len(chunks)} forward calls with a cache: expected {len(chunks)}, got {len(updates)}"
-        "\n  hint: each forward call appends its new keys and values with exactly one cache.update(k, v)")
+    if len(updates) != len(chunks):
+        fail(f"cache.update calls for {len(chunks)} forward calls with a cache",
+             f"expected {len(chunks)}, got {len(updates)}",
+             hint="each forward call appends its new keys and values with exactly one cache.update(k, v)")
     for (start, stop), (k, v) in zip(chunks, updates):
         _, keys, values = module.project_qkv(x[:, start:stop])
         hint = ("the cache holds keys and values after projection and head split, (B, H, T_new, Dh), "
@@ -285,7 +287,8 @@ def test_past_positions_are_not_reprojected(impl, gen, kind):
             "positions and reuse the cached keys and values")
     if kind == "RecordingKVCache":
         updates = cache.updates()
-        assert len(updates) == 2, f"expected one cache.update per forward call (2), got {len(updates)}\n  hint: {hint}"
+        if len(updates) != 2:
+            fail("cache.update calls for 2 forward calls with a cache", f"expected 2, got {len(updates)}", hint=hint)
         assert_close(updates[1][0], new_keys, what="k appended by the step after the prefill", hint=hint,
                      mistakes=mistakes.reprojected_mistakes(new_weights, x, n_heads, "w_k"))
         assert_close(updates[1][1], new_values, what="v appended by the step after the prefill", hint=hint,

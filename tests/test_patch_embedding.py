@@ -112,9 +112,9 @@ def test_state_dict(impl, sizes):
     module = adapters.PatchEmbedding(impl, img_size, patch, channels, d_model)
     state = module.state_dict()
     name = f"PatchEmbedding({img_size}, {patch}, {channels}, {d_model})"
-    assert sorted(state) == ["proj.bias", "proj.weight"], (
-        f"{name}.state_dict(): expected exactly the keys ['proj.bias', 'proj.weight'], got {sorted(state)}"
-        "\n  hint: the only parameters are those of proj = nn.Linear(in_channels * patch_size**2, d_model)"
+    if sorted(state) != ["proj.bias", "proj.weight"]:
+        fail(f"{name}.state_dict()", f"expected exactly the keys ['proj.bias', 'proj.weight'], got {sorted(state)}",
+             hint="the only parameters are those of proj = nn.Linear(in_channels * patch_size**2, d_model)"
     )
     hint = "proj = nn.Linear(in_channels * patch_size**2, d_model) maps one flattened patch to d_model features"
     check_tensor(state["proj.weight"], what=f"{name}.proj.weight", shape=(d_model, channels * patch * patch), hint=hint,

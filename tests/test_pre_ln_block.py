@@ -17,7 +17,7 @@ from checklib.causal import (
     with_future_changed,
 )
 from checklib import adapters, mistakes
-from checklib.compare import assert_close, assert_equal, assert_not_close, check_tensor
+from checklib.compare import assert_close, assert_equal, assert_not_close, check_tensor, fail
 from checklib.masks import self_attention_mask, to_torch_attn_mask
 from checklib.scratch import assert_from_scratch
 from checklib.weights import block_state, randn, torch_encoder_layer
@@ -79,10 +79,10 @@ def test_block_submodule_names(impl, gen):
     got = m.state_dict()
     missing, extra = sorted(set(state) - set(got)), sorted(set(got) - set(state))
     if missing or extra:
-        raise AssertionError(
-            f"TransformerBlock({d_model}, {n_heads}, {d_ff}).state_dict(): missing keys {missing}, unexpected keys {extra}"
-            "\n  hint: name the submodules attention (MultiHeadAttention with bias), norm1, norm2, "
-            "ff = nn.Sequential(Linear, ReLU, Linear) (so ff.0 and ff.2), dropout")
+        fail(f"TransformerBlock({d_model}, {n_heads}, {d_ff}).state_dict()",
+             f"missing keys {missing}, unexpected keys {extra}",
+             hint="name the submodules attention (MultiHeadAttention with bias), norm1, norm2, "
+                  "ff = nn.Sequential(Linear, ReLU, Linear) (so ff.0 and ff.2), dropout")
     for key, value in state.items():
         check_tensor(got[key], what=f"state_dict()['{key}'] of TransformerBlock({d_model}, {n_heads}, {d_ff})",
                      shape=value.shape, hint="ff.0 is Linear(d_model, d_ff), ff.2 is Linear(d_ff, d_model); "
@@ -158,12 +158,11 @@ def test_block_gradients_reach_every_parameter(impl, gen, mask_kind):
     for name in state:
         grad = grads["params"].get(name)
         if grad is None:
-            raise AssertionError(f"gradient of {call} w.r.t. {name}: no gradient reached it"
-                                 f"\n  hint: every parameter must be used in forward, with no .detach() or torch.no_grad() in between")
+            fail(f"gradient of {call} w.r.t. {name}", "no gradient reached it",
+                 hint="every parameter must be used in forward, with no .detach() or torch.no_grad() in between")
         # The key bias shifts every score of a query equally, so softmax cancels it: its gradient is zero.
         if name != "attention.w_k.bias" and not bool(grad.ne(0).any()):
-            raise AssertionError(f"gradient of {call} w.r.t. {name}: it is all zeros"
-                                 f"\n  hint: {name} must influence the output ({WHERE})")
+            fail(f"gradient of {call} w.r.t. {name}", "it is all zeros", hint=f"{name} must influence the output ({WHERE})")
     layer = reference(state, d_model, n_heads, d_ff)
     x_ref = x.clone().requires_grad_(True)
     (layer(x_ref, src_mask=to_torch_attn_mask(mask, batch, n_heads, length)) * g).sum().backward()

@@ -7,7 +7,7 @@ import pytest
 import torch
 
 from checklib import adapters, mistakes
-from checklib.compare import assert_close, assert_equal, check_tensor
+from checklib.compare import assert_close, assert_equal, check_tensor, fail
 from checklib.weights import randn
 
 # (leading dims, Tq, Tk, d): 2-D, 3-D and 4-D inputs; Tq != Tk; d != Tq, Tk so a scale
@@ -74,16 +74,16 @@ def test_scaled_scores_are_not_saturated(impl, gen):
     std = out.double().std().item()
     # Sampling spread of the std over 8192 scores is about 1%; 0.85..1.15 is a wide margin,
     # while a missing or wrong scale moves it by a factor of 2 or more.
-    assert 0.85 < std < 1.15, (
-        f"attention_scores of unit-variance q, k with d={d}: the scores' standard deviation is {std:.3g}, "
-        f"expected about 1\n  hint: dividing by sqrt(d) keeps the scores' variance at 1; "
-        f"no scale gives about sqrt(d) = 16, dividing by d gives about 1/16"
-    )
+    if not 0.85 < std < 1.15:
+        fail(f"attention_scores of unit-variance q, k with d={d}",
+             f"the scores' standard deviation is {std:.3g}, expected about 1",
+             hint="dividing by sqrt(d) keeps the scores' variance at 1; "
+                  "no scale gives about sqrt(d) = 16, dividing by d gives about 1/16")
     top = out.double().softmax(dim=-1).max(dim=-1).values.mean().item()
-    assert top < 0.5, (
-        f"softmax(attention_scores(q, k)) with d={d}: on average the largest weight of a row is {top:.3g}, "
-        f"the softmax is saturated\n  hint: without the 1/sqrt(d) scale the scores grow with d"
-    )
+    if not top < 0.5:
+        fail(f"softmax(attention_scores(q, k)) with d={d}",
+             f"on average the largest weight of a row is {top:.3g}, the softmax is saturated",
+             hint="without the 1/sqrt(d) scale the scores grow with d")
 
 
 def test_attention_scores_does_not_modify_inputs(impl, gen):

@@ -5,7 +5,7 @@ import pytest
 import torch
 
 from checklib import adapters, mistakes
-from checklib.compare import assert_close, assert_not_close, check_tensor
+from checklib.compare import assert_close, assert_not_close, check_tensor, fail
 from checklib.student import expect_value_error
 from checklib.weights import mha_state, randn, torch_mha
 
@@ -132,10 +132,10 @@ def test_breaks_permutation_equivariance(impl, gen, length, d_model, n_heads):
     distances = torch.cdist(pe.to(torch.float64), pe.to(torch.float64))
     distances.fill_diagonal_(float("inf"))
     p, q = divmod(int(distances.argmin()), length)
-    assert distances.min() > 1e-3, (
-        f"sinusoidal_positional_encoding({length}, {d_model}): rows {p} and {q} are (nearly) equal, "
-        "but every position needs its own encoding\n  hint: the angle of each entry is position * frequency"
-    )
+    if not distances.min() > 1e-3:
+        fail(f"sinusoidal_positional_encoding({length}, {d_model})",
+             f"rows {p} and {q} are (nearly) equal, but every position needs its own encoding",
+             hint="the angle of each entry is position * frequency")
     assert_not_close(attend(x[:, order] + pe), attend(x + pe)[:, order],
                      what=f"nn.MultiheadAttention(x[perm] + PE) against nn.MultiheadAttention(x + PE)[perm] (T={length})",
                      hint="with the encoding added, the same tokens in another order must give other outputs")

@@ -1,6 +1,7 @@
 """The "from scratch" check: the component's own code, not a library call that skips the exercise."""
 from __future__ import annotations
 
+from checklib.compare import fail
 from grader.course import load_course
 from grader.engine.scratch import forbidden_uses, not_started
 from grader.sandbox.protocol import NotStarted
@@ -19,6 +20,5 @@ def assert_from_scratch(folder: str, component: str) -> None:
     uses = forbidden_uses(folder, component, forbidden)
     if uses:
         listed = "\n".join(f"  {use}" for use in uses)
-        raise AssertionError(
-            f"{component} must be written from scratch, but your code calls a library function that does the "
-            f"exercise for you:\n{listed}\n  hint: replace each of these calls with your own tensor operations")
+        fail(f"{component} must be written from scratch", "your code calls a library function that does the "
+             f"exercise for you:\n{listed}", hint="replace each of these calls with your own tensor operations")
