@@ -11,10 +11,12 @@ import torch.nn as nn
 
 from checklib import adapters, mistakes
 from checklib.compare import assert_close, assert_equal, check_tensor, fail
+from checklib.norms import Norm
 from checklib.scratch import assert_from_scratch
 from checklib.weights import norm_state, randn
 
-NORM = adapters.LayerNorm
+NORM = Norm("LayerNorm", adapters.LayerNorm, nn.LayerNorm, ("weight", "bias"))
+new_norm, torch_norm, expected_output, call = NORM.new, NORM.torch, NORM.expected, NORM.call
 WHERE = "over the last dimension: (x - mean) / sqrt(var + eps) * weight + bias, var the biased variance"
 
 
@@ -33,33 +35,9 @@ def inputs(shape: tuple[int, ...], kind: str, *, gen, dtype) -> torch.Tensor:
     return x.to(dtype)
 
 
-def new_norm(impl, d: int, state: dict, eps: float | None):
-    m = NORM(impl, d) if eps is None else NORM(impl, d, eps=eps)
-    if state["weight"].dtype == torch.float64:
-        m.to(torch.float64)
-    m.load_weights(state)
-    return m
-
-
-def torch_norm(state: dict, d: int, eps: float) -> nn.LayerNorm:
-    layer = nn.LayerNorm(d, eps=eps, dtype=torch.float64)
-    with torch.no_grad():
-        layer.weight.copy_(state["weight"])
-        layer.bias.copy_(state["bias"])
-    return layer
-
-
-def expected_output(state: dict, x: torch.Tensor, eps: float) -> torch.Tensor:
-    return torch_norm(state, x.shape[-1], eps)(x.double()).detach().to(x.dtype)
-
-
-def call(d: int, eps: float | None, x: torch.Tensor) -> str:
-    return f"LayerNorm({d}{'' if eps is None else f', eps={eps:g}'})(x {tuple(x.shape)}, {str(x.dtype)[6:]})"
-
-
 def test_state_dict_layout(impl):
     d = 6
-    got = NORM(impl, d).state_dict()
+    got = NORM.new_student(impl, d).state_dict()
     if set(got) != {"weight", "bias"}:
         fail(f"LayerNorm({d}).state_dict()", f"expected exactly the keys ['bias', 'weight'], got {sorted(got)}",
              hint="create weight and bias as nn.Parameter of shape (d_model,), and no other parameters or buffers",

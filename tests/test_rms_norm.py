@@ -11,10 +11,12 @@ import torch.nn as nn
 
 from checklib import adapters, mistakes
 from checklib.compare import assert_close, assert_equal, check_tensor, fail
+from checklib.norms import Norm
 from checklib.scratch import assert_from_scratch
 from checklib.weights import norm_state, randn
 
-NORM = adapters.RMSNorm
+NORM = Norm("RMSNorm", adapters.RMSNorm, nn.RMSNorm, ("weight",))
+new_norm, torch_norm, expected_output, call = NORM.new, NORM.torch, NORM.expected, NORM.call
 WHERE = "over the last dimension: x / sqrt(mean(x**2) + eps) * weight, with no mean subtracted"
 
 
@@ -33,32 +35,9 @@ def inputs(shape: tuple[int, ...], kind: str, *, gen, dtype) -> torch.Tensor:
     return x.to(dtype)
 
 
-def new_norm(impl, d: int, state: dict, eps: float | None):
-    m = NORM(impl, d) if eps is None else NORM(impl, d, eps=eps)
-    if state["weight"].dtype == torch.float64:
-        m.to(torch.float64)
-    m.load_weights(state)
-    return m
-
-
-def torch_norm(state: dict, d: int, eps: float) -> nn.RMSNorm:
-    layer = nn.RMSNorm(d, eps=eps, dtype=torch.float64)
-    with torch.no_grad():
-        layer.weight.copy_(state["weight"])
-    return layer
-
-
-def expected_output(state: dict, x: torch.Tensor, eps: float) -> torch.Tensor:
-    return torch_norm(state, x.shape[-1], eps)(x.double()).detach().to(x.dtype)
-
-
-def call(d: int, eps: float | None, x: torch.Tensor) -> str:
-    return f"RMSNorm({d}{'' if eps is None else f', eps={eps:g}'})(x {tuple(x.shape)}, {str(x.dtype)[6:]})"
-
-
 def test_state_dict_layout(impl):
     d = 6
-    got = NORM(impl, d).state_dict()
+    got = NORM.new_student(impl, d).state_dict()
     if set(got) != {"weight"}:
         fail(f"RMSNorm({d}).state_dict()", f"expected exactly the key ['weight'], got {sorted(got)}",
              hint="create weight as an nn.Parameter of shape (d_model,), and no other parameters or buffers",
