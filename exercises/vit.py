@@ -79,3 +79,15 @@ class PatchEmbedding(nn.Module):
           3. Apply ``proj`` to every patch and return the result.
         """
         raise NotImplementedError("patch_embedding: write PatchEmbedding.forward")
+
+
+class ViT(nn.Module):
+    """Vision Transformer classifier: ``(B, C, img_size, img_size)`` -> ``(B, n_classes)``."""
+
+    def __init__(self, img_size: int, patch_size: int, in_channels: int, n_classes: int, d_model: int,
+                 n_heads: int, n_layers: int, d_ff: int, dropout: float = 0.0) -> None:
+        super().__init__()
+        raise NotImplementedError("vit_classifier: write ViT.__init__")
+
+    def forward(self, images: Tensor) -> Tensor:
+        raise NotImplementedError("vit_classifier: write ViT.forward")

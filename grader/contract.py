@@ -13,7 +13,7 @@ TRACKS: dict[str, tuple[str, ...]] = {
 COMPONENTS: tuple[str, ...] = tuple(c for track in TRACKS.values() for c in track)
 
 MODULES: tuple[str, ...] = ("attention", "positional", "block", "vit", "kv_cache", "norms", "rope", "ffn", "gqa",
-                            "training", "sampling", "gpt")
+                            "training", "sampling", "gpt", "swin")
 
 # module -> public name -> the components whose checks grade that name.
 OWNERS: dict[str, dict[str, frozenset[str]]] = {
@@ -33,6 +33,7 @@ OWNERS: dict[str, dict[str, frozenset[str]]] = {
     "vit": {
         "patchify": frozenset({"patch_embedding"}),
         "PatchEmbedding": frozenset({"patch_embedding"}),
+        "ViT": frozenset({"vit_classifier"}),
     },
     "kv_cache": {"KVCache": frozenset({"kv_cache"})},
     "norms": {"LayerNorm": frozenset({"layer_norm"}), "RMSNorm": frozenset({"rms_norm"})},
@@ -56,6 +57,13 @@ OWNERS: dict[str, dict[str, frozenset[str]]] = {
         "generate": frozenset({"sampling"}),
     },
     "gpt": {"DecoderBlock": frozenset({"tiny_lm"}), "TinyLM": frozenset({"tiny_lm"})},
+    "swin": {
+        "window_partition": frozenset({"swin_windows"}),
+        "window_reverse": frozenset({"swin_windows"}),
+        "shifted_window_mask": frozenset({"swin_windows"}),
+        "WindowAttention": frozenset({"window_attention"}),
+        "SwinBlock": frozenset({"window_attention"}),
+    },
 }
 
 

@@ -1,6 +1,7 @@
-"""ViT patch embedding (reference solution)."""
+"""ViT: the patch embedding and the whole classifier (reference solution)."""
 from __future__ import annotations
 
+import torch
 import torch.nn as nn
 from einops import rearrange
 from torch import Tensor
@@ -30,3 +31,27 @@ class PatchEmbedding(nn.Module):
         if images.dim() != 4 or tuple(images.shape[1:]) != expected:
             raise ValueError(f"expected images (B, {', '.join(map(str, expected))}), got {tuple(images.shape)}")
         return self.proj(patchify(images, self.patch_size))
+
+
+class ViT(nn.Module):
+    """Vision Transformer classifier: (B, C, img_size, img_size) images -> (B, n_classes) logits."""
+
+    def __init__(self, img_size: int, patch_size: int, in_channels: int, n_classes: int, d_model: int,
+                 n_heads: int, n_layers: int, d_ff: int, dropout: float = 0.0) -> None:
+        super().__init__()
+        from .block import TransformerBlock  # here, so that patchify and PatchEmbedding import without block.py
+
+        self.patch_embed = PatchEmbedding(img_size, patch_size, in_channels, d_model)
+        self.cls_token = nn.Parameter(torch.zeros(1, 1, d_model))
+        self.pos_emb = nn.Parameter(torch.randn(1, self.patch_embed.num_patches + 1, d_model) * 0.02)
+        self.blocks = nn.ModuleList(TransformerBlock(d_model, n_heads, d_ff, dropout) for _ in range(n_layers))
+        self.norm = nn.LayerNorm(d_model)
+        self.head = nn.Linear(d_model, n_classes)
+
+    def forward(self, images: Tensor) -> Tensor:
+        x = self.patch_embed(images)  # (B, N, D)
+        cls = self.cls_token.expand(x.size(0), -1, -1)  # (B, 1, D)
+        x = torch.cat([cls, x], dim=1) + self.pos_emb  # (B, N + 1, D), the class token at position 0
+        for block in self.blocks:
+            x = block(x)
+        return self.head(self.norm(x)[:, 0])  # (B, n_classes)

@@ -54,6 +54,9 @@ def patchify(impl: Target) -> RemoteFunction:
 def PatchEmbedding(impl: Target, *args: Any, **kwargs: Any) -> RemoteObject:
     return impl.new("vit.PatchEmbedding", *args, **kwargs)
 
+def ViT(impl: Target, *args: Any, **kwargs: Any) -> RemoteObject:
+    return impl.new("vit.ViT", *args, **kwargs)
+
 # --- kv_cache.py
 
 def KVCache(impl: Target, *args: Any, **kwargs: Any) -> RemoteObject:
@@ -126,3 +129,21 @@ def DecoderBlock(impl: Target, *args: Any, **kwargs: Any) -> RemoteObject:
 
 def TinyLM(impl: Target, *args: Any, **kwargs: Any) -> RemoteObject:
     return impl.new("gpt.TinyLM", *args, **kwargs)
+
+
+# --- swin.py
+
+def window_partition(impl: Target) -> RemoteFunction:
+    return impl.fn("swin.window_partition")
+
+def window_reverse(impl: Target) -> RemoteFunction:
+    return impl.fn("swin.window_reverse")
+
+def shifted_window_mask(impl: Target) -> RemoteFunction:
+    return impl.fn("swin.shifted_window_mask")
+
+def WindowAttention(impl: Target, *args: Any, **kwargs: Any) -> RemoteObject:
+    return impl.new("swin.WindowAttention", *args, **kwargs)
+
+def SwinBlock(impl: Target, *args: Any, **kwargs: Any) -> RemoteObject:
+    return impl.new("swin.SwinBlock", *args, **kwargs)

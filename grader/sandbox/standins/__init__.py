@@ -59,6 +59,12 @@ PIECES: dict[str, str] = {
     "generate": "sampling",
     "DecoderBlock": "gpt",
     "TinyLM": "gpt",
+    "ViT": "vit_model",
+    "window_partition": "windows",
+    "window_reverse": "windows",
+    "shifted_window_mask": "windows",
+    "WindowAttention": "window_attention",
+    "SwinBlock": "window_attention",
 }
 # Grader tools the checks create on the implementation's side: name -> (piece, the contract name it wraps,
 # or None). A tool holds no answer: it passes each call on to the stand-in of that name (else the student's
