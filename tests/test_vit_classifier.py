@@ -105,7 +105,8 @@ def run(call, what: str, cfg: dict, *args):
         return call(*args)
     except StudentError as exc:
         if isinstance(exc, WeightsMismatch):
-            sentence = mistakes.vit_missing_key_diagnosis({k for k in ("cls_token", "pos_emb") if f"'{k}'" in exc.message})
+            named = {k for k in ("cls_token", "pos_emb") if f"'{k}'" in exc.message}
+            sentence = mistakes.vit_missing_key_diagnosis(named)
         elif type(exc) is StudentError:
             sentence = mistakes.vit_load_diagnosis(exc.message, num_patches(cfg), cfg["d_model"])
         else:
@@ -175,12 +176,12 @@ def test_state_dict_layout(impl, gen):
     for i in range(cfg["n_layers"]):
         key = f"blocks.{i}.norm1.weight"
         if not torch.equal(back[key], state[key]):
+            last = torch.equal(back[key], state[f"blocks.{cfg['n_layers'] - 1}.norm1.weight"])
             fail(f"{what}['{key}'] after loading different weights into each block",
-                 f"got the weights of another block (blocks.{cfg['n_layers'] - 1})"
-                 if torch.equal(back[key], state[f"blocks.{cfg['n_layers'] - 1}.norm1.weight"]) else
+                 f"got the weights of another block (blocks.{cfg['n_layers'] - 1})" if last else
                  "got other values than those loaded",
                  hint="blocks must hold n_layers separate TransformerBlock objects, one per layer",
-                 mistakes={mistakes.VIT_VARIANTS["shared_blocks"]: True}, actual=True)
+                 mistakes={mistakes.VIT_VARIANTS["shared_blocks"]: True} if last else None, actual=True)
 
 
 # --------------------------------------------------------------------------- values
@@ -301,7 +302,8 @@ def test_dropout_defaults_to_zero_and_follows_eval(impl, gen):
              "every call), but they are equal", hint="pass dropout on to every TransformerBlock",
              mistakes={mistakes.vit_dropout_diagnosis(False): True}, actual=True)
     m.eval()
-    assert_close(m(images), expected, what=f"{call} back in eval mode after train mode", hint="eval() turns dropout off")
+    assert_close(m(images), expected, what=f"{call} back in eval mode after train mode",
+                 hint="eval() turns dropout off")
 
 
 def test_gradients_reach_every_parameter(impl, gen):

@@ -3,7 +3,8 @@ from . import Bug
 POS = "        self.pos_emb = nn.Parameter(torch.randn(1, self.patch_embed.num_patches + 1, d_model) * 0.02)"
 CAT = "        x = torch.cat([cls, x], dim=1) + self.pos_emb  # (B, N + 1, D), the class token at position 0"
 HEAD = "        return self.head(self.norm(x)[:, 0])  # (B, n_classes)"
-BLOCKS = "        self.blocks = nn.ModuleList(TransformerBlock(d_model, n_heads, d_ff, dropout) for _ in range(n_layers))"
+BLOCKS = ("        self.blocks = nn.ModuleList(TransformerBlock(d_model, n_heads, d_ff, dropout) "
+          "for _ in range(n_layers))")
 LOOP = """        for block in self.blocks:
             x = block(x)
 """
