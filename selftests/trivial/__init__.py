@@ -184,6 +184,23 @@ class PatchEmbedding(nn.Module):
         _reject(tuple(images.shape[1:]) != (self.in_channels, self.img_size, self.img_size),
                 "the images must be in_channels x img_size x img_size")
         return _out((images.shape[0], self.num_patches, self.proj.out_features), images)
+
+
+class ViT(nn.Module):
+    def __init__(self, img_size: int, patch_size: int, in_channels: int, n_classes: int, d_model: int,
+                 n_heads: int, n_layers: int, d_ff: int, dropout: float = 0.0) -> None:
+        super().__init__()
+        from .block import TransformerBlock
+
+        self.patch_embed = PatchEmbedding(img_size, patch_size, in_channels, d_model)
+        self.cls_token = nn.Parameter(torch.zeros(1, 1, d_model))
+        self.pos_emb = nn.Parameter(torch.zeros(1, self.patch_embed.num_patches + 1, d_model))
+        self.blocks = nn.ModuleList(TransformerBlock(d_model, n_heads, d_ff, dropout) for _ in range(n_layers))
+        self.norm = nn.LayerNorm(d_model)
+        self.head = nn.Linear(d_model, n_classes)
+
+    def forward(self, images: Tensor) -> Tensor:
+        return _out((images.shape[0], self.head.out_features), images)
 ''',
     "kv_cache.py": '''
 

@@ -1795,3 +1795,152 @@ LENGTH_AT_MAX_LEN = ("your length check rejects T + max_new_tokens == model.max_
                      "is never fed): raise only when it is greater")
 LENGTH_PAST_MAX_LEN = ("you accept T + max_new_tokens == model.max_len + 1: the output must fit max_len positions "
                        "(raise when T + max_new_tokens > model.max_len)")
+
+
+# --- vit_classifier ----------------------------------------------------------------------------------
+# The contract's ViT in float64 from plain operations (patch_embedding's `patches`, pre_ln_block's `block`),
+# with the mistake `variant` switched on.
+
+ROW_MAJOR = (0, 2, 4, 1, 3, 5)  # `patches` in the contract's order: row-major patches, (C, P, P) inside
+
+
+def vit(state: dict[str, Tensor], images: Tensor, *, patch_size: int, n_heads: int, n_layers: int,
+        variant: str = "") -> Tensor:
+    """ViT's logits (B, n_classes) in eval mode, float64."""
+    s = {k: v.double() for k, v in state.items()}
+    x = linear(patches(images.double(), patch_size, ROW_MAJOR), s, "patch_embed.proj")
+    batch, n, d_model = x.shape
+    cls, pos = s["cls_token"].reshape(1, 1, d_model).expand(batch, 1, d_model), s["pos_emb"]
+    if variant == "pos_before_cls":
+        x = torch.cat([cls, x + pos[:, :n]], dim=1)
+    elif variant == "pos_before_cls_offset":
+        x = torch.cat([cls, x + pos[:, 1:]], dim=1)
+    elif variant in ("appended", "appended_head_last"):
+        x = torch.cat([x, cls], dim=1) + pos
+    elif variant == "no_positions":
+        x = torch.cat([cls, x], dim=1)
+    elif variant == "one_position":
+        x = torch.cat([cls, x], dim=1) + pos[:, batch]
+    else:
+        x = torch.cat([cls, x], dim=1) + pos
+
+    def norm(h: Tensor) -> Tensor:
+        return F.layer_norm(h, (d_model,), s["norm.weight"], s["norm.bias"], eps=1e-5)
+
+    for i in range(n_layers):
+        p = f"blocks.{n_layers - 1 if variant == 'shared_blocks' else i}."
+        x = block({k.removeprefix(p): v for k, v in s.items() if k.startswith(p)}, x, None, n_heads)
+        if variant == "norm_every_block":
+            x = norm(x)
+    if variant not in ("no_final_norm", "norm_every_block"):
+        x = norm(x)
+    if variant == "mean_pool":
+        pooled = x.mean(dim=1)
+    elif variant in ("head_last", "appended_head_last"):
+        pooled = x[:, -1]
+    else:
+        pooled = x[:, 0]
+    return linear(pooled, s, "head")
+
+
+VIT_VARIANTS = {
+    "appended": "your class token is appended after the patches, and the head reads position 0, which is then "
+                "the first patch: prepend it, torch.cat([cls, patches], dim=1)",
+    "appended_head_last": "your class token is appended after the patches (position N, read back with x[:, -1]): "
+                          "the contract's is prepended at position 0, so it gets pos_emb[:, 0] and the head "
+                          "reads x[:, 0]",
+    "pos_before_cls": "your positions are added to the patches before the class token is prepended (rows 0 .. N-1 "
+                      "to the patches, none to the class token): prepend first, then add all N + 1 rows",
+    "pos_before_cls_offset": "your positions are added to the patches (rows 1 .. N) before the class token is "
+                             "prepended, so the class token never gets pos_emb[:, 0]: prepend first, then add "
+                             "pos_emb",
+    "no_positions": "your ViT never adds pos_emb: without positions the blocks see the patches as a set",
+    "one_position": "your ViT adds one row of pos_emb (pos_emb[:, B], indexed by the batch size) to every "
+                    "token: add the whole table, x + pos_emb, one row per position",
+    "mean_pool": "your head reads the mean over all tokens (mean pooling): the contract's reads the class token, "
+                 "head(norm(x)[:, 0])",
+    "head_last": "your head reads the last token (the last patch, x[:, -1]): the class token is at position 0, "
+                 "head(norm(x)[:, 0])",
+    "no_final_norm": "your ViT applies the head without the final norm: head(norm(x)[:, 0])",
+    "norm_every_block": "your ViT applies the final norm after every block instead of once after the last: the "
+                        "blocks normalise their own inputs, norm comes only before the head",
+    "shared_blocks": "all your blocks compute with the last block's weights: one TransformerBlock repeated "
+                     "([block] * n_layers) is one module, so loading each block's weights overwrote the others; "
+                     "create a new TransformerBlock for each layer",
+}
+
+
+def vit_mistakes(state: dict[str, Tensor], images: Tensor, *, patch_size: int, n_heads: int, n_layers: int
+                 ) -> Mistakes:
+    return {s: (lambda v=v: vit(state, images, patch_size=patch_size, n_heads=n_heads, n_layers=n_layers,
+                                variant=v)) for v, s in VIT_VARIANTS.items()}
+
+
+CLS_WITHOUT_POSITION = ("with no blocks your logits are head(norm(cls_token)): your class token gets no position. "
+                        "Prepend it first, then add pos_emb, whose row 0 is the class token's")
+
+
+def vit_without_blocks_mistakes(state: dict[str, Tensor], images: Tensor, *, patch_size: int, n_heads: int
+                                ) -> Mistakes:
+    """For a ViT of no blocks, where the mistakes that leave the class token without a position look the same."""
+    alike = {VIT_VARIANTS[v] for v in ("pos_before_cls", "pos_before_cls_offset", "no_positions")}
+    found = {s: m for s, m in vit_mistakes(state, images, patch_size=patch_size, n_heads=n_heads, n_layers=0).items()
+             if s not in alike}
+    found[CLS_WITHOUT_POSITION] = lambda: vit(state, images, patch_size=patch_size, n_heads=n_heads, n_layers=0,
+                                              variant="no_positions")
+    return unambiguous(found)
+
+
+def vit_shape_diagnosis(key: str, shape: tuple[int, ...], num_patches: int, d_model: int) -> str | None:
+    """The diagnosis of a cls_token or pos_emb of the wrong shape."""
+    if key == "pos_emb" and shape in ((1, num_patches, d_model), (num_patches, d_model)):
+        return (f"your pos_emb has {num_patches} rows, one per patch: the class token gets a position too, so it "
+                f"is (1, num_patches + 1, d_model), added after the class token is prepended")
+    if key == "cls_token" and shape in ((1, d_model), (d_model,)):
+        return (f"your cls_token is {shape}: the contract's is (1, 1, d_model), one token of a batch of one, "
+                f"expanded to (B, 1, d_model) in forward")
+    return None
+
+
+def vit_load_diagnosis(message: str, num_patches: int, d_model: int) -> str | None:
+    """A diagnosis for a load_state_dict that failed on the shape of cls_token or pos_emb (the message names it)."""
+    for key in ("pos_emb", "cls_token"):
+        if f"size mismatch for {key}" in message and "current model is torch.Size(" in message:
+            shape = message.split(f"size mismatch for {key}", 1)[1].split("current model is torch.Size(", 1)[1]
+            try:
+                dims = tuple(int(d) for d in shape.split(")", 1)[0].strip("[]").split(",") if d.strip())
+            except ValueError:
+                return None
+            return vit_shape_diagnosis(key, dims, num_patches, d_model)
+    return None
+
+
+def vit_not_learned_diagnosis(key: str, is_buffer: bool) -> str:
+    if is_buffer:
+        return (f"your {key} is a buffer (register_buffer): it is saved but never learned; make it an "
+                f"nn.Parameter")
+    return (f"your {key} is a Parameter with requires_grad=False, so it is never learned: the class token and "
+            f"the positions are trained with the rest of the model")
+
+
+def vit_unused_diagnosis(key: str) -> str:
+    return (f"your {key} never reaches the logits (it is not used in forward, or used detached): "
+            + ("prepend the class token to the patches" if key == "cls_token" else
+               "add pos_emb to the tokens once the class token is prepended"))
+
+
+def vit_missing_key_diagnosis(missing: set[str]) -> str | None:
+    for key in ("pos_emb", "cls_token"):
+        if key in missing:
+            return (f"your {key} is not in the state dict: a plain tensor attribute is neither saved nor learned; "
+                    f"make it an nn.Parameter named {key}")
+    return None
+
+
+def vit_dropout_diagnosis(default: bool) -> str:
+    if default:
+        return ("your ViT drops values in train mode with its default dropout=0.0: pass dropout on to every "
+                "TransformerBlock(d_model, n_heads, d_ff, dropout) (the block's own default is 0.1), and add no "
+                "dropout of your own")
+    return ("your ViT ignores dropout: with dropout=0.5 two calls in train mode gave the same logits; pass it on "
+            "to every TransformerBlock(d_model, n_heads, d_ff, dropout)")

@@ -1,0 +1,79 @@
+from . import Bug
+
+POS = "        self.pos_emb = nn.Parameter(torch.randn(1, self.patch_embed.num_patches + 1, d_model) * 0.02)"
+CAT = "        x = torch.cat([cls, x], dim=1) + self.pos_emb  # (B, N + 1, D), the class token at position 0"
+HEAD = "        return self.head(self.norm(x)[:, 0])  # (B, n_classes)"
+BLOCKS = ("        self.blocks = nn.ModuleList(TransformerBlock(d_model, n_heads, d_ff, dropout) "
+          "for _ in range(n_layers))")
+LOOP = """        for block in self.blocks:
+            x = block(x)
+"""
+CLS = "        self.cls_token = nn.Parameter(torch.zeros(1, 1, d_model))"
+CLS_EXPAND = "        cls = self.cls_token.expand(x.size(0), -1, -1)  # (B, 1, D)"
+FORWARD = "\n".join([CLS_EXPAND, CAT]) + "\n" + LOOP + HEAD
+# from the positions' definition to the line that adds them (the lines between unchanged)
+POS_TO_CAT = POS + "\n" + BLOCKS + """
+        self.norm = nn.LayerNorm(d_model)
+        self.head = nn.Linear(d_model, n_classes)
+
+    def forward(self, images: Tensor) -> Tensor:
+        x = self.patch_embed(images)  # (B, N, D)
+""" + CLS_EXPAND + "\n" + CAT
+CLS_TO_EXPAND = CLS + "\n" + POS_TO_CAT.split("\n" + CLS_EXPAND)[0] + "\n" + CLS_EXPAND
+
+BUGS = [
+    Bug("vit_classifier", "cls_appended", "vit.py", CAT,
+        "        x = torch.cat([x, cls], dim=1) + self.pos_emb",
+        "appends the class token after the patches and still reads position 0"),
+    Bug("vit_classifier", "cls_appended_head_last", "vit.py", FORWARD,
+        FORWARD.replace("torch.cat([cls, x], dim=1)", "torch.cat([x, cls], dim=1)").replace("[:, 0]", "[:, -1]"),
+        "appends the class token at the end and reads it back there, so it gets the last row of pos_emb"),
+    # labmlai/annotated_deep_learning_paper_implementations#221: the positions added before the concatenation
+    Bug("vit_classifier", "pos_before_cls", "vit.py", CAT,
+        "        x = torch.cat([cls, x + self.pos_emb[:, :x.size(1)]], dim=1)",
+        "adds the positions to the patches before prepending the class token, which gets none"),
+    # the same, with the patches' rows offset by the class token (a review of Megatron-LM's vision model, #6260)
+    Bug("vit_classifier", "pos_before_cls_offset", "vit.py", CAT,
+        "        x = torch.cat([cls, x + self.pos_emb[:, 1:]], dim=1)",
+        "adds rows 1 .. N of pos_emb to the patches before prepending the class token, which never gets row 0"),
+    Bug("vit_classifier", "pos_emb_patches_only", "vit.py", POS_TO_CAT,
+        POS_TO_CAT.replace("num_patches + 1", "num_patches").replace(
+            "torch.cat([cls, x], dim=1) + self.pos_emb", "torch.cat([cls, x + self.pos_emb], dim=1)"),
+        "sizes pos_emb for the patches only and adds it before prepending the class token"),
+    Bug("vit_classifier", "no_positions", "vit.py", CAT, "        x = torch.cat([cls, x], dim=1)",
+        "creates pos_emb but never adds it"),
+    # labmlai/annotated_deep_learning_paper_implementations#133: one row of the table indexed by a size
+    Bug("vit_classifier", "one_position_for_all", "vit.py", CAT,
+        "        x = torch.cat([cls, x], dim=1) + self.pos_emb[:, x.size(0)]",
+        "adds one row of pos_emb, indexed by the batch size, to every token"),
+    Bug("vit_classifier", "mean_pool", "vit.py", HEAD, "        return self.head(self.norm(x).mean(dim=1))",
+        "classifies the mean over all tokens instead of the class token"),
+    Bug("vit_classifier", "head_on_last_token", "vit.py", HEAD, "        return self.head(self.norm(x)[:, -1])",
+        "classifies the last token (the last patch) instead of the class token at position 0"),
+    Bug("vit_classifier", "no_final_norm", "vit.py", HEAD, "        return self.head(x[:, 0])",
+        "creates the final norm but never applies it"),
+    Bug("vit_classifier", "norm_every_block", "vit.py", LOOP + HEAD,
+        """        for block in self.blocks:
+            x = self.norm(block(x))
+        return self.head(x[:, 0])""",
+        "applies the final norm after every block instead of once before the head"),
+    Bug("vit_classifier", "pos_emb_buffer", "vit.py", POS,
+        '        self.register_buffer("pos_emb", torch.randn(1, self.patch_embed.num_patches + 1, d_model) * 0.02)',
+        "registers the positions as a buffer, so they are never learned"),
+    Bug("vit_classifier", "pos_emb_frozen", "vit.py", POS,
+        POS.replace(" * 0.02)", " * 0.02, requires_grad=False)"),
+        "makes pos_emb a Parameter with requires_grad=False"),
+    Bug("vit_classifier", "pos_emb_plain_tensor", "vit.py", POS,
+        "        self.pos_emb = torch.randn(1, self.patch_embed.num_patches + 1, d_model) * 0.02",
+        "keeps the positions in a plain tensor attribute: neither in the state dict nor learned"),
+    Bug("vit_classifier", "cls_token_2d", "vit.py", CLS_TO_EXPAND,
+        CLS_TO_EXPAND.replace("torch.zeros(1, 1, d_model)", "torch.zeros(1, d_model)").replace(
+            "self.cls_token.expand(x.size(0), -1, -1)", "self.cls_token.expand(x.size(0), -1).unsqueeze(1)"),
+        "makes the class token (1, d_model) and adds its sequence dimension in forward"),
+    Bug("vit_classifier", "shared_blocks", "vit.py", BLOCKS,
+        "        self.blocks = nn.ModuleList([TransformerBlock(d_model, n_heads, d_ff, dropout)] * n_layers)",
+        "repeats one TransformerBlock object n_layers times"),
+    Bug("vit_classifier", "dropout_not_passed", "vit.py", BLOCKS,
+        "        self.blocks = nn.ModuleList(TransformerBlock(d_model, n_heads, d_ff) for _ in range(n_layers))",
+        "does not pass dropout on to the blocks, which then drop out with their own default of 0.1"),
+]
