@@ -1844,7 +1844,8 @@ def partition_mistakes(x: Tensor, ws: int) -> Mistakes:
 
     return _unambiguous({
         "your windows go down the columns of the grid first (column-major): after the view (B, H/ws, ws, W/ws, "
-        "ws, C), put the grid row before the grid column, permute(0, 1, 3, 2, 4, 5)": lambda: permuted(0, 3, 1, 2, 4, 5),
+        "ws, C), put the grid row before the grid column, permute(0, 1, 3, 2, 4, 5)":
+            lambda: permuted(0, 3, 1, 2, 4, 5),
         "the tokens inside each window come column by column: keep the row in the window before the column in the "
         "window, permute(0, 1, 3, 2, 4, 5)": lambda: permuted(0, 1, 3, 4, 2, 5),
         "you partitioned the transposed map (windows and the tokens in them both column-major): the grid row "
@@ -1889,9 +1890,11 @@ def _slice_labels(n: int, cuts: list[int]) -> Tensor:
     return sum(((i >= c).long() for c in cuts), torch.zeros(n, dtype=torch.long))
 
 
-def _mask_of(labels: Tensor, ws: int) -> Tensor:
-    """Bool (nW, N, N) from a (H, W) label map: True where two tokens of a window carry the same label."""
-    windows = _grid(labels[None, :, :, None], ws).permute(0, 1, 3, 2, 4, 5).reshape(-1, ws * ws)
+def _mask_of(labels: Tensor, ws: int, order: tuple[int, ...] | None = (0, 1, 3, 2, 4, 5)) -> Tensor:
+    """Bool (nW, N, N) from a (H, W) label map: True where two tokens of a window carry the same label.
+    `order` permutes the (1, gh, ws, gw, ws, 1) grid before the windows are flattened (None: no permute)."""
+    grid = _grid(labels[None, :, :, None], ws)
+    windows = (grid if order is None else grid.permute(*order)).reshape(-1, ws * ws)
     return windows[:, :, None] == windows[:, None, :]
 
 
@@ -1915,7 +1918,13 @@ def shifted_mask_mistakes(H: int, W: int, ws: int, s: int) -> Mistakes:
                 count += 1
         return _mask_of(labels[0, :, :, 0], ws)
 
+    labels = _slice_labels(H, [H - ws, H - s])[:, None] * 3 + _slice_labels(W, [W - ws, W - s])[None, :]
+    follows = ("your mask is right for windows in the order your window_partition makes, {}: fix "
+               "window_partition (its own checks say how) and the mask follows")
     return _unambiguous({
+        follows.format("column-major over the grid"): lambda: _mask_of(labels, ws, (0, 3, 1, 2, 4, 5)),
+        follows.format("tokens column by column"): lambda: _mask_of(labels, ws, (0, 1, 3, 4, 2, 5)),
+        follows.format("strips of rows (no permute)"): lambda: _mask_of(labels, ws, None),
         "your mask is True where the two labels differ: that is the official code's `!= 0` for the -100 entries; "
         "this mask is True where the tokens may attend, i.e. where the labels are equal": lambda: ~right,
         "your labels are the regions of the map before the roll (the first s rows and columns cut off, in the "
@@ -1938,7 +1947,8 @@ def shifted_mask_mistakes(H: int, W: int, ws: int, s: int) -> Mistakes:
         "your first slice is the tuple (0, H - ws), not slice(0, H - ws): indexing with a tuple picks the two "
         "rows 0 and H - ws instead of the rows between them": lambda: tuple_first_slice(False),
         "your first slices are the tuples (0, H - ws) and (0, W - ws), not slice(0, H - ws) and slice(0, W - ws): "
-        "indexing with two tuples labels the two pixels (0, 0) and (H - ws, W - ws) only": lambda: tuple_first_slice(True),
+        "indexing with two tuples labels the two pixels (0, 0) and (H - ws, W - ws) only":
+            lambda: tuple_first_slice(True),
     })
 
 
