@@ -48,10 +48,10 @@ the first ``s`` columns to the right: the windows of the last window-row (and
 of the last window-column) now hold tokens that were at opposite edges of the
 image, and they must not attend to one another. ``shifted_window_mask`` says
 which pairs may: True where the two tokens come from the same *region* of the
-rolled map. Along the rows the regions are three slices,
+rolled map. Along the rows the regions are three slices::
 
-    [0, H - ws)        rows that no roll brought together: whole windows
-    [H - ws, H - s)    the image's last rows, at the bottom, where they were
+    [0, H - ws)        the image's rows s .. H - ws + s - 1, moved up by s: whole windows
+    [H - ws, H - s)    the image's last ws - s rows, moved up by s
     [H - s, H)         the image's first s rows, wrapped round to the bottom
 
 and the same three slices of ``W`` cut the columns; a token's label is the
@@ -69,7 +69,8 @@ with the other two: two slices, ``[0, H - s)`` and ``[H - s, H)``, give the
 same mask. Swin's code uses three; either is right.) With ``s == 0`` nothing
 is rolled and every mask is all True. The official code turns the labels into
 a float mask of ``0`` and ``-100`` added to the scores; the contract asks for
-the bool mask (True = may attend), which the attention turns into ``-inf``.
+the bool mask (True = may attend); window attention turns its False entries
+into ``-inf`` (or adds the ``-100``).
 
 Reshapes, ``permute``, ``einops.rearrange``, ``unfold``, gathers with index
 tensors and loops are all allowed.
