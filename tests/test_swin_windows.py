@@ -131,9 +131,9 @@ def call_mask(impl, H: int, W: int, ws: int, s: int) -> torch.Tensor:
     N = ws * ws
     what = f"shifted_window_mask({H}, {W}, {ws}, {s})"
     out = adapters.shifted_window_mask(impl)(H, W, ws, s)
-    bundle = {**mistakes.mask_dtype_mistakes(H, W, ws, s)}
     check_tensor(out, what=what, shape=((H // ws) * (W // ws), N, N), dtype=torch.bool,
-                 hint="a bool tensor (nW, ws * ws, ws * ws), True where two tokens may attend", mistakes=bundle)
+                 hint="a bool tensor (nW, ws * ws, ws * ws), True where two tokens may attend",
+                 mistakes=mistakes.mask_dtype_mistakes(H, W, ws, s))
     return out
 
 

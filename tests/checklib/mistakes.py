@@ -1954,11 +1954,13 @@ def shifted_mask_mistakes(H: int, W: int, ws: int, s: int) -> Mistakes:
 
 def mask_dtype_mistakes(H: int, W: int, ws: int, s: int) -> Mistakes:
     """The official float mask (0 where the tokens may attend, -100 where not) instead of the bool one."""
-    right = _region_mask(H, W, ws, [H - ws, H - s], [W - ws, W - s])
-    official = torch.zeros(right.shape).masked_fill(~right, -100.0)
+    def right() -> Tensor:
+        return _region_mask(H, W, ws, [H - ws, H - s], [W - ws, W - s])
+
     return {
         "you returned Swin's float mask (0 and -100, added to the scores): return the bool mask, True where the "
-        "tokens may attend, e.g. labels[:, :, None] == labels[:, None, :]": lambda: official,
+        "tokens may attend, e.g. labels[:, :, None] == labels[:, None, :]":
+            lambda: torch.zeros(right().shape).masked_fill(~right(), -100.0),
         "you returned the labels' float comparison: make it bool (True where the labels are equal)":
-            lambda: right.float(),
+            lambda: right().float(),
     }
