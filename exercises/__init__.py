@@ -29,6 +29,8 @@ The vision track (Transformers for images):
 - ``vit.py``: ``ViT`` [vit_classifier], the whole Vision Transformer
   classifier on your ``PatchEmbedding`` and ``TransformerBlock``, trained by
   a check.
+- ``swin.py``: ``window_partition`` / ``window_reverse`` / ``shifted_window_mask``
+  [swin_windows].
 
 Every function you write starts as ``raise NotImplementedError(...)``; replace
 that line with your code. Each component is graded on its own: the checks for
@@ -38,7 +40,7 @@ track from layer_norm on, the vision track from vit_classifier on) is:
 qkv_projection, scaling, masking, head_splitting, multi_head_attention,
 sinusoidal_encoding, pre_ln_block, patch_embedding, kv_cache, layer_norm,
 rms_norm, rope, swiglu, grouped_query_attention, cross_entropy, optimizer,
-lr_schedule, sampling, tiny_lm, vit_classifier.
+lr_schedule, sampling, tiny_lm, vit_classifier, swin_windows, window_attention.
 
 How to check your work:
 

@@ -1,4 +1,80 @@
-"""Swin Transformer's shifted windows (components ``swin_windows`` and ``window_attention``)."""
+"""The Swin Transformer's shifted windows (components ``swin_windows`` and ``window_attention``).
+
+Windows (``swin_windows``: ``window_partition``, ``window_reverse``, ``shifted_window_mask``)
+-----------------------------------------------------------------------------------------------
+
+ViT (vit.py) lets every patch attend to every other: for a map of ``h x w``
+tokens of ``C`` channels that is ``(h w)^2`` scores per layer, so doubling the
+image's side multiplies the attention's cost by 16. Swin (Liu et al., 2021,
+"Swin Transformer: Hierarchical Vision Transformer using Shifted Windows")
+cuts the map into non-overlapping ``ws x ws`` windows (``ws = 7`` in the
+paper) and lets tokens attend only inside their own window. Each token then
+meets ``ws^2`` others whatever the image's size: the cost is
+``(h w) * ws^2 * C``, linear in the number of tokens (the paper's
+``4hwC^2 + 2(hw)^2 C`` for global attention against ``4hwC^2 + 2 M^2 hw C``
+for windows of side ``M``).
+
+The maps here are channels-last, ``(B, H, W, C)``, ``H`` and ``W`` multiples
+of ``ws``. ``window_partition`` turns them into a batch of windows,
+``(B * nW, ws * ws, C)`` with ``nW = (H / ws) * (W / ws)``, ordered:
+
+- by image first: the ``nW`` windows of image 0, then those of image 1, ...
+- then row-major over the grid of windows: window ``n`` of an image is at
+  window-row ``n // (W / ws)`` and window-column ``n % (W / ws)``;
+- and row-major inside a window: token ``t`` is at row ``t // ws`` and
+  column ``t % ws`` of its window.
+
+For a 4 x 4 map whose values number the positions row-major and ``ws = 2``::
+
+     0  1 |  2  3        window 0: [ 0,  1,  4,  5]
+     4  5 |  6  7        window 1: [ 2,  3,  6,  7]
+    ------+------        window 2: [ 8,  9, 12, 13]
+     8  9 | 10 11        window 3: [10, 11, 14, 15]
+    12 13 | 14 15
+
+``window_reverse`` puts the windows back where they came from; it is the
+exact inverse (the attention's output, one vector per token, goes back to the
+map). Neither function changes a value: the order is the whole exercise, and
+it is invisible in the shapes.
+
+Windows that never exchange information would make every window a separate
+image. So every second Swin block *shifts* the grid of windows by
+``s = ws // 2`` down and to the right, and the new windows straddle the old
+ones. Shifting the grid would leave smaller windows along the edges; Swin
+instead rolls the map by ``-s`` along both axes, ``torch.roll(x, (-s, -s),
+dims=(1, 2))``, and partitions the rolled map as usual (the block rolls the
+result back by ``+s``). The roll moves the first ``s`` rows to the bottom and
+the first ``s`` columns to the right: the windows of the last window-row (and
+of the last window-column) now hold tokens that were at opposite edges of the
+image, and they must not attend to one another. ``shifted_window_mask`` says
+which pairs may: True where the two tokens come from the same *region* of the
+rolled map. Along the rows the regions are three slices::
+
+    [0, H - ws)        the image's rows s .. H - ws + s - 1, moved up by s: whole windows
+    [H - ws, H - s)    the image's last ws - s rows, moved up by s
+    [H - s, H)         the image's first s rows, wrapped round to the bottom
+
+and the same three slices of ``W`` cut the columns; a token's label is the
+pair (its row's slice, its column's slice), nine regions in all. For
+``H = W = 4``, ``ws = 2``, ``s = 1`` the labels and the windows' masks are::
+
+    0 0 | 1 2       window 0: one region, all True
+    0 0 | 1 2       window 1: tokens [1, 2, 1, 2]: 0 and 2 together, 1 and 3
+    ----+----       window 2: tokens [3, 3, 6, 6]: 0 and 1, 2 and 3
+    3 3 | 4 5       window 3: tokens [4, 5, 7, 8]: each token alone
+    6 6 | 7 8
+
+(``H - ws`` is a multiple of ``ws``, so the first slice never shares a window
+with the other two: two slices, ``[0, H - s)`` and ``[H - s, H)``, give the
+same mask. Swin's code uses three; either is right.) With ``s == 0`` nothing
+is rolled and every mask is all True. The official code turns the labels into
+a float mask of ``0`` and ``-100`` added to the scores; the contract asks for
+the bool mask (True = may attend); window attention turns its False entries
+into ``-inf`` (or adds the ``-100``).
+
+Reshapes, ``permute``, ``einops.rearrange``, ``unfold``, gathers with index
+tensors and loops are all allowed.
+"""
 from __future__ import annotations
 
 import torch
@@ -7,17 +83,81 @@ from torch import Tensor
 
 
 def window_partition(x: Tensor, window_size: int) -> Tensor:
-    """``(B, H, W, C)`` -> ``(B * nW, ws * ws, C)``."""
+    """``(B, H, W, C)`` -> ``(B * nW, ws * ws, C)``, ``nW = (H / ws) * (W / ws)``; dtype and device kept.
+
+    Windows ordered by image, then row-major over the grid of windows; tokens
+    row-major inside a window (see the module's docstring). Raises
+    ``ValueError`` (graded) if ``H`` or ``W`` is not a multiple of
+    ``window_size``.
+
+    TODO (swin_windows), in words:
+      1. Read ``B, H, W, C``; raise ``ValueError`` unless ``ws`` divides both
+         ``H`` and ``W``.
+      2. Split ``H`` into ``(H / ws, ws)`` and ``W`` into ``(W / ws, ws)``:
+         a six-dimensional view ``(B, grid row, row in window, grid column,
+         column in window, C)``.
+      3. Reorder the dimensions so that the two grid dimensions come right
+         after ``B`` (grid row first), then the two in-window dimensions (row
+         first), then ``C``. Skipping this step still gives the right shape,
+         but the "windows" are then strips of consecutive rows.
+      4. Flatten ``B`` and the grid into one dimension and the window into
+         ``ws * ws`` (the reordered tensor is not contiguous: ``reshape``, or
+         ``contiguous()`` before ``view``).
+    """
     raise NotImplementedError("swin_windows: write window_partition")
 
 
 def window_reverse(windows: Tensor, window_size: int, H: int, W: int) -> Tensor:
-    """``(B * nW, ws * ws, C)`` -> ``(B, H, W, C)``."""
+    """``(B * nW, ws * ws, C)`` -> ``(B, H, W, C)``: the inverse of ``window_partition``.
+
+    ``B`` is ``windows.shape[0] // nW`` with ``nW = (H / ws) * (W / ws)``;
+    ``window_reverse(window_partition(x, ws), ws, H, W)`` gives ``x`` back,
+    for maps that are not square too.
+
+    TODO (swin_windows), in words:
+      1. View the windows as ``(B, grid row, grid column, row in window,
+         column in window, C)``: the grid has ``H / ws`` rows and ``W / ws``
+         columns (in that order: mixing them up goes unnoticed on square maps
+         only).
+      2. Undo step 3 of ``window_partition``: bring each in-window dimension
+         back beside its grid dimension, (grid row, row in window, grid
+         column, column in window).
+      3. Flatten the pairs into ``H`` and ``W``: ``(B, H, W, C)``.
+    """
     raise NotImplementedError("swin_windows: write window_reverse")
 
 
 def shifted_window_mask(H: int, W: int, window_size: int, shift_size: int, *, device=None) -> Tensor:
-    """Bool ``(nW, ws * ws, ws * ws)``."""
+    """Bool ``(nW, ws * ws, ws * ws)``: which tokens of each window of the rolled map may attend to which.
+
+    The map is rolled by ``-shift_size`` along ``H`` and ``W``
+    (``torch.roll(x, (-s, -s), dims=(1, 2))``); windows and tokens are
+    ordered as ``window_partition`` orders them (the mask is the same for every
+    image). ``mask[n, i, j]`` is True when tokens ``i`` and ``j`` of window
+    ``n`` carry the same label: the row slice among ``[0, H - ws)``,
+    ``[H - ws, H - s)``, ``[H - s, H)`` that holds the token's row, with the
+    same slices of ``W`` for its column (module docstring). Every mask is
+    symmetric with a True diagonal; with ``shift_size == 0`` all are all True.
+    The mask is made on ``device``.
+
+    Raises ``ValueError`` (graded) unless ``0 <= shift_size < window_size``
+    and ``window_size`` divides ``H`` and ``W``.
+
+    TODO (swin_windows), in words:
+      1. Check the arguments; raise ``ValueError`` as described above.
+      2. Make a label map ``(1, H, W, 1)`` on ``device`` (it stands for the
+         rolled map: do not roll it again).
+      3. Give every region its own number: for each of the three row slices,
+         for each of the three column slices, write a new number into that
+         block of the map (count all nine blocks, not only the rows).
+      4. Cut the label map into windows with your ``window_partition``: one
+         row of ``ws * ws`` labels per window.
+      5. Compare every token's label with every other token's of the same
+         window (broadcast a column of labels against a row of them): True
+         where they are equal. (The official code subtracts and keeps
+         ``!= 0`` for the ``-100`` entries; that is the opposite of this
+         mask.)
+    """
     raise NotImplementedError("swin_windows: write shifted_window_mask")
 
 

@@ -9,7 +9,7 @@ TRACKS: dict[str, tuple[str, ...]] = {
              "pre_ln_block", "patch_embedding", "kv_cache"),
     "llm": ("layer_norm", "rms_norm", "rope", "swiglu", "grouped_query_attention", "cross_entropy", "optimizer",
             "lr_schedule", "sampling", "tiny_lm"),
-    "vision": ("vit_classifier",),
+    "vision": ("vit_classifier", "swin_windows", "window_attention"),
 }
 COMPONENTS: tuple[str, ...] = tuple(c for track in TRACKS.values() for c in track)
 
@@ -100,6 +100,7 @@ FILES: dict[str, tuple[str, ...]] = {
     "sampling": ("sampling.py",),
     "tiny_lm": ("gpt.py",),
     "vit_classifier": ("vit.py",),  # patch_embedding and block.py: stand-ins while graded
+    "swin_windows": ("swin.py",),
 }
 
 
