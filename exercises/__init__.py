@@ -24,15 +24,19 @@ The LLM track (the parts of a LLaMA-style language model):
 - ``gpt.py``: ``DecoderBlock`` / ``TinyLM`` [tiny_lm], the whole model, built on
   the parts above; when it passes, ``python -m grader train`` trains it.
 
+The vision track:
+
+- ``swin.py``: ``WindowAttention`` / ``SwinBlock`` [window_attention].
+
 Every function you write starts as ``raise NotImplementedError(...)``; replace
 that line with your code. Each component is graded on its own: the checks for
 one component use trusted stand-ins for all the others, so you can work in any
 order. The course's teaching order (course.yml's, as in the README; the LLM
-track from layer_norm on) is:
+track from layer_norm on, the vision track after tiny_lm) is:
 qkv_projection, scaling, masking, head_splitting, multi_head_attention,
 sinusoidal_encoding, pre_ln_block, patch_embedding, kv_cache, layer_norm,
 rms_norm, rope, swiglu, grouped_query_attention, cross_entropy, optimizer,
-lr_schedule, sampling, tiny_lm.
+lr_schedule, sampling, tiny_lm, window_attention.
 
 How to check your work:
 

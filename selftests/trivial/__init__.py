@@ -384,6 +384,56 @@ class TinyLM(nn.Module):
         _reject(start + idx.shape[1] > self.max_len, "positions beyond max_len")
         return _out((*idx.shape, self.vocab_size), self.tok_emb(idx))
 ''',
+    "swin.py": '''
+
+def window_partition(x: Tensor, window_size: int) -> Tensor:
+    batch, height, width, channels = x.shape
+    _reject(height % window_size != 0 or width % window_size != 0, "H and W must be multiples of window_size")
+    windows = (height // window_size) * (width // window_size)
+    return _out((batch * windows, window_size * window_size, channels), x)
+
+
+def window_reverse(windows: Tensor, window_size: int, H: int, W: int) -> Tensor:
+    per_image = (H // window_size) * (W // window_size)
+    return _out((windows.shape[0] // per_image, H, W, windows.shape[-1]), windows)
+
+
+def shifted_window_mask(H: int, W: int, window_size: int, shift_size: int, *, device=None) -> Tensor:
+    ws = window_size
+    _reject(not 0 <= shift_size < ws or H % ws != 0 or W % ws != 0, "bad window arguments")
+    return _out(((H // ws) * (W // ws), ws * ws, ws * ws), H, dtype=torch.bool, device=device)
+
+
+class WindowAttention(nn.Module):
+    def __init__(self, dim: int, window_size: int, n_heads: int) -> None:
+        super().__init__()
+        self.dim, self.window_size, self.n_heads = dim, window_size, n_heads
+        self.qkv = nn.Linear(dim, 3 * dim)
+        self.proj = nn.Linear(dim, dim)
+        self.relative_position_bias_table = nn.Parameter(torch.zeros((2 * window_size - 1) ** 2, n_heads))
+        tokens = window_size * window_size
+        self.register_buffer("relative_position_index", torch.zeros(tokens, tokens, dtype=torch.int64))
+
+    def forward(self, x: Tensor, mask: Tensor | None = None) -> Tensor:
+        return _out(x.shape, x)
+
+
+class SwinBlock(nn.Module):
+    def __init__(self, dim: int, n_heads: int, window_size: int, shift_size: int = 0, mlp_ratio: float = 4.0) -> None:
+        super().__init__()
+        self.window_size, self.shift_size = window_size, shift_size
+        self.norm1 = nn.LayerNorm(dim)
+        self.attn = WindowAttention(dim, window_size, n_heads)
+        self.norm2 = nn.LayerNorm(dim)
+        hidden = int(dim * mlp_ratio)
+        self.mlp = nn.Sequential(nn.Linear(dim, hidden), nn.GELU(), nn.Linear(hidden, dim))
+
+    def forward(self, x: Tensor) -> Tensor:
+        _, height, width, _ = x.shape
+        _reject(height % self.window_size != 0 or width % self.window_size != 0,
+                "H and W must be multiples of window_size")
+        return _out(x.shape, x)
+''',
 }
 
 
