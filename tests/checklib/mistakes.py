@@ -1885,10 +1885,10 @@ def swin_block(state: dict[str, Tensor], x: Tensor, n_heads: int, ws: int, shift
 
 
 SWIN_INDEX_MISTAKES = {
-    "index_transposed": "your relative position index is transposed, (yj - yi + ws - 1) * (2ws - 1) + (xj - xi + ws - 1): "
-                        "token i's offset from token j is (yi - yj, xi - xj), query minus key",
-    "index_no_offset": "your relative position index lacks the ws - 1 offsets: the offsets yi - yj and xi - xj run from "
-                       "-(ws - 1) to ws - 1, so add ws - 1 to each before (yi - yj + ws - 1) * (2ws - 1) + "
+    "index_transposed": "your relative position index is transposed, (yj - yi + ws - 1) * (2ws - 1) + "
+                        "(xj - xi + ws - 1): token i's offset from token j is (yi - yj, xi - xj), query minus key",
+    "index_no_offset": "your relative position index lacks the ws - 1 offsets: the offsets yi - yj and xi - xj run "
+                       "from -(ws - 1) to ws - 1, so add ws - 1 to each before (yi - yj + ws - 1) * (2ws - 1) + "
                        "(xi - xj + ws - 1) (negative indices wrap around to the end of the table)",
     "index_axes_swapped": "your relative position index puts the column offset first, (xi - xj + ws - 1) * (2ws - 1) + "
                           "(yi - yj + ws - 1): the row offset is the major one, as tokens are ordered row-major",
@@ -1917,7 +1917,8 @@ SWIN_MASK_IGNORED = ("your WindowAttention ignores its mask: pairs where mask[b 
                      "(masked_fill with -inf before the softmax)")
 SWIN_BLOCK_MISTAKES = {
     "mask_not_passed": "your shifted windows attend without the shifted-window mask (SwinBlock passes none, or "
-                       "WindowAttention ignores it): with shift_size > 0 pass shifted_window_mask(H, W, ws, shift_size)",
+                       "WindowAttention ignores it): with shift_size > 0 pass "
+                       "shifted_window_mask(H, W, ws, shift_size)",
     "roll_wrong_way": "your block rolls the wrong way: roll by -shift_size before the windows (what the mask "
                       "describes) and by +shift_size after",
     "no_roll_back": "your block does not roll the attention's output back: torch.roll(y, (shift_size, shift_size), "
