@@ -31,6 +31,7 @@ The vision track (Transformers for images):
   a check.
 - ``swin.py``: ``window_partition`` / ``window_reverse`` / ``shifted_window_mask``
   [swin_windows].
+- ``swin.py``: ``WindowAttention`` / ``SwinBlock`` [window_attention].
 
 Every function you write starts as ``raise NotImplementedError(...)``; replace
 that line with your code. Each component is graded on its own: the checks for

@@ -2113,3 +2113,183 @@ def mask_dtype_mistakes(H: int, W: int, ws: int, s: int) -> Mistakes:
         "you returned the labels' float comparison: make it bool (True where the labels are equal)":
             lambda: right().float(),
     }
+
+
+# --- window_attention --------------------------------------------------------------------------------
+# Swin's WindowAttention and SwinBlock in float64 from plain operations (windows by view/permute, the
+# shifted-window mask from region labels), with one mistake `variant` switched on.
+
+def swin_relative_index(ws: int, variant: str = "") -> Tensor:
+    """(N, N) int64: (yi - yj + ws - 1) * (2ws - 1) + (xi - xj + ws - 1), or a mistake's version of it."""
+    y, x = torch.arange(ws).repeat_interleave(ws), torch.arange(ws).repeat(ws)
+    dy, dx = y[:, None] - y[None, :], x[:, None] - x[None, :]
+    if variant == "index_transposed":
+        dy, dx = -dy, -dx
+    elif variant == "index_axes_swapped":
+        dy, dx = dx, dy
+    offset = 0 if variant == "index_no_offset" else ws - 1
+    stride = {"index_stride_ws": ws, "index_stride_2ws_minus_2": 2 * ws - 2}.get(variant, 2 * ws - 1)
+    return (dy + offset) * stride + (dx + offset)
+
+
+def _swin_partition(x: Tensor, ws: int) -> Tensor:
+    B, H, W, C = x.shape
+    return x.reshape(B, H // ws, ws, W // ws, ws, C).permute(0, 1, 3, 2, 4, 5).reshape(-1, ws * ws, C)
+
+
+def _swin_reverse(windows: Tensor, ws: int, H: int, W: int) -> Tensor:
+    C = windows.shape[-1]
+    return windows.reshape(-1, H // ws, W // ws, ws, ws, C).permute(0, 1, 3, 2, 4, 5).reshape(-1, H, W, C)
+
+
+def swin_region_mask(H: int, W: int, ws: int, s: int) -> Tensor:
+    """Bool (nW, N, N): two tokens of a window of the map rolled by -s come from the same region."""
+    def region(n: int) -> Tensor:
+        i = torch.arange(n)
+        return (i >= n - ws).long() + (i >= n - s).long()
+
+    labels = _swin_partition((region(H)[:, None] * 3 + region(W)[None, :]).reshape(1, H, W, 1), ws)[..., 0]
+    return labels[:, :, None] == labels[:, None, :]
+
+
+def swin_attention(state: dict[str, Tensor], x: Tensor, n_heads: int, ws: int, mask: Tensor | None = None, *,
+                   variant: str = "", prefix: str = "") -> Tensor:
+    """WindowAttention's output (B_, N, C) in float64: window b uses mask[b % nW]."""
+    w = {k[len(prefix):]: v.double() for k, v in state.items() if k.startswith(prefix)}
+    B_, N, C = x.shape
+    dh = C // n_heads
+    qkv = F.linear(x.double(), w["qkv.weight"], w.get("qkv.bias"))
+    if variant == "qkv_heads_first":
+        q, k, v = qkv.reshape(B_, N, n_heads, 3, dh).permute(3, 0, 2, 1, 4)
+    else:
+        q, k, v = (t.reshape(B_, N, n_heads, dh).transpose(1, 2) for t in qkv.chunk(3, dim=-1))
+    if variant == "qk_swapped":
+        q, k = k, q
+    scores = q @ k.transpose(-2, -1) / math.sqrt(C if variant == "scale_channel" else dh)
+    if variant != "no_bias":
+        bias = w["relative_position_bias_table"][swin_relative_index(ws, variant)]  # (N, N, H)
+        scores = scores + (bias.reshape(n_heads, N, N) if variant == "bias_without_permute" else bias.permute(2, 0, 1))
+    if mask is not None and variant != "mask_ignored":
+        nW = mask.shape[0]
+        per = mask.repeat_interleave(B_ // nW, 0) if variant == "mask_interleaved" else mask.repeat(B_ // nW, 1, 1)
+        per = per[:, None]
+        scores = scores + per.double() if variant == "mask_01" else scores.masked_fill(~per, float("-inf"))
+    out = (scores.softmax(dim=-1) @ v).transpose(1, 2).reshape(B_, N, C)
+    return F.linear(out, w["proj.weight"], w.get("proj.bias"))
+
+
+def swin_block(state: dict[str, Tensor], x: Tensor, n_heads: int, ws: int, shift: int, *, variant: str = "") -> Tensor:
+    """SwinBlock's output (B, H, W, C) in float64."""
+    w = {k: v.double() for k, v in state.items()}
+    x = x.double()
+    _, H, W, C = x.shape
+
+    def norm(t: Tensor, name: str) -> Tensor:
+        return F.layer_norm(t, (C,), w[f"{name}.weight"], w[f"{name}.bias"], eps=1e-5)
+
+    first, back = (shift, -shift) if variant == "roll_wrong_way" else (-shift, shift)
+    y = norm(x, "norm1")
+    if shift:
+        y = torch.roll(y, (first, first), dims=(1, 2))
+    mask = swin_region_mask(H, W, ws, shift) if shift and variant != "mask_not_passed" else None
+    y = _swin_reverse(swin_attention(w, _swin_partition(y, ws), n_heads, ws, mask, variant=variant, prefix="attn."),
+                      ws, H, W)
+    if shift and variant != "no_roll_back":
+        y = torch.roll(y, (back, back), dims=(1, 2))
+    x = (norm(x, "norm1") if variant == "residual_from_normed" else x) + y
+    h = x if variant == "mlp_without_norm2" else norm(x, "norm2")
+    act = F.relu if variant == "relu" else F.gelu
+    return x + F.linear(act(F.linear(h, w["mlp.0.weight"], w["mlp.0.bias"])), w["mlp.2.weight"], w["mlp.2.bias"])
+
+
+SWIN_INDEX_MISTAKES = {
+    "index_transposed": "your relative position index is transposed, (yj - yi + ws - 1) * (2ws - 1) + "
+                        "(xj - xi + ws - 1): token i's offset from token j is (yi - yj, xi - xj), query minus key",
+    "index_no_offset": "your relative position index lacks the ws - 1 offsets: the offsets yi - yj and xi - xj run "
+                       "from -(ws - 1) to ws - 1, so add ws - 1 to each before (yi - yj + ws - 1) * (2ws - 1) + "
+                       "(xi - xj + ws - 1) (negative indices wrap around to the end of the table)",
+    "index_axes_swapped": "your relative position index puts the column offset first, (xi - xj + ws - 1) * (2ws - 1) + "
+                          "(yi - yj + ws - 1): the row offset is the major one, as tokens are ordered row-major",
+    "index_stride_ws": "your relative position index multiplies the row offset by ws: the column offset takes 2ws - 1 "
+                       "values, so the rows of offsets are 2ws - 1 apart, (yi - yj + ws - 1) * (2ws - 1) + ...",
+    "index_stride_2ws_minus_2": "your relative position index multiplies the row offset by 2ws - 2, so that offsets "
+                                "collide: the column offset takes 2ws - 1 values (from 0 to 2ws - 2 after the "
+                                "shift), so the stride is 2ws - 1",
+}
+SWIN_ATTENTION_MISTAKES = {
+    "scale_channel": "your scores are divided by √C, the channel width: each head's are divided by √(C / n_heads), "
+                     "the width of one head",
+    "bias_without_permute": "your bias table[index] of shape (N, N, n_heads) is reshaped to (n_heads, N, N) without "
+                            "moving the heads first: permute(2, 0, 1), so that head h adds table[index[i, j], h]",
+    "no_bias": "your scores have no relative position bias: add table[index[i, j], h] to head h's score of i and j",
+    "qkv_heads_first": "you read qkv's output as (heads, 3, head width) per token: it is q, k, v one after the other "
+                       "(C features each), each split into heads as split_heads does",
+    "qk_swapped": "your q and k are swapped (the scores transposed before the bias): qkv's output is q, k, v in "
+                  "that order",
+    "mask_interleaved": "your window b uses mask[b // (B_ / nW)]: the windows of one image come one after the other, "
+                        "so window b uses mask[b % nW] (mask.repeat, not repeat_interleave)",
+    "mask_01": "you added the bool mask to the scores as 0 and 1: masked pairs need a very negative score "
+               "(-inf, or a float mask of 0 and -100 as Swin's code builds), allowed ones get nothing added",
+}
+SWIN_MASK_IGNORED = ("your WindowAttention ignores its mask: pairs where mask[b % nW] is False get no weight "
+                     "(masked_fill with -inf before the softmax)")
+SWIN_BLOCK_MISTAKES = {
+    "mask_not_passed": "your shifted windows attend without the shifted-window mask (SwinBlock passes none, or "
+                       "WindowAttention ignores it): with shift_size > 0 pass "
+                       "shifted_window_mask(H, W, ws, shift_size)",
+    "roll_wrong_way": "your block rolls the wrong way: roll by -shift_size before the windows (what the mask "
+                      "describes) and by +shift_size after",
+    "no_roll_back": "your block does not roll the attention's output back: torch.roll(y, (shift_size, shift_size), "
+                    "(1, 2)) after window_reverse",
+    "residual_from_normed": "your first residual adds the attention to norm1(x): it adds it to x itself, "
+                            "x = x + attention(norm1(x))",
+    "mlp_without_norm2": "your MLP reads x without norm2: the second branch is x + mlp(norm2(x))",
+    "relu": "your MLP uses ReLU: Swin's MLP is Linear, GELU, Linear (nn.GELU())",
+}
+
+
+def _swin_index_sentences(ws: int) -> dict[str, str]:
+    """The index mistakes that can be told apart at this window size (for ws = 2 the strides ws and 2ws - 2 agree)."""
+    strides = ("index_stride_ws", "index_stride_2ws_minus_2")
+    return {v: s for v, s in SWIN_INDEX_MISTAKES.items() if not (ws == 2 and v in strides)}
+
+
+def swin_index_mistakes(ws: int) -> Mistakes:
+    return {s: (lambda v=v: swin_relative_index(ws, v)) for v, s in _swin_index_sentences(ws).items()}
+
+
+def swin_attention_mistakes(state: dict[str, Tensor], x: Tensor, n_heads: int, ws: int,
+                            mask: Tensor | None = None) -> Mistakes:
+    sentences = {**_swin_index_sentences(ws), **SWIN_ATTENTION_MISTAKES, "mask_ignored": SWIN_MASK_IGNORED}
+    return {s: (lambda v=v: swin_attention(state, x, n_heads, ws, mask, variant=v)) for v, s in sentences.items()}
+
+
+def swin_block_mistakes(state: dict[str, Tensor], x: Tensor, n_heads: int, ws: int, shift: int) -> Mistakes:
+    sentences = {**_swin_index_sentences(ws), **SWIN_ATTENTION_MISTAKES, **SWIN_BLOCK_MISTAKES}
+    return {s: (lambda v=v: swin_block(state, x, n_heads, ws, shift, variant=v)) for v, s in sentences.items()}
+
+
+def swin_rolled_mistakes(state: dict[str, Tensor], x: Tensor, n_heads: int, ws: int, shift: int,
+                         select: Callable[[Tensor], Tensor]) -> Mistakes:
+    """For the shifted block on x rolled by +shift, rolled back by -shift and seen through `select`."""
+    rolled = torch.roll(x.double(), (shift, shift), dims=(1, 2))
+    return {SWIN_BLOCK_MISTAKES[v]: (lambda v=v: select(torch.roll(swin_block(state, rolled, n_heads, ws, shift,
+                                                                               variant=v), (-shift, -shift), (1, 2))))
+            for v in ("roll_wrong_way", "no_roll_back")}
+
+
+def swin_block_shape_mistakes(dim: int, mlp_ratio: float, key: str) -> Mistakes:
+    if not key.startswith(("mlp.0.", "mlp.2.")) or mlp_ratio == 4.0:
+        return {}
+    wide = 4 * dim
+    shape = {"mlp.0.weight": (wide, dim), "mlp.0.bias": (wide,), "mlp.2.weight": (dim, wide), "mlp.2.bias": (dim,)}[key]
+    return {"your MLP's hidden width ignores mlp_ratio (4 * dim): it is int(dim * mlp_ratio)": torch.Size(shape)}
+
+
+def swin_table_shape_mistakes(ws: int, n_heads: int) -> Mistakes:
+    return {
+        "your table has ws * ws rows, one per token: it has one per relative offset, (2ws - 1) ** 2 "
+        "(each of the two offsets runs from -(ws - 1) to ws - 1)": torch.Size((ws * ws, n_heads)),
+        "your table is (n_heads, (2ws - 1) ** 2): the contract's is ((2ws - 1) ** 2, n_heads), as Swin's "
+        "checkpoints hold it": torch.Size(((2 * ws - 1) ** 2, n_heads)[::-1]),
+    }

@@ -1,0 +1,78 @@
+from . import Bug
+
+REL = "rel = coords[:, :, None] - coords[:, None, :] + ws - 1  # (2, N, N), each in [0, 2ws - 2]"
+INDEX = 'self.register_buffer("relative_position_index", rel[0] * (2 * ws - 1) + rel[1])  # (N, N)'
+QKV = "q, k, v = (split_heads(t, self.n_heads) for t in self.qkv(x).chunk(3, dim=-1))  # (B_, H, N, Dh)"
+BIAS = "scores = scores + bias.permute(2, 0, 1)"
+MASK = ("            scores = scores.view(B_ // nW, nW, self.n_heads, N, N)\n"
+        "            scores = scores.masked_fill(~mask[None, :, None], float(\"-inf\")).view(B_, self.n_heads, N, N)\n")
+ROLLS = ("            y = torch.roll(y, (-s, -s), dims=(1, 2))\n"
+         "            mask = shifted_window_mask(H, W, ws, s, device=x.device)\n"
+         "        y = window_reverse(self.attn(window_partition(y, ws), mask), ws, H, W)\n"
+         "        if s:\n"
+         "            y = torch.roll(y, (s, s), dims=(1, 2))\n")
+
+BUGS = [
+    # The index: the offset taken key minus query, the ws - 1 shift forgotten, the axes or the stride confused
+    # (nnFormer's WindowAttention_kv had wrong strides, 282857341/nnFormer#88; microsoft/Swin-Transformer#367
+    # asks whether 2 * ws - 2 would do).
+    Bug("window_attention", "index_transposed", "swin.py", REL,
+        "rel = coords[:, None, :] - coords[:, :, None] + ws - 1",
+        "takes the relative coordinates as key minus query, (yj - yi, xj - xi), so the index is transposed"),
+    Bug("window_attention", "index_without_offset", "swin.py", REL,
+        "rel = coords[:, :, None] - coords[:, None, :]",
+        "forgets to shift the offsets by ws - 1, so negative offsets index the table from its end"),
+    Bug("window_attention", "index_stride_2ws_minus_2", "swin.py", INDEX,
+        'self.register_buffer("relative_position_index", rel[0] * (2 * ws - 2) + rel[1])',
+        "multiplies the row offset by 2ws - 2 instead of 2ws - 1, so different offsets share a table row"),
+    Bug("window_attention", "index_axes_swapped", "swin.py", INDEX,
+        'self.register_buffer("relative_position_index", rel[1] * (2 * ws - 1) + rel[0])',
+        "makes the column offset the major one, (xi - xj + ws - 1) * (2ws - 1) + (yi - yj + ws - 1)"),
+    Bug("window_attention", "scaled_by_channel_width", "swin.py",
+        "scores = q @ k.transpose(-2, -1) / math.sqrt(C / self.n_heads)",
+        "scores = q @ k.transpose(-2, -1) / math.sqrt(C)",
+        "divides the scores by sqrt(C), the channel width, instead of sqrt(C / n_heads), the width of a head"),
+    Bug("window_attention", "bias_without_permute", "swin.py", BIAS,
+        "scores = scores + bias.reshape(self.n_heads, N, N)",
+        "reshapes the gathered (N, N, heads) bias to (heads, N, N) instead of permuting the heads first"),
+    Bug("window_attention", "bias_forgotten", "swin.py", BIAS,
+        "pass",
+        "builds the table and the index but never adds the bias to the scores"),
+    Bug("window_attention", "qkv_heads_first", "swin.py", QKV,
+        "q, k, v = self.qkv(x).reshape(B_, N, self.n_heads, 3, C // self.n_heads).permute(3, 0, 2, 1, 4)",
+        "reads qkv's output as (heads, 3, head width) per token instead of q, k, v one after the other"),
+    Bug("window_attention", "q_k_swapped", "swin.py", QKV,
+        "k, q, v = (split_heads(t, self.n_heads) for t in self.qkv(x).chunk(3, dim=-1))",
+        "takes qkv's first third as the keys and its second as the queries"),
+    Bug("window_attention", "mask_interleaved", "swin.py", MASK,
+        "            scores = scores.view(nW, B_ // nW, self.n_heads, N, N)\n"
+        "            scores = scores.masked_fill(~mask[:, None, None], float(\"-inf\")).view(B_, self.n_heads, N, N)\n",
+        "views the windows as (nW, B) instead of (B, nW), so window b uses mask[b // (B_ / nW)], not mask[b % nW]"),
+    Bug("window_attention", "mask_added_as_0_1", "swin.py", MASK,
+        "            scores = (scores.view(B_ // nW, nW, self.n_heads, N, N) + mask[None, :, None])"
+        ".view(B_, self.n_heads, N, N)\n",
+        "adds the bool mask to the scores as Swin's code adds its float mask, so allowed pairs get +1 and masked "
+        "ones nothing"),
+    Bug("window_attention", "mask_not_passed", "swin.py",
+        "y = window_reverse(self.attn(window_partition(y, ws), mask), ws, H, W)",
+        "y = window_reverse(self.attn(window_partition(y, ws)), ws, H, W)",
+        "builds the shifted-window mask but never passes it to the attention"),
+    Bug("window_attention", "no_roll_back", "swin.py", ROLLS,
+        ROLLS.replace("        if s:\n            y = torch.roll(y, (s, s), dims=(1, 2))\n", ""),
+        "rolls the map before the windows and never rolls the result back"),
+    Bug("window_attention", "roll_wrong_way", "swin.py", ROLLS,
+        ROLLS.replace("(-s, -s)", "(+s, +s)").replace("(s, s)", "(-s, -s)"),
+        "rolls by +shift_size before the windows and by -shift_size after, the opposite of the mask"),
+    Bug("window_attention", "residual_from_normed", "swin.py", "x = x + y",
+        "x = self.norm1(x) + y",
+        "adds the attention branch to norm1(x) instead of to x"),
+    Bug("window_attention", "mlp_without_norm2", "swin.py", "return x + self.mlp(self.norm2(x))",
+        "return x + self.mlp(x)",
+        "feeds the MLP the raw residual stream, forgetting norm2"),
+    Bug("window_attention", "relu_mlp", "swin.py", "nn.Sequential(nn.Linear(dim, hidden), nn.GELU(),",
+        "nn.Sequential(nn.Linear(dim, hidden), nn.ReLU(),",
+        "uses ReLU in the MLP, as the original Transformer does, instead of Swin's GELU"),
+    Bug("window_attention", "mlp_ratio_ignored", "swin.py", "hidden = int(dim * mlp_ratio)",
+        "hidden = 4 * dim",
+        "hard-codes the MLP's hidden width to 4 * dim, ignoring mlp_ratio"),
+]
