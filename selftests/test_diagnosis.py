@@ -43,6 +43,19 @@ def test_most_catalogue_bugs_get_a_named_diagnosis(graded):
     )
 
 
+# Components whose every catalogued bug is a wrong value that a diagnosis names (none is only a missing
+# ValueError or a forbidden library call, which their own checks name).
+ALL_DIAGNOSED = ("swiglu", "rope", "grouped_query_attention", "sampling", "tiny_lm", "vit_classifier", "swin_windows",
+                 "window_attention")
+
+
+@pytest.mark.timeout(1800)
+def test_every_bug_of_the_newer_components_gets_a_named_diagnosis(graded):
+    missing = sorted(bug.id for bug in BUGS
+                     if bug.component in ALL_DIAGNOSED and not diagnosed(graded[f"bug:{bug.id}"], bug.component))
+    assert not missing, f"catalogued bugs without a diagnosis: {missing}"
+
+
 @pytest.mark.timeout(1800)
 def test_the_reference_gets_no_diagnosis(graded):
     for label in ("solutions", *(label for label in graded if label.startswith("alternative:"))):

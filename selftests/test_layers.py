@@ -139,3 +139,17 @@ def test_checks_fail_through_one_comparison_library():
     for path in sorted(checks.rglob("*.py")):
         if path.name != "compare.py":
             assert "\\n  hint:" not in path.read_text(), f"{path.relative_to(checks)} builds a hint by hand; use fail()"
+
+
+def test_no_two_sections_of_the_mistakes_module_define_one_name():
+    """tests/checklib/mistakes.py has a section per component; a name defined twice silently replaces the first
+    (a component's diagnoses then come from another's model)."""
+    import collections
+
+    tree = ast.parse((GRADER.parent / "tests" / "checklib" / "mistakes.py").read_text())
+    names = collections.Counter(node.name if isinstance(node, (ast.FunctionDef, ast.ClassDef)) else target.id
+                                for node in tree.body
+                                for target in ([node] if isinstance(node, (ast.FunctionDef, ast.ClassDef))
+                                               else getattr(node, "targets", []))
+                                if isinstance(target, (ast.FunctionDef, ast.ClassDef, ast.Name)))
+    assert not [n for n, k in names.items() if k > 1], sorted(n for n, k in names.items() if k > 1)

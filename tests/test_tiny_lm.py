@@ -88,7 +88,7 @@ def ref_block(s: dict, x: Tensor, n_heads: int, n_kv_heads: int, rope, mask, pre
 def ref_lm(s: dict, idx: Tensor, cfg: dict) -> Tensor:
     """TinyLM's logits (B, T, V) in float64, causal over positions 0 .. T-1."""
     T = idx.size(1)
-    rope = mistakes.rope_tables(cfg["max_len"], cfg["d_model"] // cfg["n_heads"], cfg["rope_base"])
+    rope = mistakes.lm_rope_tables(cfg["max_len"], cfg["d_model"] // cfg["n_heads"], cfg["rope_base"])
     x = F.embedding(idx, s["tok_emb.weight"].double())
     mask = torch.ones(T, T, dtype=torch.bool).tril()
     for i in range(cfg["n_layers"]):
@@ -238,7 +238,7 @@ def test_decoder_block_matches_reference(impl, gen, case):
     m.load_weights(state)
     x = randn(B, T, D, gen=gen, dtype=dtype)
     mask = self_attention_mask(mask_kind, B, H, T, gen)
-    rope = mistakes.rope_tables(T + 3, D // H) if with_rope else None
+    rope = mistakes.lm_rope_tables(T + 3, D // H) if with_rope else None
     if rope is not None and dtype == torch.float64:
         rope = tuple(t.double() for t in rope)
     what = (f"DecoderBlock({D}, {H}, {Hkv}, {d_ff})(x {tuple(x.shape)}, mask={mask_kind}, "

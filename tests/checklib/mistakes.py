@@ -1165,7 +1165,7 @@ def rope_in_place_mistakes(x: Tensor, cos: Tensor, sin: Tensor, positions: Tenso
 # A LLaMA-style model in float64 from plain operations, with the mistake `variant` switched on. `chunks`
 # feed the model the way a cached decode does (one call per chunk, keys and values kept per block).
 
-def rope_tables(max_len: int, head_dim: int, base: float = 10000.0) -> tuple[Tensor, Tensor]:
+def lm_rope_tables(max_len: int, head_dim: int, base: float = 10000.0) -> tuple[Tensor, Tensor]:
     """The contract's tables, computed in float32 as rope_angles does: (max_len, head_dim // 2) each."""
     freqs = 1.0 / base ** (torch.arange(0, head_dim, 2, dtype=torch.float32) / head_dim)
     angles = torch.arange(max_len, dtype=torch.float32)[:, None] * freqs
@@ -1278,7 +1278,7 @@ def tiny_lm(state: dict[str, Tensor], chunks: list[Tensor], *, n_heads: int, n_k
     `cached`, else a single chunk)."""
     d_model = state["tok_emb.weight"].size(1)
     base = 10000.0 if variant == "default_base" else rope_base
-    rope = None if variant == "no_rope" else rope_tables(max_len, d_model // n_heads, base)
+    rope = None if variant == "no_rope" else lm_rope_tables(max_len, d_model // n_heads, base)
     emb, head = state["tok_emb.weight"].double(), state["head.weight"].double()
     if variant == "tied_to_head":
         emb = head
