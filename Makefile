@@ -24,7 +24,7 @@ grade: $(STAMP)
 	$(BIN)/python -m grader check $(COMPONENTS)
 
 test: $(STAMP)
-	$(BIN)/python -m pytest selftests -q
+	$(BIN)/python -m pytest selftests -q --durations=15
 
 clean:
 	rm -rf $(VENV) build *.egg-info

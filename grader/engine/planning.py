@@ -5,9 +5,8 @@ from __future__ import annotations
 # the import check (measured: it ends 0.1-0.2 s after this one on equal shares).
 HELPER_START_S = 0.15
 # Seconds each component's checks take on the reference (benchmarks/grade_speed.py's machine, one
-# process, in workers). Only used to share components fairly between grading processes; a stale figure
-# costs speed (measured: lowering optimizer, tiny_lm and vit_classifier to their in-process times made a full
-# grade 0.6 s slower).
+# process, in workers: a component that makes many round trips costs more there than under plain pytest).
+# Only used to share components fairly between grading processes; a stale figure costs speed.
 COST = {"kv_cache": 0.73, "pre_ln_block": 0.42, "multi_head_attention": 0.39, "patch_embedding": 0.14,
         "qkv_projection": 0.12, "sinusoidal_encoding": 0.10, "masking": 0.08, "head_splitting": 0.08,
         "scaling": 0.03, "optimizer": 1.0, "cross_entropy": 0.12, "layer_norm": 0.1, "rms_norm": 0.1, "swiglu": 0.1,
