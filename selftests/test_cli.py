@@ -60,11 +60,15 @@ def test_check_suggests_the_component_meant():
 
 
 def test_grade_reference_writes_full_gradescope_results(tmp_path):
-    results = tmp_path / "r.json"
-    result = grader("grade", "solutions", "--results", str(results))
+    results, full = tmp_path / "r.json", tmp_path / "report.json"
+    result = grader("grade", "solutions", "--results", str(results), "--also", f"json={full}",
+                    "--also", f"markdown={tmp_path / 'summary.md'}")
     assert result.returncode == 0, result.stderr
     data = json.loads(results.read_text())
     assert data["score"] == pytest.approx(load_course().total_points)
+    # one grading, several formats: the same score in each
+    assert json.loads(full.read_text())["score"] == data["score"]
+    assert f"{load_course().total_points:g}/{load_course().total_points:g}" in (tmp_path / "summary.md").read_text()
     assert {t["tags"][0] for t in data["tests"]} == set(COMPONENTS)
     for test in data["tests"]:
         assert set(test) >= {"name", "score", "max_score", "status", "output", "tags"}

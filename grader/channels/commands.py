@@ -6,8 +6,9 @@ import sys
 
 from ..contract import COMPONENTS, unknown_components
 from ..paths import EXERCISES
+from .formats import FORMATTERS
 
-FORMATS = ("gradescope", "json", "junit", "markdown")
+FORMATS = tuple(FORMATTERS)
 
 
 def register(sub) -> None:
@@ -25,8 +26,17 @@ def register(sub) -> None:
     grade.add_argument("--results", required=True, metavar="FILE", help="where to write the results")
     grade.add_argument("--format", choices=FORMATS, default="gradescope",
                        help="gradescope (results.json, default), json, junit (XML) or markdown")
+    grade.add_argument("--also", action="append", default=[], metavar="FORMAT=FILE", type=_also,
+                       help=f"write the same grade in another format too (repeatable; {', '.join(FORMATS)})")
     grade.add_argument("--timeout", type=float, metavar="S", help="seconds per check (default: course.yml)")
     grade.set_defaults(func=_grade)
+
+
+def _also(text: str) -> tuple[str, str]:
+    fmt, sep, path = text.partition("=")
+    if not sep or not path or fmt not in FORMATS:
+        raise argparse.ArgumentTypeError(f"expected FORMAT=FILE with FORMAT one of {', '.join(FORMATS)}, got {text!r}")
+    return fmt, path
 
 
 def _check(args: argparse.Namespace) -> int:
@@ -52,6 +62,9 @@ def _grade(args: argparse.Namespace) -> int:
     from ..engine.runner import run_checks
 
     report = run_checks(args.submission, timeout=args.timeout)
-    write_results(report, args.results, args.format)
-    print(f"{format_points(report.score, report.max_score)} points; results written to {args.results}")
+    outputs = [(args.format, args.results), *args.also]  # one grading, every format from the same report
+    for fmt, path in outputs:
+        write_results(report, path, fmt)
+    print(f"{format_points(report.score, report.max_score)} points; results written to "
+          f"{', '.join(path for _, path in outputs)}")
     return 0
