@@ -29,3 +29,16 @@ BUGS += [
         'b, t, d = x.shape\n    x.resize_(b, t, n_heads, d // n_heads)\n    return x.transpose(1, 2)',
         "reshapes the caller's tensor in place with resize_ to avoid a copy"),
 ]
+
+# Two more from common hand-written attention code: the transpose forgotten after the right view, and a merge
+# that swaps H and T back but never joins the heads.
+BUGS += [
+    Bug("head_splitting", "split_forgets_transpose", "attention.py",
+        'return rearrange(x, "b t (h d) -> b h t d", h=n_heads)',
+        'b, t, d = x.shape\n    return x.view(b, t, n_heads, d // n_heads)',
+        "views D as (H, Dh) but returns (B, T, H, Dh), without transpose(1, 2)"),
+    Bug("head_splitting", "merge_never_joins", "attention.py",
+        'return rearrange(x, "b h t d -> b t (h d)")',
+        'return x.transpose(1, 2)',
+        "swaps H and T back but returns (B, T, H, Dh) without joining the heads"),
+]

@@ -29,3 +29,9 @@ BUGS = [
         "return (x @ self.w_q.weight.T, x @ self.w_k.weight.T, x @ self.w_v.weight.T)",
         "projects with the weights only and forgets the biases"),
 ]
+
+BUGS += [
+    Bug("qkv_projection", "w_k_for_v", "attention.py", PROJECT,
+        "return self.w_q(x), self.w_k(x), self.w_k(x)",
+        "copies the key line for the values: v comes from w_k"),
+]

@@ -25,3 +25,9 @@ BUGS = [
         "q /= math.sqrt(q.size(-1))\n    return q @ k.transpose(-2, -1)",
         "scales q in place, changing the caller's tensor"),
 ]
+
+BUGS += [
+    Bug("scaling", "softmax_in_scores", "attention.py", SCORES,
+        "return (q @ k.transpose(-2, -1) / math.sqrt(q.size(-1))).softmax(dim=-1)",
+        "applies the softmax already in attention_scores (returns weights, not scores)"),
+]

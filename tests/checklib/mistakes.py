@@ -38,6 +38,8 @@ def scores_mistakes(q: Tensor, k: Tensor) -> Mistakes:
     return {
         "your scores equal q·kᵀ without the 1/√d factor (d = q.size(-1))": lambda: scores(q, k, 1.0),
         "your scores are q·kᵀ divided by d instead of by √d": lambda: scores(q, k, 1.0 / d),
+        "your attention_scores applies softmax already: it returns the scaled scores q·kᵀ/√d, and the softmax "
+        "comes later, in scaled_dot_product_attention": lambda: scores(q, k, d ** -0.5).softmax(dim=-1),
         "your scores are q·kᵀ multiplied by √d instead of divided by it": lambda: scores(q, k, math.sqrt(d)),
         "your scores are q·kᵀ divided by √Tq, the square root of the number of queries (dim -2), "
         "instead of √d, the feature size (dim -1)": lambda: scores(q, k, 1.0 / math.sqrt(t_q)),
