@@ -20,7 +20,7 @@ import zipfile
 from pathlib import Path
 
 from ..source import find_submission
-from ..paths import ROOT
+from ..paths import COURSE_FILE, PYPROJECT, ROOT
 from ..files import replacing
 from .generated import render
 
@@ -28,7 +28,7 @@ CPU_INDEX = "https://download.pytorch.org/whl/cpu"
 
 def requirements() -> list[str]:
     """The project's dependencies except torch (setup.sh installs torch's CPU build)."""
-    text = (ROOT / "pyproject.toml").read_text()
+    text = PYPROJECT.read_text()
     block = re.search(r"^dependencies\s*=\s*\[(.*?)\]", text, re.S | re.M)
     deps = re.findall(r'"([^"]+)"', block.group(1)) if block else []
     return [d for d in deps if not re.match(r"torch\b", d)]
@@ -46,7 +46,7 @@ def _sources() -> list[tuple[Path, str]]:
         for path in sorted((ROOT / top).rglob("*")):
             if path.is_file() and "__pycache__" not in path.parts and path.suffix != ".pyc":
                 items.append((path, str(path.relative_to(ROOT))))
-    items += [(ROOT / "course.yml", "course.yml"), (ROOT / "pyproject.toml", "pyproject.toml")]
+    items += [(COURSE_FILE, "course.yml"), (PYPROJECT, "pyproject.toml")]
     return items
 
 

@@ -20,7 +20,7 @@ import yaml
 
 from ..contract import COMPONENTS, MODULES, OWNERS
 from ..course import Course, load_course
-from ..paths import ROOT, STANDINS
+from ..paths import CHECKS_DIR, COURSE_FILE, GRADER, PYPROJECT, ROOT, SOLUTIONS, STANDINS
 from .generated import render
 from ..pristine import PristineStubsError, changed_exercises, pristine_stubs, write_shipped_stubs
 
@@ -44,7 +44,7 @@ def _contract_names() -> dict[str, tuple[str, str]]:
 
 def _referenced(module: str, qualname: str) -> set[tuple[str, str]]:
     """The contract names that the reference code of `qualname` calls, constructs or reads."""
-    tree = ast.parse((ROOT / "solutions" / f"{module}.py").read_text())
+    tree = ast.parse((SOLUTIONS / f"{module}.py").read_text())
     node: ast.AST = tree
     for part in qualname.split("."):
         node = next(n for n in ast.iter_child_nodes(node)
@@ -155,19 +155,19 @@ def build_release(out: Path) -> Path:
     (out / "exercises").mkdir()
     for name, text in stubs.items():
         (out / "exercises" / name).write_text(text, encoding="utf-8")
-    shutil.copytree(ROOT / "grader", out / "grader", ignore=IGNORE)
+    shutil.copytree(GRADER, out / "grader", ignore=IGNORE)
     write_shipped_stubs(out, stubs)  # the pristine copy a drill in the release starts from
     for piece in (out / STANDINS.relative_to(ROOT)).glob("*.py"):  # stand-ins are answers: only the tools ship
         if piece.stem not in SHIPPED_STANDINS:
             piece.unlink()
-    shutil.copytree(ROOT / "tests", out / "tests", ignore=IGNORE)
+    shutil.copytree(CHECKS_DIR, out / "tests", ignore=IGNORE)
     for path in (out / "tests").glob("test_*.py"):
         component = path.stem.removeprefix("test_")
         names = {check for comp, check in hidden if comp == component}
         path.write_text(strip_checks(path.read_text(), names))
-    course_text = (ROOT / "course.yml").read_text()
+    course_text = COURSE_FILE.read_text()
     (out / "course.yml").write_text(public_course(course_text, hidden))
-    shutil.copy(ROOT / "pyproject.toml", out / "pyproject.toml")
+    shutil.copy(PYPROJECT, out / "pyproject.toml")
     (out / "Makefile").write_text(render("release_Makefile"))
     (out / ".gitignore").write_text(render("release_gitignore"))
     (out / "README.md").write_text(student_readme(load_course()))

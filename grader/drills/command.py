@@ -34,8 +34,8 @@ from typing import NamedTuple
 from ..contract import COMPONENTS, unknown_components
 from ..files import write_atomic
 from .history import ABANDONED, GAVE_UP, PASSED, HistoryFile, format_duration, pick_components, render_history
-from .workspace import (SOLUTIONS, build_workspace, component_names, definition_source, has_reference,
-                              learners_code)
+from ..syntax import definition_source
+from .workspace import SOLUTIONS, build_workspace, component_names, has_reference, learners_code
 from ..pristine import PristineStubsError, pristine_stubs
 from ..paths import ROOT
 

@@ -12,10 +12,9 @@ import re
 from pathlib import Path
 
 from ..contract import MODULES, OWNERS
-from ..paths import ROOT
-from ..syntax import definition_source, definition_spans, docstring_lines, unwritten  # noqa: F401 - definition_source: drills' own use
+from ..paths import SOLUTIONS
+from ..syntax import definition_source, definition_spans, docstring_lines, unwritten
 
-SOLUTIONS = ROOT / "solutions"
 PACKAGE_INIT = "__init__.py"
 
 # Names OWNERS shares between components, narrowed for some of them in a drill:

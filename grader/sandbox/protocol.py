@@ -9,7 +9,6 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from ..results import MESSAGE_LIMIT  # noqa: F401 - the worker cuts what crosses to what a report carries
 from .wire import Ref
 
 

@@ -18,7 +18,8 @@ from typing import Any
 
 from . import confine, standins, wire
 from .confine import Plan
-from .protocol import MESSAGE_LIMIT, Limits, NotStarted, StudentError
+from ..results import MESSAGE_LIMIT  # the worker cuts what crosses to what a report carries
+from .protocol import Limits, NotStarted, StudentError
 
 PR_SET_PDEATHSIG, PR_SET_CHILD_SUBREAPER = 1, 36
 # Imported by torch on the first operation on meta tensors (over a second: it and 800 more modules, sympy too).
