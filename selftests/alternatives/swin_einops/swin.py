@@ -1,14 +1,16 @@
-"""Swin windows with einops: rearrange for both ways, and the official code's float mask (0 and -100) compared."""
+"""Two alternatives in one file.
+
+Windows: einops' rearrange both ways, and the official code's float mask (0 and -100), then compared.
+Window attention: einops for every reshape, the index by meshgrid, masked pairs at -1e9.
+"""
 from __future__ import annotations
 
 import math
 
 import torch
 import torch.nn as nn
-from torch import Tensor
 from einops import rearrange
-
-from .attention import merge_heads, split_heads
+from torch import Tensor
 
 
 def window_partition(x: Tensor, window_size: int) -> Tensor:
@@ -48,57 +50,49 @@ def shifted_window_mask(H: int, W: int, window_size: int, shift_size: int, *, de
 
 
 class WindowAttention(nn.Module):
-    """Multi-head self-attention inside each window, with a learned relative position bias."""
-
     def __init__(self, dim: int, window_size: int, n_heads: int) -> None:
         super().__init__()
         self.dim, self.window_size, self.n_heads = dim, window_size, n_heads
         self.qkv = nn.Linear(dim, 3 * dim)
         self.proj = nn.Linear(dim, dim)
         ws = window_size
-        self.relative_position_bias_table = nn.Parameter(torch.zeros((2 * ws - 1) ** 2, n_heads))
-        nn.init.trunc_normal_(self.relative_position_bias_table, std=0.02)
-        coords = torch.stack(torch.meshgrid(torch.arange(ws), torch.arange(ws), indexing="ij")).flatten(1)  # (2, N)
-        rel = coords[:, :, None] - coords[:, None, :] + ws - 1  # (2, N, N), each in [0, 2ws - 2]
-        self.register_buffer("relative_position_index", rel[0] * (2 * ws - 1) + rel[1])  # (N, N)
+        self.relative_position_bias_table = nn.Parameter(torch.randn((2 * ws - 1) ** 2, n_heads) * 0.02)
+        ys, xs = torch.meshgrid(torch.arange(ws), torch.arange(ws), indexing="ij")
+        ys, xs = rearrange(ys, "a b -> (a b)"), rearrange(xs, "a b -> (a b)")
+        dy = rearrange(ys, "i -> i 1") - rearrange(ys, "j -> 1 j")
+        dx = rearrange(xs, "i -> i 1") - rearrange(xs, "j -> 1 j")
+        self.register_buffer("relative_position_index", (dy + ws - 1) * (2 * ws - 1) + dx + ws - 1, persistent=False)
 
     def forward(self, x: Tensor, mask: Tensor | None = None) -> Tensor:
-        """x (B_, N, C) -> (B_, N, C); mask bool (nW, N, N), window b uses mask[b % nW]."""
-        B_, N, C = x.shape
-        q, k, v = (split_heads(t, self.n_heads) for t in self.qkv(x).chunk(3, dim=-1))  # (B_, H, N, Dh)
-        scores = q @ k.transpose(-2, -1) / math.sqrt(C / self.n_heads)  # (B_, H, N, N)
-        bias = self.relative_position_bias_table[self.relative_position_index]  # (N, N, H)
-        scores = scores + bias.permute(2, 0, 1)
+        q, k, v = rearrange(self.qkv(x), "b n (three h d) -> three b h n d", three=3, h=self.n_heads)
+        scores = torch.einsum("bhid,bhjd->bhij", q, k) / math.sqrt(q.shape[-1])
+        bias = rearrange(self.relative_position_bias_table[self.relative_position_index], "i j h -> h i j")
+        scores = scores + bias
         if mask is not None:
-            nW = mask.size(0)
-            scores = scores.view(B_ // nW, nW, self.n_heads, N, N)
-            scores = scores.masked_fill(~mask[None, :, None], float("-inf")).view(B_, self.n_heads, N, N)
-        return self.proj(merge_heads(scores.softmax(dim=-1) @ v))
+            scores = rearrange(scores, "(b w) h i j -> b w h i j", w=mask.shape[0])
+            scores = scores.masked_fill(~rearrange(mask, "w i j -> 1 w 1 i j"), -1e9)
+            scores = rearrange(scores, "b w h i j -> (b w) h i j")
+        out = torch.einsum("bhij,bhjd->bhid", scores.softmax(dim=-1), v)
+        return self.proj(rearrange(out, "b h n d -> b n (h d)"))
 
 
 class SwinBlock(nn.Module):
-    """(Shifted) window attention and an MLP, each pre-norm with a residual; (B, H, W, C) -> (B, H, W, C)."""
-
     def __init__(self, dim: int, n_heads: int, window_size: int, shift_size: int = 0, mlp_ratio: float = 4.0) -> None:
         super().__init__()
         self.window_size, self.shift_size = window_size, shift_size
-        self.norm1, self.norm2 = nn.LayerNorm(dim), nn.LayerNorm(dim)
+        self.norm1 = nn.LayerNorm(dim)
         self.attn = WindowAttention(dim, window_size, n_heads)
-        hidden = int(dim * mlp_ratio)
-        self.mlp = nn.Sequential(nn.Linear(dim, hidden), nn.GELU(), nn.Linear(hidden, dim))
+        self.norm2 = nn.LayerNorm(dim)
+        self.mlp = nn.Sequential(nn.Linear(dim, int(dim * mlp_ratio)), nn.GELU(), nn.Linear(int(dim * mlp_ratio), dim))
 
     def forward(self, x: Tensor) -> Tensor:
-        B, H, W, C = x.shape
+        _, H, W, _ = x.shape
         ws, s = self.window_size, self.shift_size
         if H % ws or W % ws:
-            raise ValueError(f"H={H} and W={W} must be multiples of window_size={ws}")
-        y = self.norm1(x)
-        mask = None
-        if s:
-            y = torch.roll(y, (-s, -s), dims=(1, 2))
-            mask = shifted_window_mask(H, W, ws, s, device=x.device)
-        y = window_reverse(self.attn(window_partition(y, ws), mask), ws, H, W)
-        if s:
-            y = torch.roll(y, (s, s), dims=(1, 2))
-        x = x + y
+            raise ValueError(f"the map {H}x{W} does not split into {ws}x{ws} windows")
+        y = torch.roll(self.norm1(x), (-s, -s), dims=(1, 2))  # a roll by 0 changes nothing
+        windows = rearrange(y, "b (gh p) (gw q) c -> (b gh gw) (p q) c", p=ws, q=ws)
+        out = self.attn(windows, shifted_window_mask(H, W, ws, s, device=x.device) if s else None)
+        y = rearrange(out, "(b gh gw) (p q) c -> b (gh p) (gw q) c", gh=H // ws, gw=W // ws, p=ws)
+        x = x + torch.roll(y, (s, s), dims=(1, 2))
         return x + self.mlp(self.norm2(x))

@@ -1,14 +1,16 @@
-"""Swin windows by index arithmetic: a gather of the map's flat positions, its scatter back, and the mask from
-the pixels the roll wraps round (two regions per axis, rolled by -shift_size)."""
-from __future__ import annotations
+"""Two alternatives in one file.
 
-import math
+Windows by index arithmetic: a gather of the map's flat positions, its scatter back, and the mask from the
+pixels the roll wraps round (two regions per axis, rolled by -shift_size).
+Window attention: explicit loops over windows and heads, the index by loops over token coordinates, its own
+softmax, masked pairs at -inf through torch.where, the roll by slicing.
+"""
+from __future__ import annotations
 
 import torch
 import torch.nn as nn
+import torch.nn.functional as F
 from torch import Tensor
-
-from .attention import merge_heads, split_heads
 
 
 def _positions(H: int, W: int, ws: int, device=None) -> Tensor:
@@ -55,58 +57,68 @@ def shifted_window_mask(H: int, W: int, window_size: int, shift_size: int, *, de
     return windows[:, :, None] == windows[:, None, :]
 
 
-class WindowAttention(nn.Module):
-    """Multi-head self-attention inside each window, with a learned relative position bias."""
+def _roll(x: Tensor, shift: int) -> Tensor:
+    """x (B, H, W, C) with pixel (r, c) moved to (r + shift, c + shift) mod (H, W)."""
+    H, W = x.shape[1], x.shape[2]
+    a, b = (-shift) % H, (-shift) % W
+    x = torch.cat([x[:, a:], x[:, :a]], dim=1)
+    return torch.cat([x[:, :, b:], x[:, :, :b]], dim=2)
 
+
+class WindowAttention(nn.Module):
     def __init__(self, dim: int, window_size: int, n_heads: int) -> None:
         super().__init__()
         self.dim, self.window_size, self.n_heads = dim, window_size, n_heads
         self.qkv = nn.Linear(dim, 3 * dim)
         self.proj = nn.Linear(dim, dim)
-        ws = window_size
-        self.relative_position_bias_table = nn.Parameter(torch.zeros((2 * ws - 1) ** 2, n_heads))
-        nn.init.trunc_normal_(self.relative_position_bias_table, std=0.02)
-        coords = torch.stack(torch.meshgrid(torch.arange(ws), torch.arange(ws), indexing="ij")).flatten(1)  # (2, N)
-        rel = coords[:, :, None] - coords[:, None, :] + ws - 1  # (2, N, N), each in [0, 2ws - 2]
-        self.register_buffer("relative_position_index", rel[0] * (2 * ws - 1) + rel[1])  # (N, N)
+        ws, side = window_size, 2 * window_size - 1
+        self.relative_position_bias_table = nn.Parameter(torch.empty(side * side, n_heads).normal_(0.0, 0.02))
+        index = torch.zeros(ws * ws, ws * ws, dtype=torch.long)
+        for i in range(ws * ws):
+            for j in range(ws * ws):
+                index[i, j] = (i // ws - j // ws + ws - 1) * side + (i % ws - j % ws + ws - 1)
+        self.register_buffer("relative_position_index", index)
 
     def forward(self, x: Tensor, mask: Tensor | None = None) -> Tensor:
-        """x (B_, N, C) -> (B_, N, C); mask bool (nW, N, N), window b uses mask[b % nW]."""
         B_, N, C = x.shape
-        q, k, v = (split_heads(t, self.n_heads) for t in self.qkv(x).chunk(3, dim=-1))  # (B_, H, N, Dh)
-        scores = q @ k.transpose(-2, -1) / math.sqrt(C / self.n_heads)  # (B_, H, N, N)
-        bias = self.relative_position_bias_table[self.relative_position_index]  # (N, N, H)
-        scores = scores + bias.permute(2, 0, 1)
-        if mask is not None:
-            nW = mask.size(0)
-            scores = scores.view(B_ // nW, nW, self.n_heads, N, N)
-            scores = scores.masked_fill(~mask[None, :, None], float("-inf")).view(B_, self.n_heads, N, N)
-        return self.proj(merge_heads(scores.softmax(dim=-1) @ v))
+        d = C // self.n_heads
+        q, k, v = self.qkv(x).split(C, dim=-1)
+        windows = []
+        for b in range(B_):
+            heads = []
+            for h in range(self.n_heads):
+                cols = slice(h * d, (h + 1) * d)
+                scores = q[b, :, cols] @ k[b, :, cols].T * d ** -0.5
+                scores = scores + self.relative_position_bias_table[:, h][self.relative_position_index]
+                if mask is not None:
+                    scores = torch.where(mask[b % mask.shape[0]], scores, torch.full_like(scores, float("-inf")))
+                weights = (scores - scores.max(dim=-1, keepdim=True).values).exp()
+                heads.append((weights / weights.sum(dim=-1, keepdim=True)) @ v[b, :, cols])
+            windows.append(torch.cat(heads, dim=-1))
+        return F.linear(torch.stack(windows), self.proj.weight, self.proj.bias)
 
 
 class SwinBlock(nn.Module):
-    """(Shifted) window attention and an MLP, each pre-norm with a residual; (B, H, W, C) -> (B, H, W, C)."""
-
     def __init__(self, dim: int, n_heads: int, window_size: int, shift_size: int = 0, mlp_ratio: float = 4.0) -> None:
         super().__init__()
         self.window_size, self.shift_size = window_size, shift_size
-        self.norm1, self.norm2 = nn.LayerNorm(dim), nn.LayerNorm(dim)
-        self.attn = WindowAttention(dim, window_size, n_heads)
         hidden = int(dim * mlp_ratio)
+        self.norm1 = nn.LayerNorm(dim)
+        self.norm2 = nn.LayerNorm(dim)
+        self.attn = WindowAttention(dim, window_size, n_heads)
         self.mlp = nn.Sequential(nn.Linear(dim, hidden), nn.GELU(), nn.Linear(hidden, dim))
 
     def forward(self, x: Tensor) -> Tensor:
-        B, H, W, C = x.shape
+        H, W = x.shape[1], x.shape[2]
         ws, s = self.window_size, self.shift_size
-        if H % ws or W % ws:
-            raise ValueError(f"H={H} and W={W} must be multiples of window_size={ws}")
+        if H % ws != 0 or W % ws != 0:
+            raise ValueError(f"H={H}, W={W}: both must be multiples of the window size {ws}")
         y = self.norm1(x)
-        mask = None
-        if s:
-            y = torch.roll(y, (-s, -s), dims=(1, 2))
-            mask = shifted_window_mask(H, W, ws, s, device=x.device)
-        y = window_reverse(self.attn(window_partition(y, ws), mask), ws, H, W)
-        if s:
-            y = torch.roll(y, (s, s), dims=(1, 2))
+        if s > 0:
+            y = window_reverse(self.attn(window_partition(_roll(y, -s), ws), shifted_window_mask(H, W, ws, s)),
+                               ws, H, W)
+            y = _roll(y, s)
+        else:
+            y = window_reverse(self.attn(window_partition(y, ws)), ws, H, W)
         x = x + y
         return x + self.mlp(self.norm2(x))
