@@ -113,29 +113,47 @@ def train(model: Any, task: Task, lr_at: Callable[[int], float], *, steps: int |
           on_step: Callable[[int, float], None] | None = None) -> list[float]:
     """Train `model` (a RemoteObject of a TinyLM, built with `task.model_args()`) from `initial_state`; the losses.
 
-    `lr_at(step)` gives each step's learning rate. The weights are the grader's: each step sends them to
-    the model, reads its logits, and has it backpropagate the loss's gradient into its parameters.
+    `lr_at(step)` gives each step's learning rate (see `remote_training`).
     """
-    steps = task.steps if steps is None else steps
-    params = {k: v.clone().requires_grad_(True) for k, v in initial_state(task).items()}
-    optimizer = torch.optim.AdamW(params.values(), lr=task.max_lr, weight_decay=task.weight_decay)
     shape = (task.batch_size, task.seq_len, task.vocab_size)
+
+    def loss_of(logits: Tensor, targets: Tensor) -> Tensor:
+        return F.cross_entropy(logits.reshape(-1, task.vocab_size), targets.reshape(-1), ignore_index=IGNORE)
+
+    return remote_training(model, "TinyLM(idx", initial_state(task), lambda step: batch(task, step), shape, loss_of,
+                           steps=task.steps if steps is None else steps, lr=task.max_lr,
+                           weight_decay=task.weight_decay, lr_at=lr_at, on_step=on_step)
+
+
+def remote_training(model: Any, called: str, state: dict[str, Tensor], batch_at: Callable[[int], tuple[Tensor, Tensor]],
+                    shape: tuple[int, ...], loss_of: Callable[[Tensor, Tensor], Tensor], *, steps: int, lr: float,
+                    weight_decay: float, lr_at: Callable[[int], float] | None = None,
+                    on_step: Callable[[int, float], None] | None = None) -> list[float]:
+    """Train a RemoteObject `model` from the weights `state` with torch.optim.AdamW; the losses, one per step.
+
+    The weights are the grader's: each step sends them to the model, reads its logits (they must have
+    `shape`), and has it backpropagate the loss's gradient into its parameters. `called` names the call in
+    messages ("TinyLM(idx"); `lr_at(step)`, when given, sets each step's learning rate.
+    """
+    params = {k: v.clone().requires_grad_(True) for k, v in state.items()}
+    optimizer = torch.optim.AdamW(params.values(), lr=lr, weight_decay=weight_decay)
     losses = []
     for step in range(steps):
-        for group in optimizer.param_groups:
-            group["lr"] = lr_at(step)
-        idx, targets = batch(task, step)
+        if lr_at is not None:
+            for group in optimizer.param_groups:
+                group["lr"] = lr_at(step)
+        inputs, targets = batch_at(step)
         model.load_weights({k: v.detach() for k, v in params.items()})
-        logits = model(idx)
+        logits = model(inputs)
         if not isinstance(logits, Tensor) or tuple(logits.shape) != shape or not logits.is_floating_point():
             got = tuple(logits.shape) if isinstance(logits, Tensor) else type(logits).__name__
-            raise TrainingFailed(f"step {step}: TinyLM(idx {tuple(idx.shape)}) returned {got}, expected logits {shape}")
+            raise TrainingFailed(f"step {step}: {called} {tuple(inputs.shape)}) returned {got}, expected logits {shape}")
         logits = logits.float().requires_grad_(True)
-        loss = F.cross_entropy(logits.reshape(-1, task.vocab_size), targets.reshape(-1), ignore_index=IGNORE)
+        loss = loss_of(logits, targets)
         if not torch.isfinite(loss):
             raise TrainingFailed(f"step {step}: the loss is {loss.item()}")
         (grad_logits,) = torch.autograd.grad(loss, logits)
-        grads = model.grad(idx, grad_output=grad_logits)["params"]
+        grads = model.grad(inputs, grad_output=grad_logits)["params"]
         for name, p in params.items():
             g = grads.get(name)
             if g is None:

@@ -23,7 +23,7 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor
 
-from .training import TrainingFailed
+from .training import TrainingFailed, remote_training
 
 __all__ = ["QUADRANTS", "VISION_TASK", "TrainingFailed", "VisionTask", "accuracy", "batch", "images", "initial_state",
            "train"]
@@ -121,39 +121,12 @@ def train(model: Any, task: VisionTask, *, steps: int | None = None,
           on_step: Callable[[int, float], None] | None = None) -> list[float]:
     """Train `model` (a RemoteObject of a ViT, built with `task.model_args()`) from `initial_state`; the losses.
 
-    The weights are the grader's: each step sends them to the model, reads its logits, and has it
-    backpropagate the loss's gradient into its parameters. The model stays in train mode (its dropout is 0).
+    As the LLM track's (`remote_training`); the model stays in train mode (its dropout is 0).
     """
-    steps = task.steps if steps is None else steps
-    params = {k: v.clone().requires_grad_(True) for k, v in initial_state(task).items()}
-    optimizer = torch.optim.AdamW(params.values(), lr=task.lr, weight_decay=task.weight_decay)
-    shape = (task.batch_size, task.n_classes)
-    losses = []
-    for step in range(steps):
-        x, labels = batch(task, step)
-        model.load_weights({k: v.detach() for k, v in params.items()})
-        logits = model(x)
-        if not isinstance(logits, Tensor) or tuple(logits.shape) != shape or not logits.is_floating_point():
-            got = tuple(logits.shape) if isinstance(logits, Tensor) else type(logits).__name__
-            raise TrainingFailed(f"step {step}: ViT(images {tuple(x.shape)}) returned {got}, expected logits {shape}")
-        logits = logits.float().requires_grad_(True)
-        loss = F.cross_entropy(logits, labels)
-        if not torch.isfinite(loss):
-            raise TrainingFailed(f"step {step}: the loss is {loss.item()}")
-        (grad_logits,) = torch.autograd.grad(loss, logits)
-        grads = model.grad(x, grad_output=grad_logits)["params"]
-        for name, p in params.items():
-            g = grads.get(name)
-            if g is None:
-                raise TrainingFailed(f"step {step}: no gradient reached {name}")
-            p.grad = g.to(p.dtype)
-        optimizer.step()
-        optimizer.zero_grad(set_to_none=True)
-        losses.append(loss.item())
-        if on_step is not None:
-            on_step(step, losses[-1])
-    model.load_weights({k: v.detach() for k, v in params.items()})
-    return losses
+    return remote_training(model, "ViT(images", initial_state(task), lambda step: batch(task, step),
+                           (task.batch_size, task.n_classes), F.cross_entropy,
+                           steps=task.steps if steps is None else steps, lr=task.lr, weight_decay=task.weight_decay,
+                           on_step=on_step)
 
 
 def accuracy(model: Any, task: VisionTask, count: int = 64) -> float:
