@@ -47,6 +47,7 @@ class Zygote:
             return
         import torch  # noqa: F401 - the point: workers inherit it imported
 
+        from . import executor  # noqa: F401 - and the implementation's side of the boundary
         from .torch_setup import optimizers_without_dynamo
 
         optimizers_without_dynamo()

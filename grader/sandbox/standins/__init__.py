@@ -19,6 +19,7 @@ context).
 """
 from __future__ import annotations
 
+from importlib.machinery import SourceFileLoader
 from pathlib import Path
 
 from ...contract import OWNERS
@@ -107,9 +108,11 @@ def available_for(component: str | None, also: tuple[str, ...] = ()) -> frozense
 
 
 def read(pieces: frozenset[str]) -> dict[str, object]:
-    """piece -> its compiled code; read before the worker is confined (the files are hidden after)."""
-    code = {}
-    for piece in sorted(pieces):
-        path = FOLDER / f"{piece}.py"
-        code[piece] = compile(path.read_text(), str(path), "exec")
-    return code
+    """piece -> its compiled code; read before the worker is confined (the files are hidden after).
+
+    Through Python's own bytecode cache (`__pycache__`, as an import would): a worker then loads its
+    pieces in a fraction of a millisecond instead of compiling them (each worker reads its own, so none
+    holds a piece it may not use).
+    """
+    return {piece: SourceFileLoader(f"_standin_{piece}", str(FOLDER / f"{piece}.py")).get_code(None)
+            for piece in sorted(pieces)}
