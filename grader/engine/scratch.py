@@ -134,6 +134,8 @@ def not_started(folder: str | Path, component: str) -> list[str]:
     """The component's functions that still only raise NotImplementedError (untouched stubs)."""
     untouched = []
     for module in OWNERS:
+        if not any(component in owners for owners in OWNERS[module].values()):
+            continue
         path = Path(folder) / f"{module}.py"
         try:
             tree = ast.parse(path.read_text())
