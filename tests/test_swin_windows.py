@@ -86,16 +86,14 @@ def rolled_coordinates_mask(H: int, W: int, ws: int, s: int) -> torch.Tensor:
     ((r + s) % H, (c + s) % W) of the image; two tokens of a window may attend when the roll kept the
     offset between them, i.e. they are neighbours in the image as they are in the window."""
     gh, gw, N = H // ws, W // ws, ws * ws
-    mask = torch.zeros(gh * gw, N, N, dtype=torch.bool)
-    for gr in range(gh):
-        for gc in range(gw):
-            for i in range(N):
-                for j in range(N):
-                    ri, ci = gr * ws + i // ws, gc * ws + i % ws
-                    rj, cj = gr * ws + j // ws, gc * ws + j % ws
-                    rows_kept = (ri + s) % H - (rj + s) % H == ri - rj
-                    cols_kept = (ci + s) % W - (cj + s) % W == ci - cj
-                    mask[gr * gw + gc, i, j] = rows_kept and cols_kept
+    token = torch.arange(N)
+    rows = (torch.arange(gh)[:, None, None] * ws + token // ws).expand(gh, gw, N).reshape(-1, N)  # (nW, N)
+    cols = (torch.arange(gw)[None, :, None] * ws + token % ws).expand(gh, gw, N).reshape(-1, N)
+
+    def kept(coord: torch.Tensor, size: int) -> torch.Tensor:  # (nW, N, N): the roll kept the offset i - j
+        return ((coord + s) % size)[:, :, None] - ((coord + s) % size)[:, None, :] == coord[:, :, None] - coord[:, None, :]
+
+    mask = kept(rows, H) & kept(cols, W)
     return mask
 
 
