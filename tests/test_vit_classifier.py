@@ -344,10 +344,10 @@ def test_from_scratch(target_folder):
 
 # --------------------------------------------------------------------------- training
 
-# A correct ViT reaches a mean loss of about 0.09 over the last LAST steps and tells the quadrant of every
+# A correct ViT reaches a mean loss of about 0.11 over the last LAST steps and tells the quadrant of every
 # fresh image (measured with the reference and with every alternative); a guess scores log(4) = 1.39, and
 # a model without positions stays there. The bounds leave room for rounding.
-LAST, LOSS_BOUND, REFERENCE_LOSS, ACCURACY_BOUND = 5, 0.6, 0.09, 0.85
+LAST, LOSS_BOUND, REFERENCE_LOSS, ACCURACY_BOUND = 5, 0.6, 0.11, 0.85
 
 
 def test_training_learns_which_quadrant_holds_the_square(impl):

@@ -127,6 +127,14 @@ class RemoteObject(RemoteFunction):
         """Copy the given parameters in (other parameters of the module are left alone)."""
         self.target.request_ahead("load_weights", ref=self.ref, state=state)
 
+    def forward_kept(self, *args: Any, **kwargs: Any) -> Any:
+        """Call the module and have its graph kept on its side for `backward` (the next request)."""
+        return self._wrap(self.target.request("forward", name=self.ref, args=_unwrap(args), kwargs=_unwrap(kwargs)))
+
+    def backward(self, grad_output: torch.Tensor) -> dict:
+        """{"params": name -> gradient of `sum(output * grad_output)`} through the last `forward_kept`."""
+        return self.target.request("backward", grad_output=grad_output)
+
     def state_dict(self) -> dict[str, torch.Tensor]:
         return self.method("state_dict")
 

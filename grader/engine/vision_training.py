@@ -44,7 +44,7 @@ class VisionTask:
     n_layers: int = 2
     d_ff: int = 32
     batch_size: int = 32
-    steps: int = 60
+    steps: int = 40
     lr: float = 1e-2
     weight_decay: float = 0.01
     init_scale: float = 1.0  # of the class token and the positions: tells the patches apart from step 0

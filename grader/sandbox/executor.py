@@ -27,6 +27,7 @@ class Executor:
                  broken: dict[str, str] | None = None, code: dict[str, object] | None = None) -> None:
         self.package = Package(folder, isolate_for, broken, code)
         self.objects: dict[int, Any] = {}
+        self._kept: tuple[Any, dict[str, torch.nn.Parameter]] | None = None  # a forward's output, for `backward`
         self.folder = str(self.package.folder)
 
     # --- plain data in and out -------------------------------------------------
@@ -89,6 +90,7 @@ class Executor:
 
     def _op_reset(self):
         self.objects.clear()
+        self._kept = None
 
     def _callee(self, name: str | Ref):
         """A stored object (a module, a cache) or a name of the implementation ('attention.split_heads')."""
@@ -156,7 +158,27 @@ class Executor:
             "params": {n: (None if p.grad is None else self._outbound(p.grad)) for n, p in params.items()},
         }
 
+    def _op_forward(self, name: str | Ref, args=(), kwargs=None):
+        """Call a module and keep its graph for `backward` (a training step: one forward instead of two)."""
+        module = self._callee(name)
+        params = dict(module.named_parameters()) if isinstance(module, torch.nn.Module) else {}
+        for p in params.values():
+            p.grad = None
+        self._kept = None
+        out = module(*self._inbound(tuple(args)), **self._inbound(kwargs or {}))
+        self._kept = (out, params)
+        return self._outbound(out)
+
+    def _op_backward(self, grad_output):
+        """Backpropagate `grad_output` through the kept forward; the parameters' gradients."""
+        if self._kept is None:
+            raise RuntimeError("backward without a forward")
+        (out, params), self._kept = self._kept, None
+        (out * self._inbound(grad_output)).sum().backward()
+        return {"params": {n: (None if p.grad is None else self._outbound(p.grad)) for n, p in params.items()}}
+
     def close(self) -> None:
+        self._kept = None
         self.objects.clear()
         self.package.close()
 
