@@ -6,6 +6,7 @@ from fractions import Fraction
 
 from ..contract import FILES
 from ..course import POINT_UNITS, Component
+from ..figures import FIGURES, see_line
 from ..results import ERROR, FAILED, NOT_STARTED, PASSED, TIMEOUT, CaseResult, CheckResult, ComponentResult
 
 
@@ -64,4 +65,9 @@ def score_component(component: Component, cases: list[CaseResult], load_errors: 
         first = next((c for c in failing_checks if not c.hidden), failing_checks[0])
         status = TIMEOUT if first.status == TIMEOUT else FAILED
         message = f"{first.name}: {first.student_message}"
-    return ComponentResult(component.id, component.title, status, score, component.points, checks, message, component.hint)
+    figures = []
+    if status == FAILED and component.id in FIGURES and any(c.status == FAILED for c in checks if c.name in component.core):
+        figures = list(FIGURES[component.id])  # a wrong value of a core check: a picture shows it
+        message += f"\n{see_line(component.id)}"
+    return ComponentResult(component.id, component.title, status, score, component.points, checks, message,
+                           component.hint, figures)

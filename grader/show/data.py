@@ -1,0 +1,470 @@
+"""What each figure shows, as arrays: the expected panels beside the learner's (drawing is draw.py's).
+
+Each figure is one function that makes its panels from the functions it is
+given: once from PyTorch built-ins (and the checks' own helpers in
+tests/checklib), once from the learner's code, reached only through
+tests/checklib/adapters.py on a `Target` whose worker is confined as in a
+grading (grader/engine/remote.py). Student code never runs in this process.
+Inputs are fixed (seeded), so a figure is the same on every run.
+"""
+from __future__ import annotations
+
+import sys
+from dataclasses import dataclass, field
+from typing import Any, Callable
+
+import numpy as np
+import torch
+import torch.nn.functional as F
+from torch import Tensor
+
+from ..figures import FIGURES
+from ..paths import CHECKS_DIR
+from ..sandbox.protocol import NotStarted, StudentError
+
+MASK, HEAT, CLASSES, SIGNED = "mask", "heat", "classes", "signed"  # how a panel's values are coloured
+
+
+@dataclass
+class Panel:
+    """One 2-D array drawn as a grid of cells; `labels` (same shape) are written in the cells."""
+
+    title: str
+    values: np.ndarray  # (rows, columns): bool for MASK, ints for CLASSES (-1: nothing there), floats otherwise
+    kind: str = HEAT
+    labels: np.ndarray | None = None
+    xlabel: str = ""
+    ylabel: str = ""
+    scale: tuple[float, float] | None = None  # the colour scale's ends (default: the expected panel's range)
+
+    def same_as(self, other: "Panel") -> bool:
+        if self.values.shape != other.values.shape:
+            return False
+        if self.values.dtype.kind in "biu":
+            return bool(np.array_equal(self.values, other.values))
+        return bool(np.allclose(self.values, other.values, atol=1e-4, rtol=1e-4, equal_nan=True))
+
+
+@dataclass
+class Figure:
+    """A figure's data: the expected panels, the learner's (None, with `why`, when their code failed)."""
+
+    component: str
+    name: str
+    caption: str
+    expected: list[Panel]
+    yours: list[Panel] | None = None
+    why: str = ""  # why there are no panels of the learner's
+    notes: list[str] = field(default_factory=list)
+
+    @property
+    def matches(self) -> bool | None:
+        """Whether the learner's panels equal the expected ones (None without the learner's)."""
+        if self.yours is None:
+            return None
+        return len(self.yours) == len(self.expected) and all(a.same_as(b) for a, b in zip(self.yours, self.expected))
+
+
+class Unreadable(Exception):
+    """The learner's code returned something the figure cannot be drawn from (the message says what)."""
+
+
+def _checklib():
+    """tests/checklib, as the checks import it (tests/ is on their path)."""
+    if str(CHECKS_DIR) not in sys.path:
+        sys.path.insert(0, str(CHECKS_DIR))
+    import checklib.adapters
+    import checklib.weights
+
+    return checklib
+
+
+def _gen(seed: int) -> torch.Generator:
+    return torch.Generator().manual_seed(seed)
+
+
+def _array(value: Any, what: str, shape: tuple[int, ...] | None = None) -> np.ndarray:
+    """`value` (a tensor) as a numpy array, of `shape` where given."""
+    if not isinstance(value, Tensor):
+        raise Unreadable(f"{what} returned {type(value).__name__}, not a tensor")
+    if shape is not None and tuple(value.shape) != shape:
+        raise Unreadable(f"{what} returned shape {tuple(value.shape)}, expected {shape}")
+    value = value.detach()
+    if value.is_complex() or value.device.type != "cpu":
+        raise Unreadable(f"{what} returned a {value.dtype} tensor on {value.device}")
+    return value.numpy() if value.dtype == torch.bool else value.to(torch.float64).numpy()
+
+
+# --------------------------------------------------------------------------- masking
+
+def masking(causal_mask: Callable, apply_mask: Callable) -> list[Panel]:
+    """causal_mask(5), causal_mask(3, 6) and softmax(apply_mask(scores, the right mask)) over (3, 6)."""
+    square = _array(causal_mask(5), "causal_mask(5)", (5, 5)).astype(bool)
+    offset = _array(causal_mask(3, 6), "causal_mask(3, 6)", (3, 6)).astype(bool)
+    scores = torch.randn(3, 6, generator=_gen(14))
+    right = torch.ones(3, 6, dtype=torch.bool).tril(3)
+    masked = _array(apply_mask(scores, right), "apply_mask(scores (3, 6), mask)", (3, 6))
+    weights = torch.softmax(torch.from_numpy(masked), -1).numpy()
+    return [Panel("causal_mask(5)", square, MASK, xlabel="key j", ylabel="query i"),
+            Panel("causal_mask(3, k_len=6)", offset, MASK, xlabel="key j", ylabel="query i (the last 3 of 6)"),
+            Panel("softmax(apply_mask(scores, mask))", weights, HEAT, _numbers(weights), "key j", "query i",
+                  (0.0, 1.0))]
+
+
+def _expected_causal_mask(q_len: int, k_len: int | None = None) -> Tensor:
+    k_len = q_len if k_len is None else k_len
+    return torch.ones(q_len, k_len, dtype=torch.bool).tril(k_len - q_len)
+
+
+def _expected_apply_mask(scores: Tensor, mask: Tensor) -> Tensor:
+    return scores.masked_fill(~mask, float("-inf"))
+
+
+def _numbers(values: np.ndarray, digits: int = 2) -> np.ndarray:
+    """Each value written short (0.25, 1, -90); nothing for -inf or nan."""
+    def short(v: float) -> str:
+        text = f"{v:.{digits}f}"
+        text = text.rstrip("0").rstrip(".") if "." in text else text
+        return "0" if text == "-0" else text
+    return np.vectorize(lambda v: short(v) if np.isfinite(v) else "", otypes=[str])(values)
+
+
+# --------------------------------------------------------------------------- head_splitting
+
+HEAD_D, HEAD_T, HEAD_H = 8, 3, 2
+
+
+def head_split(split_heads: Callable, merge_heads: Callable) -> list[Panel]:
+    """x[0, t, f] = 100 t + f, split into 2 heads: each head's (T, Dh) block; then merged back."""
+    t = torch.arange(HEAD_T, dtype=torch.float32)[:, None]
+    f = torch.arange(HEAD_D, dtype=torch.float32)[None, :]
+    x = (100 * t + f)[None]  # (1, T, D)
+    dh = HEAD_D // HEAD_H
+    heads = _array(split_heads(x, HEAD_H), f"split_heads(x {tuple(x.shape)}, {HEAD_H})", (1, HEAD_H, HEAD_T, dh))[0]
+    true_heads = x.view(1, HEAD_T, HEAD_H, dh).transpose(1, 2).contiguous()
+    merged = _array(merge_heads(true_heads), f"merge_heads(heads {tuple(true_heads.shape)})", (1, HEAD_T, HEAD_D))[0]
+    panels = [_feature_panel(f"head {h}", heads[h], "feature of the head") for h in range(HEAD_H)]
+    return panels + [_feature_panel("merge_heads (all heads)", merged, "feature")]
+
+
+def _feature_panel(title: str, values: np.ndarray, xlabel: str) -> Panel:
+    """Cells coloured by the position (100 t + f // 100) and numbered by the feature they hold."""
+    whole = np.rint(values).astype(int)
+    exact = np.isclose(values, whole) & (whole >= 0) & (whole % 100 < HEAD_D) & (whole // 100 < HEAD_T)
+    position = np.where(exact, whole // 100, -1)
+    labels = np.where(exact, (whole % 100).astype(str), "?")
+    return Panel(title, position, CLASSES, labels, xlabel, "position t (colour)")
+
+
+def _expected_split_heads(x: Tensor, n_heads: int) -> Tensor:
+    return x.unflatten(-1, (n_heads, x.shape[-1] // n_heads)).transpose(1, 2)
+
+
+def _expected_merge_heads(x: Tensor) -> Tensor:
+    return x.transpose(1, 2).flatten(2)
+
+
+# --------------------------------------------------------------------------- multi_head_attention
+
+ATT_D, ATT_H, ATT_T = 16, 4, 6
+
+
+def _attention_inputs() -> tuple[Tensor, Tensor, dict[str, Tensor]]:
+    lib = _checklib()
+    gen = _gen(141)
+    x = lib.weights.randn(1, ATT_T, ATT_D, gen=gen, scale=2.0)
+    mask = torch.ones(ATT_T, ATT_T, dtype=torch.bool).tril()
+    return x, mask, lib.weights.mha_state(ATT_D, gen=gen)
+
+
+def attention_heads(new_attention: Callable) -> list[Panel]:
+    """MultiHeadAttention(16, 4) with fixed weights on one causal sequence of 6: last_attention per head."""
+    x, mask, state = _attention_inputs()
+    module = new_attention(state)
+    weights = _array(module(x, mask), "MultiHeadAttention(16, 4)(x, causal mask) then last_attention",
+                     (1, ATT_H, ATT_T, ATT_T))[0]
+    return [Panel(f"head {h}", weights[h], HEAT, _numbers(weights[h], 1), "key", "query", (0.0, 1.0)) for h in range(ATT_H)]
+
+
+class _LastAttention:
+    """The learner's module as `attention_heads` asks for it: weights in, last_attention out."""
+
+    def __init__(self, impl) -> None:
+        self.impl = impl
+
+    def __call__(self, state: dict[str, Tensor]) -> Callable:
+        module = _checklib().adapters.MultiHeadAttention(self.impl, ATT_D, ATT_H)
+        module.load_weights(state)
+        module.eval()
+
+        def run(x: Tensor, mask: Tensor) -> Any:
+            module(x, mask)
+            return module.attr("last_attention")
+        return run
+
+
+def _expected_attention(state: dict[str, Tensor]) -> Callable:
+    mha = _checklib().weights.torch_mha(state, ATT_D, ATT_H)
+
+    def run(x: Tensor, mask: Tensor) -> Tensor:
+        with torch.no_grad():
+            return mha(x, x, x, attn_mask=~mask, need_weights=True, average_attn_weights=False)[1]
+    return run
+
+
+def sdpa_weights(sdpa: Callable) -> list[Panel]:
+    """scaled_dot_product_attention on fixed q, k, v (1, 4, 6, 4) with a causal mask: the weights per head."""
+    gen = _gen(142)
+    q, k, v = (torch.randn(1, ATT_H, ATT_T, 4, generator=gen) * 1.5 for _ in range(3))
+    mask = torch.ones(ATT_T, ATT_T, dtype=torch.bool).tril()
+    result = sdpa(q, k, v, mask)
+    if not isinstance(result, tuple) or len(result) != 2:
+        raise Unreadable(f"scaled_dot_product_attention returned {type(result).__name__}, not (out, weights)")
+    weights = _array(result[1], "scaled_dot_product_attention(q, k, v, mask)[1]", (1, ATT_H, ATT_T, ATT_T))[0]
+    return [Panel(f"head {h}", weights[h], HEAT, _numbers(weights[h], 1), "key", "query", (0.0, 1.0)) for h in range(ATT_H)]
+
+
+def _expected_sdpa(q: Tensor, k: Tensor, v: Tensor, mask: Tensor) -> tuple[Tensor, Tensor]:
+    eye = torch.eye(k.shape[-2]).expand(*k.shape[:-1], k.shape[-2])  # v = I: the output is the weights
+    return F.scaled_dot_product_attention(q, k, v, attn_mask=mask), F.scaled_dot_product_attention(q, k, eye, attn_mask=mask)
+
+
+# --------------------------------------------------------------------------- sinusoidal_encoding
+
+PE_LEN, PE_D = 48, 32
+
+
+def sinusoidal(encoding: Callable) -> list[Panel]:
+    """sinusoidal_positional_encoding(48, 32) as a heatmap."""
+    table = _array(encoding(PE_LEN, PE_D), f"sinusoidal_positional_encoding({PE_LEN}, {PE_D})", (PE_LEN, PE_D))
+    return [Panel(f"sinusoidal_positional_encoding({PE_LEN}, {PE_D})", table, SIGNED,
+                  xlabel="feature (even: sin, odd: cos)", ylabel="position")]
+
+
+def _expected_encoding(max_len: int, d_model: int) -> Tensor:
+    p = torch.arange(max_len, dtype=torch.float64)[:, None]
+    i = torch.arange(0, d_model, 2, dtype=torch.float64)[None, :]
+    angle = p / 10000 ** (i / d_model)
+    table = torch.empty(max_len, d_model, dtype=torch.float64)
+    table[:, 0::2], table[:, 1::2] = angle.sin(), angle.cos()
+    return table.float()
+
+
+# --------------------------------------------------------------------------- patch_embedding
+
+IMG, PATCH = 6, 2
+
+
+def patch_order(patchify: Callable) -> list[Panel]:
+    """patchify of a 1-channel 6x6 image whose pixels hold their own index: each pixel's patch and slot."""
+    image = torch.arange(IMG * IMG, dtype=torch.float32).view(1, 1, IMG, IMG)
+    n, size = (IMG // PATCH) ** 2, PATCH * PATCH
+    out = _array(patchify(image, PATCH), f"patchify(image (1, 1, {IMG}, {IMG}), {PATCH})", (1, n, size))[0]
+    patch, slot = np.full(IMG * IMG, -1), np.full(IMG * IMG, -1)
+    for p in range(n):
+        for s in range(size):
+            value = out[p, s]
+            if np.isclose(value, round(value)) and 0 <= round(value) < IMG * IMG:
+                patch[round(value)], slot[round(value)] = p, s
+    patch, slot = patch.reshape(IMG, IMG), slot.reshape(IMG, IMG)
+    return [Panel("patch of each pixel", patch, CLASSES, np.where(patch >= 0, patch.astype(str), "?"), "x", "y"),
+            Panel("slot in the patch vector", patch, CLASSES, np.where(slot >= 0, slot.astype(str), "?"), "x", "y")]
+
+
+def _expected_patchify(images: Tensor, patch_size: int) -> Tensor:
+    return F.unfold(images, patch_size, stride=patch_size).transpose(1, 2)
+
+
+# --------------------------------------------------------------------------- kv_cache
+
+KV_STEPS = (3, 1, 1, 1)  # a prefill of 3 positions, then one token per step
+
+
+def kv_cache_growth(new_cache: Callable) -> list[Panel]:
+    """KVCache.update with chunks of 3, 1, 1, 1 positions whose keys hold their position: what comes back."""
+    cache = new_cache()
+    total = sum(KV_STEPS)
+    held = np.full((len(KV_STEPS), total), -1)
+    lengths, start = [], 0
+    for step, size in enumerate(KV_STEPS):
+        k = torch.arange(start, start + size, dtype=torch.float32).view(1, 1, size, 1).expand(1, 2, size, 2)
+        result = cache.update(k.contiguous(), (-k).contiguous())
+        if not isinstance(result, tuple) or len(result) != 2:
+            raise Unreadable(f"cache.update(k, v) returned {type(result).__name__}, not (k_all, v_all)")
+        keys = _array(result[0], f"cache.update(k, v) at step {step + 1}")
+        if keys.ndim != 4 or keys.shape[-2] > total:
+            raise Unreadable(f"cache.update(k, v) at step {step + 1} returned keys of shape {keys.shape}")
+        held[step, :keys.shape[-2]] = np.rint(keys[0, 0, :, 0]).astype(int)
+        lengths.append(len(cache))
+        start += size
+    labels = np.where(held >= 0, held.astype(str), "")
+    title = "keys returned by update; len(cache) after each step: " + ", ".join(map(str, lengths))
+    return [Panel(title, held, CLASSES, labels, "slot in the returned keys", "decode step")]
+
+
+class _ExpectedCache:
+    def __init__(self) -> None:
+        self.k: Tensor | None = None
+        self.v: Tensor | None = None
+
+    def update(self, k: Tensor, v: Tensor) -> tuple[Tensor, Tensor]:
+        self.k = k if self.k is None else torch.cat([self.k, k], dim=-2)
+        self.v = v if self.v is None else torch.cat([self.v, v], dim=-2)
+        return self.k, self.v
+
+    def __len__(self) -> int:
+        return 0 if self.k is None else self.k.shape[-2]
+
+
+# --------------------------------------------------------------------------- rope
+
+ROPE_T, ROPE_D = 16, 8
+
+
+def rope_rotation(rope_angles: Callable, apply_rope: Callable) -> list[Panel]:
+    """apply_rope on x whose every pair is (1, 0), with rope_angles(16, 8): each pair's angle, in degrees."""
+    cos, sin = rope_angles(ROPE_T, ROPE_D)
+    x = torch.zeros(1, 1, ROPE_T, ROPE_D)
+    x[..., 0::2] = 1.0
+    out = _array(apply_rope(x, cos, sin), f"apply_rope(x (1, 1, {ROPE_T}, {ROPE_D}), *rope_angles({ROPE_T}, {ROPE_D}))",
+                 (1, 1, ROPE_T, ROPE_D))[0, 0]
+    angle = np.degrees(np.arctan2(out[:, 1::2], out[:, 0::2]))
+    radius = np.hypot(out[:, 1::2], out[:, 0::2])
+    return [Panel("angle of pair i at position p (degrees)", angle, SIGNED, _numbers(angle, 0), "pair i", "position p"),
+            Panel("length of each pair (1: a rotation)", radius, HEAT, _numbers(radius, 1), "pair i", "position p",
+                  (0.0, 2.0))]
+
+
+def _expected_rope_angles(max_len: int, head_dim: int) -> tuple[Tensor, Tensor]:
+    angles = torch.outer(torch.arange(max_len, dtype=torch.float32),
+                         10000.0 ** (-torch.arange(0, head_dim, 2, dtype=torch.float32) / head_dim))
+    return angles.cos(), angles.sin()
+
+
+def _expected_apply_rope(x: Tensor, cos: Tensor, sin: Tensor) -> Tensor:
+    pairs = torch.view_as_complex(x.reshape(*x.shape[:-1], -1, 2).contiguous())
+    return torch.view_as_real(pairs * torch.complex(cos, sin)).reshape(x.shape)
+
+
+# --------------------------------------------------------------------------- grouped_query_attention
+
+GQA_KV, GQA_REP = 2, 3
+
+
+def gqa_heads(repeat_kv: Callable) -> list[Panel]:
+    """repeat_kv on 2 key/value heads whose values are their index, n_rep=3: query head -> key/value head."""
+    x = torch.arange(GQA_KV, dtype=torch.float32).view(1, GQA_KV, 1, 1)
+    out = _array(repeat_kv(x, GQA_REP), f"repeat_kv(x (1, {GQA_KV}, 1, 1), {GQA_REP})", (1, GQA_KV * GQA_REP, 1, 1))
+    reads = np.rint(out[0, :, 0, 0]).astype(int)
+    grid = reads[:, None] == np.arange(GQA_KV)[None, :]
+    return [Panel(f"query head (of {GQA_KV * GQA_REP}) reads key/value head (of {GQA_KV})", grid, MASK,
+                  xlabel="key/value head", ylabel="query head")]
+
+
+def _expected_repeat_kv(x: Tensor, n_rep: int) -> Tensor:
+    return torch.repeat_interleave(x, n_rep, dim=1)
+
+
+# --------------------------------------------------------------------------- swin_windows
+
+SWIN, WS, SHIFT = 8, 4, 2
+
+
+def swin_windows(window_partition: Callable) -> list[Panel]:
+    """window_partition of an 8x8 map whose cells hold their index, windows of 4: each cell's window and slot."""
+    grid = torch.arange(SWIN * SWIN, dtype=torch.float32).view(1, SWIN, SWIN, 1)
+    n = (SWIN // WS) ** 2
+    out = _array(window_partition(grid, WS), f"window_partition(x (1, {SWIN}, {SWIN}, 1), {WS})", (n, WS * WS, 1))
+    window, slot = np.full(SWIN * SWIN, -1), np.full(SWIN * SWIN, -1)
+    for w in range(n):
+        for s in range(WS * WS):
+            value = out[w, s, 0]
+            if np.isclose(value, round(value)) and 0 <= round(value) < SWIN * SWIN:
+                window[round(value)], slot[round(value)] = w, s
+    window, slot = window.reshape(SWIN, SWIN), slot.reshape(SWIN, SWIN)
+    return [Panel("window (colour) and slot (number) of each cell", window, CLASSES,
+                  np.where(slot >= 0, slot.astype(str), "?"), "column", "row")]
+
+
+def swin_mask(shifted_window_mask: Callable) -> list[Panel]:
+    """shifted_window_mask(8, 8, 4, 2): one (16, 16) panel per window."""
+    n = (SWIN // WS) ** 2
+    mask = _array(shifted_window_mask(SWIN, SWIN, WS, SHIFT), f"shifted_window_mask({SWIN}, {SWIN}, {WS}, {SHIFT})",
+                  (n, WS * WS, WS * WS)).astype(bool)
+    return [Panel(f"window {w}", mask[w], MASK, xlabel="key token", ylabel="query token") for w in range(n)]
+
+
+def _expected_window_partition(x: Tensor, ws: int) -> Tensor:
+    B, H, W, C = x.shape  # the Swin paper's code
+    return x.view(B, H // ws, ws, W // ws, ws, C).permute(0, 1, 3, 2, 4, 5).reshape(-1, ws * ws, C)
+
+
+def _expected_window_mask(H: int, W: int, ws: int, shift: int) -> Tensor:
+    labels = torch.zeros(1, H, W, 1)  # the Swin paper's code: a label per region of the shifted map
+    count = 0
+    for rows in (slice(0, -ws), slice(-ws, -shift), slice(-shift, None)):
+        for cols in (slice(0, -ws), slice(-ws, -shift), slice(-shift, None)):
+            labels[:, rows, cols, :] = count
+            count += 1
+    windows = _expected_window_partition(labels, ws)[..., 0]
+    return windows[:, :, None] == windows[:, None, :]
+
+
+# --------------------------------------------------------------------------- the catalogue
+
+# figure name -> (how to draw it from some functions, those functions as PyTorch gives them,
+#                 those functions as the learner wrote them, given a Target)
+Maker = Callable[..., list[Panel]]
+BUILDERS: dict[str, tuple[Maker, Callable[[], tuple], Callable[[Any], tuple]]] = {
+    "causal_mask": (masking, lambda: (_expected_causal_mask, _expected_apply_mask),
+                    lambda impl: (_checklib().adapters.causal_mask(impl), _checklib().adapters.apply_mask(impl))),
+    "head_split": (head_split, lambda: (_expected_split_heads, _expected_merge_heads),
+                   lambda impl: (_checklib().adapters.split_heads(impl), _checklib().adapters.merge_heads(impl))),
+    "attention_heads": (attention_heads, lambda: (_expected_attention,),
+                        lambda impl: (_LastAttention(impl),)),
+    "sdpa_weights": (sdpa_weights, lambda: (_expected_sdpa,),
+                     lambda impl: (_checklib().adapters.scaled_dot_product_attention(impl),)),
+    "sinusoidal_encoding": (sinusoidal, lambda: (_expected_encoding,),
+                            lambda impl: (_checklib().adapters.sinusoidal_positional_encoding(impl),)),
+    "patch_order": (patch_order, lambda: (_expected_patchify,), lambda impl: (_checklib().adapters.patchify(impl),)),
+    "kv_cache_growth": (kv_cache_growth, lambda: (_ExpectedCache,),
+                        lambda impl: (lambda: _checklib().adapters.KVCache(impl),)),
+    "rope_rotation": (rope_rotation, lambda: (_expected_rope_angles, _expected_apply_rope),
+                      lambda impl: (_checklib().adapters.rope_angles(impl), _checklib().adapters.apply_rope(impl))),
+    "gqa_heads": (gqa_heads, lambda: (_expected_repeat_kv,), lambda impl: (_checklib().adapters.repeat_kv(impl),)),
+    "swin_windows": (swin_windows, lambda: (_expected_window_partition,),
+                     lambda impl: (_checklib().adapters.window_partition(impl),)),
+    "swin_mask": (swin_mask, lambda: (_expected_window_mask,),
+                  lambda impl: (_checklib().adapters.shifted_window_mask(impl),)),
+}
+
+
+def expected_figure(component: str, name: str) -> Figure:
+    """The figure with its expected panels only."""
+    make, reference, _ = BUILDERS[name]
+    return Figure(component, name, FIGURES[component][name], make(*reference()))
+
+
+def figure(component: str, name: str, impl) -> Figure:
+    """The figure, with the learner's panels made from `impl` (a Target) where their code lets it."""
+    result = expected_figure(component, name)
+    make, _, learner = BUILDERS[name]
+    try:
+        result.yours = make(*learner(impl))
+    except NotStarted as exc:
+        result.why = str(exc)
+    except StudentError as exc:  # raised, hung, crashed, failed to load: as a check would say it
+        result.why = str(exc)
+    except Unreadable as exc:
+        result.why = f"cannot draw yours: {exc}"
+    except Exception as exc:  # noqa: BLE001 - what came back does not fit the drawing: say so, draw the rest
+        result.why = f"cannot draw yours: {type(exc).__name__}: {exc}"
+    if result.matches is False:
+        result.notes.append("yours differs from the expected")
+    return result
+
+
+def component_figures(component: str, impl) -> list[Figure]:
+    """Every figure of `component` (grader/figures.py), the learner's panels from `impl`."""
+    return [figure(component, name, impl) for name in FIGURES[component]]
+
