@@ -66,7 +66,8 @@ def score_component(component: Component, cases: list[CaseResult], load_errors: 
         status = TIMEOUT if first.status == TIMEOUT else FAILED
         message = f"{first.name}: {first.student_message}"
     figures = []
-    if status == FAILED and component.id in FIGURES and any(c.status == FAILED for c in checks if c.name in component.core):
+    if status == FAILED and component.id in FIGURES and any(
+            c.status == FAILED and not c.hidden for c in checks if c.name in component.core):
         figures = list(FIGURES[component.id])  # a wrong value of a core check: a picture shows it
         message += f"\n{see_line(component.id)}"
     return ComponentResult(component.id, component.title, status, score, component.points, checks, message,
