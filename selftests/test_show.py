@@ -95,6 +95,29 @@ def test_a_swapped_sin_cos_shows_in_the_encodings_first_column(tmp_path):
     assert np.allclose(mine[:, 0::2], right[:, 1::2], atol=1e-5) and np.allclose(mine[:, 1::2], right[:, 0::2], atol=1e-5)
 
 
+def test_a_copy_without_stand_ins_draws_the_expected_panels_it_stored(tmp_path, monkeypatch):
+    """A student release has no stand-ins (they are answers): `release` stores the expected panels instead."""
+    from grader.show import data
+
+    path = tmp_path / "expected.npz"
+    data.save_expected(path)
+    fresh = {name: data.expected_panels(name) for name in data.BUILDERS}
+    monkeypatch.setattr(data, "STORED", path)
+    monkeypatch.setattr(data.standins, "shipped", lambda piece: False)
+    data._stored.cache_clear()
+    try:
+        with pytest.raises(data.NoReference):
+            data.BUILDERS["causal_mask"][1]()
+        for name, panels in fresh.items():
+            stored = data.expected_panels(name)
+            assert [(p.title, p.kind, p.xlabel, p.ylabel, p.scale) for p in stored] == \
+                [(p.title, p.kind, p.xlabel, p.ylabel, p.scale) for p in panels], name
+            assert all(a.same_as(b) and (a.labels is None) == (b.labels is None) for a, b in zip(stored, panels))
+            assert all(a.labels is None or (a.labels == b.labels).all() for a, b in zip(stored, panels))
+    finally:
+        data._stored.cache_clear()
+
+
 def test_the_stubs_give_not_started_figures_with_the_expected_panels_only(stub_figures):
     assert set(stub_figures) == set(FIGURES)
     for component, figures in stub_figures.items():

@@ -1,16 +1,21 @@
 """What each figure shows, as arrays: the expected panels beside the learner's (drawing is draw.py's).
 
 Each figure is one function that makes its panels from the functions it is
-given: once from PyTorch built-ins (and the checks' own helpers in
-tests/checklib), once from the learner's code, reached only through
+given: once from the grader's trusted stand-ins (grader/sandbox/standins/)
+or a PyTorch built-in (the checks' own helpers in tests/checklib), in this
+process, and once from the learner's code, reached only through
 tests/checklib/adapters.py on a `Target` whose worker is confined as in a
 grading (grader/engine/remote.py). Student code never runs in this process.
 Inputs are fixed (seeded), so a figure is the same on every run.
 """
 from __future__ import annotations
 
+import functools
+import importlib
+import json
 import sys
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any, Callable
 
 import numpy as np
@@ -20,6 +25,7 @@ from torch import Tensor
 
 from ..figures import FIGURES
 from ..paths import CHECKS_DIR
+from ..sandbox import standins
 from ..sandbox.protocol import NotStarted, StudentError
 
 MASK, HEAT, CLASSES, SIGNED = "mask", "heat", "classes", "signed"  # how a panel's values are coloured
@@ -59,8 +65,8 @@ class Figure:
 
     @property
     def matches(self) -> bool | None:
-        """Whether the learner's panels equal the expected ones (None without the learner's)."""
-        if self.yours is None:
+        """Whether the learner's panels equal the expected ones (None without one side or the other)."""
+        if self.yours is None or not self.expected:
             return None
         return len(self.yours) == len(self.expected) and all(a.same_as(b) for a, b in zip(self.yours, self.expected))
 
@@ -111,13 +117,6 @@ def masking(causal_mask: Callable, apply_mask: Callable) -> list[Panel]:
                   (0.0, 1.0))]
 
 
-def _expected_causal_mask(q_len: int, k_len: int | None = None) -> Tensor:
-    k_len = q_len if k_len is None else k_len
-    return torch.ones(q_len, k_len, dtype=torch.bool).tril(k_len - q_len)
-
-
-def _expected_apply_mask(scores: Tensor, mask: Tensor) -> Tensor:
-    return scores.masked_fill(~mask, float("-inf"))
 
 
 def _numbers(values: np.ndarray, digits: int = 2) -> np.ndarray:
@@ -156,12 +155,6 @@ def _feature_panel(title: str, values: np.ndarray, xlabel: str) -> Panel:
     return Panel(title, position, CLASSES, labels, xlabel, "position t (colour)")
 
 
-def _expected_split_heads(x: Tensor, n_heads: int) -> Tensor:
-    return x.unflatten(-1, (n_heads, x.shape[-1] // n_heads)).transpose(1, 2)
-
-
-def _expected_merge_heads(x: Tensor) -> Tensor:
-    return x.transpose(1, 2).flatten(2)
 
 
 # --------------------------------------------------------------------------- multi_head_attention
@@ -241,14 +234,6 @@ def sinusoidal(encoding: Callable) -> list[Panel]:
                   xlabel="feature (even: sin, odd: cos)", ylabel="position")]
 
 
-def _expected_encoding(max_len: int, d_model: int) -> Tensor:
-    p = torch.arange(max_len, dtype=torch.float64)[:, None]
-    i = torch.arange(0, d_model, 2, dtype=torch.float64)[None, :]
-    angle = p / 10000 ** (i / d_model)
-    table = torch.empty(max_len, d_model, dtype=torch.float64)
-    table[:, 0::2], table[:, 1::2] = angle.sin(), angle.cos()
-    return table.float()
-
 
 # --------------------------------------------------------------------------- patch_embedding
 
@@ -302,19 +287,6 @@ def kv_cache_growth(new_cache: Callable) -> list[Panel]:
     return [Panel(title, held, CLASSES, labels, "slot in the returned keys", "decode step")]
 
 
-class _ExpectedCache:
-    def __init__(self) -> None:
-        self.k: Tensor | None = None
-        self.v: Tensor | None = None
-
-    def update(self, k: Tensor, v: Tensor) -> tuple[Tensor, Tensor]:
-        self.k = k if self.k is None else torch.cat([self.k, k], dim=-2)
-        self.v = v if self.v is None else torch.cat([self.v, v], dim=-2)
-        return self.k, self.v
-
-    def __len__(self) -> int:
-        return 0 if self.k is None else self.k.shape[-2]
-
 
 # --------------------------------------------------------------------------- rope
 
@@ -335,15 +307,6 @@ def rope_rotation(rope_angles: Callable, apply_rope: Callable) -> list[Panel]:
                   (0.0, 2.0))]
 
 
-def _expected_rope_angles(max_len: int, head_dim: int) -> tuple[Tensor, Tensor]:
-    angles = torch.outer(torch.arange(max_len, dtype=torch.float32),
-                         10000.0 ** (-torch.arange(0, head_dim, 2, dtype=torch.float32) / head_dim))
-    return angles.cos(), angles.sin()
-
-
-def _expected_apply_rope(x: Tensor, cos: Tensor, sin: Tensor) -> Tensor:
-    pairs = torch.view_as_complex(x.reshape(*x.shape[:-1], -1, 2).contiguous())
-    return torch.view_as_real(pairs * torch.complex(cos, sin)).reshape(x.shape)
 
 
 # --------------------------------------------------------------------------- grouped_query_attention
@@ -394,55 +357,104 @@ def swin_mask(shifted_window_mask: Callable) -> list[Panel]:
     return [Panel(f"window {w}", mask[w], MASK, xlabel="key token", ylabel="query token") for w in range(n)]
 
 
-def _expected_window_partition(x: Tensor, ws: int) -> Tensor:
-    B, H, W, C = x.shape  # the Swin paper's code
-    return x.view(B, H // ws, ws, W // ws, ws, C).permute(0, 1, 3, 2, 4, 5).reshape(-1, ws * ws, C)
-
-
-def _expected_window_mask(H: int, W: int, ws: int, shift: int) -> Tensor:
-    labels = torch.zeros(1, H, W, 1)  # the Swin paper's code: a label per region of the shifted map
-    count = 0
-    for rows in (slice(0, -ws), slice(-ws, -shift), slice(-shift, None)):
-        for cols in (slice(0, -ws), slice(-ws, -shift), slice(-shift, None)):
-            labels[:, rows, cols, :] = count
-            count += 1
-    windows = _expected_window_partition(labels, ws)[..., 0]
-    return windows[:, :, None] == windows[:, None, :]
 
 
 # --------------------------------------------------------------------------- the catalogue
 
-# figure name -> (how to draw it from some functions, those functions as PyTorch gives them,
-#                 those functions as the learner wrote them, given a Target)
+class NoReference(Exception):
+    """The expected panels need a stand-in that this copy of the grader lacks (a student release)."""
+
+
+def _standin(name: str) -> Callable:
+    """The trusted stand-in of the contract name `name` (grader/sandbox/standins/), in this process."""
+    piece = standins.PIECES[name]
+    if not standins.shipped(piece):
+        raise NoReference(name)
+    return getattr(importlib.import_module(f"{standins.__name__}.{piece}"), name)
+
+
+# figure name -> (how to draw it from some functions, those functions as the grader trusts them (the
+#                 stand-ins, or a PyTorch built-in), those functions as the learner wrote them, given a Target)
 Maker = Callable[..., list[Panel]]
 BUILDERS: dict[str, tuple[Maker, Callable[[], tuple], Callable[[Any], tuple]]] = {
-    "causal_mask": (masking, lambda: (_expected_causal_mask, _expected_apply_mask),
+    "causal_mask": (masking, lambda: (_standin("causal_mask"), _standin("apply_mask")),
                     lambda impl: (_checklib().adapters.causal_mask(impl), _checklib().adapters.apply_mask(impl))),
-    "head_split": (head_split, lambda: (_expected_split_heads, _expected_merge_heads),
+    "head_split": (head_split, lambda: (_standin("split_heads"), _standin("merge_heads")),
                    lambda impl: (_checklib().adapters.split_heads(impl), _checklib().adapters.merge_heads(impl))),
-    "attention_heads": (attention_heads, lambda: (_expected_attention,),
-                        lambda impl: (_LastAttention(impl),)),
+    "attention_heads": (attention_heads, lambda: (_expected_attention,), lambda impl: (_LastAttention(impl),)),
     "sdpa_weights": (sdpa_weights, lambda: (_expected_sdpa,),
                      lambda impl: (_checklib().adapters.scaled_dot_product_attention(impl),)),
-    "sinusoidal_encoding": (sinusoidal, lambda: (_expected_encoding,),
+    "sinusoidal_encoding": (sinusoidal, lambda: (_standin("sinusoidal_positional_encoding"),),
                             lambda impl: (_checklib().adapters.sinusoidal_positional_encoding(impl),)),
     "patch_order": (patch_order, lambda: (_expected_patchify,), lambda impl: (_checklib().adapters.patchify(impl),)),
-    "kv_cache_growth": (kv_cache_growth, lambda: (_ExpectedCache,),
+    "kv_cache_growth": (kv_cache_growth, lambda: (_standin("KVCache"),),
                         lambda impl: (lambda: _checklib().adapters.KVCache(impl),)),
-    "rope_rotation": (rope_rotation, lambda: (_expected_rope_angles, _expected_apply_rope),
+    "rope_rotation": (rope_rotation, lambda: (_standin("rope_angles"), _standin("apply_rope")),
                       lambda impl: (_checklib().adapters.rope_angles(impl), _checklib().adapters.apply_rope(impl))),
     "gqa_heads": (gqa_heads, lambda: (_expected_repeat_kv,), lambda impl: (_checklib().adapters.repeat_kv(impl),)),
-    "swin_windows": (swin_windows, lambda: (_expected_window_partition,),
+    "swin_windows": (swin_windows, lambda: (_standin("window_partition"),),
                      lambda impl: (_checklib().adapters.window_partition(impl),)),
-    "swin_mask": (swin_mask, lambda: (_expected_window_mask,),
+    "swin_mask": (swin_mask, lambda: (_standin("shifted_window_mask"),),
                   lambda impl: (_checklib().adapters.shifted_window_mask(impl),)),
 }
 
+# A student release has no stand-ins (they are answers): `release` stores the expected panels here instead
+# (`save_expected`), pictures of fixed inputs, no code.
+STORED = Path(__file__).with_name("expected.npz")
+
+
+def expected_panels(name: str) -> list[Panel]:
+    """The expected panels of figure `name`: from the stand-ins, else as a release stored them."""
+    make, reference, _ = BUILDERS[name]
+    try:
+        return make(*reference())
+    except NoReference:
+        stored = _stored().get(name)
+        if stored is None:
+            raise
+        return stored
+
 
 def expected_figure(component: str, name: str) -> Figure:
-    """The figure with its expected panels only."""
-    make, reference, _ = BUILDERS[name]
-    return Figure(component, name, FIGURES[component][name], make(*reference()))
+    """The figure with its expected panels only (none, with a note, where this grader cannot make them)."""
+    try:
+        return Figure(component, name, FIGURES[component][name], expected_panels(name))
+    except NoReference:
+        return Figure(component, name, FIGURES[component][name], [],
+                      notes=["no expected panels: this copy of the grader has neither the stand-ins nor stored ones"])
+
+
+_META = ("title", "kind", "xlabel", "ylabel", "scale")
+
+
+def save_expected(path: Path) -> None:
+    """Store every figure's expected panels (arrays and their titles, no code) for a copy without stand-ins."""
+    arrays: dict[str, np.ndarray] = {}
+    for name in BUILDERS:
+        for i, panel in enumerate(expected_panels(name)):
+            arrays[f"{name}/{i}/values"] = panel.values
+            if panel.labels is not None:
+                arrays[f"{name}/{i}/labels"] = panel.labels.astype(str)
+            arrays[f"{name}/{i}/meta"] = np.array(json.dumps({key: getattr(panel, key) for key in _META}))
+    with open(path, "wb") as out:
+        np.savez_compressed(out, **arrays)
+
+
+@functools.cache
+def _stored() -> dict[str, list[Panel]]:
+    if not STORED.is_file():
+        return {}
+    panels: dict[str, dict[int, Panel]] = {}
+    with np.load(STORED, allow_pickle=False) as data:
+        for key in data.files:
+            name, index, part = key.split("/")
+            if part == "meta":
+                meta = json.loads(str(data[key]))
+                labels = data.get(f"{name}/{index}/labels")
+                panels.setdefault(name, {})[int(index)] = Panel(
+                    meta["title"], data[f"{name}/{index}/values"], meta["kind"], labels, meta["xlabel"],
+                    meta["ylabel"], tuple(meta["scale"]) if meta["scale"] else None)
+    return {name: [by_index[i] for i in sorted(by_index)] for name, by_index in panels.items()}
 
 
 def figure(component: str, name: str, impl) -> Figure:

@@ -32,20 +32,27 @@ def png(figure: Figure, dpi: int = 100) -> bytes:
     grid = fig.add_gridspec(2, columns, hspace=0.5, wspace=0.35, top=1 - 1.2 / (2 * cell + 1.6), bottom=0.06)
     for column, panel in enumerate(figure.expected):
         _panel(fig.add_subplot(grid[0, column]), panel, figure.expected[column], "expected")
+    if not figure.expected:
+        _words(fig.add_subplot(grid[0, :]), "expected: nothing to draw\n" + "\n".join(figure.notes), "#555555")
     if figure.yours is None:
-        ax = fig.add_subplot(grid[1, :])
-        ax.axis("off")
-        ax.text(0.5, 0.5, "yours: nothing to draw\n" + "\n".join(textwrap.wrap(figure.why, 100)[:8]),
-                ha="center", va="center", fontsize=10, color="#a03030", transform=ax.transAxes)
+        _words(fig.add_subplot(grid[1, :]), "yours: nothing to draw\n" + figure.why, "#a03030")
     else:
         for column, panel in enumerate(figure.yours):
             reference = figure.expected[column] if column < len(figure.expected) else panel
-            same = column < len(figure.expected) and panel.same_as(reference)
-            _panel(fig.add_subplot(grid[1, column]), panel, reference, "yours" + ("" if same else " (differs)"),
-                   alarm=not same)
+            differs = bool(figure.expected) and not (column < len(figure.expected) and panel.same_as(reference))
+            _panel(fig.add_subplot(grid[1, column]), panel, reference, "yours" + (" (differs)" if differs else ""),
+                   alarm=differs)
     out = io.BytesIO()
     fig.savefig(out, format="png", dpi=dpi)
     return out.getvalue()
+
+
+def _words(ax, text: str, colour: str) -> None:
+    """A panel of text only (why there is nothing to draw)."""
+    ax.axis("off")
+    lines = [wrapped for line in text.splitlines() for wrapped in textwrap.wrap(line, 100) or [""]]
+    ax.text(0.5, 0.5, "\n".join(lines[:10]), ha="center", va="center", fontsize=10, color=colour,
+            transform=ax.transAxes)
 
 
 def _panel(ax, panel: Panel, reference: Panel, row: str, alarm: bool = False) -> None:
