@@ -49,12 +49,38 @@ def panels(figures, component: str, name: str):
     return figure, figure.expected, figure.yours
 
 
-def test_every_figure_has_a_maker_and_every_component_is_real():
-    from grader.contract import COMPONENTS
+def test_every_figure_has_a_maker_and_names_real_checks():
+    from grader.course import load_course
     from grader.show.data import BUILDERS
 
     assert set(BUILDERS) == {name for names in FIGURES.values() for name in names}
-    assert set(FIGURES) <= set(COMPONENTS)
+    course = load_course()
+    for component, pictures in FIGURES.items():
+        for name, picture in pictures.items():
+            assert picture.checks and set(picture.checks) <= set(course.component(component).checks), name
+
+
+# a bug per figure that the figure shows: the learner's panels differ from the expected ones
+SHOWN = [("masking:ignores_k_len_offset", "causal_mask"), ("masking:fill_with_minus_1e4", "causal_mask"),
+         ("head_splitting:split_heads_interleaved", "head_split"),
+         ("multi_head_attention:missing_out_proj", "attention_heads"),
+         ("multi_head_attention:mask_multiplied_after_softmax", "sdpa_weights"),
+         ("sinusoidal_encoding:positions_from_one", "sinusoidal_encoding"),
+         ("patch_embedding:channels_last_in_patch", "patch_order"), ("kv_cache:len_is_batch_size", "kv_cache_growth"),
+         ("rope:rotate_half_layout", "rope_rotation"), ("rope:base_ignored", "rope_rotation"),
+         ("grouped_query_attention:tiled_groups", "gqa_heads"), ("swin_windows:tokens_column_major", "swin_windows"),
+         ("swin_windows:slices_off_by_one", "swin_mask")]
+
+
+def test_each_figure_shows_a_bug_of_its_component(tmp_path):
+    from grader.show.pictures import learner_figures
+
+    assert {name for _, name in SHOWN} == {name for names in FIGURES.values() for name in names}
+    for i, (bug_id, name) in enumerate(SHOWN):
+        component = bug_id.split(":")[0]
+        figures = learner_figures(bug_folder(bug_id, tmp_path / str(i)), {component: [name]})[component]
+        assert [f.name for f in figures] == [name]
+        assert figures[0].matches is False, (bug_id, name, figures[0].why)
 
 
 def test_the_reference_matches_every_expected_figure(reference_figures):
@@ -160,7 +186,7 @@ def test_a_failing_core_check_names_the_figure_and_other_failures_do_not(tmp_pat
     swapped = run_checks(bug_folder("sinusoidal_encoding:sin_cos_swapped", tmp_path / "swapped"),
                          ["sinusoidal_encoding"], processes=1).components[0]
     assert swapped.status == "failed" and swapped.figures == list(FIGURES["sinusoidal_encoding"])
-    assert swapped.message.endswith(see_line("sinusoidal_encoding"))
+    assert swapped.message.endswith(see_line("sinusoidal_encoding", swapped.figures))
     no_check = run_checks(bug_folder("sinusoidal_encoding:no_odd_d_model_check", tmp_path / "no_check"),
                           ["sinusoidal_encoding"], processes=1).components[0]
     assert no_check.status == "failed" and not no_check.figures  # a ValueError not raised: no picture shows it
@@ -189,7 +215,8 @@ def hand_made_report(target: str) -> Report:
               CheckResult("test_shape_and_dtype", "sinusoidal_encoding", "passed", 5, 5, 2, 2)]
     return Report(target, [
         ComponentResult("sinusoidal_encoding", "Sinusoidal positional encoding", "failed", 5, 10, checks,
-                        f"test_even_columns_are_sines: {hostile}\n{see_line('sinusoidal_encoding')}",
+                        f"test_even_columns_are_sines: {hostile}\n"
+                        f"{see_line('sinusoidal_encoding', list(FIGURES['sinusoidal_encoding']))}",
                         "sin in even columns", list(FIGURES["sinusoidal_encoding"])),
         ComponentResult("scaling", "Scaled dot-product scores", "passed", 8, 8,
                         [CheckResult("test_attention_scores_values", "scaling", "passed", 8, 8, 1, 1)]),

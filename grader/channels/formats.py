@@ -213,13 +213,13 @@ def to_markdown(report: Report) -> str:
 WHICH_FIGURES = ("failing", "all", "none")  # failing: those a failing component's message names (results.figures)
 
 
-def figures_wanted(report: Report, which: str = "failing") -> list[str]:
-    """The components whose figures the page embeds."""
+def figures_wanted(report: Report, which: str = "failing") -> dict[str, list[str]]:
+    """component -> the figures the page embeds."""
     if which == "none":
-        return []
+        return {}
     if which == "all":
-        return [c.id for c in report.components if c.id in FIGURES]
-    return [c.id for c in report.components if c.figures]
+        return {c.id: list(FIGURES[c.id]) for c in report.components if c.id in FIGURES}
+    return {c.id: list(c.figures) for c in report.components if c.figures}
 
 
 def to_html(report: Report, figures: str = "failing") -> str:
@@ -244,7 +244,7 @@ def to_html(report: Report, figures: str = "failing") -> str:
                        protection=protection_line(report), unprotected=_unprotected(report))
 
 
-def _draw(report: Report, components: list[str]) -> tuple[dict[str, list[dict]], str]:
+def _draw(report: Report, components: dict[str, list[str]]) -> tuple[dict[str, list[dict]], str]:
     """component -> its figures as the template shows them; and why none could be drawn, if so."""
     if not components:
         return {}, ""

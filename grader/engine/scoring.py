@@ -6,7 +6,7 @@ from fractions import Fraction
 
 from ..contract import FILES
 from ..course import POINT_UNITS, Component
-from ..figures import FIGURES, see_line
+from ..figures import figures_showing, see_line
 from ..results import ERROR, FAILED, NOT_STARTED, PASSED, TIMEOUT, CaseResult, CheckResult, ComponentResult
 
 
@@ -65,10 +65,9 @@ def score_component(component: Component, cases: list[CaseResult], load_errors: 
         first = next((c for c in failing_checks if not c.hidden), failing_checks[0])
         status = TIMEOUT if first.status == TIMEOUT else FAILED
         message = f"{first.name}: {first.student_message}"
-    figures = []
-    if status == FAILED and component.id in FIGURES and any(
-            c.status == FAILED and not c.hidden for c in checks if c.name in component.core):
-        figures = list(FIGURES[component.id])  # a wrong value of a core check: a picture shows it
-        message += f"\n{see_line(component.id)}"
+    figures = figures_showing(component.id, {c.name for c in checks if c.status == FAILED and not c.hidden}) \
+        if status == FAILED else []  # a wrong value that a picture shows
+    if figures:
+        message += f"\n{see_line(component.id, figures)}"
     return ComponentResult(component.id, component.title, status, score, component.points, checks, message,
                            component.hint, figures)

@@ -44,11 +44,16 @@ class Panel:
     scale: tuple[float, float] | None = None  # the colour scale's ends (default: the expected panel's range)
 
     def same_as(self, other: "Panel") -> bool:
+        """Equal values (close, for floats) and, where the values are whole, equal labels (the numbers in cells)."""
         if self.values.shape != other.values.shape:
             return False
         if self.values.dtype.kind in "biu":
-            return bool(np.array_equal(self.values, other.values))
+            return bool(np.array_equal(self.values, other.values)) and _same_labels(self.labels, other.labels)
         return bool(np.allclose(self.values, other.values, atol=1e-4, rtol=1e-4, equal_nan=True))
+
+
+def _same_labels(a: np.ndarray | None, b: np.ndarray | None) -> bool:
+    return (a is None) == (b is None) and (a is None or (a.shape == b.shape and bool((a == b).all())))
 
 
 @dataclass
@@ -108,6 +113,7 @@ def masking(causal_mask: Callable, apply_mask: Callable) -> list[Panel]:
     square = _array(causal_mask(5), "causal_mask(5)", (5, 5)).astype(bool)
     offset = _array(causal_mask(3, 6), "causal_mask(3, 6)", (3, 6)).astype(bool)
     scores = torch.randn(3, 6, generator=_gen(14))
+    scores[0] -= 1e5  # a masked score must lie below any score: -1e4 or 0 would win here
     right = torch.ones(3, 6, dtype=torch.bool).tril(3)
     masked = _array(apply_mask(scores, right), "apply_mask(scores (3, 6), mask)", (3, 6))
     weights = torch.softmax(torch.from_numpy(masked), -1).numpy()
@@ -115,8 +121,6 @@ def masking(causal_mask: Callable, apply_mask: Callable) -> list[Panel]:
             Panel("causal_mask(3, k_len=6)", offset, MASK, xlabel="key j", ylabel="query i (the last 3 of 6)"),
             Panel("softmax(apply_mask(scores, mask))", weights, HEAT, _numbers(weights), "key j", "query i",
                   (0.0, 1.0))]
-
-
 
 
 def _numbers(values: np.ndarray, digits: int = 2) -> np.ndarray:
@@ -156,31 +160,30 @@ def _feature_panel(title: str, values: np.ndarray, xlabel: str) -> Panel:
 
 
 
-
 # --------------------------------------------------------------------------- multi_head_attention
 
 ATT_D, ATT_H, ATT_T = 16, 4, 6
 
 
-def _attention_inputs() -> tuple[Tensor, Tensor, dict[str, Tensor]]:
-    lib = _checklib()
-    gen = _gen(141)
-    x = lib.weights.randn(1, ATT_T, ATT_D, gen=gen, scale=2.0)
-    mask = torch.ones(ATT_T, ATT_T, dtype=torch.bool).tril()
-    return x, mask, lib.weights.mha_state(ATT_D, gen=gen)
+def _heads(weights: np.ndarray) -> list[Panel]:
+    return [Panel(f"head {h}", weights[h], HEAT, _numbers(weights[h], 1), "key", "query", (0.0, 1.0))
+            for h in range(weights.shape[0])]
 
 
 def attention_heads(new_attention: Callable) -> list[Panel]:
-    """MultiHeadAttention(16, 4) with fixed weights on one causal sequence of 6: last_attention per head."""
-    x, mask, state = _attention_inputs()
-    module = new_attention(state)
-    weights = _array(module(x, mask), "MultiHeadAttention(16, 4)(x, causal mask) then last_attention",
-                     (1, ATT_H, ATT_T, ATT_T))[0]
-    return [Panel(f"head {h}", weights[h], HEAT, _numbers(weights[h], 1), "key", "query", (0.0, 1.0)) for h in range(ATT_H)]
+    """MultiHeadAttention(16, 4) with fixed weights on one sequence of 6, no mask: last_attention per head, and
+    the output (positions down, features across)."""
+    lib = _checklib()
+    gen = _gen(141)
+    x = lib.weights.randn(1, ATT_T, ATT_D, gen=gen, scale=2.0)
+    out, weights = new_attention(lib.weights.mha_state(ATT_D, gen=gen))(x)
+    weights = _array(weights, "last_attention after MultiHeadAttention(16, 4)(x)", (1, ATT_H, ATT_T, ATT_T))[0]
+    out = _array(out, "MultiHeadAttention(16, 4)(x)", (1, ATT_T, ATT_D))[0]
+    return _heads(weights) + [Panel("the output", out, SIGNED, xlabel="feature", ylabel="position")]
 
 
 class _LastAttention:
-    """The learner's module as `attention_heads` asks for it: weights in, last_attention out."""
+    """The learner's module as `attention_heads` asks for it: weights in, (output, last_attention) out."""
 
     def __init__(self, impl) -> None:
         self.impl = impl
@@ -190,23 +193,24 @@ class _LastAttention:
         module.load_weights(state)
         module.eval()
 
-        def run(x: Tensor, mask: Tensor) -> Any:
-            module(x, mask)
-            return module.attr("last_attention")
+        def run(x: Tensor) -> tuple[Any, Any]:
+            out = module(x)
+            return out, module.attr("last_attention")
         return run
 
 
 def _expected_attention(state: dict[str, Tensor]) -> Callable:
     mha = _checklib().weights.torch_mha(state, ATT_D, ATT_H)
 
-    def run(x: Tensor, mask: Tensor) -> Tensor:
+    def run(x: Tensor) -> tuple[Tensor, Tensor]:
         with torch.no_grad():
-            return mha(x, x, x, attn_mask=~mask, need_weights=True, average_attn_weights=False)[1]
+            return mha(x, x, x, need_weights=True, average_attn_weights=False)
     return run
 
 
 def sdpa_weights(sdpa: Callable) -> list[Panel]:
-    """scaled_dot_product_attention on fixed q, k, v (1, 4, 6, 4) with a causal mask: the weights per head."""
+    """scaled_dot_product_attention on fixed q, k, v (1, 4, 6, 4) with a causal mask: the weights per head, and
+    head 0's output."""
     gen = _gen(142)
     q, k, v = (torch.randn(1, ATT_H, ATT_T, 4, generator=gen) * 1.5 for _ in range(3))
     mask = torch.ones(ATT_T, ATT_T, dtype=torch.bool).tril()
@@ -214,7 +218,8 @@ def sdpa_weights(sdpa: Callable) -> list[Panel]:
     if not isinstance(result, tuple) or len(result) != 2:
         raise Unreadable(f"scaled_dot_product_attention returned {type(result).__name__}, not (out, weights)")
     weights = _array(result[1], "scaled_dot_product_attention(q, k, v, mask)[1]", (1, ATT_H, ATT_T, ATT_T))[0]
-    return [Panel(f"head {h}", weights[h], HEAT, _numbers(weights[h], 1), "key", "query", (0.0, 1.0)) for h in range(ATT_H)]
+    out = _array(result[0], "scaled_dot_product_attention(q, k, v, mask)[0]", (1, ATT_H, ATT_T, 4))[0, 0]
+    return _heads(weights) + [Panel("head 0's output", out, SIGNED, _numbers(out, 1), "feature", "query")]
 
 
 def _expected_sdpa(q: Tensor, k: Tensor, v: Tensor, mask: Tensor) -> tuple[Tensor, Tensor]:
@@ -234,26 +239,28 @@ def sinusoidal(encoding: Callable) -> list[Panel]:
                   xlabel="feature (even: sin, odd: cos)", ylabel="position")]
 
 
-
 # --------------------------------------------------------------------------- patch_embedding
 
-IMG, PATCH = 6, 2
+IMG, PATCH, CHANNELS = 6, 2, 2
 
 
 def patch_order(patchify: Callable) -> list[Panel]:
-    """patchify of a 1-channel 6x6 image whose pixels hold their own index: each pixel's patch and slot."""
-    image = torch.arange(IMG * IMG, dtype=torch.float32).view(1, 1, IMG, IMG)
-    n, size = (IMG // PATCH) ** 2, PATCH * PATCH
-    out = _array(patchify(image, PATCH), f"patchify(image (1, 1, {IMG}, {IMG}), {PATCH})", (1, n, size))[0]
-    patch, slot = np.full(IMG * IMG, -1), np.full(IMG * IMG, -1)
+    """patchify of a 2-channel 6x6 image whose pixels hold 100 * channel + their index: per channel, each pixel's
+    patch (colour) and slot in the patch vector (number)."""
+    image = (torch.arange(IMG * IMG, dtype=torch.float32).view(1, 1, IMG, IMG)
+             + 100 * torch.arange(CHANNELS, dtype=torch.float32).view(1, CHANNELS, 1, 1))
+    n, size = (IMG // PATCH) ** 2, CHANNELS * PATCH * PATCH
+    out = _array(patchify(image, PATCH), f"patchify(image (1, {CHANNELS}, {IMG}, {IMG}), {PATCH})", (1, n, size))[0]
+    patch, slot = np.full((CHANNELS, IMG * IMG), -1), np.full((CHANNELS, IMG * IMG), -1)
     for p in range(n):
         for s in range(size):
-            value = out[p, s]
-            if np.isclose(value, round(value)) and 0 <= round(value) < IMG * IMG:
-                patch[round(value)], slot[round(value)] = p, s
-    patch, slot = patch.reshape(IMG, IMG), slot.reshape(IMG, IMG)
-    return [Panel("patch of each pixel", patch, CLASSES, np.where(patch >= 0, patch.astype(str), "?"), "x", "y"),
-            Panel("slot in the patch vector", patch, CLASSES, np.where(slot >= 0, slot.astype(str), "?"), "x", "y")]
+            value = round(out[p, s])
+            channel, pixel = divmod(value, 100)
+            if np.isclose(out[p, s], value) and 0 <= channel < CHANNELS and pixel < IMG * IMG:
+                patch[channel, pixel], slot[channel, pixel] = p, s
+    return [Panel(f"channel {c}: patch (colour), slot (number)", patch[c].reshape(IMG, IMG), CLASSES,
+                  np.where(slot[c] >= 0, slot[c].astype(str), "?").reshape(IMG, IMG), "x", "y")
+            for c in range(CHANNELS)]
 
 
 def _expected_patchify(images: Tensor, patch_size: int) -> Tensor:
@@ -266,11 +273,12 @@ KV_STEPS = (3, 1, 1, 1)  # a prefill of 3 positions, then one token per step
 
 
 def kv_cache_growth(new_cache: Callable) -> list[Panel]:
-    """KVCache.update with chunks of 3, 1, 1, 1 positions whose keys hold their position: what comes back."""
+    """KVCache.update with chunks of 3, 1, 1, 1 positions whose keys hold their position: the keys that come back
+    at each step, and len(cache) before and after each."""
     cache = new_cache()
     total = sum(KV_STEPS)
     held = np.full((len(KV_STEPS), total), -1)
-    lengths, start = [], 0
+    lengths, start = [len(cache)], 0
     for step, size in enumerate(KV_STEPS):
         k = torch.arange(start, start + size, dtype=torch.float32).view(1, 1, size, 1).expand(1, 2, size, 2)
         result = cache.update(k.contiguous(), (-k).contiguous())
@@ -282,30 +290,31 @@ def kv_cache_growth(new_cache: Callable) -> list[Panel]:
         held[step, :keys.shape[-2]] = np.rint(keys[0, 0, :, 0]).astype(int)
         lengths.append(len(cache))
         start += size
-    labels = np.where(held >= 0, held.astype(str), "")
-    title = "keys returned by update; len(cache) after each step: " + ", ".join(map(str, lengths))
-    return [Panel(title, held, CLASSES, labels, "slot in the returned keys", "decode step")]
-
+    sizes = np.array([lengths])
+    return [Panel("positions in the keys update returns", held, CLASSES, np.where(held >= 0, held.astype(str), ""),
+                  "slot in the returned keys", "decode step"),
+            Panel("len(cache): new, then after each step", sizes, HEAT, sizes.astype(str), "step", "",
+                  (0.0, float(total)))]
 
 
 # --------------------------------------------------------------------------- rope
 
-ROPE_T, ROPE_D = 16, 8
+ROPE_T, ROPE_D, ROPE_BASE = 16, 8, 100.0  # a base other than the default: a table must use it
 
 
 def rope_rotation(rope_angles: Callable, apply_rope: Callable) -> list[Panel]:
-    """apply_rope on x whose every pair is (1, 0), with rope_angles(16, 8): each pair's angle, in degrees."""
-    cos, sin = rope_angles(ROPE_T, ROPE_D)
+    """apply_rope on x whose every pair is (1, 0), with rope_angles(16, 8, base=100): each pair's angle, in degrees,
+    and its length."""
+    cos, sin = rope_angles(ROPE_T, ROPE_D, ROPE_BASE)
     x = torch.zeros(1, 1, ROPE_T, ROPE_D)
     x[..., 0::2] = 1.0
-    out = _array(apply_rope(x, cos, sin), f"apply_rope(x (1, 1, {ROPE_T}, {ROPE_D}), *rope_angles({ROPE_T}, {ROPE_D}))",
+    out = _array(apply_rope(x, cos, sin), f"apply_rope(x (1, 1, {ROPE_T}, {ROPE_D}), *rope_angles({ROPE_T}, {ROPE_D}, base={ROPE_BASE:g}))",
                  (1, 1, ROPE_T, ROPE_D))[0, 0]
     angle = np.degrees(np.arctan2(out[:, 1::2], out[:, 0::2]))
     radius = np.hypot(out[:, 1::2], out[:, 0::2])
     return [Panel("angle of pair i at position p (degrees)", angle, SIGNED, _numbers(angle, 0), "pair i", "position p"),
             Panel("length of each pair (1: a rotation)", radius, HEAT, _numbers(radius, 1), "pair i", "position p",
                   (0.0, 2.0))]
-
 
 
 
@@ -355,7 +364,6 @@ def swin_mask(shifted_window_mask: Callable) -> list[Panel]:
     mask = _array(shifted_window_mask(SWIN, SWIN, WS, SHIFT), f"shifted_window_mask({SWIN}, {SWIN}, {WS}, {SHIFT})",
                   (n, WS * WS, WS * WS)).astype(bool)
     return [Panel(f"window {w}", mask[w], MASK, xlabel="key token", ylabel="query token") for w in range(n)]
-
 
 
 
@@ -418,9 +426,9 @@ def expected_panels(name: str) -> list[Panel]:
 def expected_figure(component: str, name: str) -> Figure:
     """The figure with its expected panels only (none, with a note, where this grader cannot make them)."""
     try:
-        return Figure(component, name, FIGURES[component][name], expected_panels(name))
+        return Figure(component, name, FIGURES[component][name].caption, expected_panels(name))
     except NoReference:
-        return Figure(component, name, FIGURES[component][name], [],
+        return Figure(component, name, FIGURES[component][name].caption, [],
                       notes=["no expected panels: this copy of the grader has neither the stand-ins nor stored ones"])
 
 
@@ -476,7 +484,8 @@ def figure(component: str, name: str, impl) -> Figure:
     return result
 
 
-def component_figures(component: str, impl) -> list[Figure]:
-    """Every figure of `component` (grader/figures.py), the learner's panels from `impl`."""
-    return [figure(component, name, impl) for name in FIGURES[component]]
+def component_figures(component: str, impl, names: list[str] | None = None) -> list[Figure]:
+    """The figures of `component` (grader/figures.py; all, or those `names` lists), the learner's panels from
+    `impl`."""
+    return [figure(component, name, impl) for name in FIGURES[component] if names is None or name in names]
 

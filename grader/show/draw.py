@@ -93,7 +93,8 @@ def _panel(ax, panel: Panel, reference: Panel, row: str, alarm: bool = False) ->
         size = max(4.5, min(9.0, 60 / max(rows, cols)))
         for (r, c), text in np.ndenumerate(panel.labels):
             if text:
-                ax.text(c, r, text, ha="center", va="center", fontsize=size, color="black")
+                dark = panel.kind == HEAT and image.norm(float(values[r, c])) < 0.45  # viridis is dark below
+                ax.text(c, r, text, ha="center", va="center", fontsize=size, color="white" if dark else "black")
     ax.set_title("\n".join(textwrap.wrap(f"{row}: {panel.title}", 48)), fontsize=8, color="#a03030" if alarm else "black")
     ax.set_xlabel(panel.xlabel, fontsize=7)
     ax.set_ylabel(panel.ylabel, fontsize=7)

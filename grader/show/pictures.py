@@ -8,9 +8,12 @@ from ..figures import FIGURES
 from .data import Figure, component_figures
 
 
-def learner_figures(target: str | Path, components: list[str], *, timeout: float | None = None) -> dict[str, list[Figure]]:
-    """component -> its figures (grader/figures.py), the learner's panels from the code in `target`."""
-    components = [c for c in components if c in FIGURES]
+def learner_figures(target: str | Path, components: list[str] | dict[str, list[str]], *,
+                    timeout: float | None = None) -> dict[str, list[Figure]]:
+    """component -> its figures (grader/figures.py; given a dict, only the figures it names), the learner's
+    panels from the code in `target`."""
+    wanted = components if isinstance(components, dict) else {c: list(FIGURES.get(c, ())) for c in components}
+    components = [c for c in wanted if c in FIGURES]
     if not components:
         return {}
     with remote_targets(target, timeout=timeout) as pool:
@@ -19,7 +22,7 @@ def learner_figures(target: str | Path, components: list[str], *, timeout: float
         for component in components:
             impl = pool.target(component)
             try:
-                figures[component] = component_figures(component, impl)
+                figures[component] = component_figures(component, impl, wanted[component])
             finally:
                 impl.close()
     return figures
