@@ -283,3 +283,8 @@ def test_a_notebook_kernel_shows_the_figures_of_a_failing_component(tmp_path):
         InteractiveShell.clear_instance()
     assert shown == len(FIGURES["sinusoidal_encoding"]), captured.stdout
     assert base64.b64decode(captured.outputs[0].data["image/png"]).startswith(PNG)
+
+
+def test_the_readme_lists_the_components_with_figures():
+    readme = (ROOT / "README.md").read_text().split("| component | what the figure shows |", 1)[1].split("\n\n", 1)[0]
+    assert re.findall(r"^   \| `(\w+)` \|", readme, re.MULTILINE) == list(FIGURES)
