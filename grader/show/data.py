@@ -144,20 +144,21 @@ def head_split(split_heads: Callable, merge_heads: Callable) -> list[Panel]:
     x = (100 * t + f)[None]  # (1, T, D)
     dh = HEAD_D // HEAD_H
     heads = _array(split_heads(x, HEAD_H), f"split_heads(x {tuple(x.shape)}, {HEAD_H})", (1, HEAD_H, HEAD_T, dh))[0]
-    true_heads = x.view(1, HEAD_T, HEAD_H, dh).transpose(1, 2).contiguous()
-    merged = _array(merge_heads(true_heads), f"merge_heads(heads {tuple(true_heads.shape)})", (1, HEAD_T, HEAD_D))[0]
+    h, t, d = (torch.arange(n, dtype=torch.float32).view(shape) for n, shape in
+               ((HEAD_H, (-1, 1, 1)), (HEAD_T, (1, -1, 1)), (dh, (1, 1, -1))))
+    split = (100 * t + h * dh + d)[None]  # (1, H, T, Dh): head h holds features h*Dh .. (h+1)*Dh - 1
+    merged = _array(merge_heads(split), f"merge_heads(heads {tuple(split.shape)})", (1, HEAD_T, HEAD_D))[0]
     panels = [_feature_panel(f"head {h}", heads[h], "feature of the head") for h in range(HEAD_H)]
     return panels + [_feature_panel("merge_heads (all heads)", merged, "feature")]
 
 
 def _feature_panel(title: str, values: np.ndarray, xlabel: str) -> Panel:
-    """Cells coloured by the position (100 t + f // 100) and numbered by the feature they hold."""
+    """Cells holding 100 t + f: coloured by the position t, numbered by the feature f ("?": neither)."""
     whole = np.rint(values).astype(int)
     exact = np.isclose(values, whole) & (whole >= 0) & (whole % 100 < HEAD_D) & (whole // 100 < HEAD_T)
     position = np.where(exact, whole // 100, -1)
     labels = np.where(exact, (whole % 100).astype(str), "?")
     return Panel(title, position, CLASSES, labels, xlabel, "position t (colour)")
-
 
 
 # --------------------------------------------------------------------------- multi_head_attention
@@ -317,7 +318,6 @@ def rope_rotation(rope_angles: Callable, apply_rope: Callable) -> list[Panel]:
                   (0.0, 2.0))]
 
 
-
 # --------------------------------------------------------------------------- grouped_query_attention
 
 GQA_KV, GQA_REP = 2, 3
@@ -364,7 +364,6 @@ def swin_mask(shifted_window_mask: Callable) -> list[Panel]:
     mask = _array(shifted_window_mask(SWIN, SWIN, WS, SHIFT), f"shifted_window_mask({SWIN}, {SWIN}, {WS}, {SHIFT})",
                   (n, WS * WS, WS * WS)).astype(bool)
     return [Panel(f"window {w}", mask[w], MASK, xlabel="key token", ylabel="query token") for w in range(n)]
-
 
 
 # --------------------------------------------------------------------------- the catalogue
