@@ -21,6 +21,7 @@ COMMAND_MODULES: list[str] = [
     "grader.drills.command",
     "grader.channels.nbgrader.course",
     "grader.train.command",
+    "grader.show.command",
 ]
 
 

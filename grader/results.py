@@ -51,6 +51,7 @@ class ComponentResult:
     checks: list[CheckResult] = field(default_factory=list)
     message: str = ""  # why the component failed, in one place (first failing check, or a load error)
     hint: str = ""
+    figures: list[str] = field(default_factory=list)  # pictures that would show the failure (grader/figures.py)
 
 
 @dataclass

@@ -62,6 +62,7 @@ def test_bundle_layout_has_no_solutions_and_no_hidden_checks(bundle):
     assert "solutions" not in names and "selftests" not in names
     assert (bundle / ".github" / "workflows" / "classroom.yml").is_file()  # a GitHub Classroom template
     assert not list(bundle.rglob("__pycache__"))
+    assert (bundle / "grader" / "show" / "expected.npz").is_file()  # `show`'s expected panels, without stand-ins
     assert not [p for p in bundle.rglob("*") if "solution" in p.name.lower()]
     hidden = [(c.id, h) for c in load_course().components for h in c.hidden]
     public = load_course(bundle / "course.yml")

@@ -6,7 +6,7 @@ import sys
 
 from ..contract import COMPONENTS, unknown_components
 from ..paths import EXERCISES
-from .formats import FORMATTERS
+from .formats import FORMATTERS, WHICH_FIGURES
 
 FORMATS = tuple(FORMATTERS)
 
@@ -25,9 +25,13 @@ def register(sub) -> None:
     grade.add_argument("submission", metavar="DIR")
     grade.add_argument("--results", required=True, metavar="FILE", help="where to write the results")
     grade.add_argument("--format", choices=FORMATS, default="gradescope",
-                       help="gradescope (results.json, default), json, junit (XML) or markdown")
+                       help="gradescope (results.json, default), json, junit (XML), markdown or html (one page, "
+                            "with pictures)")
     grade.add_argument("--also", action="append", default=[], metavar="FORMAT=FILE", type=_also,
                        help=f"write the same grade in another format too (repeatable; {', '.join(FORMATS)})")
+    grade.add_argument("--figures", choices=WHICH_FIGURES, default="failing",
+                       help="whose figures an html page embeds: the failing components' that a picture shows "
+                            "(default), every component's that has figures, or none")
     grade.add_argument("--timeout", type=float, metavar="S", help="seconds per check (default: course.yml)")
     grade.set_defaults(func=_grade)
 
@@ -64,7 +68,7 @@ def _grade(args: argparse.Namespace) -> int:
     report = run_checks(args.submission, timeout=args.timeout)
     outputs = [(args.format, args.results), *args.also]  # one grading, every format from the same report
     for fmt, path in outputs:
-        write_results(report, path, fmt)
+        write_results(report, path, fmt, figures=args.figures)
     print(f"{format_points(report.score, report.max_score)} points; results written to "
           f"{', '.join(path for _, path in outputs)}")
     return 0

@@ -1,13 +1,16 @@
-"""Reports over one result model: terminal table, JSON, Gradescope results.json."""
+"""Reports over one result model: terminal table, JSON, Gradescope results.json, JUnit, Markdown, an HTML page."""
 from __future__ import annotations
 
+import base64
 import json
 import sys
 from pathlib import Path
 from typing import TextIO
 
-from ..results import ERROR, FAILED, NOT_STARTED, PASSED, TIMEOUT, Report
+from ..figures import FIGURES, show_command
+from ..results import ERROR, FAILED, NOT_STARTED, PASSED, TIMEOUT, ComponentResult, Report
 from ..files import write_atomic
+from .generated import template
 
 STYLE = {PASSED: "green", FAILED: "red", ERROR: "red", TIMEOUT: "magenta", NOT_STARTED: "yellow"}
 
@@ -207,14 +210,86 @@ def to_markdown(report: Report) -> str:
     return "\n".join(lines) + "\n"
 
 
+WHICH_FIGURES = ("failing", "all", "none")  # failing: those a failing component's message names (results.figures)
+
+
+def figures_wanted(report: Report, which: str = "failing") -> dict[str, list[str]]:
+    """component -> the figures the page embeds."""
+    if which == "none":
+        return {}
+    if which == "all":
+        return {c.id: list(FIGURES[c.id]) for c in report.components if c.id in FIGURES}
+    return {c.id: list(c.figures) for c in report.components if c.figures}
+
+
+def to_html(report: Report, figures: str = "failing") -> str:
+    """One self-contained HTML page: the table, every message in full, the figures (grader/show/) as PNG data.
+
+    The page is templates/report.html, rendered by Jinja2 with autoescaping (a
+    message may quote anything a submission printed). The figures run the
+    submission's code again, in confined workers as the checks do; they, Jinja2
+    and matplotlib are imported only when a page is written. `figures`: whose
+    figures it embeds (WHICH_FIGURES).
+    """
+    import jinja2
+
+    wanted = figures_wanted(report, figures)
+    drawn, failed = _draw(report, wanted)
+    components = [_component(c, drawn.get(c.id, []), failed if c.id in wanted else "") for c in report.components]
+    environment = jinja2.Environment(autoescape=True, undefined=jinja2.StrictUndefined, trim_blocks=True,
+                                     lstrip_blocks=True)
+    page = environment.from_string(template("report.html"))
+    return page.render(report=report, components=components, total=format_points(report.score, report.max_score),
+                       duration=f"{report.duration_s:.1f} s" if report.duration_s else "",
+                       protection=protection_line(report), unprotected=_unprotected(report))
+
+
+def _draw(report: Report, components: dict[str, list[str]]) -> tuple[dict[str, list[dict]], str]:
+    """component -> its figures as the template shows them; and why none could be drawn, if so."""
+    if not components:
+        return {}, ""
+    if not Path(report.target).is_dir():
+        return {}, f"no such folder: {report.target}"
+    from ..show.draw import png
+    from ..show.pictures import learner_figures
+
+    drawn: dict[str, list[dict]] = {}
+    for component, figures in learner_figures(report.target, components).items():
+        drawn[component] = [{
+            "name": f.name, "caption": f.caption, "command": show_command(component),
+            "png": base64.b64encode(png(f)).decode("ascii"),
+            "verdict": "same" if f.matches else "differs" if f.matches is False else "none",
+            "why": f.why,
+        } for f in figures]
+    return drawn, ""
+
+
+def _css(status: str) -> str:
+    return status.replace(" ", "-")
+
+
+def _component(result: ComponentResult, figures: list[dict], failed: str) -> dict:
+    """What the page shows of one component (`failed`: why its figures could not be drawn)."""
+    checks = [{
+        "name": check.name, "status": check.status, "css": _css(check.status),
+        "points": format_points(check.score, check.max_score),
+        "cases": f"{check.cases_passed}/{check.cases_total} cases" if check.cases_total > 1 else "",
+        "message": "" if check.status == PASSED and not check.gated else check.student_message,
+    } for check in result.checks]
+    return {"result": result, "css": _css(result.status), "points": format_points(result.score, result.max_score),
+            "percent": round(100 * result.score / result.max_score) if result.max_score else 0,
+            "checks": checks, "figures": figures, "figures_failed": failed}
+
+
 FORMATTERS = {
     "gradescope": lambda report: json.dumps(to_gradescope(report), indent=2),
     "json": to_json,
     "junit": to_junit,
     "markdown": to_markdown,
+    "html": to_html,
 }
 
 
-def write_results(report: Report, path: str | Path, fmt: str = "gradescope") -> None:
-    """Write the report atomically in one of FORMATTERS' formats."""
-    write_atomic(path, FORMATTERS[fmt](report))
+def write_results(report: Report, path: str | Path, fmt: str = "gradescope", *, figures: str = "failing") -> None:
+    """Write the report atomically in one of FORMATTERS' formats (`figures`: whose figures a page embeds)."""
+    write_atomic(path, to_html(report, figures) if fmt == "html" else FORMATTERS[fmt](report))

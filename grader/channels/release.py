@@ -160,6 +160,9 @@ def build_release(out: Path) -> Path:
     for piece in (out / STANDINS.relative_to(ROOT)).glob("*.py"):  # stand-ins are answers: only the tools ship
         if piece.stem not in SHIPPED_STANDINS:
             piece.unlink()
+    from ..show.data import STORED, save_expected
+
+    save_expected(out / STORED.relative_to(ROOT))  # `show`'s expected panels, which the stand-ins drew here
     shutil.copytree(CHECKS_DIR, out / "tests", ignore=IGNORE)
     for path in (out / "tests").glob("test_*.py"):
         component = path.stem.removeprefix("test_")

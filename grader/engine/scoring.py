@@ -6,6 +6,7 @@ from fractions import Fraction
 
 from ..contract import FILES
 from ..course import POINT_UNITS, Component
+from ..figures import figures_showing, see_line
 from ..results import ERROR, FAILED, NOT_STARTED, PASSED, TIMEOUT, CaseResult, CheckResult, ComponentResult
 
 
@@ -64,4 +65,9 @@ def score_component(component: Component, cases: list[CaseResult], load_errors: 
         first = next((c for c in failing_checks if not c.hidden), failing_checks[0])
         status = TIMEOUT if first.status == TIMEOUT else FAILED
         message = f"{first.name}: {first.student_message}"
-    return ComponentResult(component.id, component.title, status, score, component.points, checks, message, component.hint)
+    figures = figures_showing(component.id, {c.name for c in checks if c.status == FAILED and not c.hidden}) \
+        if status == FAILED else []  # a wrong value that a picture shows
+    if figures:
+        message += f"\n{see_line(component.id, figures)}"
+    return ComponentResult(component.id, component.title, status, score, component.points, checks, message,
+                           component.hint, figures)

@@ -11,7 +11,10 @@ it returns and every check's outcome with its whole message (what was
 expected, what came back, the `diagnosis:` and `hint:` lines); a hidden check
 shows only whether it passed. Hidden checks count where the environment says
 `DRILLS_HIDDEN_CHECKS=1` (the course's nbgrader_config.py sets it for the
-kernels nbgrader starts), never in a student's own kernel.
+kernels nbgrader starts), never in a student's own kernel. In a kernel, a
+failing component whose message names figures (grader/figures.py) also shows
+them, drawn by `python -m grader show` in a subprocess: they land in the
+cell's outputs, so nbgrader's feedback carries them.
 """
 from __future__ import annotations
 
@@ -47,15 +50,45 @@ def grade_folder(folder: str | Path = SUBMISSION) -> dict:
     if key not in _cache:
         with tempfile.TemporaryDirectory(prefix="drills-notebook-") as tmp:
             results = Path(tmp) / "results.json"
-            env = {**os.environ, "PYTHONPATH": os.pathsep.join(
-                [str(ROOT), *filter(None, [os.environ.get("PYTHONPATH")])]), "PYTHONDONTWRITEBYTECODE": "1"}
             proc = subprocess.run([sys.executable, "-m", "grader", "grade", str(folder), "--results", str(results),
-                                   "--format", "json"], cwd=ROOT, env=env, capture_output=True, text=True)
+                                   "--format", "json"], cwd=ROOT, env=_grader_env(), capture_output=True, text=True)
             if proc.returncode != 0 or not results.exists():
                 raise NotebookGradingError(f"the grader failed (exit {proc.returncode}):\n{proc.stderr[-2000:]}"
                                            f"{proc.stdout[-2000:]}")
             _cache[key] = json.loads(results.read_text())
     return _cache[key]
+
+
+def _grader_env() -> dict[str, str]:
+    """The environment of a `python -m grader` subprocess: this grader first on the path."""
+    return {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT), *filter(None, [os.environ.get("PYTHONPATH")])]),
+            "PYTHONDONTWRITEBYTECODE": "1"}
+
+
+def show_figures(component_id: str, folder: str | Path = SUBMISSION) -> int:
+    """In a notebook kernel, display `component_id`'s figures (`python -m grader show`); how many were shown.
+
+    Outside a kernel (IPython not running) nothing is drawn. Drawing never fails the cell: a problem is
+    printed (stdout) instead.
+    """
+    if "IPython" not in sys.modules:
+        return 0
+    from IPython import get_ipython
+    from IPython.display import Image, display
+
+    if get_ipython() is None:
+        return 0
+    with tempfile.TemporaryDirectory(prefix="drills-figures-") as tmp:
+        proc = subprocess.run([sys.executable, "-m", "grader", "show", component_id, "--target",
+                               str(Path(folder).resolve()), "--out", tmp], cwd=ROOT, env=_grader_env(),
+                              capture_output=True, text=True)
+        if proc.returncode != 0:
+            print(f"  (the figures could not be drawn: {(proc.stderr or proc.stdout).strip()[-300:]})")
+            return 0
+        pictures = sorted(Path(tmp).glob("*.png"))
+        for path in pictures:
+            display(Image(data=path.read_bytes(), format="png"))
+    return len(pictures)
 
 
 def _hidden_default() -> bool:
@@ -102,4 +135,6 @@ def grade_component(component_id: str, *, hidden: bool | None = None, folder: st
             message = (check.get("message") or "").strip()
             if outcome != "passed" and not check.get("hidden") and message.rstrip(":") != outcome:
                 print(_indented(message, "      "))
+        if component.get("figures"):
+            show_figures(component_id, folder)
     return score

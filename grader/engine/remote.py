@@ -1,0 +1,36 @@
+"""Student code for a tool outside a grading (`show`, the HTML page's figures): confined workers, as the checks get.
+
+`remote_targets(folder)` copies the submission privately, confines its workers
+as a grading does (grader/engine/runner.py), and yields the pool that hands out
+one `Target` per component, every other component's code a trusted stand-in.
+"""
+from __future__ import annotations
+
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Iterator
+
+from ..sandbox import confine
+from ..sandbox.confine import Plan
+from ..sandbox.reaper import kill_strays
+from ..sandbox.zygote import ZYGOTE
+from ..source import private_copy
+from .checks import WorkerPool
+from .plugin import Submission
+from .runner import limits_for, protection
+
+
+@contextmanager
+def remote_targets(target: str | Path, *, timeout: float | None = None) -> Iterator[WorkerPool]:
+    """A pool of confined workers over a private copy of `target`: `pool.target(component)` is a Target."""
+    ZYGOTE.start()
+    chosen = protection()
+    with private_copy(target, reachable=chosen == confine.USERS) as (folder, unreadable), \
+            confine.hidden_while_grading(chosen):
+        pool = WorkerPool(Submission(folder, Plan.for_copy(chosen, folder), limits_for(timeout=timeout),
+                                     dict(unreadable or {})))
+        try:
+            yield pool
+        finally:
+            pool.close()
+            kill_strays()

@@ -1,0 +1,48 @@
+"""`python -m grader show COMPONENT [--target DIR] [--out DIR]`: write a component's figures as PNG files."""
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+from ..contract import COMPONENTS, unknown_components
+from ..figures import FIGURES, figure_file
+from ..paths import EXERCISES
+
+
+def register(sub) -> None:
+    show = sub.add_parser("show", help="draw a component's figures: your code's results beside the expected ones")
+    show.add_argument("component", metavar="COMPONENT", help=f"one of: {', '.join(FIGURES)}")
+    show.add_argument("--target", default=str(EXERCISES), help="folder whose code is drawn (default: exercises/)")
+    show.add_argument("--out", default="figures", help="folder the PNG files go to (default: ./figures)")
+    show.add_argument("--timeout", type=float, metavar="S", help="seconds per call of your code (default: course.yml)")
+    show.set_defaults(func=_show)
+
+
+def without_figures(component: str) -> str:
+    """What `show` says for a component that has no figure."""
+    return f"{component} has no figure; these components have: {', '.join(FIGURES)}"
+
+
+def _show(args: argparse.Namespace) -> int:
+    error = unknown_components([args.component], COMPONENTS)
+    if error:
+        print(error, file=sys.stderr)
+        return 2
+    if args.component not in FIGURES:
+        print(without_figures(args.component), file=sys.stderr)
+        return 2
+    from .draw import png
+    from .pictures import learner_figures
+
+    out = Path(args.out)
+    out.mkdir(parents=True, exist_ok=True)
+    for figure in learner_figures(args.target, [args.component], timeout=args.timeout)[args.component]:
+        path = out / figure_file(figure.component, figure.name)
+        path.write_bytes(png(figure))
+        if figure.yours is None:
+            state = f"expected only; yours: {figure.why.splitlines()[0] if figure.why else 'nothing'}"
+        else:
+            state = "yours matches the expected" if figure.matches else "yours differs from the expected"
+        print(f"{path}: {state}")
+    return 0
