@@ -22,7 +22,8 @@ from ..contract import COMPONENTS, MODULES, OWNERS
 from ..course import Course, load_course
 from ..paths import CHECKS_DIR, COURSE_FILE, GRADER, PYPROJECT, ROOT, SOLUTIONS, STANDINS
 from .generated import render
-from ..pristine import PristineStubsError, changed_exercises, pristine_stubs, write_shipped_stubs
+from ..i18n import _, language
+from ..pristine import PristineStubsError, changed_exercises, pristine_stubs, translate_stubs, write_shipped_stubs
 
 IGNORE = shutil.ignore_patterns("__pycache__", "*.pyc", ".pytest_cache")
 
@@ -35,7 +36,7 @@ def _contract_names() -> dict[str, tuple[str, str]]:
     names: dict[str, tuple[str, str]] = {}
     for module, owners in OWNERS.items():
         for qualname in owners:
-            cls, _, method = qualname.partition(".")
+            cls, _dot, method = qualname.partition(".")
             names.setdefault(cls, (module, cls))
             if method and not method.startswith("__") and method != "forward":
                 names[method] = (module, qualname)
@@ -144,8 +145,12 @@ def _stubs() -> dict[str, str]:
     return stubs
 
 
-def build_release(out: Path) -> Path:
-    """Write the bundle into `out` (new or empty). Raises PristineStubsError where the stubs cannot be found."""
+def build_release(out: Path, lang: str | None = None) -> Path:
+    """Write the bundle into `out` (new or empty). Raises PristineStubsError where the stubs cannot be found.
+
+    Its exercises/ are the stubs in `lang` (default: the language in use, grader/i18n.py); its pristine copy
+    (grader/stubs/) stays in English, and a drill in the bundle translates it as its own `--lang` says.
+    """
     out = Path(out)
     if out.exists() and any(out.iterdir()):
         raise FileExistsError(f"{out} exists and is not empty")
@@ -153,7 +158,8 @@ def build_release(out: Path) -> Path:
     out.mkdir(parents=True, exist_ok=True)
     hidden = load_course().hidden_checks
     (out / "exercises").mkdir()
-    for name, text in stubs.items():
+    warn = lambda message: print(f"release: {message}", file=sys.stderr)  # noqa: E731
+    for name, text in translate_stubs(stubs, lang or language(), warn).items():
         (out / "exercises" / name).write_text(text, encoding="utf-8")
     shutil.copytree(GRADER, out / "grader", ignore=IGNORE)
     write_shipped_stubs(out, stubs)  # the pristine copy a drill in the release starts from
@@ -184,11 +190,11 @@ def _release(args: argparse.Namespace) -> int:
     except (FileExistsError, PristineStubsError) as exc:
         print(f"release: {exc}", file=sys.stderr)
         return 2
-    print(f"student bundle written to {out}")
+    print(_("student bundle written to {path}").format(path=out))
     return 0
 
 
 def register(subparsers) -> None:
-    parser = subparsers.add_parser("release", help="write the student bundle (no solutions, no hidden checks)")
-    parser.add_argument("outdir", metavar="OUTDIR", help="an empty or new folder")
+    parser = subparsers.add_parser("release", help=_("write the student bundle (no solutions, no hidden checks)"))
+    parser.add_argument("outdir", metavar="OUTDIR", help=_("an empty or new folder"))
     parser.set_defaults(func=_release)
