@@ -24,7 +24,6 @@ import gettext as _gettext
 import hashlib
 import io
 import os
-import tempfile
 from pathlib import Path
 
 DOMAIN = "grader"
@@ -92,9 +91,11 @@ def catalogue(lang: str | None = None) -> _gettext.NullTranslations:
     return found
 
 
-def _cache_dir() -> Path:
+def _cache_dirs() -> tuple[Path, Path]:
+    """Where compiled catalogues are kept: the user's cache, else (read-only home) a folder in /tmp."""
     base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
-    return Path(base) / "transformer-drills"
+    tmp = os.environ.get("TMPDIR") or "/tmp"
+    return Path(base) / "transformer-drills", Path(tmp) / f"transformer-drills-{os.getuid()}"
 
 
 def _load(lang: str) -> _gettext.NullTranslations:
@@ -105,14 +106,16 @@ def _load(lang: str) -> _gettext.NullTranslations:
     except OSError:  # a bundle without its catalogue: the source text rather than a crash
         return _gettext.NullTranslations()
     name = f"{DOMAIN}-{LANGUAGES[lang]}-{hashlib.sha256(po).hexdigest()[:16]}.mo"
-    for folder in (_cache_dir(), Path(tempfile.gettempdir()) / f"transformer-drills-{os.getuid()}"):
+    for folder in _cache_dirs():
         try:
             with open(folder / name, "rb") as mo:
                 return _gettext.GNUTranslations(mo)
         except OSError:
             continue
     data = compile_po(po)
-    for folder in (_cache_dir(), Path(tempfile.gettempdir()) / f"transformer-drills-{os.getuid()}"):
+    import tempfile
+
+    for folder in _cache_dirs():
         try:
             folder.mkdir(parents=True, exist_ok=True)
             fd, tmp = tempfile.mkstemp(dir=folder, prefix=".mo-")
