@@ -158,6 +158,6 @@ def course_context(key: str) -> str:
     return f"course.yml:{key}"
 
 
-def course_text(key: str, text: str) -> str:
-    """A title or hint of course.yml (`key`: a component's or an assignment's id) in the language in use."""
-    return pgettext(course_context(key), text) if text else text
+def course_text(key: str, text: str, lang: str | None = None) -> str:
+    """A title or hint of course.yml (`key`: a component's or an assignment's id) in `lang` (default: in use)."""
+    return catalogue(lang).pgettext(course_context(key), text) if text else text

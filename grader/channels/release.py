@@ -22,10 +22,11 @@ from ..contract import COMPONENTS, MODULES, OWNERS
 from ..course import Course, load_course
 from ..paths import CHECKS_DIR, COURSE_FILE, GRADER, PYPROJECT, ROOT, SOLUTIONS, STANDINS
 from .generated import render
-from ..i18n import _, language
+from ..i18n import _, course_text, language
 from ..pristine import PristineStubsError, changed_exercises, pristine_stubs, translate_stubs, write_shipped_stubs
 
 IGNORE = shutil.ignore_patterns("__pycache__", "*.pyc", ".pytest_cache")
+README_TEMPLATES = {"en": "release_README.md", "zh": "release_README.zh.md"}  # the student README per language
 
 def _contract_names() -> dict[str, tuple[str, str]]:
     """Identifier -> (module, qualname) of the contract names code can mention.
@@ -119,14 +120,15 @@ def public_course(text: str, hidden: frozenset[tuple[str, str]]) -> str:
     return header + yaml.safe_dump(data, sort_keys=False)
 
 
-def student_readme(course: Course) -> str:
-    """The bundle's README.md: the components, how the bundle grades, how to check and hand in."""
-    rows = "\n".join(f"| `{c.id}` | {c.title} | `exercises/{c.file}` | {c.points:g} |" for c in course.components)
+def student_readme(course: Course, lang: str = "en") -> str:
+    """The bundle's README.md in `lang`: the components, how the bundle grades, how to check and hand in."""
+    rows = "\n".join(f"| `{c.id}` | {course_text(c.id, c.title, lang)} | `exercises/{c.file}` | {c.points:g} |"
+                     for c in course.components)
     ids = [c.id for c in course.components]
     context_rows = "\n".join(
         f"| `{c}` | " + ", ".join(f"`{d}`" for d in ids if d in context_dependents(c)) + " |"
         for c in ids if context_dependents(c))
-    return render("release_README.md", name=course.name, total=f"{course.total_points:g}", rows=rows,
+    return render(README_TEMPLATES[lang], name=course.name, total=f"{course.total_points:g}", rows=rows,
                   context_rows=context_rows)
 
 
@@ -155,11 +157,12 @@ def build_release(out: Path, lang: str | None = None) -> Path:
     if out.exists() and any(out.iterdir()):
         raise FileExistsError(f"{out} exists and is not empty")
     stubs = _stubs()
+    lang = lang or language()
     out.mkdir(parents=True, exist_ok=True)
     hidden = load_course().hidden_checks
     (out / "exercises").mkdir()
     warn = lambda message: print(f"release: {message}", file=sys.stderr)  # noqa: E731
-    for name, text in translate_stubs(stubs, lang or language(), warn).items():
+    for name, text in translate_stubs(stubs, lang, warn).items():
         (out / "exercises" / name).write_text(text, encoding="utf-8")
     shutil.copytree(GRADER, out / "grader", ignore=IGNORE)
     write_shipped_stubs(out, stubs)  # the pristine copy a drill in the release starts from
@@ -176,7 +179,7 @@ def build_release(out: Path, lang: str | None = None) -> Path:
     shutil.copy(PYPROJECT, out / "pyproject.toml")
     (out / "Makefile").write_text(render("release_Makefile"))
     (out / ".gitignore").write_text(render("release_gitignore"))
-    (out / "README.md").write_text(student_readme(load_course()))
+    (out / "README.md").write_text(student_readme(load_course(), lang), encoding="utf-8")
     workflow = ROOT / ".github" / "workflows" / "classroom.yml"
     if workflow.is_file():  # GitHub Classroom: the bundle is the template repository
         (out / ".github" / "workflows").mkdir(parents=True)

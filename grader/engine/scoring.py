@@ -48,8 +48,8 @@ def score_component(component: Component, cases: list[CaseResult], load_errors: 
         share = earned(name) * (gate if name in gated else 1)
         note = ""
         if name in gated and gate < 1 and passed:
-            note = _("gated: pays once {checks} pass (they earn {percent}% of their points so far)").format(
-                checks=", ".join(component.core), percent=math.floor(gate * 100))
+            note = _("gated: pays once {checks} pass (they earn {share} of their points so far)").format(
+                checks=", ".join(component.core), share=f"{math.floor(gate * 100)}%")
         checks.append(CheckResult(name, component.id, status, math.floor(share + Fraction(1, 2)) / POINT_UNITS,
                                   units[name] / POINT_UNITS, passed, total, message, name in component.hidden, note))
     score = round(sum(c.score for c in checks), 6)  # whole units: the rounding only drops float noise
