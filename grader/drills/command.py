@@ -532,8 +532,9 @@ def _hint(args: argparse.Namespace) -> int:
     if used >= len(ladder):
         which = component if args.component else _("any failing component ({components})").format(
             components=", ".join(failing))
-        out.print(_("No more hints for {which}: all its hints used. `{command} --give-up` shows the reference.").format(
-            which=which, command=_command(args, 'reveal')))
+        used_up = _("all {count} hints used").format(count=len(ladder)) if args.component else _("all their hints used")
+        out.print(_("No more hints for {which}: {used_up}. `{command} --give-up` shows the reference.").format(
+            which=which, used_up=used_up, command=_command(args, 'reveal')))
         return 1
     drill.hints_used[component] = used + 1
     drill.save()
