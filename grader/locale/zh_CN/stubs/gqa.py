@@ -9,11 +9,8 @@
 ``n_heads``。查询头被分成 ``n_kv_heads`` 组，每组 ``n_rep = n_heads // n_kv_heads``
 个连续的头，组内每个头都与该组唯一的键值头一起计算注意力::
 
-    query head h  ->  key/value head h // n_rep
-    e.g. n_heads = 6, n_kv_heads = 2:  heads 0, 1, 2 use kv head 0; heads 3, 4, 5 use kv head 1
-
-（即：查询头 h 使用键值头 h // n_rep；例如 n_heads = 6、n_kv_heads = 2 时，头 0、1、2
-用键值头 0，头 3、4、5 用键值头 1。）
+    查询头 h  ->  键值头 h // n_rep
+    例如 n_heads = 6, n_kv_heads = 2：头 0、1、2 用键值头 0；头 3、4、5 用键值头 1
 
 于是缓存保存 ``n_kv_heads`` 个头而不是 ``n_heads`` 个：内存少 ``n_rep`` 倍，质量只有
 少许损失。``n_kv_heads == n_heads`` 就是普通的多头注意力，``n_kv_heads == 1`` 是多查询
