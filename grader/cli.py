@@ -11,7 +11,7 @@ import os
 import signal
 import sys
 
-from .i18n import LANGUAGES, _, language_from_argv, set_language
+from .i18n import LANGUAGES, N_, _, language_from_argv, set_language, ngettext
 
 # Modules adding command groups (each has `register(subparsers)`); add one line per group.
 COMMAND_MODULES: list[str] = [
@@ -24,6 +24,15 @@ COMMAND_MODULES: list[str] = [
     "grader.channels.nbgrader.course",
     "grader.train.command",
 ]
+
+
+# argparse's own words (its usage line, headings, errors), which it looks up through gettext: extracted here,
+# and argparse is given grader/i18n.py's lookup in `main`.
+ARGPARSE_TEXTS = (N_("usage: "), N_("positional arguments"), N_("options"), N_("show this help message and exit"),
+                  N_("%(prog)s: error: %(message)s\n"), N_("argument %(argument_name)s: %(message)s"),
+                  N_("invalid choice: %(value)r (choose from %(choices)s)"), N_("invalid %(type)s value: %(value)r"),
+                  N_("the following arguments are required: %s"), N_("unrecognized arguments: %s"),
+                  N_("expected one argument"), N_("ambiguous option: %(option)s could match %(matches)s"))
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -53,6 +62,7 @@ def _terminated(signum, frame) -> None:
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
     set_language(language_from_argv(argv))  # before the parser, so that --help speaks the language too
+    argparse._, argparse.ngettext = _, ngettext  # argparse's module-level gettext lookups, as gettext.install would
     args = _parser().parse_args(argv)
     set_language(getattr(args, "lang", None))
     signal.signal(signal.SIGTERM, _terminated)
