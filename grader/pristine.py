@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import os
 import subprocess
+from collections.abc import Callable
 from pathlib import Path
 
 from .contract import MODULES, OWNERS
@@ -82,7 +83,7 @@ def translated_stubs_dir(lang: str) -> Path | None:
     return LOCALE_DIR / LANGUAGES[lang] / "stubs" if LANGUAGES[lang] else None
 
 
-def translate_stubs(stubs: dict[str, str], lang: str, warn=None) -> dict[str, str]:
+def translate_stubs(stubs: dict[str, str], lang: str, warn: Callable[[str], None] | None = None) -> dict[str, str]:
     """`stubs` with each file that has a translation into `lang` replaced by it.
 
     A file without a translation stays as it is; so does one whose translation's
