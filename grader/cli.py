@@ -11,6 +11,8 @@ import os
 import signal
 import sys
 
+from .i18n import LANGUAGES, N_, _, language_from_argv, set_language, ngettext
+
 # Modules adding command groups (each has `register(subparsers)`); add one line per group.
 COMMAND_MODULES: list[str] = [
     "grader.channels.commands",  # check, grade
@@ -25,12 +27,33 @@ COMMAND_MODULES: list[str] = [
 ]
 
 
+# argparse's own words (its usage line, headings, errors), which it looks up through gettext: extracted here,
+# and argparse is given grader/i18n.py's lookup in `main`.
+ARGPARSE_TEXTS = (N_("usage: "), N_("positional arguments"), N_("options"), N_("show this help message and exit"),
+                  N_("%(prog)s: error: %(message)s\n"), N_("argument %(argument_name)s: %(message)s"),
+                  N_("invalid choice: %(value)r (choose from %(choices)s)"), N_("invalid %(type)s value: %(value)r"),
+                  N_("the following arguments are required: %s"), N_("unrecognized arguments: %s"),
+                  N_("expected one argument"), N_("ambiguous option: %(option)s could match %(matches)s"))
+
+
 def _parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="python -m grader", description="Grade transformer-drills exercises.")
+    parser = argparse.ArgumentParser(prog="python -m grader", description=_("Grade transformer-drills exercises."))
     sub = parser.add_subparsers(dest="command", required=True)
     for name in COMMAND_MODULES:
         importlib.import_module(name).register(sub)
+    _add_lang(parser, argparse.SUPPRESS)
     return parser
+
+
+def _add_lang(parser: argparse.ArgumentParser, default) -> None:
+    """--lang on the top level and, so that it may also come after the verb, on every sub-command."""
+    parser.add_argument("--lang", choices=tuple(LANGUAGES), default=default,
+                        help=_("language of messages, stubs and bundles (default: from LC_ALL, LC_MESSAGES, "
+                               "LANG, else en)"))
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            for child in action.choices.values():
+                _add_lang(child, argparse.SUPPRESS)  # absent: the top level's value stands
 
 
 def _terminated(signum, frame) -> None:
@@ -38,7 +61,11 @@ def _terminated(signum, frame) -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
+    argv = sys.argv[1:] if argv is None else argv
+    set_language(language_from_argv(argv))  # before the parser, so that --help speaks the language too
+    argparse._, argparse.ngettext = _, ngettext  # argparse's module-level gettext lookups, as gettext.install would
     args = _parser().parse_args(argv)
+    set_language(getattr(args, "lang", None))
     signal.signal(signal.SIGTERM, _terminated)
     from .course import CourseError
     from .errors import GraderError
@@ -49,10 +76,10 @@ def main(argv: list[str] | None = None) -> int:
         print(f"course.yml: {exc}", file=sys.stderr)
         return 2
     except GraderError as exc:
-        print(f"grader error: {exc}", file=sys.stderr)
+        print(_("grader error: {error}").format(error=exc), file=sys.stderr)
         return 3
     except KeyboardInterrupt:
-        print("interrupted", file=sys.stderr)
+        print(_("interrupted"), file=sys.stderr)
         return 130
 
 

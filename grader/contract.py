@@ -107,11 +107,14 @@ FILES: dict[str, tuple[str, ...]] = {
 
 def unknown_components(names: list[str], known: tuple[str, ...] | list[str] = COMPONENTS) -> str | None:
     """The error for the names that are not components (None when all are), with a "did you mean" for each."""
+    from .i18n import _
+
     unknown = [n for n in names if n not in known]
     if not unknown:
         return None
     parts = []
     for name in unknown:
         close = difflib.get_close_matches(name, known, n=1)
-        parts.append(f"{name} (did you mean {close[0]}?)" if close else name)
-    return f"unknown component(s): {', '.join(parts)}; choose from {', '.join(known)}"
+        parts.append(_("{name} (did you mean {close}?)").format(name=name, close=close[0]) if close else name)
+    return _("unknown component(s): {names}; choose from {known}").format(names=", ".join(parts),
+                                                                         known=", ".join(known))

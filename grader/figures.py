@@ -9,6 +9,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from .i18n import _
+
 
 @dataclass(frozen=True)
 class Picture:
@@ -98,4 +100,5 @@ def figures_showing(component: str, failed_checks: set[str]) -> list[str]:
 
 def see_line(component: str, figures: list[str]) -> str:
     """The line a failing component's message ends with: where to look."""
-    return f"see: {show_command(component)} (draws {', '.join(figure_file(component, f) for f in figures)})"
+    return _("see: {command} (draws {files})").format(command=show_command(component),
+                                                     files=", ".join(figure_file(component, f) for f in figures))

@@ -12,16 +12,24 @@ learner's `exercises/`. They come from, in this order:
    rather than drilled.
 
 If neither holds them, `PristineStubsError` says so.
+
+Translated stubs (`translate_stubs`) are the same files with their docstrings
+and comments in another language: `grader/locale/<locale>/stubs/<file>`, kept
+beside the catalogues so that a release and its drills carry them. A
+translation whose code differs from the pristine stub's is not used (the
+English stub is, with a warning): a stale translation never changes the code.
 """
 from __future__ import annotations
 
 import os
 import subprocess
+from collections.abc import Callable
 from pathlib import Path
 
 from .contract import MODULES, OWNERS
+from .i18n import LANGUAGES, LOCALE_DIR
 from .paths import ROOT
-from .syntax import definition_source
+from .syntax import code_without_docstrings, definition_source
 
 EXERCISES_DIR = "exercises"
 SHIPPED_DIR = Path("grader") / "stubs"  # under the repository root; written by `release`
@@ -68,6 +76,37 @@ def pristine_stubs(root: Path = ROOT) -> dict[str, str]:
         f"edited {EXERCISES_DIR}/):\n  - {shipped}\n  - {from_git}\n"
         "  In a student release, restore grader/stubs/ from the release you were given; in the course "
         "repository, run from a git checkout with git installed.")
+
+
+def translated_stubs_dir(lang: str) -> Path | None:
+    """Where the stubs translated into `lang` are kept (None for the source language)."""
+    return LOCALE_DIR / LANGUAGES[lang] / "stubs" if LANGUAGES[lang] else None
+
+
+def translate_stubs(stubs: dict[str, str], lang: str, warn: Callable[[str], None] | None = None) -> dict[str, str]:
+    """`stubs` with each file that has a translation into `lang` replaced by it.
+
+    A file without a translation stays as it is; so does one whose translation's
+    code is not the stub's (`warn`, if given, is told which).
+    """
+    folder = translated_stubs_dir(lang)
+    if folder is None or not folder.is_dir():
+        return dict(stubs)
+    out = dict(stubs)
+    for name, text in stubs.items():
+        path = folder / name
+        if not path.is_file():
+            continue
+        translated = path.read_text(encoding="utf-8")
+        try:
+            same = code_without_docstrings(translated) == code_without_docstrings(text)
+        except SyntaxError:
+            same = False
+        if same:
+            out[name] = translated
+        elif warn is not None:
+            warn(f"{path} is out of date (its code is not the stub's): the English {name} is used")
+    return out
 
 
 def changed_exercises(root: Path = ROOT, stubs: dict[str, str] | None = None) -> list[str]:

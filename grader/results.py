@@ -35,7 +35,9 @@ class CheckResult:
     def student_message(self) -> str:
         """What a student may see: nothing of a hidden check but whether it passed (and why it was not paid)."""
         if self.hidden:
-            text = "hidden check: passed" if self.status == PASSED else "hidden check: failed"
+            from .i18n import _
+
+            text = _("hidden check: passed") if self.status == PASSED else _("hidden check: failed")
         else:
             text = self.message
         return "\n".join(filter(None, [text, self.gated]))

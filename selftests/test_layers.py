@@ -23,7 +23,8 @@ def module_name(path: Path) -> str:
 
 
 def modules() -> dict[str, Path]:
-    return {module_name(p): p for p in GRADER.rglob("*.py")}
+    # grader/locale/*/stubs/ holds translated exercise stubs (grader/pristine.py), not grader modules
+    return {module_name(p): p for p in GRADER.rglob("*.py") if "locale" not in p.relative_to(GRADER).parts}
 
 
 def imports(name: str, path: Path, known: set[str]) -> set[str]:

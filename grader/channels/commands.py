@@ -7,32 +7,33 @@ import sys
 from ..contract import COMPONENTS, unknown_components
 from ..paths import EXERCISES
 from .formats import FORMATTERS, WHICH_FIGURES
+from ..i18n import _
 
 FORMATS = tuple(FORMATTERS)
 
 
 def register(sub) -> None:
-    check = sub.add_parser("check", help="grade exercises/ and print a table per component")
-    check.add_argument("components", nargs="*", metavar="COMPONENT", help=f"any of: {', '.join(COMPONENTS)}")
-    check.add_argument("--target", default=str(EXERCISES), help="folder to grade (default: exercises/)")
-    check.add_argument("-v", "--verbose", action="store_true", help="list every check")
-    check.add_argument("--hints", action="store_true", help="show the hint of each component not passed (failing or not started)")
-    check.add_argument("--json", action="store_true", help="print the report as JSON")
-    check.add_argument("--fail-under", type=float, metavar="N", help="exit 1 when the score is below N")
-    check.add_argument("--timeout", type=float, metavar="S", help="seconds per check (default: course.yml)")
+    check = sub.add_parser("check", help=_("grade exercises/ and print a table per component"))
+    check.add_argument("components", nargs="*", metavar="COMPONENT", help=_("any of: {components}").format(components=", ".join(COMPONENTS)))
+    check.add_argument("--target", default=str(EXERCISES), help=_("folder to grade (default: exercises/)"))
+    check.add_argument("-v", "--verbose", action="store_true", help=_("list every check"))
+    check.add_argument("--hints", action="store_true", help=_("show the hint of each component not passed (failing or not started)"))
+    check.add_argument("--json", action="store_true", help=_("print the report as JSON"))
+    check.add_argument("--fail-under", type=float, metavar="N", help=_("exit 1 when the score is below N"))
+    check.add_argument("--timeout", type=float, metavar="S", help=_("seconds per check (default: course.yml)"))
     check.set_defaults(func=_check)
-    grade = sub.add_parser("grade", help="grade a submission folder and write results.json")
+    grade = sub.add_parser("grade", help=_("grade a submission folder and write results.json"))
     grade.add_argument("submission", metavar="DIR")
-    grade.add_argument("--results", required=True, metavar="FILE", help="where to write the results")
+    grade.add_argument("--results", required=True, metavar="FILE", help=_("where to write the results"))
     grade.add_argument("--format", choices=FORMATS, default="gradescope",
-                       help="gradescope (results.json, default), json, junit (XML), markdown or html (one page, "
-                            "with pictures)")
+                       help=_("gradescope (results.json, default), json, junit (XML), markdown or html (one page, "
+                              "with pictures)"))
     grade.add_argument("--also", action="append", default=[], metavar="FORMAT=FILE", type=_also,
-                       help=f"write the same grade in another format too (repeatable; {', '.join(FORMATS)})")
+                       help=_("write the same grade in another format too (repeatable; {formats})").format(formats=", ".join(FORMATS)))
     grade.add_argument("--figures", choices=WHICH_FIGURES, default="failing",
-                       help="whose figures an html page embeds: the failing components' that a picture shows "
-                            "(default), every component's that has figures, or none")
-    grade.add_argument("--timeout", type=float, metavar="S", help="seconds per check (default: course.yml)")
+                       help=_("whose figures an html page embeds: the failing components' that a picture shows "
+                              "(default), every component's that has figures, or none"))
+    grade.add_argument("--timeout", type=float, metavar="S", help=_("seconds per check (default: course.yml)"))
     grade.set_defaults(func=_grade)
 
 
@@ -69,6 +70,6 @@ def _grade(args: argparse.Namespace) -> int:
     outputs = [(args.format, args.results), *args.also]  # one grading, every format from the same report
     for fmt, path in outputs:
         write_results(report, path, fmt, figures=args.figures)
-    print(f"{format_points(report.score, report.max_score)} points; results written to "
-          f"{', '.join(path for _, path in outputs)}")
+    print(_("{points} points; results written to {paths}").format(
+        points=format_points(report.score, report.max_score), paths=", ".join(path for _fmt, path in outputs)))
     return 0

@@ -10,9 +10,18 @@ from typing import TextIO
 from ..figures import FIGURES, show_command
 from ..results import ERROR, FAILED, NOT_STARTED, PASSED, TIMEOUT, ComponentResult, Report
 from ..files import write_atomic
+from ..i18n import N_, _, course_text
 from .generated import template
 
 STYLE = {PASSED: "green", FAILED: "red", ERROR: "red", TIMEOUT: "magenta", NOT_STARTED: "yellow"}
+# How a status reads to a learner; the results carry the untranslated ids (JSON, tags, JUnit).
+STATUS_LABELS = {PASSED: N_("passed"), FAILED: N_("failed"), ERROR: N_("error"), TIMEOUT: N_("timeout"),
+                 NOT_STARTED: N_("not started")}
+
+
+def status_label(status: str) -> str:
+    """A status in the language in use."""
+    return _(STATUS_LABELS[status]) if status in STATUS_LABELS else status
 
 
 def protection_line(report: Report) -> str:
@@ -20,9 +29,9 @@ def protection_line(report: Report) -> str:
     from ..sandbox.confine import NONE, describe
 
     if report.protection == "in-process":
-        return "student code ran in the grader's own process (plain pytest): nothing was confined"
-    text = f"sandbox: {describe(report.protection)}"
-    return f"WARNING: {text}" if report.protection == NONE else text
+        return _("student code ran in the grader's own process (plain pytest): nothing was confined")
+    text = _("sandbox: {description}").format(description=_(describe(report.protection)))
+    return _("WARNING: {text}").format(text=text) if report.protection == NONE else text
 
 
 def _unprotected(report: Report) -> bool:
@@ -56,26 +65,29 @@ def print_terminal(report: Report, *, verbose: bool = False, hints: bool = False
         console.print(Text(protection_line(report), style="bold red"))
     table = Table(title=f"transformer-drills: {report.target}", title_justify="left",
                   box=box.HEAVY_HEAD if tty else None, pad_edge=False)
-    table.add_column("component")
-    table.add_column("points", justify="right")
-    table.add_column("status")
+    table.add_column(_("component"))
+    table.add_column(_("points"), justify="right")
+    table.add_column(_("status"))
     for component in report.components:
         table.add_row(component.id, format_points(component.score, component.max_score),
-                      Text(component.status, style=STYLE[component.status]))
+                      Text(status_label(component.status), style=STYLE[component.status]))
         if verbose:
             for check in component.checks:
-                cases = f" ({check.cases_passed}/{check.cases_total} cases)" if check.cases_total > 1 else ""
-                gated = ", gated" if check.gated else ""
+                cases = _(" ({passed}/{total} cases)").format(passed=check.cases_passed, total=check.cases_total) \
+                    if check.cases_total > 1 else ""
+                gated = _(", gated") if check.gated else ""
                 table.add_row(Text(f"  {check.name}", style="dim"), format_points(check.score, check.max_score),
-                              Text(check.status + cases + gated, style=STYLE[check.status]))
-    table.add_row(Text("total", style="bold"), Text(format_points(report.score, report.max_score), style="bold"), "")
+                              Text(status_label(check.status) + cases + gated, style=STYLE[check.status]))
+    table.add_row(Text(_("total"), style="bold"), Text(format_points(report.score, report.max_score), style="bold"), "")
     console.print(table)
     for component in report.components:
         if component.status == PASSED or (component.status == NOT_STARTED and not (hints and component.hint)):
             continue
-        console.print(Text(f"\n{component.id}: {component.status}", style=f"bold {STYLE[component.status]}"))
+        console.print(Text(f"\n{component.id}: {status_label(component.status)}",
+                           style=f"bold {STYLE[component.status]}"))
+        hint = _("hint: {hint}").format(hint=course_text(component.id, component.hint))
         if component.status == NOT_STARTED:  # --hints: where to begin, rather than nothing
-            console.print(Text(_indent(f"hint: {component.hint}"), style="cyan"))
+            console.print(Text(_indent(hint), style="cyan"))
             continue
         console.print(Text(_indent(component.message)))
         if verbose:
@@ -84,10 +96,11 @@ def print_terminal(report: Report, *, verbose: bool = False, hints: bool = False
                 if (check.status != PASSED or check.gated) and not said:
                     console.print(Text(_indent(f"{check.name}: {check.student_message}")))
         if hints and component.hint:
-            console.print(Text(_indent(f"hint: {component.hint}"), style="cyan"))
+            console.print(Text(_indent(hint), style="cyan"))
     not_started = [c.id for c in report.components if c.status == NOT_STARTED]
     if not_started:
-        console.print(Text(f"\nnot started yet: {', '.join(not_started)}", style="yellow"))
+        console.print(Text("\n" + _("not started yet: {components}").format(components=", ".join(not_started)),
+                           style="yellow"))
     if not unprotected:
         console.print(Text(f"\n{protection_line(report)}", style="dim"))
 
@@ -117,7 +130,8 @@ def to_gradescope(report: Report) -> dict:
                 "score": round(check.score, 2),
                 "max_score": round(check.max_score, 2),
                 "status": "passed" if check.status == PASSED else "failed",
-                "output": f"not graded: {_first_line(why)} (see the top)" if why else _check_output(check),
+                "output": _("not graded: {why} (see the top)").format(why=_first_line(why)) if why
+                else _check_output(check),
                 "tags": [component.id, check.status],
                 "visibility": "after_published" if check.hidden else "visible",
             })
@@ -143,20 +157,22 @@ def _first_line(text: str, limit: int = 120) -> str:
 
 def _gradescope_summary(report: Report, not_graded: dict[str, str]) -> str:
     """The total, what could not be graded (once), and per component its points, status and first failure."""
-    lines = [f"{format_points(report.score, report.max_score)} points"]
+    lines = [_("{points} points").format(points=format_points(report.score, report.max_score))]
     reasons: dict[str, list[str]] = {}
     for component, why in not_graded.items():
         reasons.setdefault(why, []).append(component)
     for why, components in reasons.items():
-        lines += ["", f"not graded: {why}", f"  so these components earn nothing: {', '.join(components)}"]
-    width = max([len("component"), *(len(c.id) for c in report.components)])
+        lines += ["", _("not graded: {why}").format(why=why),
+                  "  " + _("so these components earn nothing: {components}").format(components=", ".join(components))]
+    width = max([len(_("component")), *(len(c.id) for c in report.components)])
     points = {c.id: format_points(c.score, c.max_score) for c in report.components}
-    points_width = max([len("points"), *map(len, points.values())])
-    lines += ["", f"{'component':<{width}}  {'points':>{points_width}}  status"]
+    points_width = max([len(_("points")), *map(len, points.values())])
+    headers = _("component"), _("points"), _("status")
+    lines += ["", f"{headers[0]:<{width}}  {headers[1]:>{points_width}}  {headers[2]}"]
     for component in report.components:
-        status = component.status
+        status = status_label(component.status)
         if component.id in not_graded:
-            status += " (not graded, see above)"
+            status += _(" (not graded, see above)")
         lines.append(f"{component.id:<{width}}  {points[component.id]:>{points_width}}  {status}")
         if component.status not in (PASSED, NOT_STARTED) and component.id not in not_graded and component.message:
             lines.append(_indent(_indent(component.message)))
@@ -167,10 +183,12 @@ def _check_output(check) -> str:
     if check.hidden:
         return check.student_message
     if check.status == PASSED:
-        passed = f"passed ({check.cases_total} cases)" if check.cases_total > 1 else "passed"
+        passed = _("passed ({total} cases)").format(total=check.cases_total) if check.cases_total > 1 \
+            else status_label(PASSED)
         return "\n".join(filter(None, [passed, check.gated]))
-    cases = f"{check.cases_passed}/{check.cases_total} cases passed. " if check.cases_total > 1 else ""
-    return cases + "\n".join(filter(None, [check.message or check.status, check.gated]))
+    cases = _("{passed}/{total} cases passed. ").format(passed=check.cases_passed, total=check.cases_total) \
+        if check.cases_total > 1 else ""
+    return cases + "\n".join(filter(None, [check.message or status_label(check.status), check.gated]))
 
 
 def to_junit(report: Report) -> str:
@@ -198,15 +216,16 @@ def to_junit(report: Report) -> str:
 def to_markdown(report: Report) -> str:
     """A Markdown summary (GitHub step summaries, pull-request comments)."""
     lines = [f"## transformer-drills: {format_points(report.score, report.max_score)}", "", f"_{protection_line(report)}_", "",
-             "| component | points | status |", "|---|---:|---|"]
+             "| {} | {} | {} |".format(_("component"), _("points"), _("status")), "|---|---:|---|"]
     if _unprotected(report):
         lines.insert(0, f"> **{protection_line(report)}**\n")
     for component in report.components:
-        lines.append(f"| `{component.id}` | {format_points(component.score, component.max_score)} | {component.status} |")
+        lines.append(f"| `{component.id}` | {format_points(component.score, component.max_score)} | "
+                     f"{status_label(component.status)} |")
     for component in report.components:
         if component.status in (PASSED, NOT_STARTED):
             continue
-        lines += ["", f"### {component.id}: {component.status}", "", "```", component.message, "```"]
+        lines += ["", f"### {component.id}: {status_label(component.status)}", "", "```", component.message, "```"]
     return "\n".join(lines) + "\n"
 
 

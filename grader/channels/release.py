@@ -22,9 +22,11 @@ from ..contract import COMPONENTS, MODULES, OWNERS
 from ..course import Course, load_course
 from ..paths import CHECKS_DIR, COURSE_FILE, GRADER, PYPROJECT, ROOT, SOLUTIONS, STANDINS
 from .generated import render
-from ..pristine import PristineStubsError, changed_exercises, pristine_stubs, write_shipped_stubs
+from ..i18n import _, course_text, language
+from ..pristine import PristineStubsError, changed_exercises, pristine_stubs, translate_stubs, write_shipped_stubs
 
 IGNORE = shutil.ignore_patterns("__pycache__", "*.pyc", ".pytest_cache")
+README_TEMPLATES = {"en": "release_README.md", "zh": "release_README.zh.md"}  # the student README per language
 
 def _contract_names() -> dict[str, tuple[str, str]]:
     """Identifier -> (module, qualname) of the contract names code can mention.
@@ -35,7 +37,7 @@ def _contract_names() -> dict[str, tuple[str, str]]:
     names: dict[str, tuple[str, str]] = {}
     for module, owners in OWNERS.items():
         for qualname in owners:
-            cls, _, method = qualname.partition(".")
+            cls, _dot, method = qualname.partition(".")
             names.setdefault(cls, (module, cls))
             if method and not method.startswith("__") and method != "forward":
                 names[method] = (module, qualname)
@@ -118,14 +120,15 @@ def public_course(text: str, hidden: frozenset[tuple[str, str]]) -> str:
     return header + yaml.safe_dump(data, sort_keys=False)
 
 
-def student_readme(course: Course) -> str:
-    """The bundle's README.md: the components, how the bundle grades, how to check and hand in."""
-    rows = "\n".join(f"| `{c.id}` | {c.title} | `exercises/{c.file}` | {c.points:g} |" for c in course.components)
+def student_readme(course: Course, lang: str = "en") -> str:
+    """The bundle's README.md in `lang`: the components, how the bundle grades, how to check and hand in."""
+    rows = "\n".join(f"| `{c.id}` | {course_text(c.id, c.title, lang)} | `exercises/{c.file}` | {c.points:g} |"
+                     for c in course.components)
     ids = [c.id for c in course.components]
     context_rows = "\n".join(
         f"| `{c}` | " + ", ".join(f"`{d}`" for d in ids if d in context_dependents(c)) + " |"
         for c in ids if context_dependents(c))
-    return render("release_README.md", name=course.name, total=f"{course.total_points:g}", rows=rows,
+    return render(README_TEMPLATES[lang], name=course.name, total=f"{course.total_points:g}", rows=rows,
                   context_rows=context_rows)
 
 
@@ -144,16 +147,22 @@ def _stubs() -> dict[str, str]:
     return stubs
 
 
-def build_release(out: Path) -> Path:
-    """Write the bundle into `out` (new or empty). Raises PristineStubsError where the stubs cannot be found."""
+def build_release(out: Path, lang: str | None = None) -> Path:
+    """Write the bundle into `out` (new or empty). Raises PristineStubsError where the stubs cannot be found.
+
+    Its exercises/ are the stubs in `lang` (default: the language in use, grader/i18n.py); its pristine copy
+    (grader/stubs/) stays in English, and a drill in the bundle translates it as its own `--lang` says.
+    """
     out = Path(out)
     if out.exists() and any(out.iterdir()):
         raise FileExistsError(f"{out} exists and is not empty")
     stubs = _stubs()
+    lang = lang or language()
     out.mkdir(parents=True, exist_ok=True)
     hidden = load_course().hidden_checks
     (out / "exercises").mkdir()
-    for name, text in stubs.items():
+    warn = lambda message: print(f"release: {message}", file=sys.stderr)  # noqa: E731
+    for name, text in translate_stubs(stubs, lang, warn).items():
         (out / "exercises" / name).write_text(text, encoding="utf-8")
     shutil.copytree(GRADER, out / "grader", ignore=IGNORE)
     write_shipped_stubs(out, stubs)  # the pristine copy a drill in the release starts from
@@ -173,7 +182,7 @@ def build_release(out: Path) -> Path:
     shutil.copy(PYPROJECT, out / "pyproject.toml")
     (out / "Makefile").write_text(render("release_Makefile"))
     (out / ".gitignore").write_text(render("release_gitignore"))
-    (out / "README.md").write_text(student_readme(load_course()))
+    (out / "README.md").write_text(student_readme(load_course(), lang), encoding="utf-8")
     workflow = ROOT / ".github" / "workflows" / "classroom.yml"
     if workflow.is_file():  # GitHub Classroom: the bundle is the template repository
         (out / ".github" / "workflows").mkdir(parents=True)
@@ -187,11 +196,11 @@ def _release(args: argparse.Namespace) -> int:
     except (FileExistsError, PristineStubsError) as exc:
         print(f"release: {exc}", file=sys.stderr)
         return 2
-    print(f"student bundle written to {out}")
+    print(_("student bundle written to {path}").format(path=out))
     return 0
 
 
 def register(subparsers) -> None:
-    parser = subparsers.add_parser("release", help="write the student bundle (no solutions, no hidden checks)")
-    parser.add_argument("outdir", metavar="OUTDIR", help="an empty or new folder")
+    parser = subparsers.add_parser("release", help=_("write the student bundle (no solutions, no hidden checks)"))
+    parser.add_argument("outdir", metavar="OUTDIR", help=_("an empty or new folder"))
     parser.set_defaults(func=_release)

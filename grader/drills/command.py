@@ -36,12 +36,14 @@ from ..files import write_atomic
 from .history import ABANDONED, GAVE_UP, PASSED, HistoryFile, format_duration, pick_components, render_history
 from ..syntax import definition_source
 from .workspace import SOLUTIONS, build_workspace, component_names, has_reference, learners_code
-from ..pristine import PristineStubsError, pristine_stubs
+from ..pristine import PristineStubsError, pristine_stubs, translate_stubs
 from ..paths import ROOT
+from ..i18n import N_, _, course_text, language, ngettext
 
 STATE_FILE = "drill.json"
 OPEN = "open"
 STATUSES = (OPEN, PASSED, GAVE_UP, ABANDONED)
+STATUS_LABELS = {OPEN: N_("open"), PASSED: N_("passed"), GAVE_UP: N_("gave up"), ABANDONED: N_("abandoned")}
 MINUTES_PER_COMPONENT = 15.0
 FOLDER_TIME = "%Y%m%d-%H%M%S"  # a workspace's name starts with its start time
 
@@ -286,12 +288,14 @@ class Out:
     def warn(self, message: str) -> None:
         from rich.markup import escape
 
-        self.errors.print(f"[yellow]warning:[/yellow] {escape(message)}", markup=True)
+        label = escape(_("warning:"))
+        self.errors.print(f"[yellow]{label}[/yellow] {escape(message)}", markup=True)
 
     def error(self, message: str) -> None:
         from rich.markup import escape
 
-        self.errors.print(f"[red]error:[/red] {escape(message)}", markup=True)
+        label = escape(_("error:"))
+        self.errors.print(f"[red]{label}[/red] {escape(message)}", markup=True)
 
     def print(self, *objects, **kwargs) -> None:
         self.console.print(*objects, **kwargs)
@@ -321,10 +325,13 @@ def _finish(drill: Drill, status: str, out: Out, history: HistoryFile | None = N
 def _time_line(drill: Drill) -> str:
     elapsed, limit = drill.elapsed(), drill.minutes * 60
     if not drill.is_open:
-        return f"elapsed {format_duration(elapsed)} (drill {drill.status})"
+        return _("elapsed {elapsed} (drill {status})").format(elapsed=format_duration(elapsed),
+                                                              status=_(STATUS_LABELS[drill.status]))
     if elapsed > limit:
-        return f"elapsed {format_duration(elapsed)}: time is up ({format_duration(limit)}, over by {format_duration(elapsed - limit)})"
-    return f"elapsed {format_duration(elapsed)}, remaining {format_duration(limit - elapsed)} of {format_duration(limit)}"
+        return _("elapsed {elapsed}: time is up ({limit}, over by {over})").format(
+            elapsed=format_duration(elapsed), limit=format_duration(limit), over=format_duration(elapsed - limit))
+    return _("elapsed {elapsed}, remaining {left} of {limit}").format(
+        elapsed=format_duration(elapsed), left=format_duration(limit - elapsed), limit=format_duration(limit))
 
 
 # ---------------------------------------------------------------------------
@@ -366,7 +373,7 @@ def _start(args: argparse.Namespace) -> int:
         out.error("--minutes must be positive")
         return 2
     try:
-        stubs = pristine_stubs()
+        stubs = translate_stubs(pristine_stubs(), language(), out.warn)
     except PristineStubsError as exc:
         out.error(str(exc))
         return 2
@@ -410,22 +417,22 @@ def _start(args: argparse.Namespace) -> int:
 def _print_started(drill: Drill, args: argparse.Namespace, out: Out) -> None:
     from rich.text import Text
 
-    out.print(Text(f"Drill started: {', '.join(drill.components)}", style="bold"))
-    out.print(f"Workspace: {_display(drill.workspace)}")
-    out.print("Write from memory:")
+    out.print(Text(_("Drill started: {components}").format(components=", ".join(drill.components)), style="bold"))
+    out.print(_("Workspace: {path}").format(path=_display(drill.workspace)))
+    out.print(_("Write from memory:"))
     for component in drill.components:
         for module, names in component_names(component).items():
             out.print(f"  {component}: {_display(drill.workspace / (module + '.py'))}: {', '.join(names)}")
     if drill.working_code:
-        out.print("Everything else in the workspace is working reference code, so your code runs in context.")
+        out.print(_("Everything else in the workspace is working reference code, so your code runs in context."))
     else:
-        out.print("This is a student release without the reference: the other components are stubs too "
-                  "(each component is still graded on its own, with trusted stand-ins for the others).")
-    mode = ("interview mode: the stubs' worded steps are hidden, and checks show only pass/fail and no hints "
-            "until the drill ends") if drill.interview \
-        else f"hints: `{_command(args, 'hint')}`"
-    out.print(f"Time: {format_duration(drill.minutes * 60)} from now; {mode}.")
-    out.print(f"Check your work: `{_command(args, 'check')}`")
+        out.print(_("This is a student release without the reference: the other components are stubs too "
+                    "(each component is still graded on its own, with trusted stand-ins for the others)."))
+    mode = _("interview mode: the stubs' worded steps are hidden, and checks show only pass/fail and no hints "
+             "until the drill ends") if drill.interview \
+        else _("hints: `{command}`").format(command=_command(args, 'hint'))
+    out.print(_("Time: {duration} from now; {mode}.").format(duration=format_duration(drill.minutes * 60), mode=mode))
+    out.print(_("Check your work: `{command}`").format(command=_command(args, 'check')))
 
 
 # ---------------------------------------------------------------------------
@@ -442,7 +449,8 @@ def _check(args: argparse.Namespace) -> int:
     except DrillStateError as exc:
         return _state_error(exc, args, out)
     if drill is None:
-        out.error(f"no drill under {_display(root)}; start one with `{_command(args, 'start')} COMPONENT`")
+        out.error(_("no drill under {path}; start one with `{command} COMPONENT`").format(
+            path=_display(root), command=_command(args, 'start')))
         return 2
     now = time.time()  # the candidate's time stops when they ask for the check, not when grading ends
     report = run_checks(drill.workspace, drill.components, timeout=args.timeout)
@@ -458,7 +466,8 @@ def _check(args: argparse.Namespace) -> int:
             _finish(drill, PASSED, out)
             finished_now = True
     else:
-        out.print(f"(drill {drill.id} is {drill.status}; this check is not recorded)")
+        out.print(_("(drill {id} is {status}; this check is not recorded)").format(
+            id=drill.id, status=_(STATUS_LABELS[drill.status])))
     if drill.details_hidden(now):
         _print_pass_fail(report, out)
     else:
@@ -466,9 +475,12 @@ def _check(args: argparse.Namespace) -> int:
     out.print(_time_line(drill))
     if finished_now:
         hints = sum(drill.hints_used.values())
-        out.print(f"Passed in {format_duration(max(drill.passed_at.values()))} with {hints} hint(s). "
-                  f"`{_command(args, 'reveal')}` shows the reference next to your code; "
-                  f"`{_command(args, 'history')}` shows your progress.")
+        out.print(ngettext("Passed in {duration} with {hints} hint. `{reveal}` shows the reference next to your "
+                           "code; `{history}` shows your progress.",
+                           "Passed in {duration} with {hints} hints. `{reveal}` shows the reference next to your "
+                           "code; `{history}` shows your progress.", hints).format(
+            duration=format_duration(max(drill.passed_at.values())), hints=hints,
+            reveal=_command(args, 'reveal'), history=_command(args, 'history')))
     return 0 if passed == set(drill.components) else 1
 
 
@@ -478,12 +490,13 @@ def _print_pass_fail(report, out: Out) -> None:
 
     from ..results import PASSED as CHECK_PASSED
 
+    word = {True: _("PASS"), False: _("FAIL")}
     for component in report.components:
-        out.print(Text(f"{component.id}: {'PASS' if component.status == CHECK_PASSED else 'FAIL'}", style="bold"))
+        out.print(Text(f"{component.id}: {word[component.status == CHECK_PASSED]}", style="bold"))
         for check in component.checks:
             ok = check.status == CHECK_PASSED
-            out.print(Text(f"  {'PASS' if ok else 'FAIL'}  {check.name}", style="green" if ok else "red"))
-    out.print("(interview mode: details and hints are hidden until the drill ends)")
+            out.print(Text(f"  {word[ok]}  {check.name}", style="green" if ok else "red"))
+    out.print(_("(interview mode: details and hints are hidden until the drill ends)"))
 
 
 # ---------------------------------------------------------------------------
@@ -498,10 +511,10 @@ def _hint(args: argparse.Namespace) -> int:
     except DrillStateError as exc:
         return _state_error(exc, args, out)
     if drill is None:
-        out.error(f"no open drill; start one with `{_command(args, 'start')} COMPONENT`")
+        out.error(_("no open drill; start one with `{command} COMPONENT`").format(command=_command(args, 'start')))
         return 2
     if drill.details_hidden():
-        out.error("interview mode: no hints until the drill ends (a pass, time up, or `drill reveal --give-up`)")
+        out.error(_("interview mode: no hints until the drill ends (a pass, time up, or `drill reveal --give-up`)"))
         return 1
     if args.component and args.component not in drill.components:
         out.error(_not_in_drill(args.component, drill))
@@ -509,7 +522,7 @@ def _hint(args: argparse.Namespace) -> int:
     course = load_course()
     failing = [c for c in drill.components if drill.last_status.get(c) != PASSED]
     if not args.component and not failing:
-        out.print("Every component of this drill passed its last check: no hint needed.")
+        out.print(_("Every component of this drill passed its last check: no hint needed."))
         return 0
     # without a name: the first failing component that still has a hint left
     left = [c for c in failing if drill.hints_used.get(c, 0) < len(course.component(c).hint_ladder)]
@@ -517,13 +530,16 @@ def _hint(args: argparse.Namespace) -> int:
     ladder = course.component(component).hint_ladder
     used = drill.hints_used.get(component, 0)
     if used >= len(ladder):
-        which = component if args.component else f"any failing component ({', '.join(failing)})"
-        out.print(f"No more hints for {which}: all {len(ladder) if args.component else 'their'} hints used. "
-                  f"`{_command(args, 'reveal')} --give-up` shows the reference.")
+        which = component if args.component else _("any failing component ({components})").format(
+            components=", ".join(failing))
+        used_up = _("all {count} hints used").format(count=len(ladder)) if args.component else _("all their hints used")
+        out.print(_("No more hints for {which}: {used_up}. `{command} --give-up` shows the reference.").format(
+            which=which, used_up=used_up, command=_command(args, 'reveal')))
         return 1
     drill.hints_used[component] = used + 1
     drill.save()
-    out.print(f"{component}, hint {used + 1}/{len(ladder)}: {ladder[used]}")
+    out.print(_("{component}, hint {number}/{count}: {hint}").format(
+        component=component, number=used + 1, count=len(ladder), hint=course_text(component, ladder[used])))
     return 0
 
 
@@ -544,18 +560,19 @@ def _reveal(args: argparse.Namespace) -> int:
         return 2
     if args.give_up and drill.is_open:
         _finish(drill, GAVE_UP, out)
-        out.print(f"Gave up drill {drill.id} after {format_duration(drill.elapsed())}; it is in the history.")
+        out.print(_("Gave up drill {id} after {duration}; it is in the history.").format(
+            id=drill.id, duration=format_duration(drill.elapsed())))
     components = [args.component] if args.component else drill.components
     allowed = [c for c in components if c in drill.passed_at or drill.status == GAVE_UP]
     refused = [c for c in components if c not in allowed]
     if refused:
-        out.error(f"{', '.join(refused)} has not passed yet: the reference comes after a pass, "
-                  f"or give up with `{_command(args, 'reveal')} --give-up`")
+        out.error(_("{components} has not passed yet: the reference comes after a pass, or give up with "
+                    "`{command} --give-up`").format(components=", ".join(refused), command=_command(args, 'reveal')))
         if not allowed:
             return 1
     if not has_reference(SOLUTIONS):
-        out.print("The reference is not included in this release (no solutions/ folder); "
-                  f"your code is in {_display(drill.workspace)}.")
+        out.print(_("The reference is not included in this release (no solutions/ folder); your code is in "
+                    "{path}.").format(path=_display(drill.workspace)))
         return 0
     for component in allowed:
         for module, names in component_names(component).items():
@@ -595,7 +612,7 @@ def _print_side_by_side(component: str, module: str, name: str, workspace: Path,
 def _show_history(args: argparse.Namespace) -> int:
     out = Out()
     history, drills = _history(out)
-    out.print(f"Drill history: {history.path}")
+    out.print(_("Drill history: {path}").format(path=history.path))
     render_history(drills, out.console)
     return 0
 
@@ -607,35 +624,35 @@ def register(subparsers) -> None:
     """Add `drill` and its sub-commands to the grader's command line."""
     common = argparse.ArgumentParser(add_help=False)
     common.add_argument("--root", metavar="DIR",
-                        help="folder holding the drill workspaces (default: $DRILLS_ROOT, else drills/ in the repository)")
-    drill = subparsers.add_parser("drill", help="timed practice: write components from memory",
-                                  description="Timed practice for interviews. History: $DRILLS_HOME/history.json "
-                                              "(default ~/.transformer-drills/history.json).")
+                        help=_("folder holding the drill workspaces (default: $DRILLS_ROOT, else drills/ in the repository)"))
+    drill = subparsers.add_parser("drill", help=_("timed practice: write components from memory"),
+                                  description=_("Timed practice for interviews. History: $DRILLS_HOME/history.json "
+                                              "(default ~/.transformer-drills/history.json)."))
     sub = drill.add_subparsers(dest="drill_command", required=True)
 
-    start = sub.add_parser("start", parents=[common], help="start a drill in a fresh workspace")
-    start.add_argument("components", nargs="*", metavar="COMPONENT", help=f"any of: {', '.join(COMPONENTS)}")
-    start.add_argument("--random", type=int, metavar="N", help="pick N components, the weakest and least recent first")
-    start.add_argument("--seed", type=int, help="seed for --random (for repeatable picks)")
+    start = sub.add_parser("start", parents=[common], help=_("start a drill in a fresh workspace"))
+    start.add_argument("components", nargs="*", metavar="COMPONENT", help=_("any of: {components}").format(components=", ".join(COMPONENTS)))
+    start.add_argument("--random", type=int, metavar="N", help=_("pick N components, the weakest and least recent first"))
+    start.add_argument("--seed", type=int, help=_("seed for --random (for repeatable picks)"))
     start.add_argument("--minutes", type=float, metavar="M",
-                       help=f"time limit (default {MINUTES_PER_COMPONENT:g} per component)")
+                       help=_("time limit (default {minutes:g} per component)").format(minutes=MINUTES_PER_COMPONENT))
     start.add_argument("--no-hints", action="store_true",
-                       help="interview mode: only pass/fail per check, no hints, until the drill ends")
-    start.add_argument("--force", action="store_true", help="abandon a drill that is still open")
+                       help=_("interview mode: only pass/fail per check, no hints, until the drill ends"))
+    start.add_argument("--force", action="store_true", help=_("abandon a drill that is still open"))
     start.set_defaults(func=_start)
 
-    check = sub.add_parser("check", parents=[common], help="grade the drill's components, with the time")
-    check.add_argument("--timeout", type=float, metavar="S", help="seconds per check (default: course.yml)")
+    check = sub.add_parser("check", parents=[common], help=_("grade the drill's components, with the time"))
+    check.add_argument("--timeout", type=float, metavar="S", help=_("seconds per check (default: course.yml)"))
     check.set_defaults(func=_check)
 
-    hint = sub.add_parser("hint", parents=[common], help="the next hint for a failing component")
+    hint = sub.add_parser("hint", parents=[common], help=_("the next hint for a failing component"))
     hint.add_argument("component", nargs="?", metavar="COMPONENT")
     hint.set_defaults(func=_hint)
 
-    reveal = sub.add_parser("reveal", parents=[common], help="the reference next to your code (after a pass)")
+    reveal = sub.add_parser("reveal", parents=[common], help=_("the reference next to your code (after a pass)"))
     reveal.add_argument("component", nargs="?", metavar="COMPONENT")
-    reveal.add_argument("--give-up", action="store_true", help="end the drill unpassed and show the reference")
+    reveal.add_argument("--give-up", action="store_true", help=_("end the drill unpassed and show the reference"))
     reveal.set_defaults(func=_reveal)
 
-    history = sub.add_parser("history", parents=[common], help="past drills per component and a chart of times")
+    history = sub.add_parser("history", parents=[common], help=_("past drills per component and a chart of times"))
     history.set_defaults(func=_show_history)

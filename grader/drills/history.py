@@ -29,6 +29,7 @@ from pathlib import Path
 
 from ..contract import COMPONENTS
 from ..files import write_atomic
+from ..i18n import _
 
 VERSION = 1
 PASSED, GAVE_UP, ABANDONED = "passed", "gave up", "abandoned"
@@ -232,23 +233,28 @@ def render_history(drills: list[dict], console) -> None:
     stats = component_stats(drills)
     drilled = [s for s in stats.values() if s.attempts]
     if not drilled:
-        console.print("No finished drills yet: `python -m grader drill start COMPONENT` begins one.")
+        console.print(_("No finished drills yet: `python -m grader drill start COMPONENT` begins one."))
         return
+    results = {PASSED: _("passed"), GAVE_UP: _("gave up"), ABANDONED: _("abandoned")}
     for s in drilled:
-        table = Table(title=f"{s.component}  (best {format_duration(s.best_time)})", title_justify="left")
-        for column in ("date", "time taken", "hints used", "result"):
-            table.add_column(column, justify="right" if column in ("time taken", "hints used") else "left")
+        table = Table(title=_("{component}  (best {duration})").format(component=s.component,
+                                                                       duration=format_duration(s.best_time)),
+                      title_justify="left")
+        table.add_column(_("date"))
+        table.add_column(_("time taken"), justify="right")
+        table.add_column(_("hints used"), justify="right")
+        table.add_column(_("result"))
         for a in s.attempts:
             style = "green" if a.result == PASSED else "red" if a.result == GAVE_UP else "yellow"
             table.add_row(a.date.replace("T", " ")[:16], format_duration(a.time_s), str(a.hints),
-                          Text(a.result, style=style))
+                          Text(results.get(a.result, a.result), style=style))
         console.print(table)
-    console.print(Text("\nTime to pass, per component (█ passed; · not passed):", style="bold"))
+    console.print(Text("\n" + _("Time to pass, per component (█ passed; · not passed):"), style="bold"))
     longest = max((a.time_s for s in drilled for a in s.attempts), default=0.0) or 1.0
     for s in drilled:
         console.print(Text(s.component, style="bold"))
         for a in s.attempts:
             width = max(1, round(BAR_WIDTH * a.time_s / longest))
             bar = ("█" if a.result == PASSED else "·") * width
-            label = format_duration(a.time_s) + ("" if a.result == PASSED else f" ({a.result})")
+            label = format_duration(a.time_s) + ("" if a.result == PASSED else f" ({results.get(a.result, a.result)})")
             console.print(f"  {a.date[:10]}  {bar} {label}")

@@ -12,6 +12,7 @@ import re
 from pathlib import Path
 
 from ..contract import MODULES, OWNERS
+from ..i18n import N_, _
 from ..paths import SOLUTIONS
 from ..syntax import definition_source, definition_spans, docstring_lines, unwritten
 
@@ -29,8 +30,10 @@ Edit = tuple[int, int, list[str]]  # replace lines [start, end) (0-based) with t
 
 # A stub's worded steps: a docstring paragraph opened by "TODO (component), ... in words:".
 # They spell out the key line, so an interview drill hides them.
-WORDED_TODO = re.compile(r'^(?P<indent>\s*)(?P<opener>[rRuU]?(?:"""|\'\'\'))?TODO \((?P<tag>[^)]*)\).*\bin words:\s*$')
-FROM_MEMORY = "TODO ({tag}): write it from memory (interview mode: the steps are not shown)."
+# The Chinese stubs (grader/locale/zh_CN/stubs/) open it with "TODO (component)，分步说明：".
+WORDED_TODO = re.compile(r'^(?P<indent>\s*)(?P<opener>[rRuU]?(?:"""|\'\'\'))?TODO \((?P<tag>[^)]*)\).*'
+                         r'(?:\bin words:|分步说明[:：])\s*$')
+FROM_MEMORY = N_("TODO ({tag}): write it from memory (interview mode: the steps are not shown).")
 
 
 def drilled_names(module: str, components: set[str] | frozenset[str]) -> list[str]:
@@ -159,7 +162,7 @@ def hide_worded_steps(source: str) -> str:
             closer = ""
             if end == last and (tail := lines[last - 1].rstrip()).endswith(('"""', "'''")) and last - 1 > i:
                 closer = tail[-3:]  # the docstring closes on the paragraph's last line
-            note = f"{match['indent']}{match['opener'] or ''}{FROM_MEMORY.format(tag=match['tag'])}{closer}"
+            note = f"{match['indent']}{match['opener'] or ''}{_(FROM_MEMORY).format(tag=match['tag'])}{closer}"
             lines[i:end] = [note]
             last -= end - i - 1
             i += 1

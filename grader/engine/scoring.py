@@ -7,6 +7,7 @@ from fractions import Fraction
 from ..contract import FILES
 from ..course import POINT_UNITS, Component
 from ..figures import figures_showing, see_line
+from ..i18n import _
 from ..results import ERROR, FAILED, NOT_STARTED, PASSED, TIMEOUT, CaseResult, CheckResult, ComponentResult
 
 
@@ -48,8 +49,8 @@ def score_component(component: Component, cases: list[CaseResult], load_errors: 
         share = earned(name) * (gate if name in gated else 1)
         note = ""
         if name in gated and gate < 1 and passed:
-            note = (f"gated: pays once {', '.join(component.core)} pass (they earn {math.floor(gate * 100)}% of "
-                    "their points so far)")
+            note = _("gated: pays once {checks} pass (they earn {share} of their points so far)").format(
+                checks=", ".join(component.core), share=f"{math.floor(gate * 100)}%")
         checks.append(CheckResult(name, component.id, status, math.floor(share + Fraction(1, 2)) / POINT_UNITS,
                                   units[name] / POINT_UNITS, passed, total, message, name in component.hidden, note))
     score = round(sum(c.score for c in checks), 6)  # whole units: the rounding only drops float noise
@@ -59,7 +60,7 @@ def score_component(component: Component, cases: list[CaseResult], load_errors: 
     elif statuses == {PASSED}:
         status, message = PASSED, ""
     elif statuses == {NOT_STARTED}:
-        status, message = NOT_STARTED, "not started: every check raised NotImplementedError"
+        status, message = NOT_STARTED, _("not started: every check raised NotImplementedError")
     else:
         failing_checks = [c for c in checks if c.status != PASSED]
         first = next((c for c in failing_checks if not c.hidden), failing_checks[0])

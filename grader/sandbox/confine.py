@@ -43,16 +43,17 @@ from ..paths import ROOT, STANDINS
 
 NAMESPACES, LANDLOCK, USERS, NONE = "namespaces", "landlock", "users", "none"
 ORDER = (NAMESPACES, LANDLOCK, USERS, NONE)
+N_ = str  # marks a text for extraction into the catalogue; grader/i18n.py translates it where it is shown
 DESCRIPTIONS = {
-    NAMESPACES: "namespaces: each worker has its own PID, mount and network namespace, a read-only view of "
-                "Python and its submission only, a size-limited scratch space, no network and no capabilities",
-    LANDLOCK: "landlock: each worker may read only Python and its submission, write only its own scratch folder, "
-              "open no TCP connection and signal or trace no process outside it",
-    USERS: "users: each worker runs as a user id of its own (grading as root), which cannot read the reference, "
+    NAMESPACES: N_("namespaces: each worker has its own PID, mount and network namespace, a read-only view of "
+                "Python and its submission only, a size-limited scratch space, no network and no capabilities"),
+    LANDLOCK: N_("landlock: each worker may read only Python and its submission, write only its own scratch folder, "
+              "open no TCP connection and signal or trace no process outside it"),
+    USERS: N_("users: each worker runs as a user id of its own (grading as root), which cannot read the reference, "
            "the checks or the project's history (closed to other users while grading), write its results, or signal "
-           "or trace another process; the network stays open",
-    NONE: "NONE: no sandbox is available here; student code can read and write what the grader's user can "
-          "(grades from this machine are not protected against tampering)",
+           "or trace another process; the network stays open"),
+    NONE: N_("NONE: no sandbox is available here; student code can read and write what the grader's user can "
+          "(grades from this machine are not protected against tampering)"),
 }
 WORKER_UID_BASE = 1_000_000_000  # as root, each worker runs as a user id of its own: this plus its pid
 SCRATCH_MB = 64

@@ -7,21 +7,23 @@ from pathlib import Path
 
 from ..contract import COMPONENTS, unknown_components
 from ..figures import FIGURES, figure_file
+from ..i18n import _
 from ..paths import EXERCISES
 
 
 def register(sub) -> None:
-    show = sub.add_parser("show", help="draw a component's figures: your code's results beside the expected ones")
-    show.add_argument("component", metavar="COMPONENT", help=f"one of: {', '.join(FIGURES)}")
-    show.add_argument("--target", default=str(EXERCISES), help="folder whose code is drawn (default: exercises/)")
-    show.add_argument("--out", default="figures", help="folder the PNG files go to (default: ./figures)")
-    show.add_argument("--timeout", type=float, metavar="S", help="seconds per call of your code (default: course.yml)")
+    show = sub.add_parser("show", help=_("draw a component's figures: your code's results beside the expected ones"))
+    show.add_argument("component", metavar="COMPONENT", help=_("one of: {components}").format(components=", ".join(FIGURES)))
+    show.add_argument("--target", default=str(EXERCISES), help=_("folder whose code is drawn (default: exercises/)"))
+    show.add_argument("--out", default="figures", help=_("folder the PNG files go to (default: ./figures)"))
+    show.add_argument("--timeout", type=float, metavar="S", help=_("seconds per call of your code (default: course.yml)"))
     show.set_defaults(func=_show)
 
 
 def without_figures(component: str) -> str:
     """What `show` says for a component that has no figure."""
-    return f"{component} has no figure; these components have: {', '.join(FIGURES)}"
+    return _("{component} has no figure; these components have: {components}").format(
+        component=component, components=", ".join(FIGURES))
 
 
 def _show(args: argparse.Namespace) -> int:
@@ -41,8 +43,8 @@ def _show(args: argparse.Namespace) -> int:
         path = out / figure_file(figure.component, figure.name)
         path.write_bytes(png(figure))
         if figure.yours is None:
-            state = f"expected only; yours: {figure.why.splitlines()[0] if figure.why else 'nothing'}"
+            state = _("expected only; yours: {why}").format(why=figure.why.splitlines()[0] if figure.why else _("nothing"))
         else:
-            state = "yours matches the expected" if figure.matches else "yours differs from the expected"
+            state = _("yours matches the expected") if figure.matches else _("yours differs from the expected")
         print(f"{path}: {state}")
     return 0

@@ -19,6 +19,7 @@ from pathlib import Path
 import torch
 
 from ..engine.training import TASK, Task, TrainingFailed, expected_continuation, motifs, prompts, repeated, schedule, train
+from ..i18n import _, language, set_language
 from ..paths import EXERCISES, ROOT
 
 
@@ -38,32 +39,36 @@ def _child(args: argparse.Namespace) -> int:
     try:
         target = open_target(args.target)
     except ImplementationLoadError as exc:
-        console.print(f"[bold red]cannot load your code:[/] {escape(str(exc))}", highlight=False)
+        label = escape(_("cannot load your code:"))
+        console.print(f"[bold red]{label}[/] {escape(str(exc))}", highlight=False)
         return 1
-    console.print(f"training {task.describe()}\n  code: {args.target}; {steps} steps of torch.optim.AdamW, "
-                  f"learning rates from your lr_at", markup=False, highlight=False)
+    console.print(_("training {task}\n  code: {target}; {steps} steps of torch.optim.AdamW, learning rates from "
+                    "your lr_at").format(task=task.describe(), target=args.target, steps=steps),
+                  markup=False, highlight=False)
     try:
         lr = schedule(task, target.fn("training.lr_at"), steps)
         lr(0)
         model = target.new("gpt.TinyLM", *task.model_args())
-        with Progress(TextColumn("[bold]train"), BarColumn(), TextColumn("{task.completed}/{task.total}"),
-                      TextColumn("loss {task.fields[loss]}"), TimeElapsedColumn(), console=console,
+        with Progress(TextColumn("[bold]" + escape(_("train"))), BarColumn(), TextColumn("{task.completed}/{task.total}"),
+                      TextColumn(escape(_("loss")) + " {task.fields[loss]}"), TimeElapsedColumn(), console=console,
                       transient=not console.is_terminal) as progress:
             bar = progress.add_task("train", total=steps, loss="-")
             losses = train(model, task, lr, steps=steps,
                            on_step=lambda s, loss: progress.update(bar, advance=1, loss=f"{loss:.3f}"))
     except NotStarted as exc:
         waiting = _not_started(args.target)
-        also = f"; not started yet: {', '.join(waiting)}" if waiting else ""
-        console.print(f"[bold red]{escape(str(exc))}[/]\n  the training runs your whole model (gpt.py and every "
-                      f"part it is built on) and your lr_at{also}\n  finish them first (python -m grader check "
-                      f"COMPONENT)", highlight=False)
+        also = _("; not started yet: {components}").format(components=", ".join(waiting)) if waiting else ""
+        explained = _("the training runs your whole model (gpt.py and every part it is built on) and your "
+                      "lr_at{also}\n  finish them first (python -m grader check COMPONENT)").format(also=also)
+        console.print(f"[bold red]{escape(str(exc))}[/]\n  {escape(explained)}", highlight=False)
         return 1
     except (StudentError, TrainingFailed) as exc:
-        console.print(f"[bold red]the training failed:[/] {escape(str(exc))}", highlight=False)
+        label = escape(_("the training failed:"))
+        console.print(f"[bold red]{label}[/] {escape(str(exc))}", highlight=False)
         return 1
-    console.print(f"loss: {losses[0]:.3f} at the start, {losses[-1]:.3f} after {steps} steps "
-                  f"(a model that only guesses scores {math.log(task.vocab_size):.3f})", highlight=False)
+    console.print(_("loss: {first:.3f} at the start, {last:.3f} after {steps} steps (a model that only guesses "
+                    "scores {guess:.3f})").format(first=losses[0], last=losses[-1], steps=steps,
+                                                  guess=math.log(task.vocab_size)), highlight=False)
     _plot(losses, Path(args.out), task, console)
     _continue(target, model, task, console)
     return 0
@@ -93,7 +98,7 @@ def _plot(losses: list[float], out: Path, task: Task, console) -> None:
     try:
         import matplotlib
     except ImportError:
-        console.print("matplotlib is not installed (pip install matplotlib): no picture of the loss curve")
+        console.print(_("matplotlib is not installed (pip install matplotlib): no picture of the loss curve"))
         return
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
@@ -109,7 +114,7 @@ def _plot(losses: list[float], out: Path, task: Task, console) -> None:
     out.parent.mkdir(parents=True, exist_ok=True)
     fig.savefig(out, dpi=100)
     plt.close(fig)
-    console.print(f"loss curve saved to {out}", markup=False, highlight=False)
+    console.print(_("loss curve saved to {path}").format(path=out), markup=False, highlight=False)
 
 
 def _continue(target, model, task: Task, console) -> None:
@@ -120,51 +125,52 @@ def _continue(target, model, task: Task, console) -> None:
     try:
         out = target.fn("sampling.generate")(model, prompt, length - prompt.size(1))
     except NotStarted as exc:
-        console.print(f"no continuation: sampling is {exc}", markup=False, highlight=False)
+        console.print(_("no continuation: sampling is {error}").format(error=exc), markup=False, highlight=False)
         return
     except StudentError as exc:
-        console.print(f"no continuation: generate failed: {exc}", markup=False, highlight=False)
+        console.print(_("no continuation: generate failed: {error}").format(error=exc), markup=False,
+                      highlight=False)
         return
     want = expected_continuation(task, prompt, length)
-    console.print("greedy continuations (prompt | what your model wrote):")
+    console.print(_("greedy continuations (prompt | what your model wrote):"), markup=False)
     for got, right in zip(out.tolist(), want.tolist()):
         p = prompt.size(1)
-        mark = "right" if got == right else f"expected {' '.join(map(str, right[p:]))}"
+        mark = _("right") if got == right else _("expected {tokens}").format(tokens=" ".join(map(str, right[p:])))
         console.print(f"  {' '.join(map(str, got[:p]))} | {' '.join(map(str, got[p:]))}   ({mark})", highlight=False)
 
 
 def _train(args: argparse.Namespace) -> int:
     """Start the child that runs the learner's code, and stop it after `--timeout` seconds."""
     if args.steps is not None and args.steps < 1:
-        print("train: --steps must be at least 1", file=sys.stderr)
+        print(_("train: --steps must be at least 1"), file=sys.stderr)
         return 2
     command = [sys.executable, "-m", __name__, "--child", "--target", str(Path(args.target).resolve()),
-               "--out", str(Path(args.out).resolve())] + (["--steps", str(args.steps)] if args.steps else [])
+               "--out", str(Path(args.out).resolve()), "--lang", language()] + (["--steps", str(args.steps)] if args.steps else [])
     env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")]).rstrip(os.pathsep))
     try:
         return subprocess.run(command, env=env, timeout=args.timeout).returncode
     except KeyboardInterrupt:
-        print("train: interrupted", file=sys.stderr)
+        print(_("train: interrupted"), file=sys.stderr)
         return 130
     except subprocess.TimeoutExpired:
-        print(f"train: stopped after {args.timeout:g} s (an endless loop, or a much slower model than expected; "
-              f"--timeout changes the limit)", file=sys.stderr)
+        print(_("train: stopped after {seconds:g} s (an endless loop, or a much slower model than expected; "
+                "--timeout changes the limit)").format(seconds=args.timeout), file=sys.stderr)
         return 1
 
 
 def _add_options(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--target", default=str(EXERCISES), help="folder with the code to train "
-                        "(default: exercises/)")
-    parser.add_argument("--steps", type=int, metavar="N", help=f"training steps (default {TASK.steps})")
-    parser.add_argument("--out", default="loss_curve.png", metavar="PNG", help="where to save the loss curve "
-                        "(default: loss_curve.png)")
+    parser.add_argument("--target", default=str(EXERCISES), help=_("folder with the code to train "
+                        "(default: exercises/)"))
+    parser.add_argument("--steps", type=int, metavar="N", help=_("training steps (default {steps})").format(steps=TASK.steps))
+    parser.add_argument("--out", default="loss_curve.png", metavar="PNG", help=_("where to save the loss curve "
+                        "(default: loss_curve.png)"))
 
 
 def register(subparsers) -> None:
-    parser = subparsers.add_parser("train", help="train your TinyLM on a small task: progress, loss curve, "
-                                   "a continuation")
+    parser = subparsers.add_parser("train", help=_("train your TinyLM on a small task: progress, loss curve, "
+                                   "a continuation"))
     _add_options(parser)
-    parser.add_argument("--timeout", type=float, default=600.0, metavar="S", help="stop after S seconds (default 600)")
+    parser.add_argument("--timeout", type=float, default=600.0, metavar="S", help=_("stop after S seconds (default 600)"))
     parser.set_defaults(func=_train)
 
 
@@ -173,7 +179,9 @@ def main(argv: list[str]) -> int:
     parser = argparse.ArgumentParser(prog="python -m grader.train.command")
     _add_options(parser)
     parser.add_argument("--child", action="store_true", required=True)
+    parser.add_argument("--lang", default=None)
     args = parser.parse_args(argv)
+    set_language(args.lang)
     torch.set_num_threads(1)
     return _child(args)
 

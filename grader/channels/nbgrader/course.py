@@ -34,11 +34,18 @@ from pathlib import Path
 
 from ...contract import FILES, OWNERS
 from ...course import load_assignments, load_course
+from ...i18n import _, course_text, language
 from ...paths import EXERCISES, ROOT, SOLUTIONS
+from ...pristine import translate_stubs
 from ..generated import python_string, render
 from ...syntax import DEFINITIONS, raises_not_implemented, start_line
 
 SUB = "submission"
+
+
+def _stub_source(file: str) -> str:
+    """exercises/<file> in the language in use (grader/pristine.py's translated stubs; English without one)."""
+    return translate_stubs({file: (EXERCISES / file).read_text()}, language())[file]
 
 
 def _meta(grade_id: str, *, solution=False, grade=False, locked=False, points=None) -> dict:
@@ -251,7 +258,7 @@ def _owners(module: str, name: str) -> frozenset[str]:
 def _file_cells(file: str, selected: set[str], course) -> tuple[list, list[str]]:
     """Cells writing one contract file; also the ids of the solution cells."""
     module = file.removesuffix(".py")
-    stub_src = (EXERCISES / file).read_text()
+    stub_src = _stub_source(file)
     ref_src = (SOLUTIONS / file).read_text()
     doc = ast.get_docstring(ast.parse(stub_src)) or ""
     stub_docs, ref_docs = _docstrings(ast.parse(stub_src)), _docstrings(ast.parse(ref_src))
@@ -281,8 +288,10 @@ def _file_cells(file: str, selected: set[str], course) -> tuple[list, list[str]]
 
     def component_note(name: str) -> str:
         owners = [c for c in course.components if c.id in _owners(module, name)]
-        parts = [f"**{c.title}** (`{c.id}`, {c.points:g} points)" for c in owners]
-        hints = [f"*Hint ({c.id}):* {_plain(c.hint_ladder[0])}" for c in owners if c.id in selected and c.hint_ladder]
+        parts = [_("**{title}** (`{id}`, {points:g} points)").format(title=course_text(c.id, c.title), id=c.id,
+                                                                    points=c.points) for c in owners]
+        hints = [_("*Hint ({id}):* {hint}").format(id=c.id, hint=_plain(course_text(c.id, c.hint_ladder[0])))
+                 for c in owners if c.id in selected and c.hint_ladder]
         return "\n\n".join([f"### `{name}`: " + ", ".join(parts), *hints, *docs_of(name, stub_docs)])
 
     def docs_of(name: str, docs: dict[str, str]) -> list[str]:
@@ -345,27 +354,28 @@ def build_notebook(assignment):
             if file not in files:
                 files.append(file)
     others = [f for f in dict.fromkeys(f for fs in FILES.values() for f in fs) if f not in files]
-    intro = (f"# {assignment.title}\n\n"
-             f"{(EXERCISES / '__init__.py').read_text().split(chr(10) * 2, 1)[0].strip(chr(34))}\n\n"
-             "Fill in every cell that says `# YOUR CODE HERE` (replace `raise NotImplementedError()` with your "
-             "code, keeping the indentation). Each code cell appends your code to a file in `submission/`; "
-             "run the notebook top to bottom (Restart & Run All) after any edit. The cells under *Check your work* "
-             "grade each component; their value is the points earned.\n\n"
-             "| component | points |\n|---|---|\n" + "\n".join(f"| {c.title} (`{c.id}`) | {c.points:g} |"
-                                                             for c in components))
+    intro = (f"# {course_text(assignment.id, assignment.title)}\n\n"
+             f"{_stub_source('__init__.py').split(chr(10) * 2, 1)[0].strip(chr(34))}\n\n"
+             + _("Fill in every cell that says `# YOUR CODE HERE` (replace `raise NotImplementedError()` with your "
+                 "code, keeping the indentation). Each code cell appends your code to a file in `submission/`; "
+                 "run the notebook top to bottom (Restart & Run All) after any edit. The cells under *Check your "
+                 "work* grade each component; their value is the points earned.") + "\n\n"
+             + "| {} | {} |\n|---|---|\n".format(_("component"), _("points"))
+             + "\n".join(f"| {course_text(c.id, c.title)} (`{c.id}`) | {c.points:g} |" for c in components))
     cells = [_md(intro), _code_cell(render("nbgrader_setup_cell.py", sub=python_string(SUB)), _meta("setup", locked=True))]
     for file in files:
-        file_cells, _ = _file_cells(file, selected, course)
+        file_cells, _ids = _file_cells(file, selected, course)
         cells += file_cells
     for file in others:
-        cells.append(_code_cell(f"%%writefile {SUB}/{file}\n# Not part of this assignment (do not edit): the exercise "
-                                "file's stubs, without their docstrings.\n" + _without_docstrings(file),
+        cells.append(_code_cell(f"%%writefile {SUB}/{file}\n# " + _("Not part of this assignment (do not edit): the "
+                                "exercise file's stubs, without their docstrings.") + "\n" + _without_docstrings(file),
                                 _meta(f"{file.removesuffix('.py')}_given", locked=True)))
-    cells.append(_md("## Check your work\n\nEach cell below grades one component with the course's checks, "
-                     "prints every check's outcome and message, and shows the points earned (hidden checks "
-                     "count only when the course staff grade)."))
+    cells.append(_md("## " + _("Check your work") + "\n\n" + _(
+        "Each cell below grades one component with the course's checks, prints every check's outcome and message, "
+        "and shows the points earned (hidden checks count only when the course staff grade).")))
     for component in components:
-        cells.append(_md(f"### {component.title} (`{component.id}`, {component.points:g} points)"))
+        cells.append(_md("### " + _("{title} (`{id}`, {points:g} points)").format(
+            title=course_text(component.id, component.title), id=component.id, points=component.points)))
         cells.append(_code_cell(_test_cell(component), _meta(f"test_{component.id}", grade=True, locked=True,
                                                             points=component.points)))
     nb = nbformat.v4.new_notebook(cells=cells)
@@ -397,16 +407,17 @@ def _nbgrader(args: argparse.Namespace) -> int:
         print("the nbgrader channel needs nbformat: pip install 'transformer-drills[nbgrader]'", flush=True)
         return 2
     for path in write_course(Path(args.dir), Path(args.root).resolve()):
-        print(f"wrote {path}")
-    print(f"wrote {Path(args.dir) / 'nbgrader_config.py'}; next: cd {args.dir} && nbgrader generate_assignment ID")
+        print(_("wrote {path}").format(path=path))
+    print(_("wrote {path}; next: cd {dir} && nbgrader generate_assignment ID").format(
+        path=Path(args.dir) / "nbgrader_config.py", dir=args.dir))
     return 0
 
 
 def register(subparsers) -> None:
-    parser = subparsers.add_parser("nbgrader", help="write an nbgrader course (config and source notebooks)")
+    parser = subparsers.add_parser("nbgrader", help=_("write an nbgrader course (config and source notebooks)"))
     parser.add_argument("dir", metavar="DIR")
     parser.add_argument("--root", default=str(ROOT),
-                        help="the grader nbgrader_config.py points DRILLS_GRADER at (default: this checkout; an exported DRILLS_GRADER overrides)")
+                        help=_("the grader nbgrader_config.py points DRILLS_GRADER at (default: this checkout; an exported DRILLS_GRADER overrides)"))
     parser.set_defaults(func=_nbgrader)
 
 

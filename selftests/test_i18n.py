@@ -1,0 +1,286 @@
+"""Chinese and English (grader/i18n.py): complete catalogues, the language's selection, Chinese output and
+stubs that hold the same code, and scores that do not depend on the language.
+
+Out of scope for now: the checks' own messages (tests/*.py, tests/checklib/mistakes.py) are not wrapped yet,
+so a Chinese run of a failing check still prints them in English; the tests here grade code that passes or
+has not started, whose output holds none of them.
+"""
+from __future__ import annotations
+
+import ast
+import io
+import json
+import os
+import re
+import string
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from grader import i18n
+from grader.contract import COMPONENTS, OWNERS
+from grader.course import load_course
+from grader.drills.workspace import WORDED_TODO
+from grader.pristine import STUB_FILES, translated_stubs_dir
+from grader.syntax import code_without_docstrings
+
+ROOT = Path(__file__).resolve().parent.parent
+ZH_STUBS = translated_stubs_dir("zh")
+CJK = re.compile(r"[\u4e00-\u9fff]")
+
+
+def grader(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess:
+    env = {k: v for k, v in os.environ.items() if k not in i18n.ENV_VARS} | (env or {})
+    return subprocess.run([sys.executable, "-m", "grader", *args], cwd=ROOT, capture_output=True, text=True,
+                          timeout=300, env=env)
+
+
+# --------------------------------------------------------------------------- the catalogue
+
+
+def _extracted() -> set[tuple[str | None, str]]:
+    """(context, msgid) of every text the code and course.yml mark, extracted afresh as babel.cfg says."""
+    from babel.messages import frontend
+    from babel.messages.extract import DEFAULT_KEYWORDS, extract_from_dir
+
+    parse = getattr(frontend, "parse_mapping_cfg", None) or frontend.parse_mapping
+    with open(ROOT / "babel.cfg", encoding="utf-8") as cfg:
+        method_map, options_map = parse(cfg)
+    keywords = {**DEFAULT_KEYWORDS, "N_": None}
+    found = set()
+    for _file, _line, message, _comments, context in extract_from_dir(str(ROOT), method_map, options_map, keywords):
+        found.add((context, message[0] if isinstance(message, tuple) else message))
+    return found
+
+
+def _catalogue():
+    from babel.messages.pofile import read_po
+
+    with open(i18n.po_path("zh"), "rb") as po:
+        return read_po(po)
+
+
+def _fields(text: str) -> list[str]:
+    return sorted(field for _, field, _, _ in string.Formatter().parse(text) if field is not None)
+
+
+def test_every_message_has_both_languages():
+    catalogue = _catalogue()
+    extracted = _extracted()
+    entries = {(m.context, m.id[0] if isinstance(m.id, tuple) else m.id): m for m in catalogue if m.id}
+    assert extracted - set(entries) == set(), "run `make messages` and translate the new entries"
+    assert set(entries) - extracted == set(), "entries the code no longer has: run `make messages`"
+    for key, message in entries.items():
+        strings = message.string if isinstance(message.string, tuple) else (message.string,)
+        assert all(s.strip() for s in strings), f"untranslated: {key}"
+        assert not message.fuzzy, f"fuzzy (its English changed; check the translation): {key}"
+        sources = message.id if isinstance(message.id, tuple) else (message.id,)
+        for s in strings:  # str.format placeholders: a missing or misspelt one would raise or drop a value
+            assert _fields(s) == _fields(sources[-1]), f"placeholders differ in {key}: {s!r}"
+
+
+def test_babels_checkers_pass():
+    problems = [(m.id, [str(e) for e in errors]) for m, errors in _catalogue().check()]
+    assert problems == []
+
+
+def test_the_template_is_up_to_date():
+    from babel.messages.pofile import read_po
+
+    with open(ROOT / "grader" / "locale" / "grader.pot", "rb") as pot:
+        template = {(m.context, m.id[0] if isinstance(m.id, tuple) else m.id) for m in read_po(pot) if m.id}
+    assert template == _extracted(), "run `make messages`"
+
+
+def test_course_texts_are_keyed_by_id():
+    course = load_course()
+    for component in course.components:
+        for text in (component.title, *component.hint_ladder, component.hint):
+            assert i18n.catalogue("zh").pgettext(i18n.course_context(component.id), text) != "" and \
+                i18n.course_text(component.id, text, "zh")
+        assert CJK.search(i18n.course_text(component.id, component.title, "zh")), component.id
+        assert CJK.search(i18n.course_text(component.id, component.hint, "zh")), component.id
+
+
+def test_the_catalogue_compiles_once_and_loads_without_babel(tmp_path, monkeypatch):
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
+    code = ("import sys, grader.i18n as i; t = i.catalogue('zh'); "
+            "print(t.gettext('passed'), 'babel' in sys.modules)")
+    env = {**os.environ, "XDG_CACHE_HOME": str(tmp_path)}
+    first = subprocess.run([sys.executable, "-c", code], cwd=ROOT, env=env, capture_output=True, text=True)
+    again = subprocess.run([sys.executable, "-c", code], cwd=ROOT, env=env, capture_output=True, text=True)
+    assert first.stdout.split() == ["通过", "True"], first.stderr
+    assert again.stdout.split() == ["通过", "False"], again.stderr  # the cached .mo: no Babel on the hot path
+    assert len(list((tmp_path / "transformer-drills").glob("grader-zh_CN-*.mo"))) == 1
+
+
+# --------------------------------------------------------------------------- choosing the language
+
+
+@pytest.mark.parametrize("env, lang", [
+    ({}, "en"),
+    ({"LANG": "zh_CN.UTF-8"}, "zh"),
+    ({"LANG": "zh_TW"}, "zh"),
+    ({"LANG": "fr_FR.UTF-8"}, "en"),
+    ({"LANG": "C.UTF-8"}, "en"),
+    ({"LANG": "en_US.UTF-8", "LC_MESSAGES": "zh_CN"}, "zh"),
+    ({"LANG": "zh_CN.UTF-8", "LC_MESSAGES": "en_US"}, "en"),
+    ({"LC_ALL": "zh_CN.UTF-8", "LC_MESSAGES": "en_US", "LANG": "en_US"}, "zh"),
+    ({"LC_ALL": "", "LANG": "zh_CN"}, "zh"),  # an empty variable is not set
+])
+def test_the_locale_order(env, lang):
+    assert i18n.language_from_env(env) == lang
+
+
+def test_lang_option_beats_the_locale_before_or_after_the_verb():
+    zh = {"LANG": "zh_CN.UTF-8"}
+    assert "component" in grader("--lang", "en", "check", "masking", env=zh).stdout
+    assert "组件" in grader("check", "masking", "--lang", "zh").stdout
+    assert "组件" in grader("check", "masking", env=zh).stdout
+    assert "component" in grader("check", "masking").stdout
+    assert "为 exercises/ 评分" in grader("--lang=zh", "--help").stdout
+    result = grader("check", "--lang", "xx")
+    assert result.returncode == 2 and "invalid choice" in result.stderr
+
+
+# --------------------------------------------------------------------------- no English prose in Chinese output
+
+# Words that are code or names, not English prose (besides identifiers of the contract and the checks).
+CODE_WORDS = {"True", "False", "None", "softmax", "dtype", "inf", "Python", "PID", "NotImplementedError", "TCP",
+              "TODO", "TinyLM", "ViT", "Swin", "RoPE", "LayerNorm", "RMSNorm", "SwiGLU", "AdamW", "GQA", "NONE",
+              "dim", "sin", "cos", "exp", "log", "sqrt", "argmax"}  # math and tensor vocabulary, as in code
+
+
+def _identifiers() -> set[str]:
+    names = set(COMPONENTS) | {"transformer", "drills", "namespaces", "landlock", "users", "none"}
+    for module, owners in OWNERS.items():
+        names.add(module)
+        for qualname in owners:
+            names.update(qualname.split("."))
+    for component in load_course().components:
+        names.update(component.checks)
+    return names
+
+
+def english_prose(text: str) -> list[str]:
+    """The English words of `text` that are not code: tokens holding only letters, not identifiers."""
+    text = re.sub(r"`[^`]*`", " ", text)
+    allowed = _identifiers() | CODE_WORDS
+    words = []
+    for token in re.split(r"[\s\u3000-\u303f\uff00-\uffef\u4e00-\u9fff“”‘’…]+", text):
+        token = token.strip(",;:!?\"'")
+        if not re.fullmatch(r"[A-Za-z]{2,}", token):
+            continue  # numbers, paths, code (q @ k^T, k_len - q_len, nn.Linear(...)), the empty string
+        if token not in allowed:
+            words.append(token)
+    return words
+
+
+def test_the_prose_detector_sees_english():
+    assert english_prose("masking: not started\n  hint: True means 'may attend'") == ["not", "started", "hint",
+                                                                                      "means", "may", "attend"]
+    assert english_prose("masking：未开始\n  提示：True 表示“可以关注”，j <= i + (k_len - q_len)") == []
+
+
+def test_a_chinese_check_holds_no_english_prose(tmp_path):
+    solved = grader("--lang", "zh", "check", "masking", "scaling", "-v", "--target", str(ROOT / "solutions"))
+    stubs = grader("--lang", "zh", "check", "masking", "kv_cache", "sinusoidal_encoding", "-v", "--hints")
+    for result in (solved, stubs):
+        assert result.returncode == 0, result.stderr
+        assert english_prose(result.stdout) == [], result.stdout
+    assert "通过" in solved.stdout and "未开始" in stubs.stdout and "提示：" in stubs.stdout
+
+
+def test_the_language_changes_no_score(tmp_path):
+    zh_stubs = tmp_path / "zh"
+    zh_stubs.mkdir()
+    for name in STUB_FILES:  # the Chinese stubs where there is one, the English elsewhere
+        source = ZH_STUBS / name if (ZH_STUBS / name).is_file() else ROOT / "exercises" / name
+        (zh_stubs / name).write_text(source.read_text(encoding="utf-8"), encoding="utf-8")
+    components = ["masking", "sinusoidal_encoding", "patch_embedding"]
+    scores = {}
+    for target in ("solutions", "exercises", str(zh_stubs)):
+        for lang in ("en", "zh"):
+            report = json.loads(grader("--lang", lang, "check", *components, "--json", "--target", target).stdout)
+            scores[target, lang] = [(c["id"], c["score"], c["status"]) for c in report["components"]]
+        assert scores[target, "en"] == scores[target, "zh"]
+    assert scores["exercises", "en"] == scores[str(zh_stubs), "en"]
+    assert scores["solutions", "en"] == [(c, load_course().component(c).points, "passed") for c in components]
+
+
+# --------------------------------------------------------------------------- the Chinese stubs
+
+
+def _docstring_owners(source: str) -> list[str]:
+    """The qualified names of the module, classes and functions that have a docstring, in order."""
+    owners = []
+
+    def visit(node, prefix):
+        for child in ast.iter_child_nodes(node):
+            if isinstance(child, (ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef)):
+                name = f"{prefix}{child.name}"
+                if ast.get_docstring(child) is not None:
+                    owners.append(name)
+                visit(child, name + ".")
+
+    tree = ast.parse(source)
+    if ast.get_docstring(tree) is not None:
+        owners.append("<module>")
+    visit(tree, "")
+    return owners
+
+
+def _worded_todos(source: str) -> list[str]:
+    return [m["tag"] for line in source.splitlines() if (m := WORDED_TODO.match(line))]
+
+
+TRANSLATED = sorted(p.name for p in ZH_STUBS.glob("*.py"))
+
+
+def test_every_stub_is_translated():
+    assert set(TRANSLATED) == set(STUB_FILES)
+
+
+@pytest.mark.parametrize("name", TRANSLATED)
+def test_a_chinese_stub_holds_the_english_code(name):
+    english = (ROOT / "exercises" / name).read_text(encoding="utf-8")
+    chinese = (ZH_STUBS / name).read_text(encoding="utf-8")
+    assert code_without_docstrings(chinese) == code_without_docstrings(english), \
+        f"{name}: the code differs from exercises/{name} (only docstrings and comments may)"
+    assert _docstring_owners(chinese) == _docstring_owners(english)
+    assert _worded_todos(chinese) == _worded_todos(english)  # an interview drill hides the same steps
+    tree = ast.parse(chinese)
+    for node in ast.walk(tree):
+        if isinstance(node, (ast.Module, ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef)):
+            doc = ast.get_docstring(node)
+            assert doc is None or CJK.search(doc), f"{name}: an English docstring in {getattr(node, 'name', name)}"
+
+
+def test_a_chinese_release_ships_chinese_stubs_with_the_same_code(tmp_path):
+    result = grader("release", str(tmp_path / "bundle"), "--lang", "zh")
+    assert result.returncode == 0, result.stderr
+    bundle = tmp_path / "bundle"
+    assert "学生发布包已写入" in result.stdout
+    for name in STUB_FILES:
+        shipped = (bundle / "exercises" / name).read_text(encoding="utf-8")
+        english = (ROOT / "exercises" / name).read_text(encoding="utf-8")
+        assert code_without_docstrings(shipped) == code_without_docstrings(english)
+        if name in TRANSLATED:
+            assert CJK.search(ast.get_docstring(ast.parse(shipped)) or ""), name
+    assert (bundle / "grader" / "stubs" / "attention.py").read_text() == (ROOT / "exercises" / "attention.py").read_text()
+    assert "按教学顺序" in (bundle / "README.md").read_text(encoding="utf-8")
+
+
+def test_a_stale_translation_is_not_used(tmp_path, monkeypatch):
+    from grader import pristine
+
+    folder = tmp_path / "stubs"
+    folder.mkdir()
+    (folder / "block.py").write_text('"""中文。"""\nx = 1\n', encoding="utf-8")
+    monkeypatch.setattr(pristine, "translated_stubs_dir", lambda lang: folder)
+    warned = []
+    stubs = {"block.py": '"""English."""\nx = 2\n', "vit.py": '"""English."""\n'}
+    assert pristine.translate_stubs(stubs, "zh", warned.append) == stubs
+    assert "out of date" in warned[0]
