@@ -15,9 +15,6 @@ import pytest
 from selftests.bugs import ROOT, all_bugs, materialize
 
 BUGS = all_bugs()
-# Bugs that no value comparison can name: a missing ValueError, an error raised by student code,
-# a device, dropout randomness. Everything else in the catalogue is expected to be diagnosed.
-FLOOR = 0.6
 
 
 def diagnosed(report: dict, component: str) -> list[str]:
@@ -32,28 +29,31 @@ def diagnosed(report: dict, component: str) -> list[str]:
     return lines
 
 
-@pytest.mark.timeout(1800)
-def test_most_catalogue_bugs_get_a_named_diagnosis(graded):
-    named = {bug.id: diagnosed(graded[f"bug:{bug.id}"], bug.component) for bug in BUGS}
-    missing = sorted(bug_id for bug_id, lines in named.items() if not lines)
-    count = len(BUGS) - len(missing)
-    assert count >= FLOOR * len(BUGS), (
-        f"{count} of {len(BUGS)} catalogue bugs get a named diagnosis (floor {FLOOR:.0%}); "
-        f"undiagnosed: {missing}"
-    )
+def failing_messages(report: dict, component: str) -> list[str]:
+    return [check["message"] for c in report["components"] if c["id"] == component
+            for check in c["checks"] if check["status"] != "passed"]
 
 
-# Components whose every catalogued bug is a wrong value that a diagnosis names (none is only a missing
-# ValueError or a forbidden library call, which their own checks name).
-ALL_DIAGNOSED = ("swiglu", "rope", "grouped_query_attention", "sampling", "tiny_lm", "vit_classifier", "swin_windows",
-                 "window_attention")
+def test_every_bug_says_how_it_must_be_named():
+    unsaid = [bug.id for bug in BUGS if bool(bug.diagnosis) == bool(bug.named_by)]
+    assert not unsaid, f"each bug gives either `diagnosis` phrases or a `named_by` phrase: {unsaid}"
 
 
 @pytest.mark.timeout(1800)
-def test_every_bug_of_the_newer_components_gets_a_named_diagnosis(graded):
-    missing = sorted(bug.id for bug in BUGS
-                     if bug.component in ALL_DIAGNOSED and not diagnosed(graded[f"bug:{bug.id}"], bug.component))
-    assert not missing, f"catalogued bugs without a diagnosis: {missing}"
+@pytest.mark.parametrize("bug", BUGS, ids=[b.id for b in BUGS])
+def test_each_bug_gets_its_own_diagnosis_and_no_wrong_one(graded, bug):
+    """Every `diagnosis:` line of the bug's failing checks names it (one of its phrases); a bug that no value
+    shows (`named_by`) gets no diagnosis line, and its check's own words name it."""
+    lines = diagnosed(graded[f"bug:{bug.id}"], bug.component)
+    if bug.named_by:
+        assert lines == [], f"{bug.description}: no diagnosis can name this one, yet the checks say {lines}"
+        messages = failing_messages(graded[f"bug:{bug.id}"], bug.component)
+        assert any(bug.named_by in m for m in messages), \
+            f"{bug.description}: no failing message says {bug.named_by!r}: {[m[:200] for m in messages]}"
+        return
+    assert lines, f"{bug.description}: no diagnosis (expected one of {list(bug.diagnosis)})"
+    wrong = [line for line in lines if not any(phrase in line for phrase in bug.diagnosis)]
+    assert not wrong, f"{bug.description}: a diagnosis that does not name it: {wrong} (its own: {list(bug.diagnosis)})"
 
 
 @pytest.mark.timeout(1800)

@@ -1,8 +1,10 @@
-"""Try catalogue bugs by hand: `python -m selftests.bugs [COMPONENT|BUG_ID ...]`.
+"""Try catalogue bugs by hand: `python -m selftests.bugs [--diagnoses] [COMPONENT|BUG_ID ...]`.
 
 For each bug, runs the graded checks against solutions/ with the bug applied
 and prints which components' checks fail. OK means: its own component fails,
-no other component does.
+no other component does. With `--diagnoses`, grades the bugs as the grader
+does and prints each one's diagnosis lines (or what names it) as
+selftests/test_diagnosis.py judges them.
 """
 from __future__ import annotations
 
@@ -32,8 +34,37 @@ def failing_checks(folder: Path) -> dict[str, list[str]]:
         return failing
 
 
+def diagnoses(bugs: list) -> int:
+    """Grade `bugs` as the grader does; print each one's diagnosis lines, judged as the selftest does."""
+    from selftests.test_diagnosis import diagnosed, failing_messages
+
+    from ..conftest import grade_folders
+
+    with tempfile.TemporaryDirectory() as tmp:
+        folders = {bug.id: materialize(bug, Path(tmp) / bug.id.replace(":", "__")) for bug in bugs}
+        reports = grade_folders(list(folders.values()), Path(tmp))
+    bad = 0
+    for bug in bugs:
+        report = reports[str(folders[bug.id])]
+        lines = diagnosed(report, bug.component)
+        if bug.named_by:
+            ok = not lines and any(bug.named_by in m for m in failing_messages(report, bug.component))
+            said = [f"named by its check: {bug.named_by!r}"] + lines
+        else:
+            ok = bool(lines) and all(any(p in line for p in bug.diagnosis) for line in lines)
+            said = sorted(set(lines)) or ["no diagnosis"]
+        bad += not ok
+        print(f"{'OK ' if ok else 'BAD'} {bug.id}: " + "\n      ".join(said))
+    print(f"{len(bugs) - bad} of {len(bugs)} bugs named by their own diagnosis")
+    return 1 if bad else 0
+
+
 def main(argv: list[str]) -> int:
+    show_diagnoses = "--diagnoses" in argv
+    argv = [a for a in argv if a != "--diagnoses"]
     bugs = [b for b in all_bugs() if not argv or b.component in argv or b.id in argv]
+    if show_diagnoses:
+        return diagnoses(bugs)
     bad = 0
     for bug in bugs:
         with tempfile.TemporaryDirectory() as tmp:

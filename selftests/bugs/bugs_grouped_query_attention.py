@@ -20,24 +20,30 @@ BUGS = [
     # wenet-e2e/west#121 for the batch); the shapes agree, only the values tell.
     Bug("grouped_query_attention", "tiled_groups", "gqa.py", REPEAT,
         "return x.repeat(1, n_rep, 1, 1)",
-        "repeats the key/value heads with x.repeat, so query head h uses kv head h % n_kv_heads"),
+        "repeats the key/value heads with x.repeat, so query head h uses kv head h % n_kv_heads",
+        diagnosis=("your query head h uses key/value head h %", "your repeat_kv tiles the heads (x.repeat(1,")),
     Bug("grouped_query_attention", "repeat_along_sequence", "gqa.py", REPEAT,
         "return torch.repeat_interleave(x, n_rep, dim=2)",
         "repeats along the sequence dimension instead of the heads (the dims of (B, T, H, Dh) and (B, H, T, Dh) "
-        "confused, as in PrimeIntellect-ai/prime-rl#2681)"),
+        "confused, as in PrimeIntellect-ai/prime-rl#2681)",
+        diagnosis=("your repeat_kv repeats along the sequence (dim",)),
     Bug("grouped_query_attention", "full_width_kv", "gqa.py",
         "self.w_k = nn.Linear(d_model, n_kv_heads * self.d_k, bias=bias)",
         "self.w_k = nn.Linear(d_model, d_model, bias=bias)",
-        "keeps w_k as wide as in multi-head attention, d_model features instead of n_kv_heads * d_k"),
+        "keeps w_k as wide as in multi-head attention, d_model features instead of n_kv_heads * d_k",
+        diagnosis=("your w_k maps d_model to d_model features, as",)),
     Bug("grouped_query_attention", "rope_on_queries_only", "gqa.py", ROPE,
         "q = apply_rope(q, *rope, positions)",
-        "rotates the queries but forgets the keys"),
+        "rotates the queries but forgets the keys",
+        diagnosis=("the keys you cache are not rotated: rotate the", "you rotate the queries only: rope rotates the")),
     Bug("grouped_query_attention", "rope_ignored", "gqa.py", ROPE,
         "pass",
-        "accepts rope but never rotates anything"),
+        "accepts rope but never rotates anything",
+        diagnosis=("the keys you cache are not rotated: rotate the", "your forward ignores rope: with rope = (cos,")),
     Bug("grouped_query_attention", "rope_positions_from_zero", "gqa.py", START,
         "start = 0",
-        "rotates every call's positions from 0, forgetting the cached offset (pytorch/executorch#2010)"),
+        "rotates every call's positions from 0, forgetting the cached offset (pytorch/executorch#2010)",
+        diagnosis=("your rope positions start at 0 in every call:",)),
     Bug("grouped_query_attention", "rope_after_caching", "gqa.py", ROTATE_AND_CACHE,
         "        if cache is not None:\n"
         "            k, v = cache.update(k, v)  # (B, Hkv, T_cached + T, Dh)\n"
@@ -48,33 +54,39 @@ BUGS = [
         "            q = apply_rope(q, *rope, positions)\n"
         "            k = apply_rope(k, *rope, torch.arange(k.size(-2), device=x.device))\n",
         "caches the keys unrotated and rotates all of them again at every call: the attention is right, "
-        "the cache holds the wrong keys and every step redoes the work"),
+        "the cache holds the wrong keys and every step redoes the work",
+        diagnosis=("the keys you cache are not rotated: rotate the",)),
     Bug("grouped_query_attention", "cached_keys_rotated_again", "gqa.py", CACHE,
         CACHE + "            if rope is not None:\n"
                 "                k = apply_rope(k, *rope, torch.arange(k.size(-2), device=x.device))\n",
-        "rotates the keys before caching them and once more after cache.update returns them"),
+        "rotates the keys before caching them and once more after cache.update returns them",
+        diagnosis=("your forward rotates the keys that the cache",)),
     Bug("grouped_query_attention", "cache_holds_repeated_heads", "gqa.py",
         "        if cache is not None:\n" + CACHE
         + "        n_rep = self.n_heads // self.n_kv_heads\n        " + ATTEND,
         "        n_rep = self.n_heads // self.n_kv_heads\n"
         "        k, v = repeat_kv(k, n_rep), repeat_kv(v, n_rep)\n"
         "        if cache is not None:\n" + CACHE + "        out, _ = scaled_dot_product_attention(q, k, v, mask)",
-        "repeats the keys and values before caching them, so the cache holds n_heads heads and saves nothing"),
+        "repeats the keys and values before caching them, so the cache holds n_heads heads and saves nothing",
+        diagnosis=("your cache holds the keys and values after",)),
     Bug("grouped_query_attention", "cached_mask_without_offset", "gqa.py",
         "mask = causal_mask(q.size(-2), k.size(-2), device=x.device)",
         "mask = torch.ones(q.size(-2), k.size(-2), dtype=torch.bool, device=x.device).tril()",
-        "builds the cached causal mask with tril() and no offset, so new query i sees only keys 0 .. i"),
+        "builds the cached causal mask with tril() and no offset, so new query i sees only keys 0 .. i",
+        diagnosis=("your causal mask with a cache has no offset",)),
     Bug("grouped_query_attention", "scaled_by_d_model", "gqa.py", ATTEND,
         "k, v = repeat_kv(k, n_rep), repeat_kv(v, n_rep)\n"
         "        scores = (q @ k.transpose(-2, -1) / self.d_model ** 0.5)\n"
         "        if mask is not None:\n"
         "            scores = scores.masked_fill(~mask, float(\"-inf\"))\n"
         "        out = scores.softmax(dim=-1) @ v",
-        "writes its own attention and divides the scores by sqrt(d_model) instead of sqrt(d_k)"),
+        "writes its own attention and divides the scores by sqrt(d_model) instead of sqrt(d_k)",
+        diagnosis=("your scores are divided by √d_model; each",)),
     Bug("grouped_query_attention", "kv_split_without_transpose", "gqa.py",
         "        k = split_heads(self.w_k(x), self.n_kv_heads)  # (B, Hkv, T, Dh)\n"
         "        v = split_heads(self.w_v(x), self.n_kv_heads)\n",
         "        k = self.w_k(x).reshape(x.size(0), self.n_kv_heads, x.size(1), self.d_k)\n"
         "        v = self.w_v(x).reshape(x.size(0), self.n_kv_heads, x.size(1), self.d_k)\n",
-        "splits the keys and values into heads with a plain reshape, without swapping T and the heads"),
+        "splits the keys and values into heads with a plain reshape, without swapping T and the heads",
+        diagnosis=("you split the keys and values with a plain",)),
 ]

@@ -8,46 +8,55 @@ BUGS = [
     Bug("multi_head_attention", "softmax_over_queries", "attention.py",
         "weights = apply_mask(attention_scores(q, k), mask).softmax(dim=-1)",
         "weights = apply_mask(attention_scores(q, k), mask).softmax(dim=-2)",
-        "normalises the weights over the queries (dim -2) instead of over the keys"),
+        "normalises the weights over the queries (dim -2) instead of over the keys",
+        diagnosis=("your weights are normalised over the queries",)),
     Bug("multi_head_attention", "sdpa_ignores_mask", "attention.py",
         "weights = apply_mask(attention_scores(q, k), mask).softmax(dim=-1)",
         "weights = attention_scores(q, k).softmax(dim=-1)",
-        "accepts the mask argument but never applies it to the scores"),
+        "accepts the mask argument but never applies it to the scores",
+        diagnosis=("your attention ignores the mask: the output",)),
     Bug("multi_head_attention", "mask_multiplied_after_softmax", "attention.py",
         "weights = apply_mask(attention_scores(q, k), mask).softmax(dim=-1)",
         "weights = attention_scores(q, k).softmax(dim=-1)\n"
         "    if mask is not None:\n"
         "        weights = weights * mask",
-        "zeroes the forbidden weights after the softmax, so the rows no longer sum to 1"),
+        "zeroes the forbidden weights after the softmax, so the rows no longer sum to 1",
+        diagnosis=("you multiplied the weights by the mask after",)),
     Bug("multi_head_attention", "weights_transposed_before_v", "attention.py",
         "return weights @ v, weights",
         "return weights.transpose(-2, -1) @ v, weights",
-        "multiplies v by the transposed weights, mixing values by key instead of by query"),
+        "multiplies v by the transposed weights, mixing values by key instead of by query",
+        diagnosis=("you multiplied v by the transposed weights",)),
     Bug("multi_head_attention", "keys_and_queries_swapped", "attention.py",
         "weights = apply_mask(attention_scores(q, k), mask).softmax(dim=-1)",
         "weights = apply_mask(attention_scores(k, q), mask).softmax(dim=-1)",
-        "computes k q^T instead of q k^T, so each row scores one key against all queries"),
+        "computes k q^T instead of q k^T, so each row scores one key against all queries",
+        diagnosis=("your scores are k·qᵀ instead of q·kᵀ (queries",)),
     Bug("multi_head_attention", "missing_out_proj", "attention.py",
         "return self.out_proj(merge_heads(out))",
         "return merge_heads(out)",
-        "forgets the output projection after merging the heads"),
+        "forgets the output projection after merging the heads",
+        diagnosis=("you returned the merged heads without applying",)),
     Bug("multi_head_attention", "returns_weights_first", "attention.py",
         "return weights @ v, weights",
         "return weights, weights @ v",
-        "returns (weights, out) instead of the contract's (out, weights)"),
+        "returns (weights, out) instead of the contract's (out, weights)",
+        diagnosis=("you returned (weights, out); the contract's",)),
     Bug("multi_head_attention", "always_causal", "attention.py",
         "        out, weights = scaled_dot_product_attention(q, k, v, mask)\n",
         "        if mask is None:\n"
         "            mask = causal_mask(q.size(-2), device=x.device)\n"
         "        out, weights = scaled_dot_product_attention(q, k, v, mask)\n",
-        "applies a causal mask when no mask is given, as in a decoder, although the default is full attention"),
+        "applies a causal mask when no mask is given, as in a decoder, although the default is full attention",
+        diagnosis=("your attention is causal when no mask is given;",)),
 ]
 
 BUGS += [
     Bug("multi_head_attention", "last_attention_not_detached", "attention.py",
         "self.last_attention = weights.detach()",
         "self.last_attention = weights",
-        "keeps the attention weights attached to the autograd graph in last_attention"),
+        "keeps the attention weights attached to the autograd graph in last_attention",
+        named_by="expected a detached tensor"),
 ]
 
 BUGS += [
@@ -56,5 +65,6 @@ BUGS += [
         "    weights = apply_mask(attention_scores(q, k), mask).softmax(dim=-1)\n"
         "    out = torch.nn.functional.scaled_dot_product_attention(q, k, v, attn_mask=mask)\n"
         "    return out, weights\n",
-        "computes the output with torch.nn.functional.scaled_dot_product_attention instead of weights @ v"),
+        "computes the output with torch.nn.functional.scaled_dot_product_attention instead of weights @ v",
+        named_by="must be written from scratch"),
 ]

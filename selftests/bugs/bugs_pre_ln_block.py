@@ -7,47 +7,57 @@ BUGS = [
     Bug("pre_ln_block", "post_ln", "block.py", FORWARD,
         """        x = self.norm1(x + self.dropout(self.attention(x, mask, cache)))
         return self.norm2(x + self.dropout(self.ff(x)))""",
-        "normalises after each residual addition (Post-LN, the original Transformer) instead of before each branch"),
+        "normalises after each residual addition (Post-LN, the original Transformer) instead of before each branch",
+        diagnosis=("your block is Post-LN (it normalises after each",)),
     Bug("pre_ln_block", "missing_attention_residual", "block.py",
         "x = x + self.dropout(self.attention(self.norm1(x), mask, cache))",
         "x = self.dropout(self.attention(self.norm1(x), mask, cache))",
-        "drops the residual connection around the attention branch"),
+        "drops the residual connection around the attention branch",
+        diagnosis=("your block has no residual connection around",)),
     Bug("pre_ln_block", "shared_layer_norm", "block.py",
         "self.norm2 = nn.LayerNorm(d_model)",
         "self.norm2 = self.norm1",
-        "reuses one LayerNorm for both branches instead of two separate ones"),
+        "reuses one LayerNorm for both branches instead of two separate ones",
+        diagnosis=("norm1 and norm2 are the same LayerNorm object:", "your block uses one LayerNorm for both branches")),
     Bug("pre_ln_block", "norm1_for_feed_forward", "block.py",
         "self.ff(self.norm2(x))",
         "self.ff(self.norm1(x))",
-        "normalises the feed-forward input with norm1, leaving norm2 unused"),
+        "normalises the feed-forward input with norm1, leaving norm2 unused",
+        diagnosis=("your feed-forward input is normalised with",)),
     Bug("pre_ln_block", "no_dropout", "block.py", FORWARD,
         """        x = x + self.attention(self.norm1(x), mask, cache)
         return x + self.ff(self.norm2(x))""",
-        "creates the dropout layer but never applies it"),
+        "creates the dropout layer but never applies it",
+        diagnosis=("never applies dropout",)),
     Bug("pre_ln_block", "dropout_always_on", "block.py", FORWARD,
         """        p = self.dropout.p
         x = x + nn.functional.dropout(self.attention(self.norm1(x), mask, cache), p, training=True)
         return x + nn.functional.dropout(self.ff(self.norm2(x)), p, training=True)""",
-        "calls functional dropout with training=True, so it stays on in eval mode"),
+        "calls functional dropout with training=True, so it stays on in eval mode",
+        diagnosis=("dropout is still on in eval mode",)),
     Bug("pre_ln_block", "gelu_activation", "block.py",
         "nn.ReLU()",
         "nn.GELU()",
-        "uses GELU in the feed-forward network where the contract asks for ReLU"),
+        "uses GELU in the feed-forward network where the contract asks for ReLU",
+        diagnosis=("your feed-forward uses GELU; the contract's is",)),
     Bug("pre_ln_block", "mask_not_passed", "block.py",
         "self.attention(self.norm1(x), mask, cache)",
         "self.attention(self.norm1(x), cache=cache)",
-        "forgets to pass the mask on to the attention"),
+        "forgets to pass the mask on to the attention",
+        diagnosis=("your block does not pass the mask on to its",)),
     Bug("pre_ln_block", "residual_from_normed_input", "block.py", FORWARD,
         """        x = self.norm1(x)
         x = x + self.dropout(self.attention(x, mask, cache))
         x = self.norm2(x)
         return x + self.dropout(self.ff(x))""",
-        "overwrites x with its normalised version, so the residual adds to norm(x) instead of x"),
+        "overwrites x with its normalised version, so the residual adds to norm(x) instead of x",
+        diagnosis=("your residuals add to the normalised x instead",)),
     Bug("pre_ln_block", "always_causal", "block.py", FORWARD,
         """        if mask is None and cache is None:
             mask = x.new_ones(x.size(1), x.size(1)).tril().bool()
 """ + FORWARD,
-        "builds a causal mask when none is given, as in a GPT block, although the default is full attention"),
+        "builds a causal mask when none is given, as in a GPT block, although the default is full attention",
+        diagnosis=("your block applies a causal mask when none is",)),
 ]
 
 BUGS += [
@@ -55,12 +65,14 @@ BUGS += [
         "        self.dropout = nn.Dropout(dropout)\n",
         "        self.dropout = nn.Dropout(dropout)\n"
         "        self.layer = nn.TransformerEncoderLayer(d_model, n_heads, d_ff, dropout, batch_first=True, norm_first=True)\n",
-        "builds the block on torch.nn.TransformerEncoderLayer"),
+        "builds the block on torch.nn.TransformerEncoderLayer",
+        named_by="must be written from scratch"),
 ]
 
 BUGS += [
     Bug("pre_ln_block", "squeezes_the_batch", "block.py",
         "        return x + self.dropout(self.ff(self.norm2(x)))\n",
         "        return (x + self.dropout(self.ff(self.norm2(x)))).squeeze(0)\n",
-        "squeezes away the batch dimension (tested with one example at a time), so a batch of one comes back 2-D"),
+        "squeezes away the batch dimension (tested with one example at a time), so a batch of one comes back 2-D",
+        diagnosis=("squeezes",)),
 ]

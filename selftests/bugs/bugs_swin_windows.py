@@ -16,68 +16,83 @@ BUGS = [
     # window_partition
     Bug("swin_windows", "grid_column_major", "swin.py", PERMUTE,
         "return x.permute(0, 3, 1, 2, 4, 5).reshape(-1, ws * ws, C)",
-        "permutes the grid column before the grid row, so the windows go down the columns of the grid"),
+        "permutes the grid column before the grid row, so the windows go down the columns of the grid",
+        diagnosis=("your mask is right for windows in the order", "your windows go down the columns of the grid")),
     Bug("swin_windows", "tokens_column_major", "swin.py", PERMUTE,
         "return x.permute(0, 1, 3, 4, 2, 5).reshape(-1, ws * ws, C)",
-        "puts the column inside the window before the row, so each window's tokens come column by column"),
+        "puts the column inside the window before the row, so each window's tokens come column by column",
+        diagnosis=("the tokens inside each window come column by", "your mask is right for windows in the order")),
     Bug("swin_windows", "view_without_permute", "swin.py", PERMUTE,
         "return x.reshape(-1, ws * ws, C)",
-        "reshapes the (B, H/ws, ws, W/ws, ws, C) view straight to windows, so each window is a strip of rows"),
+        "reshapes the (B, H/ws, ws, W/ws, ws, C) view straight to windows, so each window is a strip of rows",
+        diagnosis=("you reshaped without permuting, so each", "your mask is right for windows in the order")),
     # window_reverse
     Bug("swin_windows", "reverse_grid_column_major", "swin.py", REVERSE,
         "    x = windows.view(-1, W // ws, H // ws, ws, ws, C)\n"
         "    return x.permute(0, 2, 3, 1, 4, 5).reshape(-1, H, W, C)",
-        "puts the windows back column-major over the grid, window n at grid column n // (H/ws)"),
+        "puts the windows back column-major over the grid, window n at grid column n // (H/ws)",
+        diagnosis=("you put the windows back column-major over the",)),
     Bug("swin_windows", "reverse_repeats_partition_view", "swin.py", REVERSE_VIEW,
         "x = windows.view(-1, H // ws, ws, W // ws, ws, C)",
-        "reverses by repeating window_partition's view and permute instead of inverting them"),
+        "reverses by repeating window_partition's view and permute instead of inverting them",
+        diagnosis=("you repeated window_partition's view (B, H/ws,",)),
     Bug("swin_windows", "reverse_h_w_swapped", "swin.py", REVERSE,
         "    x = windows.view(-1, W // ws, H // ws, ws, ws, C)\n"
         "    return x.permute(0, 1, 3, 2, 4, 5).reshape(-1, W, H, C)",
-        "takes the arguments as (W, H): right on square maps only, a (B, W, H, C) map otherwise"),
+        "takes the arguments as (W, H): right on square maps only, a (B, W, H, C) map otherwise",
+        diagnosis=("you swapped H and W: the windows were put back",)),
     # shifted_window_mask
     Bug("swin_windows", "mask_inverted", "swin.py", COMPARE,
         "return windows[:, :, None] - windows[:, None, :] != 0",
         "keeps the official code's `attn_mask != 0` (where the -100 goes) as the mask, True where tokens may not "
-        "attend"),
+        "attend",
+        diagnosis=("your mask is True where the two labels differ:",)),
     Bug("swin_windows", "official_float_mask", "swin.py", COMPARE,
         "diff = windows[:, None, :] - windows[:, :, None]\n"
         "    return diff.masked_fill(diff != 0, -100.0).masked_fill(diff == 0, 0.0)",
-        "returns the official code's float attn_mask of 0 and -100 instead of the bool mask"),
+        "returns the official code's float attn_mask of 0 and -100 instead of the bool mask",
+        diagnosis=("you returned Swin's float mask (0 and -100,",)),
     Bug("swin_windows", "labels_of_the_unrolled_map", "swin.py", LOOP,
         "    for rows in (slice(0, s), slice(s, H)):\n"
         "        for cols in (slice(0, s), slice(s, W)):\n"
         "            labels[:, rows, cols, :] = count\n"
         "            count += 1",
-        "labels the regions of the map before the roll (its first s rows and columns) and never rolls the labels"),
+        "labels the regions of the map before the roll (its first s rows and columns) and never rolls the labels",
+        diagnosis=("your labels are the regions of the map before",)),
     Bug("swin_windows", "labels_rolled_the_wrong_way", "swin.py", LOOP,
         "    for rows in (slice(0, s), slice(s, H)):\n"
         "        for cols in (slice(0, s), slice(s, W)):\n"
         "            labels[:, rows, cols, :] = count\n"
         "            count += 1\n"
         "    labels = torch.roll(labels, (s, s), dims=(1, 2))",
-        "labels the regions of the unrolled map, then rolls the labels by +s instead of the block's -s"),
+        "labels the regions of the unrolled map, then rolls the labels by +s instead of the block's -s",
+        diagnosis=("you rolled the labels by +s instead of -s (or",)),
     Bug("swin_windows", "slices_off_by_one", "swin.py", LOOP,
         "    for rows in (slice(0, H - ws), slice(H - ws, H - s - 1), slice(H - s - 1, H)):\n"
         "        for cols in (slice(0, W - ws), slice(W - ws, W - s - 1), slice(W - s - 1, W)):\n"
         "            labels[:, rows, cols, :] = count\n"
         "            count += 1",
-        "cuts the last region at H - s - 1 (the last index before it) instead of H - s"),
+        "cuts the last region at H - s - 1 (the last index before it) instead of H - s",
+        diagnosis=("your slices are off by one (a cut at H - s - 1",)),
     Bug("swin_windows", "labels_counted_by_rows_only", "swin.py", LOOP,
         f"    {ROWS}\n        {COLS}\n            labels[:, rows, cols, :] = count\n        count += 1",
-        "increments the label in the outer loop, so the regions are cut along the rows only"),
+        "increments the label in the outer loop, so the regions are cut along the rows only",
+        diagnosis=("your regions are cut along the rows only: every",)),
     Bug("swin_windows", "slices_with_ws_for_s", "swin.py", LOOP,
         "    for rows in (slice(0, H - ws), slice(H - ws, H - ws), slice(H - ws, H)):\n"
         "        for cols in (slice(0, W - ws), slice(W - ws, W - ws), slice(W - ws, W)):\n"
         "            labels[:, rows, cols, :] = count\n"
         "            count += 1",
-        "writes window_size where the slices need shift_size, so no window is ever cut (an all-True mask)"),
+        "writes window_size where the slices need shift_size, so no window is ever cut (an all-True mask)",
+        diagnosis=("your mask is all True, as if the map were not",)),
     Bug("swin_windows", "shift_fixed_at_half_the_window", "swin.py",
         "labels = torch.zeros(1, H, W, 1, device=device)",
         "labels = torch.zeros(1, H, W, 1, device=device)\n    s = ws // 2  # Swin's shift",
-        "uses Swin's usual shift window_size // 2 whatever shift_size is"),
+        "uses Swin's usual shift window_size // 2 whatever shift_size is",
+        diagnosis=("your mask is the one for a shift of window_size",)),
     Bug("swin_windows", "first_slice_a_tuple", "swin.py", ROWS,
         "for rows in ((0, H - ws), slice(H - ws, H - s), slice(H - s, H)):",
         "writes the first row slice as the tuple (0, H - ws), which indexes rows 0 and H - ws only "
-        "(tph-yolov5 issue 28)"),
+        "(tph-yolov5 issue 28)",
+        diagnosis=("your first slice is the tuple (0, H - ws), not",)),
 ]
