@@ -20,6 +20,7 @@ DTYPES: dict[str, torch.dtype] = {
     for d in (torch.float16, torch.bfloat16, torch.float32, torch.float64, torch.bool, torch.uint8,
               torch.int8, torch.int16, torch.int32, torch.int64, torch.complex64, torch.complex128)
 }
+NUMPY_DTYPES = frozenset(DTYPES.values()) - {torch.bfloat16}  # the dtypes numpy has
 DEVICES = ("cpu", "meta")
 TENSOR, DTYPE, DEVICE, REF = "__tensor__", "__dtype__", "__device__", "__ref__"
 
@@ -47,9 +48,7 @@ def encode(value: Any) -> Any:
         device = tensor.device.type
         if device not in DEVICES:
             tensor, device = tensor.cpu(), "cpu"
-        data = b"" if device == "meta" or tensor.numel() == 0 else (
-            # a fresh copy: `.contiguous()` keeps odd strides on size-1 dimensions, which `view` refuses
-            tensor.clone(memory_format=torch.contiguous_format).reshape(-1).view(torch.uint8).numpy().tobytes())
+        data = b"" if device == "meta" or tensor.numel() == 0 else _raw_bytes(tensor)
         return {TENSOR: str(tensor.dtype).removeprefix("torch."), "shape": list(tensor.shape), "device": device, "data": data}
     if isinstance(value, Ref):
         return {REF: value.id, "type": value.type_name}
@@ -68,6 +67,15 @@ def encode(value: Any) -> Any:
     if value is None or type(value) in (bool, int, float, str, bytes):
         return value
     raise WireError(f"cannot send a {type(value).__name__}")
+
+
+def _raw_bytes(tensor: torch.Tensor) -> bytes:
+    """The values in row-major order, as bytes."""
+    tensor = tensor.resolve_conj().resolve_neg()
+    if tensor.dtype in NUMPY_DTYPES:  # numpy reads any strides (3x faster than copying in torch first)
+        return tensor.numpy().tobytes()
+    # a fresh copy: `.contiguous()` keeps odd strides on size-1 dimensions, which `view` refuses
+    return tensor.clone(memory_format=torch.contiguous_format).reshape(-1).view(torch.uint8).numpy().tobytes()
 
 
 def decode(value: Any) -> Any:
@@ -104,7 +112,7 @@ def _tensor(spec: dict) -> torch.Tensor:
     numel = 1
     for s in shape:
         numel *= s
-    itemsize = torch.empty((), dtype=dtype).element_size()
+    itemsize = dtype.itemsize
     if not isinstance(data, bytes) or len(data) != numel * itemsize:
         raise WireError("tensor data does not match its shape and dtype")
     if numel == 0:
