@@ -24,8 +24,11 @@ class Executor:
     """The implementation's side: runs requests against one loaded package."""
 
     def __init__(self, folder: str | Path, isolate_for: str | None = None,
-                 broken: dict[str, str] | None = None, code: dict[str, object] | None = None) -> None:
+                 broken: dict[str, str] | None = None, code: dict[str, object] | None = None,
+                 copies: bool = True) -> None:
         self.package = Package(folder, isolate_for, broken, code)
+        # Tensors are copied in and out; in a worker the codec has copied them already (copies=False).
+        self.copies = copies
         self.objects: dict[int, Any] = {}
         self._kept: tuple[Any, dict[str, torch.nn.Parameter]] | None = None  # a forward's output, for `backward`
         self.folder = str(self.package.folder)
@@ -35,7 +38,7 @@ class Executor:
         if isinstance(value, Ref):
             return self.objects[value.id]
         if isinstance(value, torch.Tensor):
-            return value.detach().clone()
+            return value.detach().clone() if self.copies else value
         if isinstance(value, (list, tuple)):
             return type(value)(self._inbound(v) for v in value)
         if isinstance(value, dict):
@@ -44,7 +47,8 @@ class Executor:
 
     def _outbound(self, value: Any) -> Any:
         if isinstance(value, torch.Tensor):
-            return value.detach().as_subclass(torch.Tensor).clone()
+            plain = value.detach().as_subclass(torch.Tensor)
+            return plain.clone() if self.copies else plain
         if value is None or isinstance(value, (bool, int, float, str, torch.dtype, torch.device, torch.Size)):
             return value
         if isinstance(value, (list, tuple)):

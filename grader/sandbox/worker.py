@@ -95,7 +95,7 @@ def serve(requests: Connection, output_fd: int, plan: Plan, isolate_for: str | N
     executor: Executor | None = None
     for module in preload:
         try:
-            executor = executor or Executor(folder, isolate_for, broken, code)
+            executor = executor or Executor(folder, isolate_for, broken, code, copies=False)
             executor.run("load", module=module)
         except BaseException:  # noqa: BLE001 - the request that needs the module says what went wrong
             pass
@@ -108,7 +108,7 @@ def serve(requests: Connection, output_fd: int, plan: Plan, isolate_for: str | N
         op, reset = request.pop("op"), request.pop("reset", False)
         try:
             if executor is None:
-                executor = Executor(folder, isolate_for, broken, code)
+                executor = Executor(folder, isolate_for, broken, code, copies=False)
             if reset:
                 executor.run("reset")
             reply: dict[str, Any] = {"ok": executor.run(op, **request)}
