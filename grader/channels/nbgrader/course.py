@@ -289,7 +289,10 @@ def _file_cells(file: str, selected: set[str], course) -> tuple[list, list[str]]
     def component_note(name: str) -> str:
         owners = [c for c in course.components if c.id in _owners(module, name)]
         parts = [_("**{title}** (`{id}`, {points:g} points)").format(title=course_text(c.id, c.title), id=c.id,
-                                                                    points=c.points) for c in owners]
+                                                                    points=c.points) if c.id in selected else
+                 _("**{title}** (`{id}`, not graded in this assignment: when the code that uses it is graded, "
+                   "the grader's own version stands in for it)").format(title=course_text(c.id, c.title), id=c.id)
+                 for c in owners]
         hints = [_("*Hint ({id}):* {hint}").format(id=c.id, hint=_plain(course_text(c.id, c.hint_ladder[0])))
                  for c in owners if c.id in selected and c.hint_ladder]
         return "\n\n".join([f"### `{name}`: " + ", ".join(parts), *hints, *docs_of(name, stub_docs)])
