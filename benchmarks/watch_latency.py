@@ -33,7 +33,7 @@ sys.path.insert(0, str(ROOT))
 from grader.contract import COMPONENTS, FILES  # noqa: E402
 from grader.source import FILES as SUBMISSION_FILES  # noqa: E402
 
-GRADED_IN = re.compile(r"graded in ([0-9.]+) s")
+GRADED_IN = re.compile(r"graded.* in ([0-9.]+) s")
 
 
 def save(path: Path, text: str) -> None:
@@ -52,7 +52,7 @@ def next_table(lines: queue.Queue, timeout: float = 60) -> str:
     while True:
         line = lines.get(timeout=max(deadline - time.monotonic(), 0.01))
         if line is None:
-            raise SystemExit("the watcher ended:\n" + "".join(block))
+            raise EOFError("".join(block))
         block.append(line)
         if line.startswith("watching "):
             return "".join(block)
@@ -74,7 +74,8 @@ def main() -> int:
         path = folder / FILES[args.component][0]
         original = path.read_text()
         cold_cmd = [py, "-m", "grader", "check", args.component, "--target", str(folder)]
-        watcher = subprocess.Popen([*cold_cmd, "--watch"], cwd=ROOT, stdout=subprocess.PIPE, text=True)
+        log = open(Path(tmp) / "watcher.log", "w+")  # its stderr: shown only if it ends early
+        watcher = subprocess.Popen([*cold_cmd, "--watch"], cwd=ROOT, stdout=subprocess.PIPE, stderr=log, text=True)
         lines: queue.Queue = queue.Queue()
 
         def read() -> None:
@@ -96,9 +97,13 @@ def main() -> int:
                 started = time.perf_counter()
                 subprocess.run(cold_cmd, cwd=ROOT, check=True, stdout=subprocess.DEVNULL)
                 cold.append(time.perf_counter() - started)
+        except EOFError as exc:
+            log.seek(0)
+            raise SystemExit(f"the watcher ended:\n{exc}{log.read()}") from None
         finally:
             watcher.terminate()
             watcher.wait()
+            log.close()
     load_after = os.getloadavg()
     w, c, g = statistics.median(warm), statistics.median(cold), statistics.median(graded)
     print(f"{args.component} ({args.source}/), median of {args.saves} saves, {os.cpu_count()} cores")

@@ -206,9 +206,9 @@ class Watcher:
         now = self.now()
         if any(now[c] != state[c] for c in components):
             return
-        graded = ("" if components == self.components else f" · graded {', '.join(components)}"
-                  if len(components) <= 3 else f" · graded {len(components)} components")
-        self._header(f"{reason}{graded} in {report.duration_s:.2f} s")
+        which = ("" if components == self.components else f" {', '.join(components)}" if len(components) <= 3
+                 else f" {len(components)} components")
+        self._header(f"{reason} · graded{which} in {report.duration_s:.2f} s")
         from .formats import print_terminal
 
         report.components = [self.results[c] for c in self.components]

@@ -1,4 +1,4 @@
-"""One pytest session that grades submission after submission (the jobs of grade-all).
+"""One pytest session that grades submission after submission (the jobs of grade-all, `check --watch`).
 
 Starting pytest (its configuration, its plugins, collecting the check files)
 costs a job more per student than some components' checks do. Here the checks
