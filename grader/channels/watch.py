@@ -29,7 +29,7 @@ from ..source import FILES as SUBMISSION_FILES, UnreadableFile, read_file
 if TYPE_CHECKING:
     from ..engine.session import CheckSession
 
-STEP_MS = 20  # a burst of file events ends after this long without a new one: a save is seen within two steps
+STEP_MS = 10  # a burst of file events ends after this long without a new one: a save is seen within two steps
 DEBOUNCE_MS = 300  # the longest a burst is gathered before it is graded
 RECHECK_MS = 1000  # how often the watcher makes sure the folder it watches is still there (and the same one)
 
