@@ -1,6 +1,7 @@
 """`check --watch`: a fresh table on every save of the component's files, none for another component's, Ctrl-C ends it."""
 from __future__ import annotations
 
+import io
 import os
 import queue
 import re
@@ -12,7 +13,12 @@ import threading
 import time
 from pathlib import Path
 
+import pytest
+
+import grader.engine.runner
+from grader.channels.watch import Watcher
 from grader.paths import ROOT, SOLUTIONS
+from grader.results import PASSED, ComponentResult, Report
 from grader.source import FILES
 
 BROKEN_MASK = '''
@@ -115,3 +121,26 @@ def test_check_without_watch_does_not_import_watchfiles():
             "assert 'watchfiles' not in sys.modules, 'watchfiles imported'; sys.exit(code)")
     result = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=300)
     assert result.returncode == 0, result.stderr
+
+
+def test_a_save_during_a_grading_is_graded_next_and_the_stale_table_is_not_shown(tmp_path: Path,
+                                                                                 monkeypatch: pytest.MonkeyPatch):
+    for name in FILES:
+        shutil.copy(SOLUTIONS / name, tmp_path / name)
+    saves_while_grading = ["\n# saved while the first grading ran\n"]
+
+    def run_checks(target, components, **kwargs):
+        if saves_while_grading:
+            (tmp_path / "attention.py").write_text((tmp_path / "attention.py").read_text() + saves_while_grading.pop())
+        return Report(str(target), [ComponentResult(c, c, PASSED, 12, 12) for c in components], 0.01, "namespaces")
+
+    monkeypatch.setattr(grader.engine.runner, "run_checks", run_checks)
+    out = io.StringIO()
+    watcher = Watcher(str(tmp_path), ["masking"], out=out)
+    tasks = watcher.tasks()
+    watcher.grade(next(tasks), None)
+    assert out.getvalue() == ""  # that table was of the files before the save
+    reason, components = next(tasks)  # at once: the files differ from what was graded
+    assert (reason, components) == ("attention.py saved", ["masking"])
+    watcher.grade((reason, components), None)
+    assert "attention.py saved" in out.getvalue() and re.search(r"masking\s+12/12\s+passed", out.getvalue())
