@@ -2,6 +2,7 @@
 the student release and the instructors' batch grading. Each takes the one result model (grader/results.py).
 
 - commands.py   `check` (the terminal table) and `grade` (a results file)
+- watch.py      `check --watch`: a fresh table on every save, from one warm session
 - formats.py    one Report written as the terminal table, JSON, Gradescope's results.json, JUnit, Markdown
 - gradescope.py, classroom.py, release.py   one channel each
 - nbgrader/     the nbgrader course (notebooks, autograding)

@@ -1,4 +1,5 @@
-"""`python -m grader check` (a table in the terminal) and `python -m grader grade DIR --results FILE`."""
+"""`python -m grader check` (a table in the terminal; with `--watch` one on every save, see watch.py) and
+`python -m grader grade DIR --results FILE`."""
 from __future__ import annotations
 
 import argparse
@@ -21,6 +22,9 @@ def register(sub) -> None:
     check.add_argument("--json", action="store_true", help=_("print the report as JSON"))
     check.add_argument("--fail-under", type=float, metavar="N", help=_("exit 1 when the score is below N"))
     check.add_argument("--timeout", type=float, metavar="S", help=_("seconds per check (default: course.yml)"))
+    check.add_argument("--watch", action="store_true",
+                       help=_("stay running: grade again and print a fresh table whenever you save a file of these "
+                              "components"))
     check.set_defaults(func=_check)
     grade = sub.add_parser("grade", help=_("grade a submission folder and write results.json"))
     grade.add_argument("submission", metavar="DIR")
@@ -49,9 +53,15 @@ def _check(args: argparse.Namespace) -> int:
     from ..engine.runner import run_checks
 
     error = unknown_components(args.components)
+    if args.watch and (args.json or args.fail_under is not None):
+        error = _("--watch prints a table on every save; it takes neither --json nor --fail-under")
     if error:
         print(error, file=sys.stderr)
         return 2
+    if args.watch:
+        from .watch import watch
+
+        return watch(args.target, args.components, verbose=args.verbose, hints=args.hints, timeout=args.timeout)
     report = run_checks(args.target, args.components or None, timeout=args.timeout)
     if args.json:
         print(to_json(report))

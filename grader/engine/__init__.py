@@ -8,7 +8,7 @@ Imports `sandbox/` and the shared modules at the top of `grader/`, never `channe
 - runner.py     grade one folder: copy, load, share out, run, score
 - planning.py   sharing components out between grading processes
 - forked.py     a forked helper grading process
-- session.py    one pytest session grading submission after submission (grade-all)
+- session.py    one pytest session grading submission after submission (grade-all, check --watch)
 - scoring.py    points per check and component from course.yml
 - cache.py      results keyed by the code that decides them
 - scratch.py    the from-scratch rule: forbidden library calls found in the source

@@ -42,12 +42,19 @@ def component_key(folder: str | Path, component: str, checks_dir: str | Path, se
     for module in own:
         digest.update(f"|{module}:".encode())
         digest.update(b"\0".join(_code_of(Path(folder) / f"{module}.py", module, component)))
-    if any(_imports_siblings(Path(folder) / f"{module}.py") for module in own):
-        # a sibling's own helpers (`from .attention import _require`) are the student's code too
-        for module in MODULES:
-            if module not in own:
-                digest.update(f"|sibling {module}:".encode() + _tree(Path(folder) / f"{module}.py"))
+    for module in modules_read(folder, component):
+        if module not in own:
+            digest.update(f"|sibling {module}:".encode() + _tree(Path(folder) / f"{module}.py"))
     return digest.hexdigest()
+
+
+def modules_read(folder: str | Path, component: str) -> tuple[str, ...]:
+    """The student files whose code `component`'s results depend on: those with its graded code, and every
+    sibling when one of those imports a sibling's own helpers (`from .attention import _require`)."""
+    own = component_modules(component)
+    if any(_imports_siblings(Path(folder) / f"{module}.py") for module in own):
+        return MODULES
+    return own
 
 
 def _tree(path: Path) -> bytes:

@@ -1,4 +1,4 @@
-"""One pytest session that grades submission after submission (the jobs of grade-all).
+"""One pytest session that grades submission after submission (the jobs of grade-all, `check --watch`).
 
 Starting pytest (its configuration, its plugins, collecting the check files)
 costs a job more per student than some components' checks do. Here the checks
@@ -64,17 +64,22 @@ class _Loop:
         return True
 
 
-def serve_in_session(tasks: Iterable[Task], each: Callable[[Task, CheckSession], None], limits: Limits) -> None:
-    """Call `each(task, session)` for every task, all in one pytest session.
+def serve_in_session(tasks: Iterable[Task], each: Callable[[Task, CheckSession], None], limits: Limits,
+                     components: Iterable[str] = COMPONENTS) -> None:
+    """Call `each(task, session)` for every task, all in one pytest session that holds the checks of `components`.
 
     `each` must not raise: an exception ends the session (GraderError), and
-    the tasks not taken yet are left in `tasks` when it is an iterator.
+    the tasks not taken yet are left in `tasks` when it is an iterator. Ctrl-C
+    (KeyboardInterrupt), in `each` or while `tasks` waits, ends the session and
+    is raised again here.
     """
     collector = Collector()
-    files = [CHECKS_DIR / f"test_{component}.py" for component in COMPONENTS]
+    files = [CHECKS_DIR / f"test_{component}.py" for component in components]
     args = pytest_args(files, limits)
     submission = Submission(str(EXERCISES), Plan.for_copy(NONE, EXERCISES), limits)  # each task sets its own
     with open(os.devnull, "w") as devnull, redirect_stdout(devnull):  # pytest's own report goes nowhere
         code = pytest.main(args, plugins=[collector, *plugins(submission), _Loop(tasks, each, collector)])
+    if code == pytest.ExitCode.INTERRUPTED and not collector.broken_checks:  # else a check file that breaks
+        raise KeyboardInterrupt
     if code not in (pytest.ExitCode.OK, pytest.ExitCode.TESTS_FAILED, pytest.ExitCode.NO_TESTS_COLLECTED):
         raise GraderError(f"the checks' session ended early (pytest exit {int(code)})")
