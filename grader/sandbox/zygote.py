@@ -123,6 +123,9 @@ ZYGOTE = Zygote()
 
 def _zygote_loop(sock: socket.socket) -> None:
     prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
+    # Ctrl-C reaches the terminal's whole process group: the grader ends the zygote itself (a KeyboardInterrupt
+    # here, mid-fork, only printed "Exception ignored ..." on the way out)
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
     me = os.getpid()
     ended: dict[int, int] = {}  # pid -> wait status, for workers that ended before the grader asked
     while True:
@@ -179,6 +182,7 @@ def _fork_worker(sock: socket.socket, request: dict, zygote_pid: int) -> None:
     pid = os.fork()
     if pid == 0:
         try:
+            signal.signal(signal.SIGINT, signal.default_int_handler)  # a worker's code sees Python's usual Ctrl-C
             sock.close()
             requests_grader.close()
             os.close(out_read)
