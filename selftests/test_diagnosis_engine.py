@@ -8,6 +8,7 @@ process (the catalogue's own code), so that nothing here grades a whole submissi
 """
 from __future__ import annotations
 
+import ast
 import importlib.util
 import itertools
 import sys
@@ -26,6 +27,7 @@ from selftests.bugs import ROOT, all_bugs, materialize
 sys.path.insert(0, str(ROOT / "tests"))  # the check files import `checklib` as the checks' conftest arranges
 
 from checklib import mistakes  # noqa: E402
+from checklib.catalogue import CATALOGUE, Mistake  # noqa: E402
 from checklib.compare import assert_equal, check_tensor, diagnose  # noqa: E402
 
 INVERTED = "your mask is inverted: True must mark the keys a query MAY attend"
@@ -197,3 +199,36 @@ def test_the_catalogue_inverted_mask_gets_its_diagnosis(masking_checks, tmp_path
         assert all(c.status == FAILED for c in cases)
         assert named_mistakes(cases) == [KEPT], (check.__name__, named_mistakes(cases))
         assert not any(DIAGONAL in c.matched for c in cases)
+
+
+# --- the catalogue
+
+def test_each_mistake_has_its_own_id_and_sentence():
+    entries = list(CATALOGUE.values())
+    assert len({e.id for e in entries}) == len(entries)
+    assert len({e.sentence for e in entries}) == len(entries)
+    assert all(e.id == f"{e.component}:{e.name}" and e.component in {c.id for c in load_course().components} for e in entries)
+    with pytest.raises(ValueError, match="says what"):
+        mistakes.mistake("masking", "said_again", entries[0].sentence, lambda: None)
+
+
+def test_every_entry_is_reachable_from_a_bundle():
+    """Each entry is bound by a module-level name of mistakes.py that a bundle (a function) uses."""
+    tree = ast.parse((ROOT / "tests" / "checklib" / "mistakes.py").read_text())
+    values = {target.id: node.value for node in tree.body if isinstance(node, ast.Assign)
+              for target in node.targets if isinstance(target, ast.Name)}
+    loaded = lambda node: {n.id for n in ast.walk(node) if isinstance(n, ast.Name)}  # noqa: E731
+    reachable = set().union(*(loaded(f) for f in tree.body if isinstance(f, ast.FunctionDef)))
+    todo = list(reachable)
+    while todo:
+        name = todo.pop()
+        for other in loaded(values[name]) - reachable if name in values else ():
+            reachable.add(other)
+            todo.append(other)
+    entries = set()
+    for name in reachable & set(values):
+        value = getattr(mistakes, name, None)
+        for item in value if isinstance(value, tuple) else (value,):
+            if isinstance(item, Mistake):
+                entries.add(item.id)
+    assert set(CATALOGUE) - entries == set(), "entries no bundle binds"

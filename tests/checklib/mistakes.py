@@ -19,7 +19,7 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor
 
-Mistakes = dict[str, Any]
+from .catalogue import Mistakes, bind, mistake, simulated
 
 
 def mapped(mistakes: Mistakes, fn: Callable[[Any], Any]) -> Mistakes:
@@ -33,42 +33,79 @@ def scores(q: Tensor, k: Tensor, scale: float) -> Tensor:
     return q.double() @ k.double().transpose(-2, -1) * scale
 
 
+SCORES_MISTAKES = (
+    mistake("scaling", "no_scale", "your scores equal q·kᵀ without the 1/√d factor (d = q.size(-1))",
+            lambda q, k: scores(q, k, 1.0)),
+    mistake("scaling", "divided_by_d", "your scores are q·kᵀ divided by d instead of by √d",
+            lambda q, k: scores(q, k, 1.0 / q.shape[-1])),
+    mistake("scaling", "softmax_applied",
+            "your attention_scores applies softmax already: it returns the scaled scores q·kᵀ/√d, and the softmax "
+            "comes later, in scaled_dot_product_attention",
+            lambda q, k: scores(q, k, q.shape[-1] ** -0.5).softmax(dim=-1)),
+    mistake("scaling", "multiplied_by_sqrt_d", "your scores are q·kᵀ multiplied by √d instead of divided by it",
+            lambda q, k: scores(q, k, math.sqrt(q.shape[-1]))),
+    mistake("scaling", "divided_by_sqrt_queries",
+            "your scores are q·kᵀ divided by √Tq, the square root of the number of queries (dim -2), "
+            "instead of √d, the feature size (dim -1)", lambda q, k: scores(q, k, 1.0 / math.sqrt(q.shape[-2]))),
+    mistake("scaling", "divided_by_sqrt_keys",
+            "your scores are q·kᵀ divided by √Tk, the square root of the number of keys, "
+            "instead of √d, the feature size (dim -1)", lambda q, k: scores(q, k, 1.0 / math.sqrt(k.shape[-2]))),
+)
+Q_SCALED_IN_PLACE = mistake("scaling", "q_scaled_in_place",
+                            "attention_scores divided the caller's q by √d in place (q /= ...): "
+                            "compute a new tensor instead", lambda q: q.double() / math.sqrt(q.shape[-1]))
+
+
 def scores_mistakes(q: Tensor, k: Tensor) -> Mistakes:
-    d, t_q, t_k = q.shape[-1], q.shape[-2], k.shape[-2]
-    return {
-        "your scores equal q·kᵀ without the 1/√d factor (d = q.size(-1))": lambda: scores(q, k, 1.0),
-        "your scores are q·kᵀ divided by d instead of by √d": lambda: scores(q, k, 1.0 / d),
-        "your attention_scores applies softmax already: it returns the scaled scores q·kᵀ/√d, and the softmax "
-        "comes later, in scaled_dot_product_attention": lambda: scores(q, k, d ** -0.5).softmax(dim=-1),
-        "your scores are q·kᵀ multiplied by √d instead of divided by it": lambda: scores(q, k, math.sqrt(d)),
-        "your scores are q·kᵀ divided by √Tq, the square root of the number of queries (dim -2), "
-        "instead of √d, the feature size (dim -1)": lambda: scores(q, k, 1.0 / math.sqrt(t_q)),
-        "your scores are q·kᵀ divided by √Tk, the square root of the number of keys, "
-        "instead of √d, the feature size (dim -1)": lambda: scores(q, k, 1.0 / math.sqrt(t_k)),
-    }
+    return bind(SCORES_MISTAKES, q, k)
 
 
 def q_scaled_in_place_mistakes(q: Tensor) -> Mistakes:
-    return {"attention_scores divided the caller's q by √d in place (q /= ...): "
-            "compute a new tensor instead": lambda: q.double() / math.sqrt(q.shape[-1])}
+    return bind([Q_SCALED_IN_PLACE], q)
 
 
 # --- masking -----------------------------------------------------------------------------------------
 
+def _ones(q_len: int, k_len: int) -> Tensor:
+    return torch.ones(q_len, k_len, dtype=torch.bool)
+
+
+CAUSAL_MASK_MISTAKES = (
+    mistake("masking", "diagonal_excluded",
+            "your mask excludes the diagonal: a query may attend its own position too "
+            "(j <= i + (k_len - q_len), not <)", lambda q_len, k_len: _ones(q_len, k_len).tril(diagonal=k_len - q_len - 1)),
+    mistake("masking", "offset_ignored",
+            "your mask ignores the offset k_len - q_len: the queries are the LAST q_len positions, "
+            "so the diagonal moves right by k_len - q_len", lambda q_len, k_len: _ones(q_len, k_len).tril()),
+    mistake("masking", "upper_triangle",
+            "your mask keeps the upper triangle (triu): True must be on and below the (shifted) diagonal, "
+            "so queries never see the future", lambda q_len, k_len: _ones(q_len, k_len).triu(diagonal=k_len - q_len)),
+    mistake("masking", "inverted_causal", "your mask is inverted: True must mark the keys a query MAY attend",
+            lambda q_len, k_len: ~_ones(q_len, k_len).tril(diagonal=k_len - q_len)),
+    mistake("masking", "transposed", "your mask is transposed: it should be (q_len, k_len), one row per query",
+            lambda q_len, k_len: _ones(k_len, q_len).tril(diagonal=q_len - k_len)),
+)
+MASKED_WHERE_ALLOWED = mistake(
+    "masking", "masked_where_allowed",
+    "you masked the positions where the mask is True; True means 'may attend', so fill where it is False "
+    "(masked_fill(~mask, ...))", lambda scores, full_mask, fill: torch.full_like(scores[full_mask], fill))
+MASKED_FILL_MISTAKES = (
+    mistake("masking", "filled_with_zero", "you filled the masked scores with 0, and softmax still gives a score of 0 "
+            "real weight", lambda masked, scores_there: torch.zeros_like(masked)),
+    mistake("masking", "not_applied", "the masked positions still hold their original scores: the mask was not applied",
+            lambda masked, scores_there: scores_there),
+)
+FILL_NOT_LOW_ENOUGH = mistake(
+    "masking", "fill_not_low_enough",
+    "you filled the masked scores with {fill:g}, which is not low enough: real scores can be as low "
+    "as -1e6, so use -inf, torch.finfo(dtype).min or a constant <= -1e9", lambda masked, scores_there: masked)
+FILLED_IN_PLACE = mistake("masking", "filled_in_place",
+                          "apply_mask filled the caller's scores in place (masked_fill_): use masked_fill or torch.where, "
+                          "which return a new tensor", lambda scores, full, fill: scores.masked_fill(~full, fill))
+
+
 def causal_mask_mistakes(q_len: int, k_len: int) -> Mistakes:
-    offset = k_len - q_len
-    ones = torch.ones(q_len, k_len, dtype=torch.bool)
-    return {
-        "your mask excludes the diagonal: a query may attend its own position too "
-        "(j <= i + (k_len - q_len), not <)": lambda: ones.tril(diagonal=offset - 1),
-        "your mask ignores the offset k_len - q_len: the queries are the LAST q_len positions, "
-        "so the diagonal moves right by k_len - q_len": lambda: ones.tril(),
-        "your mask keeps the upper triangle (triu): True must be on and below the (shifted) diagonal, "
-        "so queries never see the future": lambda: ones.triu(diagonal=offset),
-        "your mask is inverted: True must mark the keys a query MAY attend": lambda: ~ones.tril(diagonal=offset),
-        "your mask is transposed: it should be (q_len, k_len), one row per query":
-            lambda: torch.ones(k_len, q_len, dtype=torch.bool).tril(diagonal=-offset),
-    }
+    return bind(CAUSAL_MASK_MISTAKES, q_len, k_len)
 
 
 def _masked_value(values: Tensor) -> float | None:
@@ -82,59 +119,58 @@ def kept_where_allowed_mistakes(out: Tensor, scores: Tensor, full_mask: Tensor) 
     """For `out[full_mask]` (the allowed positions): what comes back if the mask was used the wrong way round."""
     fill = _masked_value(out[full_mask])
     low = fill is not None and (fill <= -1e9 or fill == float("-inf"))
-    return {
-        "you masked the positions where the mask is True; True means 'may attend', so fill where it is False "
-        "(masked_fill(~mask, ...))": lambda: torch.full_like(scores[full_mask], fill) if low else None,
-    }
+    return bind([MASKED_WHERE_ALLOWED], scores, full_mask, fill) if low else {}
 
 
 def masked_fill_mistakes(masked: Tensor, scores_there: Tensor) -> Mistakes:
     """For the values at the masked positions: a fill that is not low enough, or no fill at all."""
     fill = _masked_value(masked)
-    mistakes: Mistakes = {
-        "you filled the masked scores with 0, and softmax still gives a score of 0 real weight":
-            lambda: torch.zeros_like(masked),
-        "the masked positions still hold their original scores: the mask was not applied":
-            lambda: scores_there,
-    }
+    mistakes = bind(MASKED_FILL_MISTAKES, masked, scores_there)
     if fill is not None and fill != 0 and fill > -1e9:
-        mistakes[f"you filled the masked scores with {fill:g}, which is not low enough: real scores can be as low "
-                 "as -1e6, so use -inf, torch.finfo(dtype).min or a constant <= -1e9"] = lambda: masked
+        mistakes.update(bind([FILL_NOT_LOW_ENOUGH], masked, scores_there, fill=fill))
     return mistakes
 
 
 def filled_in_place_mistakes(scores: Tensor, mask: Tensor, after: Tensor) -> Mistakes:
     full = mask.expand(scores.shape)
     fill = _masked_value(after[~full])
-    return {"apply_mask filled the caller's scores in place (masked_fill_): use masked_fill or torch.where, "
-            "which return a new tensor": lambda: scores.masked_fill(~full, fill) if fill is not None else None}
+    return bind([FILLED_IN_PLACE], scores, full, fill) if fill is not None else {}
 
 
 # --- head_splitting ----------------------------------------------------------------------------------
 
+SPLIT_MISTAKES = (
+    mistake("head_splitting", "split_by_view",
+            "you viewed (B, T, D) directly as (B, H, T, Dh) with reshape/view: first view it as (B, T, H, Dh), "
+            "then swap T and H with transpose(1, 2)",
+            lambda x, n_heads: x.reshape(x.shape[0], n_heads, x.shape[1], x.shape[2] // n_heads)),
+    mistake("head_splitting", "interleaved_heads",
+            "your heads are interleaved: head h got every H-th feature instead of the contiguous slice "
+            "h*Dh .. (h+1)*Dh - 1 (view D as (H, Dh), not (Dh, H))",
+            lambda x, n_heads: x.reshape(x.shape[0], x.shape[1], x.shape[2] // n_heads, n_heads).permute(0, 3, 1, 2)),
+    mistake("head_splitting", "split_not_transposed",
+            "you split D into (H, Dh) but did not swap T and H: the result must be (B, H, T, Dh)",
+            lambda x, n_heads: x.reshape(x.shape[0], x.shape[1], n_heads, x.shape[2] // n_heads)),
+)
+MERGE_MISTAKES = (
+    mistake("head_splitting", "merged_by_view",
+            "you reshaped (B, H, T, Dh) straight to (B, T, D) without first swapping H and T back (transpose(1, 2))",
+            lambda heads: heads.reshape(heads.shape[0], heads.shape[2], heads.shape[1] * heads.shape[3])),
+    mistake("head_splitting", "merged_feature_by_feature",
+            "you joined the heads feature by feature ((Dh, H) order) instead of head after head ((H, Dh) order)",
+            lambda heads: heads.permute(0, 2, 3, 1).reshape(heads.shape[0], heads.shape[2],
+                                                            heads.shape[1] * heads.shape[3])),
+    mistake("head_splitting", "merge_not_joined", "you swapped H and T back but did not join H and Dh into D",
+            lambda heads: heads.transpose(1, 2)),
+)
+
+
 def split_mistakes(x: Tensor, n_heads: int) -> Mistakes:
-    batch, length, d_model = x.shape
-    d_head = d_model // n_heads
-    return {
-        "you viewed (B, T, D) directly as (B, H, T, Dh) with reshape/view: first view it as (B, T, H, Dh), "
-        "then swap T and H with transpose(1, 2)": lambda: x.reshape(batch, n_heads, length, d_head),
-        "your heads are interleaved: head h got every H-th feature instead of the contiguous slice "
-        "h*Dh .. (h+1)*Dh - 1 (view D as (H, Dh), not (Dh, H))":
-            lambda: x.reshape(batch, length, d_head, n_heads).permute(0, 3, 1, 2),
-        "you split D into (H, Dh) but did not swap T and H: the result must be (B, H, T, Dh)":
-            lambda: x.reshape(batch, length, n_heads, d_head),
-    }
+    return bind(SPLIT_MISTAKES, x, n_heads)
 
 
 def merge_mistakes(heads: Tensor) -> Mistakes:
-    batch, n_heads, length, d_head = heads.shape
-    return {
-        "you reshaped (B, H, T, Dh) straight to (B, T, D) without first swapping H and T back (transpose(1, 2))":
-            lambda: heads.reshape(batch, length, n_heads * d_head),
-        "you joined the heads feature by feature ((Dh, H) order) instead of head after head ((H, Dh) order)":
-            lambda: heads.permute(0, 2, 3, 1).reshape(batch, length, n_heads * d_head),
-        "you swapped H and T back but did not join H and Dh into D": lambda: heads.transpose(1, 2),
-    }
+    return bind(MERGE_MISTAKES, heads)
 
 
 # --- qkv_projection ----------------------------------------------------------------------------------
@@ -144,35 +180,47 @@ def linear(x: Tensor, state: dict[str, Tensor], layer: str, *, bias: bool = True
     return F.linear(x.double(), state[f"{layer}.weight"].double(), None if b is None else b.double())
 
 
+QKV_LAYERS = ("w_q", "w_k", "w_v", "out_proj")
+WRONG_LAYER = mistake("qkv_projection", "wrong_layer",
+                      "your {name} equals {layer}(x): {name} must come from its own layer {own}",
+                      lambda x, state, layer: linear(x, state, layer))
+NO_BIAS_APPLIED = mistake("qkv_projection", "bias_not_applied",
+                          "your {name} is x @ {own}.weight^T without the bias: call the layer, {own}(x)",
+                          lambda x, state, layer: linear(x, state, layer, bias=False))
+OUT_PROJ_NAMED_W_O = mistake("qkv_projection", "out_proj_named_w_o",
+                             "you named the output projection w_o; the contract calls it out_proj",
+                             lambda expected: {k.replace("out_proj.", "w_o.") for k in expected})
+LAYER_WITHOUT_BIAS = mistake("qkv_projection", "layer_without_bias",
+                             "{layer} has no bias: create it with nn.Linear(d_model, d_model, bias=bias)",
+                             lambda expected, layer: expected - {f"{layer}.bias"})
+LAYER_WITH_BIAS = mistake("qkv_projection", "layer_with_bias",
+                          "{layer} has a bias although bias=False: pass bias=bias when you create {layer}",
+                          lambda expected, layer: expected | {f"{layer}.bias"})
+FLOAT_D_K = mistake("qkv_projection", "float_d_k", "your d_k is d_model / n_heads, a float: use // so it is an int",
+                    lambda d_model, n_heads: d_model / n_heads)
+
+
 def projection_mistakes(x: Tensor, state: dict[str, Tensor], name: str) -> Mistakes:
     """For q, k or v of project_qkv: the wrong layer, or the right one without its bias."""
     own = f"w_{name}"
-    mistakes: Mistakes = {
-        f"your {name} equals {layer}(x): {name} must come from its own layer {own}": (lambda layer=layer: linear(x, state, layer))
-        for layer in ("w_q", "w_k", "w_v", "out_proj") if layer != own
-    }
+    mistakes: Mistakes = {}
+    for layer in QKV_LAYERS:
+        if layer != own:
+            mistakes.update(bind([WRONG_LAYER], x, state, layer, name=name, layer=layer, own=own))
     if f"{own}.bias" in state:
-        mistakes[f"your {name} is x @ {own}.weight^T without the bias: call the layer, {own}(x)"] = \
-            lambda: linear(x, state, own, bias=False)
+        mistakes.update(bind([NO_BIAS_APPLIED], x, state, own, name=name, own=own))
     return mistakes
 
 
 def state_dict_key_mistakes(expected: set[str], bias: bool) -> Mistakes:
-    layers = ("w_q", "w_k", "w_v", "out_proj")
-    mistakes: Mistakes = {
-        "you named the output projection w_o; the contract calls it out_proj":
-            {k.replace("out_proj.", "w_o.") for k in expected},
-    }
-    for layer in layers:
-        if bias:
-            mistakes[f"{layer} has no bias: create it with nn.Linear(d_model, d_model, bias=bias)"] = expected - {f"{layer}.bias"}
-        else:
-            mistakes[f"{layer} has a bias although bias=False: pass bias=bias when you create {layer}"] = expected | {f"{layer}.bias"}
+    mistakes = bind([OUT_PROJ_NAMED_W_O], expected)
+    for layer in QKV_LAYERS:
+        mistakes.update(bind([LAYER_WITHOUT_BIAS if bias else LAYER_WITH_BIAS], expected, layer, layer=layer))
     return mistakes
 
 
 def d_k_mistakes(d_model: int, n_heads: int) -> Mistakes:
-    return {"your d_k is d_model / n_heads, a float: use // so it is an int": d_model / n_heads}
+    return bind([FLOAT_D_K], d_model, n_heads)
 
 
 # --- multi_head_attention ----------------------------------------------------------------------------
@@ -195,31 +243,43 @@ def attention(q: Tensor, k: Tensor, v: Tensor, mask: Tensor | None, *, scale: bo
     return out, weights
 
 
-SDPA_MISTAKES = {
-    "your weights are normalised over the queries (softmax over dim -2) instead of over the keys (dim -1)":
-        dict(softmax_dim=-2),
-    "your attention ignores the mask: the output equals attention with mask=None": dict(mask_mode="ignore"),
-    "you multiplied the weights by the mask after the softmax, so the rows no longer sum to 1: fill the masked "
-    "scores with -inf before the softmax": dict(mask_mode="multiply"),
-    "you used the mask inverted: True means 'may attend', so fill the scores where it is False":
-        dict(mask_mode="inverted"),
-    "you multiplied v by the transposed weights (weightsᵀ @ v): out = weights @ v": dict(transpose_weights=True),
-    "your scores are k·qᵀ instead of q·kᵀ (queries and keys swapped)": dict(swap_qk=True),
-    "your scores are not divided by √d before the softmax": dict(scale=False),
-}
-SWAPPED_RESULTS = "you returned (weights, out); the contract's order is (out, weights)"
+# switches of both attention() and mha(): one mistake that the checks of either can see
+SOFTMAX_OVER_QUERIES = mistake(
+    "multi_head_attention", "softmax_over_queries",
+    "your weights are normalised over the queries (softmax over dim -2) instead of over the keys (dim -1)",
+    dict(softmax_dim=-2))
+MASK_IGNORED = mistake("multi_head_attention", "mask_ignored",
+                       "your attention ignores the mask: the output equals attention with mask=None",
+                       dict(mask_mode="ignore"))
+SDPA_MISTAKES = (
+    SOFTMAX_OVER_QUERIES,
+    MASK_IGNORED,
+    mistake("multi_head_attention", "mask_multiplied",
+            "you multiplied the weights by the mask after the softmax, so the rows no longer sum to 1: fill the masked "
+            "scores with -inf before the softmax", dict(mask_mode="multiply")),
+    mistake("multi_head_attention", "mask_inverted",
+            "you used the mask inverted: True means 'may attend', so fill the scores where it is False",
+            dict(mask_mode="inverted")),
+    mistake("multi_head_attention", "weights_transposed",
+            "you multiplied v by the transposed weights (weightsᵀ @ v): out = weights @ v", dict(transpose_weights=True)),
+    mistake("multi_head_attention", "q_k_swapped", "your scores are k·qᵀ instead of q·kᵀ (queries and keys swapped)",
+            dict(swap_qk=True)),
+    mistake("multi_head_attention", "sdpa_unscaled", "your scores are not divided by √d before the softmax",
+            dict(scale=False)),
+)
+RESULTS_SWAPPED = mistake("multi_head_attention", "results_swapped",
+                          "you returned (weights, out); the contract's order is (out, weights)",
+                          lambda q, k, v, mask: attention(q, k, v, mask)[::-1])
 
 
 def sdpa_out_mistakes(q: Tensor, k: Tensor, v: Tensor, mask: Tensor | None) -> Mistakes:
-    mistakes: Mistakes = {s: (lambda kw=kw: attention(q, k, v, mask, **kw)[0]) for s, kw in SDPA_MISTAKES.items()}
-    mistakes[SWAPPED_RESULTS] = lambda: attention(q, k, v, mask)[1]
-    return mistakes
+    return mapped({**simulated(SDPA_MISTAKES, lambda **switches: attention(q, k, v, mask, **switches)),
+                   **bind([RESULTS_SWAPPED], q, k, v, mask)}, lambda result: result[0])
 
 
 def sdpa_weights_mistakes(q: Tensor, k: Tensor, v: Tensor, mask: Tensor | None) -> Mistakes:
-    mistakes: Mistakes = {s: (lambda kw=kw: attention(q, k, v, mask, **kw)[1]) for s, kw in SDPA_MISTAKES.items()}
-    mistakes[SWAPPED_RESULTS] = lambda: attention(q, k, v, mask)[0]
-    return mistakes
+    return mapped({**simulated(SDPA_MISTAKES, lambda **switches: attention(q, k, v, mask, **switches)),
+                   **bind([RESULTS_SWAPPED], q, k, v, mask)}, lambda result: result[1])
 
 
 def mha(state: dict[str, Tensor], x: Tensor, mask: Tensor | None, n_heads: int, *, prefix: str = "",
@@ -245,27 +305,33 @@ def mha(state: dict[str, Tensor], x: Tensor, mask: Tensor | None, n_heads: int, 
     return out, weights.mean(dim=1) if average_heads else weights
 
 
-MHA_MISTAKES = {
-    "you returned the merged heads without applying out_proj": dict(out_proj=False),
-    "your attention is causal when no mask is given; without a mask every position attends to every other":
-        dict(causal_default=True),
-    "your attention ignores the mask: the output equals attention with mask=None": dict(mask_mode="ignore"),
-    "you split the heads with a plain reshape to (B, H, T, Dh), without swapping T and H": dict(split="no_transpose"),
-    "your weights are normalised over the queries (softmax over dim -2) instead of over the keys (dim -1)":
-        dict(softmax_dim=-2),
-    "your scores are not divided by √Dh before the softmax": dict(scale=False),
-    "you averaged the weights over the heads; last_attention keeps every head, (B, H, T, T)": dict(average_heads=True),
-}
+MHA_MISTAKES = (
+    mistake("multi_head_attention", "out_proj_missing", "you returned the merged heads without applying out_proj",
+            dict(out_proj=False)),
+    mistake("multi_head_attention", "causal_by_default",
+            "your attention is causal when no mask is given; without a mask every position attends to every other",
+            dict(causal_default=True)),
+    MASK_IGNORED,
+    mistake("multi_head_attention", "heads_split_by_reshape",
+            "you split the heads with a plain reshape to (B, H, T, Dh), without swapping T and H",
+            dict(split="no_transpose")),
+    SOFTMAX_OVER_QUERIES,
+    mistake("multi_head_attention", "mha_unscaled", "your scores are not divided by √Dh before the softmax",
+            dict(scale=False)),
+    mistake("multi_head_attention", "weights_averaged",
+            "you averaged the weights over the heads; last_attention keeps every head, (B, H, T, T)",
+            dict(average_heads=True)),
+)
 
 
 def mha_out_mistakes(state: dict[str, Tensor], x: Tensor, mask: Tensor | None, n_heads: int) -> Mistakes:
-    return {s: (lambda kw=kw: mha(state, x, mask, n_heads, **kw)[0]) for s, kw in MHA_MISTAKES.items()
-            if "average_heads" not in kw}
+    return simulated([m for m in MHA_MISTAKES if "average_heads" not in m.model],
+                     lambda **switches: mha(state, x, mask, n_heads, **switches)[0])
 
 
 def mha_weights_mistakes(state: dict[str, Tensor], x: Tensor, mask: Tensor | None, n_heads: int) -> Mistakes:
-    return {s: (lambda kw=kw: mha(state, x, mask, n_heads, **kw)[1]) for s, kw in MHA_MISTAKES.items()
-            if "out_proj" not in kw}
+    return simulated([m for m in MHA_MISTAKES if "out_proj" not in m.model],
+                     lambda **switches: mha(state, x, mask, n_heads, **switches)[1])
 
 
 # --- sinusoidal_encoding -----------------------------------------------------------------------------
@@ -286,30 +352,42 @@ def table(max_len: int, d_model: int, *, base: float = 10000.0, exponent: str = 
     return pe
 
 
-TABLE_MISTAKES = {
-    "your even columns hold cosines: they hold the sines (are sin and cos swapped?)": dict(even=torch.cos),
-    "your odd columns hold sines: they hold the cosines of the same angles as the sines before them":
-        dict(odd=torch.sin),
-    "your exponent uses the pair index i instead of 2i: the frequencies are 10000^(-2i/d_model)": dict(exponent="i"),
-    "your exponent uses the column index, so a cosine gets a different frequency from the sine before it: "
-    "both columns 2i and 2i+1 use 10000^(-2i/d_model)": dict(exponent="column"),
-    "your wavelengths use the base 1000 instead of 10000": dict(base=1000.0),
-    "your positions start at 1 instead of 0": dict(first=1),
-    "your angle is position + frequency instead of position × frequency": dict(angle="p+w"),
-    "your angle leaves the position out, so every row is the same: the angle is position × frequency": dict(angle="w"),
-}
+TABLE_MISTAKES = (
+    mistake("sinusoidal_encoding", "sin_cos_swapped",
+            "your even columns hold cosines: they hold the sines (are sin and cos swapped?)", dict(even=torch.cos)),
+    mistake("sinusoidal_encoding", "odd_sines",
+            "your odd columns hold sines: they hold the cosines of the same angles as the sines before them",
+            dict(odd=torch.sin)),
+    mistake("sinusoidal_encoding", "exponent_i",
+            "your exponent uses the pair index i instead of 2i: the frequencies are 10000^(-2i/d_model)",
+            dict(exponent="i")),
+    mistake("sinusoidal_encoding", "exponent_column",
+            "your exponent uses the column index, so a cosine gets a different frequency from the sine before it: "
+            "both columns 2i and 2i+1 use 10000^(-2i/d_model)", dict(exponent="column")),
+    mistake("sinusoidal_encoding", "base_1000", "your wavelengths use the base 1000 instead of 10000", dict(base=1000.0)),
+    mistake("sinusoidal_encoding", "positions_from_1", "your positions start at 1 instead of 0", dict(first=1)),
+    mistake("sinusoidal_encoding", "angle_sum", "your angle is position + frequency instead of position × frequency",
+            dict(angle="p+w")),
+    mistake("sinusoidal_encoding", "angle_without_position",
+            "your angle leaves the position out, so every row is the same: the angle is position × frequency",
+            dict(angle="w")),
+)
+TABLE_SHAPE_MISTAKES = (
+    mistake("sinusoidal_encoding", "batch_dimension",
+            "your table has a leading batch dimension, (1, max_len, d_model): return the (max_len, d_model) table",
+            lambda max_len, d_model: torch.Size((1, max_len, d_model))),
+    mistake("sinusoidal_encoding", "table_transposed",
+            "your table is transposed, (d_model, max_len): one row per position",
+            lambda max_len, d_model: torch.Size((d_model, max_len))),
+)
 
 
 def table_mistakes(max_len: int, d_model: int) -> Mistakes:
-    return {s: (lambda kw=kw: table(max_len, d_model, **kw)) for s, kw in TABLE_MISTAKES.items()}
+    return simulated(TABLE_MISTAKES, lambda **switches: table(max_len, d_model, **switches))
 
 
 def table_shape_mistakes(max_len: int, d_model: int) -> Mistakes:
-    return {
-        "your table has a leading batch dimension, (1, max_len, d_model): return the (max_len, d_model) table":
-            torch.Size((1, max_len, d_model)),
-        "your table is transposed, (d_model, max_len): one row per position": torch.Size((d_model, max_len)),
-    }
+    return bind(TABLE_SHAPE_MISTAKES, max_len, d_model)
 
 
 # --- pre_ln_block ------------------------------------------------------------------------------------
@@ -354,33 +432,36 @@ def block(state: dict[str, Tensor], x: Tensor, mask: Tensor | None, n_heads: int
     return h if variant == "no_ff_residual" else x + h
 
 
-BLOCK_MISTAKES = {
-    "your block is Post-LN (it normalises after each residual addition, as the original Transformer did); "
-    "this block is Pre-LN: x + attention(norm1(x)), then x + ff(norm2(x))": "post_ln",
-    "your block has no residual connection around the attention: x = x + dropout(attention(norm1(x), ...))":
-        "no_attention_residual",
-    "your block has no residual connection around the feed-forward: x = x + dropout(ff(norm2(x)))": "no_ff_residual",
-    "your feed-forward input is normalised with norm1 instead of norm2": "norm1_for_ff",
-    "your block uses one LayerNorm for both branches (the weights of norm1 in both places)": "shared_norm1",
-    "your block uses one LayerNorm for both branches (the weights of norm2 in both places)": "shared_norm2",
-    "your residuals add to the normalised x instead of x itself: keep x, and give norm1(x) only to the attention":
-        "residual_from_normed",
-    "your feed-forward uses GELU; the contract's is ReLU": "gelu",
-    "your block does not pass the mask on to its attention": "ignores_mask",
-    "your block applies a causal mask when none is given; without a mask every token attends to every other":
-        "always_causal",
-}
+BLOCK_MISTAKES = tuple(mistake("pre_ln_block", variant, sentence, dict(variant=variant)) for sentence, variant in (
+    ("your block is Post-LN (it normalises after each residual addition, as the original Transformer did); "
+     "this block is Pre-LN: x + attention(norm1(x)), then x + ff(norm2(x))", "post_ln"),
+    ("your block has no residual connection around the attention: x = x + dropout(attention(norm1(x), ...))",
+     "no_attention_residual"),
+    ("your block has no residual connection around the feed-forward: x = x + dropout(ff(norm2(x)))", "no_ff_residual"),
+    ("your feed-forward input is normalised with norm1 instead of norm2", "norm1_for_ff"),
+    ("your block uses one LayerNorm for both branches (the weights of norm1 in both places)", "shared_norm1"),
+    ("your block uses one LayerNorm for both branches (the weights of norm2 in both places)", "shared_norm2"),
+    ("your residuals add to the normalised x instead of x itself: keep x, and give norm1(x) only to the attention",
+     "residual_from_normed"),
+    ("your feed-forward uses GELU; the contract's is ReLU", "gelu"),
+    ("your block does not pass the mask on to its attention", "ignores_mask"),
+    ("your block applies a causal mask when none is given; without a mask every token attends to every other",
+     "always_causal"),
+))
+ONE_NORM_OBJECT = mistake("pre_ln_block", "one_norm_object",
+                          "norm1 and norm2 are the same LayerNorm object: loading norm2's weights overwrote norm1's "
+                          "(or the other way round); create two separate nn.LayerNorm(d_model)",
+                          lambda state, key: state[key.replace("norm1", "@").replace("norm2", "norm1")
+                                                   .replace("@", "norm2")])
 
 
 def block_mistakes(state: dict[str, Tensor], x: Tensor, mask: Tensor | None, n_heads: int) -> Mistakes:
-    return {s: (lambda v=v: block(state, x, mask, n_heads, variant=v)) for s, v in BLOCK_MISTAKES.items()}
+    return simulated(BLOCK_MISTAKES, lambda **switches: block(state, x, mask, n_heads, **switches))
 
 
 def shared_norm_mistakes(state: dict[str, Tensor], key: str) -> Mistakes:
     """For state_dict()[key] of a norm after loading different norm1 and norm2 weights."""
-    other = key.replace("norm1", "@").replace("norm2", "norm1").replace("@", "norm2")
-    return {"norm1 and norm2 are the same LayerNorm object: loading norm2's weights overwrote norm1's "
-            "(or the other way round); create two separate nn.LayerNorm(d_model)": state[other]}
+    return bind([ONE_NORM_OBJECT], state, key)
 
 
 # --- patch_embedding ---------------------------------------------------------------------------------
@@ -392,99 +473,146 @@ def patches(images: Tensor, patch: int, order: tuple[int, ...]) -> Tensor:
     return grid.reshape(b, (height // patch) * (width // patch), c * patch * patch)
 
 
-PATCH_MISTAKES = {
-    "your patches are flattened pixel by pixel with the channels innermost, (P, P, C): "
-    "flatten each patch channel first, (C, P, P)": (0, 2, 4, 3, 5, 1),
-    "your patches are numbered column by column: number them row by row (left to right, then top to bottom)":
-        (0, 4, 2, 1, 3, 5),
-    "the pixels of each of your patches are flattened column by column: flatten (C, P, P) row by row":
-        (0, 2, 4, 1, 5, 3),
-}
+PATCH_MISTAKES = (
+    mistake("patch_embedding", "channels_innermost",
+            "your patches are flattened pixel by pixel with the channels innermost, (P, P, C): "
+            "flatten each patch channel first, (C, P, P)", dict(order=(0, 2, 4, 3, 5, 1))),
+    mistake("patch_embedding", "patches_column_by_column",
+            "your patches are numbered column by column: number them row by row (left to right, then top to bottom)",
+            dict(order=(0, 4, 2, 1, 3, 5))),
+    mistake("patch_embedding", "pixels_column_by_column",
+            "the pixels of each of your patches are flattened column by column: flatten (C, P, P) row by row",
+            dict(order=(0, 2, 4, 1, 5, 3))),
+)
+UNFOLD_LAYOUT = mistake("patch_embedding", "unfold_layout",
+                        "you returned F.unfold's layout (B, C*P*P, N): transpose it to (B, N, C*P*P)",
+                        lambda images, patch: F.unfold(images, patch, stride=patch))
+NUM_PATCHES_MISTAKES = (
+    mistake("patch_embedding", "num_patches_precedence",
+            "your num_patches is img_size // patch_size**2: ** binds before //, so write (img_size // patch_size) ** 2",
+            lambda img_size, patch: img_size // patch**2),
+    mistake("patch_embedding", "num_patches_one_side",
+            "your num_patches counts the patches along one side only: an image holds (img_size // patch_size) ** 2",
+            lambda img_size, patch: img_size // patch),
+)
+PROJ_FOR_ONE_CHANNEL = mistake("patch_embedding", "proj_for_one_channel",
+                               "proj is sized for one channel: a flattened patch holds in_channels * patch_size**2 "
+                               "values", lambda patch, d_model: torch.Size((d_model, patch * patch)))
 
 
 def patchify_mistakes(images: Tensor, patch: int) -> Mistakes:
-    mistakes: Mistakes = {s: (lambda o=o: patches(images, patch, o)) for s, o in PATCH_MISTAKES.items()}
-    mistakes["you returned F.unfold's layout (B, C*P*P, N): transpose it to (B, N, C*P*P)"] = \
-        lambda: F.unfold(images, patch, stride=patch)
-    return mistakes
+    return {**simulated(PATCH_MISTAKES, lambda order: patches(images, patch, order)),
+            **bind([UNFOLD_LAYOUT], images, patch)}
 
 
 def embedding_mistakes(images: Tensor, patch: int, state: dict[str, Tensor]) -> Mistakes:
-    return {s: (lambda o=o: linear(patches(images, patch, o), state, "proj")) for s, o in PATCH_MISTAKES.items()}
+    return simulated(PATCH_MISTAKES, lambda order: linear(patches(images, patch, order), state, "proj"))
 
 
 def num_patches_mistakes(img_size: int, patch: int) -> Mistakes:
-    return {
-        "your num_patches is img_size // patch_size**2: ** binds before //, so write (img_size // patch_size) ** 2":
-            img_size // patch**2,
-        "your num_patches counts the patches along one side only: an image holds (img_size // patch_size) ** 2":
-            img_size // patch,
-    }
+    return bind(NUM_PATCHES_MISTAKES, img_size, patch)
 
 
 def proj_shape_mistakes(patch: int, d_model: int) -> Mistakes:
-    return {"proj is sized for one channel: a flattened patch holds in_channels * patch_size**2 values":
-            torch.Size((d_model, patch * patch))}
+    return bind([PROJ_FOR_ONE_CHANNEL], patch, d_model)
 
 
 # --- kv_cache ----------------------------------------------------------------------------------------
 
+CACHE_UPDATE_MISTAKES = (
+    mistake("kv_cache", "cache_forgets",
+            "your cache forgets: update returned only the newest keys and values, not everything cached so far",
+            lambda chunks: chunks[-1]),
+    mistake("kv_cache", "cat_features",
+            "your cache concatenates along the last dimension (the head features) instead of the sequence dimension -2",
+            lambda chunks: torch.cat(chunks, dim=-1)),
+    mistake("kv_cache", "cat_heads",
+            "your cache concatenates along dimension 1 (the heads) instead of the sequence dimension -2",
+            lambda chunks: torch.cat(chunks, dim=1)),
+    mistake("kv_cache", "cat_batch",
+            "your cache concatenates along dimension 0 (the batch) instead of the sequence dimension -2",
+            lambda chunks: torch.cat(chunks, dim=0)),
+    mistake("kv_cache", "returned_before_update",
+            "update returned what was cached before this call, without the new keys and values",
+            lambda chunks: torch.cat(chunks[:-1], dim=-2)),
+)
+CACHE_LEN_MISTAKES = (
+    mistake("kv_cache", "len_counts_batch",
+            "len() of your cache counts the batch (len of the key tensor is its first dimension), not the positions "
+            "(dim -2)", lambda shape, calls, positions: shape[0]),
+    mistake("kv_cache", "appended_twice",
+            "your forward appends every position twice (cache.update called twice per forward)",
+            lambda shape, calls, positions: 2 * positions),
+    mistake("kv_cache", "len_counts_calls", "len() of your cache counts update calls, not positions",
+            lambda shape, calls, positions: calls),
+    mistake("kv_cache", "len_counts_heads", "len() of your cache counts the heads (dimension 1), not the positions "
+            "(dim -2)", lambda shape, calls, positions: shape[1]),
+    mistake("kv_cache", "len_counts_features",
+            "len() of your cache counts the head features (the last dimension), not the positions (dim -2)",
+            lambda shape, calls, positions: shape[3]),
+)
+DECODING_MISTAKES = (
+    mistake("kv_cache", "new_positions_only",
+            "your cached forward attends only to the new positions, not to the cached ones: let the queries attend "
+            "to all the keys and values that cache.update returns",
+            lambda state, x, start, stop, n_heads, at: mha(
+                state, x[:, start:stop], torch.ones(stop - start, stop - start, dtype=torch.bool).tril(),
+                n_heads)[0][:, at - start]),
+    mistake("kv_cache", "no_causal_mask",
+            "your cached forward lets the new positions attend to each other without a causal mask: build it with "
+            "causal_mask(q_len, k_len), even when several positions are new or the cache was empty",
+            lambda state, x, start, stop, n_heads, at: mha(state, x[:, :stop], None, n_heads)[0][:, at]),
+    mistake("kv_cache", "as_if_no_cache",
+            "your cached forward attends only to the new positions, without a mask, as if there were no cache",
+            lambda state, x, start, stop, n_heads, at: mha(state, x[:, start:stop], None, n_heads)[0][:, at - start]),
+)
+
+
+def _uncached_blocks(states: list[dict[str, Tensor]], x: Tensor, start: int, stop: int, n_heads: int,
+                     at: int) -> Tensor:
+    h = x[:, start:stop]
+    for state in states:
+        h = block(state, h, None, n_heads)
+    return h[:, at - start]
+
+
+BLOCKS_UNCACHED = mistake("kv_cache", "blocks_uncached",
+                          "your blocks decode as if there were no cache: each block attends only to the new positions, "
+                          "without a mask; TransformerBlock.forward must hand its cache to self.attention",
+                          _uncached_blocks)
+APPENDED_MISTAKES = (
+    mistake("kv_cache", "cached_before_split",
+            "your forward stores {name} in the cache before the head split, (B, T, D): split the heads first, "
+            "the cache holds (B, H, T, Dh)", lambda own, other, n_heads: own),
+    mistake("kv_cache", "keys_values_swapped", "your forward hands cache.update the {other} as {name}",
+            lambda own, other, n_heads: heads(other, n_heads)),
+)
+REPROJECTED = mistake("kv_cache", "reprojected",
+                      "your forward re-projects the cached positions with the current weights: a position is projected "
+                      "once, when it is new, and its keys and values are then reused from the cache",
+                      lambda new_state, x, n_heads, layer: heads(linear(x, new_state, layer), n_heads))
+
+
 def cache_update_mistakes(chunks: list[Tensor]) -> Mistakes:
     """For what update returns after appending `chunks` (each (B, H, T, Dh)) one by one."""
-    return {
-        "your cache forgets: update returned only the newest keys and values, not everything cached so far":
-            lambda: chunks[-1],
-        "your cache concatenates along the last dimension (the head features) instead of the sequence dimension -2":
-            lambda: torch.cat(chunks, dim=-1),
-        "your cache concatenates along dimension 1 (the heads) instead of the sequence dimension -2":
-            lambda: torch.cat(chunks, dim=1),
-        "your cache concatenates along dimension 0 (the batch) instead of the sequence dimension -2":
-            lambda: torch.cat(chunks, dim=0),
-        "update returned what was cached before this call, without the new keys and values":
-            lambda: torch.cat(chunks[:-1], dim=-2),
-    }
+    return bind(CACHE_UPDATE_MISTAKES, chunks)
 
 
 def cache_len_mistakes(shape: tuple[int, ...], calls: int, positions: int) -> Mistakes:
     """For len(cache) with keys of `shape` (B, H, T, Dh) cached after `calls` calls holding `positions` positions."""
-    batch, n_heads, _, d_head = shape
-    return {
-        "len() of your cache counts the batch (len of the key tensor is its first dimension), not the positions "
-        "(dim -2)": batch,
-        "your forward appends every position twice (cache.update called twice per forward)": 2 * positions,
-        "len() of your cache counts update calls, not positions": calls,
-        "len() of your cache counts the heads (dimension 1), not the positions (dim -2)": n_heads,
-        "len() of your cache counts the head features (the last dimension), not the positions (dim -2)": d_head,
-    }
+    return bind(CACHE_LEN_MISTAKES, shape, calls, positions)
 
 
 def decoding_mistakes(state: dict[str, Tensor], x: Tensor, start: int, stop: int, n_heads: int,
                       at: int) -> Mistakes:
     """For output position `at` of a cached forward over the chunk x[:, start:stop] after x[:, :start] was cached."""
-    return {
-        "your cached forward attends only to the new positions, not to the cached ones: let the queries attend "
-        "to all the keys and values that cache.update returns":
-            lambda: mha(state, x[:, start:stop], torch.ones(stop - start, stop - start, dtype=torch.bool).tril(),
-                        n_heads)[0][:, at - start],
-        "your cached forward lets the new positions attend to each other without a causal mask: build it with "
-        "causal_mask(q_len, k_len), even when several positions are new or the cache was empty":
-            lambda: mha(state, x[:, :stop], None, n_heads)[0][:, at],
-        "your cached forward attends only to the new positions, without a mask, as if there were no cache":
-            lambda: mha(state, x[:, start:stop], None, n_heads)[0][:, at - start],
-    }
+    return bind(DECODING_MISTAKES, state, x, start, stop, n_heads, at)
 
 
 def block_decoding_mistakes(states: list[dict[str, Tensor]], x: Tensor, start: int, stop: int, n_heads: int,
                             at: int) -> Mistakes:
     """For position `at` of two cached blocks over x[:, start:stop]: the blocks did not use their caches."""
-    def uncached_chunk():
-        h = x[:, start:stop]
-        for state in states:
-            h = block(state, h, None, n_heads)
-        return h[:, at - start]
-
-    return {"your blocks decode as if there were no cache: each block attends only to the new positions, without "
-            "a mask; TransformerBlock.forward must hand its cache to self.attention": uncached_chunk}
+    return bind([BLOCKS_UNCACHED], states, x, start, stop, n_heads, at)
 
 
 def heads(x: Tensor, n_heads: int) -> Tensor:
@@ -495,19 +623,12 @@ def heads(x: Tensor, n_heads: int) -> Tensor:
 def appended_mistakes(keys: Tensor, values: Tensor, n_heads: int, name: str) -> Mistakes:
     """For what forward hands to cache.update as `name` ('k' or 'v'), given the projected new keys and values."""
     own, other = (keys, values) if name == "k" else (values, keys)
-    return {
-        f"your forward stores {name} in the cache before the head split, (B, T, D): split the heads first, "
-        "the cache holds (B, H, T, Dh)": lambda: own,
-        f"your forward hands cache.update the {'values' if name == 'k' else 'keys'} as {name}":
-            lambda: heads(other, n_heads),
-    }
+    return bind(APPENDED_MISTAKES, own, other, n_heads, name=name, other="values" if name == "k" else "keys")
 
 
 def reprojected_mistakes(new_state: dict[str, Tensor], x: Tensor, n_heads: int, layer: str) -> Mistakes:
     """Keys or values of every position of `x` (the cached ones too) projected with the current weights."""
-    return {"your forward re-projects the cached positions with the current weights: a position is projected "
-            "once, when it is new, and its keys and values are then reused from the cache":
-            lambda: heads(linear(x, new_state, layer), n_heads)}
+    return bind([REPROJECTED], new_state, x, n_heads, layer)
 
 
 # --- layer_norm --------------------------------------------------------------------------------------
