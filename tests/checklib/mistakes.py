@@ -13,7 +13,7 @@ Models compute in float64; the comparison uses the check's own tolerance.
 from __future__ import annotations
 
 import math
-from typing import Any, Callable
+from typing import Any, Callable, NamedTuple
 
 import torch
 import torch.nn.functional as F
@@ -667,33 +667,59 @@ def layer_norm(x: Tensor, weight: Tensor, bias: Tensor, eps: float, *, variant: 
     return normed * w + b
 
 
-LAYER_NORM_MISTAKES = {
-    "your variance is the unbiased one (divides by D - 1, torch.var's default); LayerNorm's is biased: "
-    "the mean of (x - mean)**2, torch.var(..., unbiased=False)": "unbiased",
-    "your eps is added after the square root, (x - mean) / (sqrt(var) + eps); it belongs inside: "
-    "sqrt(var + eps)": "eps_outside_sqrt",
-    "your LayerNorm ignores eps: (x - mean) / sqrt(var), which divides by zero on a constant row": "no_eps",
-    "your LayerNorm divides by var + eps, not by its square root": "no_sqrt",
-    "your mean and variance are taken over the whole tensor; LayerNorm takes them per position, "
-    "over the last dimension only (dim=-1, keepdim=True)": "global_statistics",
-    "your LayerNorm multiplies by bias and adds weight: it is * weight + bias": "weight_bias_swapped",
-    "your LayerNorm never adds bias": "no_bias",
-    "your LayerNorm never multiplies by weight": "no_weight",
-    "your LayerNorm divides by the root mean square of x, not by its standard deviation: the variance is "
-    "the mean of (x - mean)**2, not of x**2": "rms_denominator",
-    "your LayerNorm does not subtract the mean: (x - mean) / sqrt(var + eps)": "no_mean",
-    "your variance is E[x²] - E[x]², which cancels catastrophically in float32 when the inputs sit far "
-    "from zero: average the squared deviations (x - mean)**2 instead": "naive_variance",
-}
-DEFAULT_EPS_MISTAKE = ("your default eps is 1e-6; the contract's (and nn.LayerNorm's, nn.RMSNorm's here) is 1e-5",
-                       "default_eps_1e-6")
+LAYER_NORM_MISTAKES = tuple(mistake("layer_norm", variant, sentence, dict(variant=variant)) for sentence, variant in (
+    ("your variance is the unbiased one (divides by D - 1, torch.var's default); LayerNorm's is biased: "
+     "the mean of (x - mean)**2, torch.var(..., unbiased=False)", "unbiased"),
+    ("your eps is added after the square root, (x - mean) / (sqrt(var) + eps); it belongs inside: "
+     "sqrt(var + eps)", "eps_outside_sqrt"),
+    ("your LayerNorm ignores eps: (x - mean) / sqrt(var), which divides by zero on a constant row", "no_eps"),
+    ("your LayerNorm divides by var + eps, not by its square root", "no_sqrt"),
+    ("your mean and variance are taken over the whole tensor; LayerNorm takes them per position, "
+     "over the last dimension only (dim=-1, keepdim=True)", "global_statistics"),
+    ("your LayerNorm multiplies by bias and adds weight: it is * weight + bias", "weight_bias_swapped"),
+    ("your LayerNorm never adds bias", "no_bias"),
+    ("your LayerNorm never multiplies by weight", "no_weight"),
+    ("your LayerNorm divides by the root mean square of x, not by its standard deviation: the variance is "
+     "the mean of (x - mean)**2, not of x**2", "rms_denominator"),
+    ("your LayerNorm does not subtract the mean: (x - mean) / sqrt(var + eps)", "no_mean"),
+    ("your variance is E[x²] - E[x]², which cancels catastrophically in float32 when the inputs sit far "
+     "from zero: average the squared deviations (x - mean)**2 instead", "naive_variance"),
+))
+# a switch of both layer_norm() and rms_norm(): the checks of either component see it
+DEFAULT_EPS = mistake("layer_norm", "default_eps_1e-6",
+                      "your default eps is 1e-6; the contract's (and nn.LayerNorm's, nn.RMSNorm's here) is 1e-5",
+                      dict(variant="default_eps_1e-6"))
+STATISTICS_DETACHED = mistake(
+    "layer_norm", "statistics_detached",
+    "your {what} detached from the graph (.detach(), torch.no_grad() or .item()): the forward is "
+    "right, but the gradient must flow through the statistics too",
+    lambda x, state, eps, grad_output, rms: statistics_detached_x_grad(x, state, eps, grad_output, rms=rms))
+MEAN_DETACHED = mistake(
+    "layer_norm", "mean_detached",
+    "your mean is detached from the graph (.detach(), torch.no_grad() or .item()): the forward is "
+    "right, but the gradient must flow through the mean too",
+    lambda x, state, eps, grad_output: statistics_detached_x_grad(x, state, eps, grad_output, mean_only=True))
+CENTRED_IN_PLACE = mistake("layer_norm", "centred_in_place",
+                           "your LayerNorm subtracted the mean from the caller's x in place (x -= mean or x.sub_): "
+                           "compute x - mean as a new tensor",
+                           lambda x: x.double() - x.double().mean(dim=-1, keepdim=True))
+PLAIN_TENSORS = mistake("layer_norm", "parameters_plain_tensors",
+                        "your {name}'s parameters are plain tensors (or not created): wrap them in nn.Parameter "
+                        "so that they are trained and saved", lambda: set())
+NO_BIAS_PARAMETER = mistake("layer_norm", "no_bias_parameter",
+                            "your LayerNorm has no bias parameter: it needs both weight (ones) and bias (zeros)",
+                            lambda: {"weight"})
+RMS_NORM_BIAS = mistake("rms_norm", "has_bias",
+                        "your RMSNorm has a bias; RMSNorm has only weight (no shift, as no mean is subtracted)",
+                        lambda: {"weight", "bias"})
+INITIAL_VALUE = mistake("layer_norm", "initial_value",
+                        "your {name} starts at {bad:g}s; it starts at {good:g}s, so that a fresh norm only normalises",
+                        lambda d, bad: torch.full((d,), bad))
 
 
 def layer_norm_mistakes(x: Tensor, state: dict[str, Tensor], eps: float, *, default_eps: bool = False) -> Mistakes:
-    mistakes = dict(LAYER_NORM_MISTAKES)
-    if default_eps:
-        mistakes[DEFAULT_EPS_MISTAKE[0]] = DEFAULT_EPS_MISTAKE[1]
-    return {s: (lambda v=v: layer_norm(x, state["weight"], state["bias"], eps, variant=v)) for s, v in mistakes.items()}
+    return simulated([*LAYER_NORM_MISTAKES, *([DEFAULT_EPS] if default_eps else [])],
+                     lambda variant: layer_norm(x, state["weight"], state["bias"], eps, variant=variant))
 
 
 def statistics_detached_x_grad(x: Tensor, state: dict[str, Tensor], eps: float, grad_output: Tensor, *,
@@ -715,39 +741,26 @@ def statistics_detached_x_grad(x: Tensor, state: dict[str, Tensor], eps: float, 
 
 def detached_statistics_mistakes(x: Tensor, state: dict[str, Tensor], eps: float, grad_output: Tensor, *,
                                  rms: bool = False) -> Mistakes:
-    what = "mean square is" if rms else "mean and variance are"
-    mistakes = {f"your {what} detached from the graph (.detach(), torch.no_grad() or .item()): the forward is "
-                f"right, but the gradient must flow through the statistics too":
-                lambda: statistics_detached_x_grad(x, state, eps, grad_output, rms=rms)}
+    mistakes = bind([STATISTICS_DETACHED], x, state, eps, grad_output, rms,
+                    what="mean square is" if rms else "mean and variance are")
     if not rms:
-        mistakes["your mean is detached from the graph (.detach(), torch.no_grad() or .item()): the forward is "
-                 "right, but the gradient must flow through the mean too"] = \
-            lambda: statistics_detached_x_grad(x, state, eps, grad_output, mean_only=True)
+        mistakes.update(bind([MEAN_DETACHED], x, state, eps, grad_output))
     return mistakes
 
 
 def centred_in_place_mistakes(x: Tensor) -> Mistakes:
-    return {"your LayerNorm subtracted the mean from the caller's x in place (x -= mean or x.sub_): "
-            "compute x - mean as a new tensor": lambda: x.double() - x.double().mean(dim=-1, keepdim=True)}
+    return bind([CENTRED_IN_PLACE], x)
 
 
 def norm_state_mistakes(keys: set[str], *, bias: bool) -> Mistakes:
     """For the set of state-dict keys of a norm."""
-    name = "LayerNorm" if bias else "RMSNorm"
-    mistakes = {f"your {name}'s parameters are plain tensors (or not created): wrap them in nn.Parameter "
-                f"so that they are trained and saved": set()}
-    if bias:
-        mistakes["your LayerNorm has no bias parameter: it needs both weight (ones) and bias (zeros)"] = {"weight"}
-    else:
-        mistakes["your RMSNorm has a bias; RMSNorm has only weight (no shift, as no mean is subtracted)"] = \
-            {"weight", "bias"}
-    return mistakes
+    return {**bind([PLAIN_TENSORS], name="LayerNorm" if bias else "RMSNorm"),
+            **bind([NO_BIAS_PARAMETER if bias else RMS_NORM_BIAS])}
 
 
 def initial_value_mistakes(d: int, name: str) -> Mistakes:
     good = 1.0 if name == "weight" else 0.0
-    return {f"your {name} starts at {1.0 - good:g}s; it starts at {good:g}s, so that a fresh norm only normalises":
-            torch.full((d,), 1.0 - good)}
+    return bind([INITIAL_VALUE], d, 1.0 - good, name=name, bad=1.0 - good, good=good)
 
 
 # --- rms_norm ----------------------------------------------------------------------------------------
@@ -782,29 +795,29 @@ def rms_norm(x: Tensor, weight: Tensor, eps: float, *, variant: str = "") -> Ten
     return out if variant == "no_weight" else out * w
 
 
-RMS_NORM_MISTAKES = {
-    "your RMSNorm subtracts the mean first (that is LayerNorm without its bias); RMSNorm divides x itself "
-    "by sqrt(mean(x**2) + eps)": "mean_subtracted",
-    "your eps is added after the square root, x / (sqrt(mean(x**2)) + eps); it belongs inside: "
-    "rsqrt(mean(x**2) + eps)": "eps_outside_sqrt",
-    "your RMSNorm ignores eps, which divides by zero on an all-zero row": "no_eps",
-    "your RMSNorm divides by mean(x**2) + eps, not by its square root": "no_sqrt",
-    "your RMSNorm sums the squares instead of averaging them (that is the L2 norm): use mean(x**2)": "sum",
-    "your mean square is taken over the whole tensor; RMSNorm takes it per position, over the last "
-    "dimension only (dim=-1, keepdim=True)": "global_mean",
-    "your RMSNorm never multiplies by weight": "no_weight",
-    "your RMSNorm divides by the mean absolute value; it is the root of the mean of the squares": "abs_mean",
-    "your RMSNorm squares the mean (mean(x)**2); it is the mean of the squares, mean(x**2)": "square_of_mean",
-}
+RMS_NORM_MISTAKES = tuple(mistake("rms_norm", variant, sentence, dict(variant=variant)) for sentence, variant in (
+    ("your RMSNorm subtracts the mean first (that is LayerNorm without its bias); RMSNorm divides x itself "
+     "by sqrt(mean(x**2) + eps)", "mean_subtracted"),
+    ("your eps is added after the square root, x / (sqrt(mean(x**2)) + eps); it belongs inside: "
+     "rsqrt(mean(x**2) + eps)", "eps_outside_sqrt"),
+    ("your RMSNorm ignores eps, which divides by zero on an all-zero row", "no_eps"),
+    ("your RMSNorm divides by mean(x**2) + eps, not by its square root", "no_sqrt"),
+    ("your RMSNorm sums the squares instead of averaging them (that is the L2 norm): use mean(x**2)", "sum"),
+    ("your mean square is taken over the whole tensor; RMSNorm takes it per position, over the last "
+     "dimension only (dim=-1, keepdim=True)", "global_mean"),
+    ("your RMSNorm never multiplies by weight", "no_weight"),
+    ("your RMSNorm divides by the mean absolute value; it is the root of the mean of the squares", "abs_mean"),
+    ("your RMSNorm squares the mean (mean(x)**2); it is the mean of the squares, mean(x**2)", "square_of_mean"),
+))
 
 
 def rms_norm_mistakes(x: Tensor, state: dict[str, Tensor], eps: float, *, default_eps: bool = False) -> Mistakes:
-    mistakes = dict(RMS_NORM_MISTAKES)
+    entries = list(RMS_NORM_MISTAKES)
     if bool((x > 0).all()):  # mean(|x|) is mean(x) there: the two mistakes cannot be told apart
-        mistakes = {s: v for s, v in mistakes.items() if v not in ("abs_mean", "square_of_mean")}
+        entries = [m for m in entries if m.model["variant"] not in ("abs_mean", "square_of_mean")]
     if default_eps:
-        mistakes[DEFAULT_EPS_MISTAKE[0]] = DEFAULT_EPS_MISTAKE[1]
-    return {s: (lambda v=v: rms_norm(x, state["weight"], eps, variant=v)) for s, v in mistakes.items()}
+        entries.append(DEFAULT_EPS)
+    return simulated(entries, lambda variant: rms_norm(x, state["weight"], eps, variant=variant))
 
 
 # --- swiglu ------------------------------------------------------------------------------------------
@@ -829,36 +842,45 @@ def swiglu(x: Tensor, state: dict[str, Tensor], *, variant: str = "") -> Tensor:
     return F.linear(hidden, s["w_down.weight"])
 
 
-SWIGLU_MISTAKES = {
-    "your silu is applied to w_up's projection; it belongs on the gate: silu(w_gate(x)) * w_up(x) "
-    "(or your w_gate and w_up are swapped)": "silu_on_up",
-    "your gate uses sigmoid (the original GLU); SwiGLU's is silu(z) = z * sigmoid(z)": "sigmoid",
-    "your gate uses ReLU (that is ReGLU); SwiGLU's is silu": "relu",
-    "your gate uses GELU (that is GeGLU); SwiGLU's is silu": "gelu",
-    "your gate has no activation (a bilinear layer): apply silu to w_gate(x)": "no_activation",
-    "your hidden layer adds the two projections; a gated unit multiplies them elementwise": "sum",
-    "your hidden layer is silu(w_gate(x)) alone: multiply it by w_up(x)": "no_up",
-    "your silu is applied to the product; only the gate goes through it: silu(w_gate(x)) * w_up(x)":
-        "silu_after_product",
-}
+SWIGLU_MISTAKES = tuple(mistake("swiglu", variant, sentence, dict(variant=variant)) for sentence, variant in (
+    ("your silu is applied to w_up's projection; it belongs on the gate: silu(w_gate(x)) * w_up(x) "
+     "(or your w_gate and w_up are swapped)", "silu_on_up"),
+    ("your gate uses sigmoid (the original GLU); SwiGLU's is silu(z) = z * sigmoid(z)", "sigmoid"),
+    ("your gate uses ReLU (that is ReGLU); SwiGLU's is silu", "relu"),
+    ("your gate uses GELU (that is GeGLU); SwiGLU's is silu", "gelu"),
+    ("your gate has no activation (a bilinear layer): apply silu to w_gate(x)", "no_activation"),
+    ("your hidden layer adds the two projections; a gated unit multiplies them elementwise", "sum"),
+    ("your hidden layer is silu(w_gate(x)) alone: multiply it by w_up(x)", "no_up"),
+    ("your silu is applied to the product; only the gate goes through it: silu(w_gate(x)) * w_up(x)",
+     "silu_after_product"),
+))
+SWIGLU_BIASES = mistake("swiglu", "biases", "your layers have biases: SwiGLU's three nn.Linear are created with bias=False",
+                        lambda expected: expected | {k.replace(".weight", ".bias") for k in expected})
+W_DOWN_TRANSPOSED = mistake("swiglu", "w_down_transposed",
+                            "your w_down maps d_model to d_ff; it maps the hidden d_ff features back to d_model: "
+                            "nn.Linear(d_ff, d_model)", lambda d_model, d_ff: torch.Size((d_ff, d_model)))
+W_IN_TRANSPOSED = mistake("swiglu", "w_in_transposed",
+                          "your {layer} maps d_ff to d_model; it maps x's d_model features up to d_ff: "
+                          "nn.Linear(d_model, d_ff)", lambda d_model, d_ff: torch.Size((d_model, d_ff)))
+GATE_DETACHED = mistake("swiglu", "gate_detached",
+                        "your gate is detached from the graph (.detach() or torch.no_grad()): the forward is right, but "
+                        "no gradient flows through silu(w_gate(x)), so w_gate never learns",
+                        lambda x, state, grad_output: swiglu_detached_gate_x_grad(x, state, grad_output))
 
 
 def swiglu_mistakes(x: Tensor, state: dict[str, Tensor]) -> Mistakes:
-    return {s: (lambda v=v: swiglu(x, state, variant=v)) for s, v in SWIGLU_MISTAKES.items()}
+    return simulated(SWIGLU_MISTAKES, lambda variant: swiglu(x, state, variant=variant))
 
 
 def swiglu_key_mistakes(expected: set[str]) -> Mistakes:
-    return {"your layers have biases: SwiGLU's three nn.Linear are created with bias=False":
-            expected | {k.replace(".weight", ".bias") for k in expected}}
+    return bind([SWIGLU_BIASES], expected)
 
 
 def swiglu_shape_mistakes(d_model: int, d_ff: int, key: str) -> Mistakes:
     """For the shape of state_dict()[key]."""
     if key == "w_down.weight":
-        return {"your w_down maps d_model to d_ff; it maps the hidden d_ff features back to d_model: "
-                "nn.Linear(d_ff, d_model)": torch.Size((d_ff, d_model))}
-    return {f"your {key.split('.')[0]} maps d_ff to d_model; it maps x's d_model features up to d_ff: "
-            f"nn.Linear(d_model, d_ff)": torch.Size((d_model, d_ff))}
+        return bind([W_DOWN_TRANSPOSED], d_model, d_ff)
+    return bind([W_IN_TRANSPOSED], d_model, d_ff, layer=key.split(".")[0])
 
 
 def swiglu_detached_gate_x_grad(x: Tensor, state: dict[str, Tensor], grad_output: Tensor) -> Tensor:
@@ -870,9 +892,9 @@ def swiglu_detached_gate_x_grad(x: Tensor, state: dict[str, Tensor], grad_output
 
 
 def swiglu_grad_mistakes(x: Tensor, state: dict[str, Tensor], grad_output: Tensor) -> Mistakes:
-    return {"your gate is detached from the graph (.detach() or torch.no_grad()): the forward is right, but "
-            "no gradient flows through silu(w_gate(x)), so w_gate never learns":
-            lambda: swiglu_detached_gate_x_grad(x, state, grad_output)}
+    return bind([GATE_DETACHED], x, state, grad_output)
+
+
 # --- cross_entropy -----------------------------------------------------------------------------------
 # The softmax mistakes are computed in the input's dtype, not float64: what goes wrong (an exp that
 # overflows to inf, a softmax that underflows to 0 before its log) depends on the dtype's range.
@@ -882,35 +904,97 @@ def _naive_softmax(x: Tensor, dim: int) -> Tensor:
     return e / e.sum(dim=dim, keepdim=True)
 
 
+def _other_than_last(dim: int, x: Tensor) -> bool:
+    return dim % x.dim() != x.dim() - 1
+
+
+SOFTMAX_MISTAKES = (
+    mistake("cross_entropy", "softmax_max_not_subtracted",
+            "your softmax does not subtract the maximum first: exp of a large score overflows to inf and inf/inf "
+            "is NaN; softmax(x) = softmax(x - max(x)), so shift every row by its maximum",
+            lambda x, dim: _naive_softmax(x, dim)),
+    mistake("cross_entropy", "softmax_global_max",
+            "your softmax subtracts the maximum of the whole tensor instead of each row's own maximum "
+            "(amax(dim, keepdim=True)): a row far below it underflows to 0/0", lambda x, dim: _naive_softmax(x - x.max(), dim)),
+    mistake("cross_entropy", "softmax_last_dim", "your softmax ignores `dim` and always normalises over the last dimension",
+            lambda x, dim: torch.softmax(x, -1) if _other_than_last(dim, x) else None),
+    mistake("cross_entropy", "softmax_max_without_keepdim",
+            "your softmax subtracts x.max(dim).values without keepdim=True, so the maxima broadcast along the "
+            "wrong dimension", lambda x, dim: _naive_softmax(x - x.max(dim=dim).values, dim)),
+)
+LOG_SOFTMAX_MISTAKES = (
+    mistake("cross_entropy", "log_of_softmax",
+            "your log_softmax is log(softmax(x)): where the softmax underflows to 0 its log is -inf; compute "
+            "x - max - log(sum(exp(x - max))) instead", lambda x, dim: torch.log(torch.softmax(x, dim))),
+    mistake("cross_entropy", "log_softmax_max_not_subtracted",
+            "your log_softmax computes x - log(sum(exp(x))) without subtracting the maximum first: exp overflows "
+            "to inf", lambda x, dim: x - torch.log(torch.exp(x).sum(dim=dim, keepdim=True))),
+    mistake("cross_entropy", "log_softmax_off_by_max",
+            "your log_softmax is off by the maximum: x - log(sum(exp(x - max))) needs the max subtracted from x "
+            "too (x - max - log(sum(exp(x - max))))",
+            lambda x, dim: torch.log_softmax(x, dim) + x.amax(dim=dim, keepdim=True)),
+    mistake("cross_entropy", "log_softmax_last_dim",
+            "your log_softmax ignores `dim` and always normalises over the last dimension",
+            lambda x, dim: torch.log_softmax(x, -1) if _other_than_last(dim, x) else None),
+    mistake("cross_entropy", "log_softmax_global_max",
+            "your log_softmax subtracts the maximum of the whole tensor instead of each row's own maximum",
+            lambda x, dim: (x - x.max()) - torch.log(torch.exp(x - x.max()).sum(dim=dim, keepdim=True))),
+)
+
+
+class _Targets(NamedTuple):
+    """A cross-entropy case flattened: logits (N, V) in float64, targets (N,), the kept rows, log p, and
+    log p[target] of the kept rows."""
+
+    flat: Tensor
+    t: Tensor
+    keep: Tensor
+    logp: Tensor
+    picked: Tensor
+    ignore_index: int
+
+
+def _ignoring_minus_100(c: _Targets) -> Tensor | None:
+    if c.ignore_index == -100:
+        return None
+    k = c.t != -100
+    return -torch.log_softmax(c.flat, -1)[k].gather(1, c.t[k].unsqueeze(1)).mean()
+
+
+CROSS_ENTROPY_MISTAKES = (
+    mistake("cross_entropy", "mean_counts_ignored",
+            "your mean counts the ignored positions too: divide by the number of targets that are not "
+            "ignore_index", lambda c: -c.picked.sum() / c.t.numel()),
+    mistake("cross_entropy", "ignores_minus_100",
+            "your cross_entropy ignores -100 whatever ignore_index says: compare the targets with the "
+            "ignore_index argument", _ignoring_minus_100),
+    mistake("cross_entropy", "sum_not_mean", "you returned the sum of -log p[target], not the mean over the kept positions",
+            lambda c: -c.picked.sum()),
+    mistake("cross_entropy", "no_minus_sign", "you forgot the minus sign: cross-entropy is the mean of -log p[target]",
+            lambda c: c.picked.mean()),
+    mistake("cross_entropy", "probability_not_log",
+            "you averaged -p[target] (the probability) instead of -log p[target]", lambda c: -c.picked.exp().mean()),
+    mistake("cross_entropy", "every_class_averaged",
+            "you averaged the log-probabilities of every class, not only the target's", lambda c: -c.logp[c.keep].mean()),
+    mistake("cross_entropy", "indexed_every_target",
+            "you indexed logp[:, targets], which takes every row's log-probabilities at every target (an N x N "
+            "matrix): pick one entry per row (gather, or logp[arange(N), targets])",
+            lambda c: -c.logp[c.keep][:, c.t[c.keep]].mean()),
+    mistake("cross_entropy", "logits_as_log_probabilities",
+            "your cross_entropy uses the logits themselves as log-probabilities (no log_softmax)",
+            lambda c: -c.flat[c.keep].gather(1, c.t[c.keep].unsqueeze(1)).mean()),
+)
+MAX_SUBTRACTED_IN_PLACE = mistake("cross_entropy", "max_subtracted_in_place",
+                                  "your code subtracted the maximum from the caller's tensor in place (x -= ...): "
+                                  "compute a new tensor instead", lambda x, dim: x - x.amax(dim=dim, keepdim=True))
+
+
 def softmax_mistakes(x: Tensor, dim: int) -> Mistakes:
-    last = x.dim() - 1
-    return {
-        "your softmax does not subtract the maximum first: exp of a large score overflows to inf and inf/inf "
-        "is NaN; softmax(x) = softmax(x - max(x)), so shift every row by its maximum": lambda: _naive_softmax(x, dim),
-        "your softmax subtracts the maximum of the whole tensor instead of each row's own maximum "
-        "(amax(dim, keepdim=True)): a row far below it underflows to 0/0": lambda: _naive_softmax(x - x.max(), dim),
-        "your softmax ignores `dim` and always normalises over the last dimension":
-            lambda: None if dim % x.dim() == last else torch.softmax(x, -1),
-        "your softmax subtracts x.max(dim).values without keepdim=True, so the maxima broadcast along the "
-        "wrong dimension": lambda: _naive_softmax(x - x.max(dim=dim).values, dim),
-    }
+    return bind(SOFTMAX_MISTAKES, x, dim)
 
 
 def log_softmax_mistakes(x: Tensor, dim: int) -> Mistakes:
-    last = x.dim() - 1
-    m = x.amax(dim=dim, keepdim=True)
-    return {
-        "your log_softmax is log(softmax(x)): where the softmax underflows to 0 its log is -inf; compute "
-        "x - max - log(sum(exp(x - max))) instead": lambda: torch.log(torch.softmax(x, dim)),
-        "your log_softmax computes x - log(sum(exp(x))) without subtracting the maximum first: exp overflows "
-        "to inf": lambda: x - torch.log(torch.exp(x).sum(dim=dim, keepdim=True)),
-        "your log_softmax is off by the maximum: x - log(sum(exp(x - max))) needs the max subtracted from x "
-        "too (x - max - log(sum(exp(x - max))))": lambda: torch.log_softmax(x, dim) + m,
-        "your log_softmax ignores `dim` and always normalises over the last dimension":
-            lambda: None if dim % x.dim() == last else torch.log_softmax(x, -1),
-        "your log_softmax subtracts the maximum of the whole tensor instead of each row's own maximum":
-            lambda: (x - x.max()) - torch.log(torch.exp(x - x.max()).sum(dim=dim, keepdim=True)),
-    }
+    return bind(LOG_SOFTMAX_MISTAKES, x, dim)
 
 
 def cross_entropy_mistakes(logits: Tensor, targets: Tensor, ignore_index: int) -> Mistakes:
@@ -919,31 +1003,11 @@ def cross_entropy_mistakes(logits: Tensor, targets: Tensor, ignore_index: int) -
     keep = t != ignore_index
     logp = torch.log_softmax(flat, -1)
     picked = logp[keep].gather(1, t[keep].unsqueeze(1)).squeeze(1)
-
-    def hard_coded():
-        k = t != -100
-        return -torch.log_softmax(flat, -1)[k].gather(1, t[k].unsqueeze(1)).mean()
-
-    return {
-        "your mean counts the ignored positions too: divide by the number of targets that are not "
-        "ignore_index": lambda: -picked.sum() / t.numel(),
-        "your cross_entropy ignores -100 whatever ignore_index says: compare the targets with the "
-        "ignore_index argument": lambda: None if ignore_index == -100 else hard_coded(),
-        "you returned the sum of -log p[target], not the mean over the kept positions": lambda: -picked.sum(),
-        "you forgot the minus sign: cross-entropy is the mean of -log p[target]": lambda: picked.mean(),
-        "you averaged -p[target] (the probability) instead of -log p[target]": lambda: -picked.exp().mean(),
-        "you averaged the log-probabilities of every class, not only the target's": lambda: -logp[keep].mean(),
-        "you indexed logp[:, targets], which takes every row's log-probabilities at every target (an N x N "
-        "matrix): pick one entry per row (gather, or logp[arange(N), targets])":
-            lambda: -logp[keep][:, t[keep]].mean(),
-        "your cross_entropy uses the logits themselves as log-probabilities (no log_softmax)":
-            lambda: -flat[keep].gather(1, t[keep].unsqueeze(1)).mean(),
-    }
+    return bind(CROSS_ENTROPY_MISTAKES, _Targets(flat, t, keep, logp, picked, ignore_index))
 
 
 def subtracted_in_place_mistakes(x: Tensor, dim: int = -1) -> Mistakes:
-    return {"your code subtracted the maximum from the caller's tensor in place (x -= ...): compute a new "
-            "tensor instead": lambda: x - x.amax(dim=dim, keepdim=True)}
+    return bind([MAX_SUBTRACTED_IN_PLACE], x, dim)
 
 
 # --- optimizer ---------------------------------------------------------------------------------------
