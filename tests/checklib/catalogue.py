@@ -61,6 +61,13 @@ def mistake(component: str, name: str, sentence: str, model: Callable[..., Any] 
     return entry
 
 
+def variants(component: str, sentences: dict[str, str] | Iterable[tuple[str, str]]) -> tuple[Mistake, ...]:
+    """The mistakes that a simulator switches on by name, (sentence, variant) pairs: one entry each, named
+    by its variant, whose model is the switch `variant=<name>`."""
+    pairs = sentences.items() if isinstance(sentences, dict) else sentences
+    return tuple(mistake(component, variant, sentence, dict(variant=variant)) for sentence, variant in pairs)
+
+
 def bind(entries: Iterable[Mistake], *inputs: Any, **fields: Any) -> Mistakes:
     """{sentence: lazy model} of entries whose models are functions of these inputs."""
     return {entry.text(**fields): entry.on(*inputs) for entry in entries}

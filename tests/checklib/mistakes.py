@@ -19,7 +19,7 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor
 
-from .catalogue import Mistakes, bind, mistake, simulated
+from .catalogue import Mistakes, bind, mistake, simulated, variants
 
 
 def mapped(mistakes: Mistakes, fn: Callable[[Any], Any]) -> Mistakes:
@@ -432,7 +432,7 @@ def block(state: dict[str, Tensor], x: Tensor, mask: Tensor | None, n_heads: int
     return h if variant == "no_ff_residual" else x + h
 
 
-BLOCK_MISTAKES = tuple(mistake("pre_ln_block", variant, sentence, dict(variant=variant)) for sentence, variant in (
+BLOCK_MISTAKES = variants("pre_ln_block", (
     ("your block is Post-LN (it normalises after each residual addition, as the original Transformer did); "
      "this block is Pre-LN: x + attention(norm1(x)), then x + ff(norm2(x))", "post_ln"),
     ("your block has no residual connection around the attention: x = x + dropout(attention(norm1(x), ...))",
@@ -667,7 +667,7 @@ def layer_norm(x: Tensor, weight: Tensor, bias: Tensor, eps: float, *, variant: 
     return normed * w + b
 
 
-LAYER_NORM_MISTAKES = tuple(mistake("layer_norm", variant, sentence, dict(variant=variant)) for sentence, variant in (
+LAYER_NORM_MISTAKES = variants("layer_norm", (
     ("your variance is the unbiased one (divides by D - 1, torch.var's default); LayerNorm's is biased: "
      "the mean of (x - mean)**2, torch.var(..., unbiased=False)", "unbiased"),
     ("your eps is added after the square root, (x - mean) / (sqrt(var) + eps); it belongs inside: "
@@ -795,7 +795,7 @@ def rms_norm(x: Tensor, weight: Tensor, eps: float, *, variant: str = "") -> Ten
     return out if variant == "no_weight" else out * w
 
 
-RMS_NORM_MISTAKES = tuple(mistake("rms_norm", variant, sentence, dict(variant=variant)) for sentence, variant in (
+RMS_NORM_MISTAKES = variants("rms_norm", (
     ("your RMSNorm subtracts the mean first (that is LayerNorm without its bias); RMSNorm divides x itself "
      "by sqrt(mean(x**2) + eps)", "mean_subtracted"),
     ("your eps is added after the square root, x / (sqrt(mean(x**2)) + eps); it belongs inside: "
@@ -842,7 +842,7 @@ def swiglu(x: Tensor, state: dict[str, Tensor], *, variant: str = "") -> Tensor:
     return F.linear(hidden, s["w_down.weight"])
 
 
-SWIGLU_MISTAKES = tuple(mistake("swiglu", variant, sentence, dict(variant=variant)) for sentence, variant in (
+SWIGLU_MISTAKES = variants("swiglu", (
     ("your silu is applied to w_up's projection; it belongs on the gate: silu(w_gate(x)) * w_up(x) "
      "(or your w_gate and w_up are swapped)", "silu_on_up"),
     ("your gate uses sigmoid (the original GLU); SwiGLU's is silu(z) = z * sigmoid(z)", "sigmoid"),
@@ -1012,7 +1012,7 @@ def subtracted_in_place_mistakes(x: Tensor, dim: int = -1) -> Mistakes:
 
 # --- optimizer ---------------------------------------------------------------------------------------
 
-ADAMW_MISTAKES = {
+ADAMW_MISTAKES = variants("optimizer", {
     "your bias correction uses one step counter for all the parameters: t counts each parameter's own "
     "updates (a parameter without a gradient is not updated, and its t does not move)": "global_step",
     "your weight decay goes into the gradient (Adam with L2, g + wd * p): AdamW decays the parameter "
@@ -1037,7 +1037,7 @@ ADAMW_MISTAKES = {
     "your state (m, v and the step count) starts afresh at every step: create it only on a parameter's "
     "first update and keep it in self.state[p]": "no_state",
     "your update uses the gradient instead of m (no first moment)": "no_momentum",
-}
+})
 
 
 def adamw_run(values: list[Tensor], grads: list[list[Tensor | None]], groups: list[dict], lrs: list[list[float]],
@@ -1101,43 +1101,55 @@ def adamw_mistakes(values, grads, groups, lrs, step: int, index: int) -> Mistake
             cache[variant] = adamw_run(values, grads, groups, lrs, variant)
         return cache[variant][step][index]
 
-    return {s: (lambda v=v: model(v)) for s, v in ADAMW_MISTAKES.items()}
+    return simulated(ADAMW_MISTAKES, model)
 
 
 def _norm(grads: list[Tensor]) -> Tensor:
     return torch.stack([g.double().norm() for g in grads]).norm()
 
 
+CLIP_NORM_MISTAKES = (
+    mistake("optimizer", "norm_after_clipping",
+            "you returned the norm after clipping: return the total norm the gradients had before",
+            lambda grads, max_norm, norm: torch.clamp(norm, max=max_norm)),
+    mistake("optimizer", "squared_norm", "you returned the squared norm (the sum of squares, without its square root)",
+            lambda grads, max_norm, norm: norm**2),
+    mistake("optimizer", "sum_of_norms",
+            "you returned the sum of the per-parameter norms, not the norm of all the gradients together "
+            "(sqrt of the sum of every squared entry)", lambda grads, max_norm, norm: sum(g.double().norm() for g in grads)),
+    mistake("optimizer", "last_norm_only",
+            "you returned the last parameter's norm only: the norm is over all the gradients together",
+            lambda grads, max_norm, norm: grads[-1].double().norm()),
+)
+CLIP_GRADS_MISTAKES = (
+    mistake("optimizer", "gradients_unchanged",
+            "the gradients were not changed: clip_grad_norm scales every .grad in place (and a generator of "
+            "parameters can be read only once: make a list first)",
+            lambda g, max_norm, norm: g if norm > max_norm else None),
+    mistake("optimizer", "clipped_one_by_one",
+            "you clipped each gradient by its own norm: the norm is one, of all the gradients together",
+            lambda g, max_norm, norm: g * torch.clamp(max_norm / (g.norm() + 1e-6), max=1.0)),
+    mistake("optimizer", "always_scaled",
+            "you always scale by max_norm / norm, also when the norm is already below max_norm: the factor is "
+            "min(1, max_norm / (norm + 1e-6))", lambda g, max_norm, norm: g * max_norm / (norm + 1e-6)),
+    mistake("optimizer", "factor_without_1e-6",
+            "your factor is max_norm / norm without the + 1e-6 (torch adds it to the norm)",
+            lambda g, max_norm, norm: g * torch.clamp(max_norm / norm, max=1.0)),
+    mistake("optimizer", "factor_inverted", "your factor is norm / max_norm, the wrong way round",
+            lambda g, max_norm, norm: g * torch.clamp(norm / max_norm, max=1.0)),
+    mistake("optimizer", "factor_of_squared_norm", "your factor uses the squared norm (no square root)",
+            lambda g, max_norm, norm: g * torch.clamp(max_norm / (norm**2 + 1e-6), max=1.0)),
+)
+
+
 def clip_norm_mistakes(grads: list[Tensor], max_norm: float) -> Mistakes:
     """For the norm clip_grad_norm returns."""
-    norm = _norm(grads)
-    return {
-        "you returned the norm after clipping: return the total norm the gradients had before":
-            lambda: torch.clamp(norm, max=max_norm),
-        "you returned the squared norm (the sum of squares, without its square root)": lambda: norm**2,
-        "you returned the sum of the per-parameter norms, not the norm of all the gradients together "
-        "(sqrt of the sum of every squared entry)": lambda: sum(g.double().norm() for g in grads),
-        "you returned the last parameter's norm only: the norm is over all the gradients together":
-            lambda: grads[-1].double().norm(),
-    }
+    return bind(CLIP_NORM_MISTAKES, grads, max_norm, _norm(grads))
 
 
 def clip_grads_mistakes(grads: list[Tensor], max_norm: float, index: int) -> Mistakes:
     """For gradient `index` after clip_grad_norm(parameters, max_norm)."""
-    norm, g = _norm(grads), grads[index].double()
-    own = g.norm()
-    return {
-        "the gradients were not changed: clip_grad_norm scales every .grad in place (and a generator of "
-        "parameters can be read only once: make a list first)": lambda: g if norm > max_norm else None,
-        "you clipped each gradient by its own norm: the norm is one, of all the gradients together":
-            lambda: g * torch.clamp(max_norm / (own + 1e-6), max=1.0),
-        "you always scale by max_norm / norm, also when the norm is already below max_norm: the factor is "
-        "min(1, max_norm / (norm + 1e-6))": lambda: g * max_norm / (norm + 1e-6),
-        "your factor is max_norm / norm without the + 1e-6 (torch adds it to the norm)":
-            lambda: g * torch.clamp(max_norm / norm, max=1.0),
-        "your factor is norm / max_norm, the wrong way round": lambda: g * torch.clamp(norm / max_norm, max=1.0),
-        "your factor uses the squared norm (no square root)": lambda: g * torch.clamp(max_norm / (norm**2 + 1e-6), max=1.0),
-    }
+    return bind(CLIP_GRADS_MISTAKES, grads[index].double(), max_norm, _norm(grads))
 
 
 # --- lr_schedule -------------------------------------------------------------------------------------
@@ -1171,7 +1183,7 @@ def schedule(steps: list[int], max_lr: float, min_lr: float, warmup: int, total:
     return torch.tensor(out, dtype=torch.float64)
 
 
-SCHEDULE_MISTAKES = {
+SCHEDULE_MISTAKES = variants("lr_schedule", {
     "your warmup is one step ahead: max_lr * (step + 1) / warmup_steps; the contract's starts at 0 "
     "(max_lr * step / warmup_steps)": "plus_one",
     "your warmup is nanoGPT's max_lr * (step + 1) / (warmup_steps + 1); the contract's is "
@@ -1189,11 +1201,11 @@ SCHEDULE_MISTAKES = {
     "your decay is linear: the contract's is a cosine, 0.5 * (1 + cos(pi * progress))": "linear",
     "after total_steps your schedule returns 0: it stays at min_lr": "zero_after",
     "after total_steps your schedule goes back to max_lr: it stays at min_lr": "max_after",
-}
+})
 
 
 def schedule_mistakes(steps: list[int], max_lr: float, min_lr: float, warmup: int, total: int) -> Mistakes:
-    return {s: (lambda v=v: schedule(steps, max_lr, min_lr, warmup, total, v)) for s, v in SCHEDULE_MISTAKES.items()}
+    return simulated(SCHEDULE_MISTAKES, lambda variant: schedule(steps, max_lr, min_lr, warmup, total, variant))
 
 
 # --- rope --------------------------------------------------------------------------------------------
