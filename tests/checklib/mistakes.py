@@ -1231,7 +1231,7 @@ def rope_tables(max_len: int, head_dim: int, base: float = 10000.0, *, variant: 
     return (sin, cos) if variant == "swapped" else (cos, sin)
 
 
-ROPE_TABLE_MISTAKES = {
+ROPE_TABLE_MISTAKES = variants("rope", {
     "your frequencies use the exponent i / head_dim, i being the pair index: it is 2i / head_dim "
     "(features 2i and 2i+1 share pair i's frequency), theta_i = base**(-2i / head_dim)": "pair_index",
     "your frequencies are base**(+2i / head_dim): the exponent is negative, so that pair 0 turns fastest "
@@ -1243,33 +1243,40 @@ ROPE_TABLE_MISTAKES = {
     "your angles are computed in float16, whose rounding of position * frequency reaches a radian at a few "
     "thousand positions: compute positions and frequencies in float32 (or float64)": "float16",
     "your frequencies ignore the base argument and always use 10000": "base_ignored",
-}
+})
+ROPE_TABLE_SHAPE_MISTAKES = (
+    mistake("rope", "tables_repeated_wide",
+            "your tables are head_dim wide, each frequency repeated (as Hugging Face's cat((freqs, freqs)) is): "
+            "this kit's tables hold one column per pair, head_dim // 2",
+            lambda max_len, head_dim: torch.Size((max_len, head_dim))),
+    mistake("rope", "tables_transposed", "your tables are transposed, (head_dim // 2, max_len): one row per position",
+            lambda max_len, head_dim: torch.Size((head_dim // 2, max_len))),
+)
+ONE_COMPLEX_TABLE = mistake("rope", "one_complex_table",
+                            "you returned one complex table (torch.polar, as Meta's precompute_freqs_cis does): return "
+                            "its real and imaginary parts, cos and sin, as two float32 tables",
+                            lambda result: result if isinstance(result, Tensor) and result.is_complex() else None)
+FLOAT64_TABLE = mistake("rope", "float64_table",
+                        "your table is float64 (math or float64 arithmetic left unconverted): return float32 tables, "
+                        ".to(torch.float32)", lambda table: table.double() if table.dtype == torch.float64 else None)
 
 
 def rope_table_mistakes(max_len: int, head_dim: int, base: float = 10000.0) -> Mistakes:
     """For the pair (cos, sin) of rope_angles; see them one at a time with `mapped`."""
-    return {s: (lambda v=v: rope_tables(max_len, head_dim, base, variant=v)) for s, v in ROPE_TABLE_MISTAKES.items()}
+    return simulated(ROPE_TABLE_MISTAKES, lambda variant: rope_tables(max_len, head_dim, base, variant=variant))
 
 
 def rope_table_shape_mistakes(max_len: int, head_dim: int) -> Mistakes:
-    return {
-        "your tables are head_dim wide, each frequency repeated (as Hugging Face's cat((freqs, freqs)) is): "
-        "this kit's tables hold one column per pair, head_dim // 2": torch.Size((max_len, head_dim)),
-        "your tables are transposed, (head_dim // 2, max_len): one row per position":
-            torch.Size((head_dim // 2, max_len)),
-    }
+    return bind(ROPE_TABLE_SHAPE_MISTAKES, max_len, head_dim)
 
 
 def rope_table_pair_mistakes(result: Any) -> Mistakes:
     """For what rope_angles returned when it is not a pair of tables."""
-    polar = isinstance(result, Tensor) and result.is_complex()
-    return {"you returned one complex table (torch.polar, as Meta's precompute_freqs_cis does): return its real "
-            "and imaginary parts, cos and sin, as two float32 tables": result if polar else None}
+    return bind([ONE_COMPLEX_TABLE], result)
 
 
 def rope_table_dtype_mistakes(table: Tensor) -> Mistakes:
-    return {"your table is float64 (math or float64 arithmetic left unconverted): return float32 tables, "
-            ".to(torch.float32)": table.double() if table.dtype == torch.float64 else None}
+    return bind([FLOAT64_TABLE], table)
 
 
 def rope_rotated(x: Tensor, cos: Tensor, sin: Tensor, positions: Tensor | None, *, variant: str = "") -> Tensor:
@@ -1301,7 +1308,7 @@ def rope_rotated(x: Tensor, cos: Tensor, sin: Tensor, positions: Tensor | None, 
     return torch.stack((first, second), dim=-1).flatten(-2)
 
 
-ROPE_MISTAKES = {
+ROPE_MISTAKES = variants("rope", {
     "your apply_rope returns x unchanged: every row but those at position 0 must be rotated": "unchanged",
     "your pairs are (i, i + Dh/2), the \"rotate_half\" layout of Hugging Face and GPT-NeoX: this kit pairs "
     "adjacent features (2i, 2i+1), as Meta's LLaMA and the RoFormer paper do (x[..., 0::2] with x[..., 1::2])":
@@ -1320,44 +1327,55 @@ ROPE_MISTAKES = {
     "columns 2i and 2i+1 of the repeated table": "tables_repeated",
     "your second formula uses the already rotated even features (x[..., 0::2] was overwritten, or is a view "
     "of what you wrote): compute both from the original pair": "even_rotated_first",
-}
+})
+ROPE_IN_FLOAT32 = mistake("rope", "computed_in_float32",
+                          "your apply_rope computes in float32 (x.float(), or complex64 numbers) and never casts back: "
+                          "a float64 x must come back float64 (.type_as(x), as Meta's code ends)",
+                          lambda x: torch.float32 if x.dtype == torch.float64 else None)
+NEGATIVE_POSITIONS_WRAP = mistake(
+    "rope", "negative_positions_wrap",
+    "your apply_rope accepts negative positions: indexing the tables with -1 quietly reads their last row "
+    "(Python indexing wraps around); check positions.min() >= 0 too",
+    lambda x, cos, sin, positions: rope_rotated(x, cos, sin, positions, variant="wrapped")
+    if bool((positions < 0).any()) else None)
+ROPE_NO_GRAPH = "no autograd graph"
+ROPE_WITHOUT_GRAPH = mistake("rope", "no_graph",
+                             "your apply_rope's output is not computed from x with autograd (torch.no_grad(), "
+                             "torch.inference_mode(), .detach(), or a new tensor): nothing before it (the projections "
+                             "of q and k) would ever learn", lambda: ROPE_NO_GRAPH)
+ROPE_IN_PLACE_MISTAKES = (
+    mistake("rope", "rotated_in_place",
+            "apply_rope wrote the rotation into the caller's x in place: build new tensors (torch.stack, torch.cat) "
+            "and return them", lambda x, cos, sin, positions: rope_rotated(x, cos, sin, positions).to(x.dtype)),
+    mistake("rope", "overwritten_in_place",
+            "apply_rope overwrote the caller's x in place (x[..., 0::2] = ...), and used the overwritten even "
+            "features for the odd ones",
+            lambda x, cos, sin, positions: rope_rotated(x, cos, sin, positions, variant="even_rotated_first")),
+)
 
 
 def rope_mistakes(x: Tensor, cos: Tensor, sin: Tensor, positions: Tensor | None) -> Mistakes:
-    return {s: (lambda v=v: rope_rotated(x, cos, sin, positions, variant=v)) for s, v in ROPE_MISTAKES.items()}
+    return simulated(ROPE_MISTAKES, lambda variant: rope_rotated(x, cos, sin, positions, variant=variant))
 
 
 def rope_dtype_mistakes(x: Tensor) -> Mistakes:
     """For the dtype of apply_rope's result."""
-    return {"your apply_rope computes in float32 (x.float(), or complex64 numbers) and never casts back: a float64 "
-            "x must come back float64 (.type_as(x), as Meta's code ends)":
-            torch.float32 if x.dtype == torch.float64 else None}
+    return bind([ROPE_IN_FLOAT32], x)
 
 
 def rope_wrapped_mistakes(x: Tensor, cos: Tensor, sin: Tensor, positions: Tensor) -> Mistakes:
     """For what apply_rope returned instead of rejecting a negative position."""
-    return {"your apply_rope accepts negative positions: indexing the tables with -1 quietly reads their last row "
-            "(Python indexing wraps around); check positions.min() >= 0 too":
-            lambda: rope_rotated(x, cos, sin, positions, variant="wrapped") if bool((positions < 0).any()) else None}
-
-
-ROPE_NO_GRAPH = "no autograd graph"
+    return bind([NEGATIVE_POSITIONS_WRAP], x, cos, sin, positions)
 
 
 def rope_grad_mistakes() -> Mistakes:
     """For what went wrong when backpropagating through apply_rope (ROPE_NO_GRAPH: backward found nothing)."""
-    return {"your apply_rope's output is not computed from x with autograd (torch.no_grad(), torch.inference_mode(), "
-            ".detach(), or a new tensor): nothing before it (the projections of q and k) would ever learn":
-            ROPE_NO_GRAPH}
+    return bind([ROPE_WITHOUT_GRAPH])
 
 
 def rope_in_place_mistakes(x: Tensor, cos: Tensor, sin: Tensor, positions: Tensor | None) -> Mistakes:
     """For x as it is after apply_rope(x, cos, sin, positions)."""
-    return {"apply_rope wrote the rotation into the caller's x in place: build new tensors (torch.stack, torch.cat) "
-            "and return them":
-            lambda: rope_rotated(x, cos, sin, positions).to(x.dtype),
-            "apply_rope overwrote the caller's x in place (x[..., 0::2] = ...), and used the overwritten even "
-            "features for the odd ones": lambda: rope_rotated(x, cos, sin, positions, variant="even_rotated_first")}
+    return bind(ROPE_IN_PLACE_MISTAKES, x, cos, sin, positions)
 
 
 # --- tiny_lm -----------------------------------------------------------------------------------------
