@@ -1648,7 +1648,7 @@ def gqa_calls(state: dict[str, Tensor], x: Tensor, n_heads: int, n_kv_heads: int
     return torch.cat(outputs, dim=1), appended
 
 
-GQA_MISTAKES = {
+GQA_MISTAKES = variants("grouped_query_attention", {
     "your query head h uses key/value head h % n_kv_heads (the groups tiled, as x.repeat does): head h "
     "uses h // (n_heads // n_kv_heads), each key/value head repeated n_rep times in a row "
     "(torch.repeat_interleave(x, n_rep, dim=1))": "tile",
@@ -1664,57 +1664,75 @@ GQA_MISTAKES = {
     "cached, at their own positions": "rope_twice",
     "your causal mask with a cache has no offset (query i sees keys 0 .. i): the new queries are the last T "
     "positions and see every cached key, causal_mask(T_new, T_total)": "mask_without_offset",
-}
-GQA_MISTAKES_BY_VARIANT = {v: s for s, v in GQA_MISTAKES.items()}
-GQA_ONE_BY_ONE_ROPE = ("your queries and keys are not rotated at their positions: either rope is ignored, or its "
-                       "positions start at 0 in every call; they are len(cache) .. len(cache) + T - 1")
+})
+GQA_MISTAKES_BY_VARIANT = {m.name: m for m in GQA_MISTAKES}
+GQA_ONE_BY_ONE_ROPE = mistake("grouped_query_attention", "rope_not_at_positions",
+                              "your queries and keys are not rotated at their positions: either rope is ignored, or "
+                              "its positions start at 0 in every call; they are len(cache) .. len(cache) + T - 1",
+                              dict(variant="no_rope"))
+REPEAT_KV_MISTAKES = (
+    mistake("grouped_query_attention", "repeat_kv_tiled",
+            "your repeat_kv tiles the heads (x.repeat(1, n_rep, 1, 1), or an expand on a new axis before the heads): "
+            "output head j is input head j // n_rep, each head repeated n_rep times in a row",
+            lambda x, n_rep: x.repeat(1, n_rep, 1, 1)),
+    mistake("grouped_query_attention", "repeat_kv_sequence",
+            "your repeat_kv repeats along the sequence (dim 2) instead of the heads (dim 1)",
+            lambda x, n_rep: x.repeat_interleave(n_rep, dim=2)),
+    mistake("grouped_query_attention", "repeat_kv_features",
+            "your repeat_kv repeats along the head features (the last dim) instead of the heads (dim 1)",
+            lambda x, n_rep: x.repeat_interleave(n_rep, dim=-1)),
+)
+GQA_NO_BIASES = mistake("grouped_query_attention", "no_biases",
+                        "your layers have no biases although bias=True: pass bias=bias to every nn.Linear",
+                        lambda expected: {k for k in expected if k.endswith(".weight")})
+GQA_BIASES = mistake("grouped_query_attention", "biases",
+                     "your layers have biases although bias=False: pass bias=bias to every nn.Linear",
+                     lambda expected: expected | {k.replace(".weight", ".bias") for k in expected})
+KV_LAYER_SHAPE_MISTAKES = (
+    mistake("grouped_query_attention", "kv_layer_full_width",
+            "your {layer} maps d_model to d_model features, as in multi-head attention: it makes only "
+            "n_kv_heads heads, nn.Linear(d_model, n_kv_heads * d_k) (the memory saving of grouping)",
+            lambda d_model, n_kv_heads, bias: torch.Size((d_model,) if bias else (d_model, d_model))),
+    mistake("grouped_query_attention", "kv_layer_one_feature_per_head",
+            "your {layer} makes n_kv_heads features, one per head: it makes n_kv_heads heads of d_k features each, "
+            "nn.Linear(d_model, n_kv_heads * d_k)",
+            lambda d_model, n_kv_heads, bias: torch.Size((n_kv_heads,) if bias else (n_kv_heads, d_model))),
+)
+CACHE_AFTER_REPEAT = mistake("grouped_query_attention", "cache_after_repeat",
+                             "your cache holds the keys and values after repeat_kv, n_heads heads: cache the n_kv_heads "
+                             "heads and repeat them only for the attention (the memory saving is the point of grouping)",
+                             lambda batch, n_heads, new, d_k: torch.Size((batch, n_heads, new, d_k)))
+CACHED_KEYS_NOT_ROTATED = mistake("grouped_query_attention", "cached_keys_not_rotated",
+                                  "the keys you cache are not rotated: rotate the new keys with apply_rope at positions "
+                                  "start .. start + T - 1 before cache.update, so that the cache holds rotated keys",
+                                  dict(variant="no_rope"))
 
 
 def gqa_mistakes(state: dict[str, Tensor], x: Tensor, n_heads: int, n_kv_heads: int, *, mask: Tensor | None = None,
                  rope: tuple[Tensor, Tensor] | None = None, chunks: list[tuple[int, int]] | None = None,
                  select: Callable[[Tensor], Tensor] = lambda out: out) -> Mistakes:
     """For GroupedQueryAttention's output, seen through `select` (say the chunk of one cached call)."""
-    sentences = dict(GQA_MISTAKES)
+    entries = list(GQA_MISTAKES)
     if chunks is not None and all(stop - start == 1 for start, stop in chunks):
         # one position per call: counted from 0, every position is 0, which is no rotation at all
-        for variant in ("no_rope", "rope_from_zero"):
-            del sentences[GQA_MISTAKES_BY_VARIANT[variant]]
-        sentences[GQA_ONE_BY_ONE_ROPE] = "no_rope"
-    return {s: (lambda v=v: select(gqa_calls(state, x, n_heads, n_kv_heads, mask=mask, rope=rope, chunks=chunks,
-                                             variant=v)[0]))
-            for s, v in sentences.items()}
+        entries = [m for m in entries if m.name not in ("no_rope", "rope_from_zero")] + [GQA_ONE_BY_ONE_ROPE]
+    return simulated(entries, lambda variant: select(gqa_calls(state, x, n_heads, n_kv_heads, mask=mask, rope=rope,
+                                                               chunks=chunks, variant=variant)[0]))
 
 
 def repeat_kv_mistakes(x: Tensor, n_rep: int) -> Mistakes:
-    return {
-        "your repeat_kv tiles the heads (x.repeat(1, n_rep, 1, 1), or an expand on a new axis before the heads): "
-        "output head j is input head j // n_rep, each head repeated n_rep times in a row":
-            lambda: x.repeat(1, n_rep, 1, 1),
-        "your repeat_kv repeats along the sequence (dim 2) instead of the heads (dim 1)":
-            lambda: x.repeat_interleave(n_rep, dim=2),
-        "your repeat_kv repeats along the head features (the last dim) instead of the heads (dim 1)":
-            lambda: x.repeat_interleave(n_rep, dim=-1),
-    }
+    return bind(REPEAT_KV_MISTAKES, x, n_rep)
 
 
 def gqa_key_mistakes(expected: set[str], bias: bool) -> Mistakes:
-    if bias:
-        return {"your layers have no biases although bias=True: pass bias=bias to every nn.Linear":
-                {k for k in expected if k.endswith(".weight")}}
-    return {"your layers have biases although bias=False: pass bias=bias to every nn.Linear":
-            expected | {k.replace(".weight", ".bias") for k in expected}}
+    return bind([GQA_NO_BIASES if bias else GQA_BIASES], expected)
 
 
 def gqa_shape_mistakes(d_model: int, n_heads: int, n_kv_heads: int, key: str) -> Mistakes:
     """For the shape of state_dict()[key] of GroupedQueryAttention(d_model, n_heads, n_kv_heads)."""
     if not key.startswith(("w_k.", "w_v.")):
         return {}
-    layer, full = key.split(".")[0], (d_model,) if key.endswith(".bias") else (d_model, d_model)
-    return {f"your {layer} maps d_model to d_model features, as in multi-head attention: it makes only "
-            f"n_kv_heads heads, nn.Linear(d_model, n_kv_heads * d_k) (the memory saving of grouping)": torch.Size(full),
-            f"your {layer} makes n_kv_heads features, one per head: it makes n_kv_heads heads of d_k features each, "
-            "nn.Linear(d_model, n_kv_heads * d_k)":
-                torch.Size((n_kv_heads,) if key.endswith(".bias") else (n_kv_heads, d_model))}
+    return bind(KV_LAYER_SHAPE_MISTAKES, d_model, n_kv_heads, key.endswith(".bias"), layer=key.split(".")[0])
 
 
 def gqa_appended_mistakes(state: dict[str, Tensor], x: Tensor, n_heads: int, n_kv_heads: int,
@@ -1727,17 +1745,10 @@ def gqa_appended_mistakes(state: dict[str, Tensor], x: Tensor, n_heads: int, n_k
     def appended(variant: str) -> Tensor:
         return gqa_calls(state, x, n_heads, n_kv_heads, rope=rope, chunks=chunks, variant=variant)[1][call][index]
 
-    mistakes: Mistakes = {
-        "your cache holds the keys and values after repeat_kv, n_heads heads: cache the n_kv_heads heads "
-        "and repeat them only for the attention (the memory saving is the point of grouping)":
-            torch.Size((batch, n_heads, stop - start, d_model // n_heads)),
-        GQA_MISTAKES_BY_VARIANT["kv_no_transpose"]: lambda: appended("kv_no_transpose"),
-    }
+    mistakes = {**bind([CACHE_AFTER_REPEAT], batch, n_heads, stop - start, d_model // n_heads),
+                **simulated([GQA_MISTAKES_BY_VARIANT["kv_no_transpose"]], appended)}
     if rope is not None and index == 0:  # positions from 0 first: for one new position at 0 it means no rotation
-        mistakes[GQA_MISTAKES_BY_VARIANT["rope_from_zero"]] = lambda: appended("rope_from_zero")
-        mistakes["the keys you cache are not rotated: rotate the new keys with apply_rope at positions "
-                 "start .. start + T - 1 before cache.update, so that the cache holds rotated keys"] = \
-            lambda: appended("no_rope")
+        mistakes.update(simulated([GQA_MISTAKES_BY_VARIANT["rope_from_zero"], CACHED_KEYS_NOT_ROTATED], appended))
     return mistakes
 
 
