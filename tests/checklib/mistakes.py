@@ -1799,7 +1799,7 @@ def filtered(logits: Tensor, temperature: float = 1.0, top_k: int | None = None,
     return x
 
 
-FILTER_MISTAKES = {
+FILTER_MISTAKES = variants("sampling", {
     "your filter multiplies the logits by the temperature: divide them by it (a temperature below 1 sharpens "
     "the distribution)": "temperature_times",
     "your filter ignores the temperature: the kept entries are logits / temperature": "no_temperature",
@@ -1818,7 +1818,23 @@ FILTER_MISTAKES = {
     "your top-p sums the probabilities in vocabulary order: sort them from most to least probable first "
     "(or sum, for each token, the probabilities greater than its own)": "topp_unsorted",
     "your top-p works on the probabilities before top-k: take the softmax of what top-k left": "topp_before_topk",
-}
+})
+FINITE_FILL = mistake("sampling", "finite_fill",
+                      "your filter fills the removed entries with {fill:g}: the contract's are -inf, so that their "
+                      "softmax weight is exactly 0", lambda want, fill: want.masked_fill(want == NEG_INF, fill))
+LOGITS_DIVIDED_IN_PLACE = mistake("sampling", "logits_divided_in_place",
+                                  "filter_logits divided the caller's logits in place (logits /= temperature): "
+                                  "compute a new tensor", lambda logits, temperature: logits / temperature)
+DRAW_MISTAKES = (
+    mistake("sampling", "softmax_twice",
+            "you take the softmax before filter_logits and again after it: filter the logits, then take the "
+            "softmax once",
+            lambda row, temperature, top_k, top_p: filtered(row.double().softmax(-1), temperature, top_k,
+                                                            top_p).softmax(-1)),
+    mistake("sampling", "unfiltered_softmax",
+            "you draw from the unfiltered softmax: the probabilities are softmax(filter_logits(logits, ...))",
+            lambda row, temperature, top_k, top_p: row.double().softmax(-1)),
+)
 
 
 def _finite_fill(got: Tensor, want: Tensor) -> float | None:
@@ -1862,29 +1878,24 @@ EMPTY_ROW = ("your filter removed every token of a row: the most probable token 
 def filter_mistakes(logits: Tensor, got: Any, want: Tensor, temperature: float = 1.0, top_k: int | None = None,
                     top_p: float | None = None) -> Mistakes:
     """For filter_logits(logits, ...): `got` is what came back, `want` the right answer."""
-    mistakes: Mistakes = unambiguous({s: (lambda v=v: filtered(logits, temperature, top_k, top_p, v))
-                                      for s, v in FILTER_MISTAKES.items()})
+    mistakes = unambiguous(simulated(FILTER_MISTAKES, lambda variant: filtered(logits, temperature, top_k, top_p,
+                                                                               variant)))
     fill = _finite_fill(got, want)
     if fill is not None:
-        mistakes[f"your filter fills the removed entries with {fill:g}: the contract's are -inf, so that their "
-                 "softmax weight is exactly 0"] = lambda: want.masked_fill(want == NEG_INF, fill)
+        mistakes.update(bind([FINITE_FILL], want, fill, fill=fill))
     return mistakes
 
 
 def divided_in_place_mistakes(logits: Tensor, temperature: float) -> Mistakes:
-    return {"filter_logits divided the caller's logits in place (logits /= temperature): compute a new tensor":
-            lambda: logits / temperature}
+    return bind([LOGITS_DIVIDED_IN_PLACE], logits, temperature)
 
 
 def distribution_mistakes(row: Tensor, temperature: float, top_k: int | None, top_p: float | None) -> Mistakes:
     """For the frequencies of many draws from one logits row (V,): the distributions mistakes draw from."""
-    mistakes: Mistakes = {s: (lambda v=v: filtered(row, temperature, top_k, top_p, v).double().softmax(-1))
-                          for s, v in FILTER_MISTAKES.items()}
-    mistakes["you take the softmax before filter_logits and again after it: filter the logits, then take the "
-             "softmax once"] = lambda: filtered(row.double().softmax(-1), temperature, top_k, top_p).softmax(-1)
-    mistakes["you draw from the unfiltered softmax: the probabilities are softmax(filter_logits(logits, ...))"] = \
-        lambda: row.double().softmax(-1)
-    return unambiguous(mistakes)
+    return unambiguous({
+        **simulated(FILTER_MISTAKES,
+                    lambda variant: filtered(row, temperature, top_k, top_p, variant).double().softmax(-1)),
+        **bind(DRAW_MISTAKES, row, temperature, top_k, top_p)})
 
 
 MULTINOMIAL_OF_LOGITS = ("you handed the logits to torch.multinomial, which takes probabilities (non-negative "
@@ -1905,37 +1916,45 @@ GREEDY_FILTERS = ("with temperature 0, sample_next_token called filter_logits, w
                   "is the argmax of the logits, with no filter and no draw")
 
 
+KEPT_DIMENSION = mistake("sampling", "kept_dimension",
+                        "you returned shape (B, 1): torch.multinomial(probs, 1) and argmax(keepdim=True) keep a "
+                        "dimension; squeeze it to (B,)", lambda batch, vocab: torch.Size((batch, 1)))
+
+
+def _first_of_tied(logits: Tensor, got: Any) -> Any:
+    """`got` if it is a maximum of each row of `logits` (not necessarily the first), else None."""
+    batch, vocab = logits.shape
+    if not isinstance(got, Tensor) or got.shape != (batch,) or got.dtype != torch.int64:
+        return None
+    if not bool(((got >= 0) & (got < vocab)).all()):
+        return None
+    is_max = logits == logits.amax(-1, keepdim=True)
+    return got if bool(is_max.gather(1, got[:, None]).all()) else None
+
+
+GREEDY_MISTAKES = (
+    mistake("sampling", "argmax_over_batch",
+            "you took the argmax over dim 0 (the batch): the vocabulary is the last dimension",
+            lambda logits, got: torch.Size((logits.shape[1],)) if logits.shape[1] != logits.shape[0] else None),
+    mistake("sampling", "last_of_tied", "your greedy pick takes the last of tied maxima: argmax's is the first",
+            lambda logits, got: logits.shape[1] - 1 - logits.flip(-1).argmax(-1)),
+    mistake("sampling", "some_maximum",
+            "your greedy pick is a maximum, but not always the first of tied maxima (a draw at a tiny "
+            "temperature?): temperature 0 is the argmax, which takes the first", _first_of_tied),
+)
+DREW_OVER_BATCH = mistake("sampling", "drew_over_batch",
+                          "you drew along dim 0 (the batch): the vocabulary is the last dimension",
+                          lambda batch, vocab: torch.Size((vocab,)) if vocab != batch else None)
+
+
 def greedy_mistakes(logits: Tensor, got: Any) -> Mistakes:
     """For sample_next_token(logits (B, V), temperature=0)."""
-    batch, vocab = logits.shape
-    is_max = logits == logits.amax(-1, keepdim=True)
-
-    def some_maximum():
-        if not isinstance(got, Tensor) or got.shape != (batch,) or got.dtype != torch.int64:
-            return None
-        if not bool(((got >= 0) & (got < vocab)).all()):
-            return None
-        return got if bool(is_max.gather(1, got[:, None]).all()) else None
-
-    return {
-        "you took the argmax over dim 0 (the batch): the vocabulary is the last dimension":
-            torch.Size((vocab,)) if vocab != batch else None,
-        "you returned shape (B, 1): torch.multinomial(probs, 1) and argmax(keepdim=True) keep a dimension; "
-        "squeeze it to (B,)": torch.Size((batch, 1)),
-        "your greedy pick takes the last of tied maxima: argmax's is the first":
-            lambda: vocab - 1 - logits.flip(-1).argmax(-1),
-        "your greedy pick is a maximum, but not always the first of tied maxima (a draw at a tiny "
-        "temperature?): temperature 0 is the argmax, which takes the first": some_maximum,
-    }
+    first, *rest = GREEDY_MISTAKES
+    return {**bind([first], logits, got), **bind([KEPT_DIMENSION], *logits.shape), **bind(rest, logits, got)}
 
 
 def draw_shape_mistakes(batch: int, vocab: int) -> Mistakes:
-    return {
-        "you returned shape (B, 1): torch.multinomial(probs, 1) and argmax(keepdim=True) keep a dimension; "
-        "squeeze it to (B,)": torch.Size((batch, 1)),
-        "you drew along dim 0 (the batch): the vocabulary is the last dimension":
-            torch.Size((vocab,)) if vocab != batch else None,
-    }
+    return bind([KEPT_DIMENSION, DREW_OVER_BATCH], batch, vocab)
 
 
 GLOBAL_RANDOMNESS = ("your draws use torch's global random state (torch.multinomial, torch.rand or "
@@ -1968,35 +1987,55 @@ def expected_pattern(prompt: int, new: int, caches: int = 0) -> list[tuple]:
                                          for i in range(1, new)]
 
 
-def reused_caches_mistakes(pattern: list[tuple]) -> Mistakes:
-    """For the calls of a second generate on the same model: the first call found the old caches."""
-    return {"your second generate reused the caches of the first one, so the new prompt came after the old "
-            "sequence: make fresh caches (model.new_caches()) at every call of generate":
-            pattern if pattern and pattern[0][1] == 0 and pattern[0][0] else None}
+OLD_CACHES_REUSED = mistake("sampling", "old_caches_reused",
+                            "your second generate reused the caches of the first one, so the new prompt came after the "
+                            "old sequence: make fresh caches (model.new_caches()) at every call of generate",
+                            lambda pattern: pattern if pattern and pattern[0][1] == 0 and pattern[0][0] else None)
+PROMPT_WITHOUT_CACHES = mistake("sampling", "prompt_without_caches",
+                                "you ran the prompt without caches: make them once with model.new_caches() and pass "
+                                "caches=caches on every call", lambda prompt, new, max_len: [(None, None, (0, prompt))])
 
 
-def generate_call_mistakes(prompt: int, new: int, max_len: int) -> Mistakes:
-    if new < 2:  # one call: only whether it had the caches shows
-        return {"you ran the prompt without caches: make them once with model.new_caches() and pass caches=caches "
-                "on every call": [(None, None, (0, prompt))]}
+def _refed(prompt: int, new: int, max_len: int) -> list[tuple]:
     refed, held = [], 0
     for i in range(new):
         refed.append((held, 0, (0, prompt + i)))
         held += prompt + i
         if held > max_len:
             break
-    return {
-        "your generate runs the whole sequence through the model at every step, without caches: make the caches "
-        "once (model.new_caches()), run the prompt through once, then feed only the newest token with "
-        "caches=caches": [(None, None, (0, prompt + i)) for i in range(new)],
-        "you feed the whole sequence again at every step although the caches already hold it: the model then sees "
-        "those tokens a second time, at new positions; after the prompt, feed only the newest token, (B, 1)": refed,
-        "you make fresh caches at every step (and feed the whole sequence into them): make them once, before the "
-        "prompt, and keep them for the whole loop": [(0, i, (0, prompt + i)) for i in range(new)],
-        "you feed the newest token alone but without the caches, so the model sees a one-token sequence and "
-        "forgets the prompt: pass caches=caches (made once by model.new_caches()) on every call":
-            [(None, None, (0, prompt))] + [(None, None, (prompt + i - 1, prompt + i)) for i in range(1, new)],
-    }
+    return refed
+
+
+GENERATE_CALL_MISTAKES = (
+    mistake("sampling", "no_caches",
+            "your generate runs the whole sequence through the model at every step, without caches: make the caches "
+            "once (model.new_caches()), run the prompt through once, then feed only the newest token with "
+            "caches=caches", lambda prompt, new, max_len: [(None, None, (0, prompt + i)) for i in range(new)]),
+    mistake("sampling", "sequence_refed",
+            "you feed the whole sequence again at every step although the caches already hold it: the model then sees "
+            "those tokens a second time, at new positions; after the prompt, feed only the newest token, (B, 1)",
+            _refed),
+    mistake("sampling", "fresh_caches_every_step",
+            "you make fresh caches at every step (and feed the whole sequence into them): make them once, before the "
+            "prompt, and keep them for the whole loop",
+            lambda prompt, new, max_len: [(0, i, (0, prompt + i)) for i in range(new)]),
+    mistake("sampling", "newest_token_without_caches",
+            "you feed the newest token alone but without the caches, so the model sees a one-token sequence and "
+            "forgets the prompt: pass caches=caches (made once by model.new_caches()) on every call",
+            lambda prompt, new, max_len: [(None, None, (0, prompt))]
+            + [(None, None, (prompt + i - 1, prompt + i)) for i in range(1, new)]),
+)
+
+
+def reused_caches_mistakes(pattern: list[tuple]) -> Mistakes:
+    """For the calls of a second generate on the same model: the first call found the old caches."""
+    return bind([OLD_CACHES_REUSED], pattern)
+
+
+def generate_call_mistakes(prompt: int, new: int, max_len: int) -> Mistakes:
+    if new < 2:  # one call: only whether it had the caches shows
+        return bind([PROMPT_WITHOUT_CACHES], prompt, new, max_len)
+    return bind(GENERATE_CALL_MISTAKES, prompt, new, max_len)
 
 
 def decoded(logits_of: Callable[[Tensor], Tensor], idx: Tensor, new: int, first: int = -1) -> Tensor:
@@ -2009,14 +2048,19 @@ def decoded(logits_of: Callable[[Tensor], Tensor], idx: Tensor, new: int, first:
     return seq
 
 
+GENERATE_MISTAKES = (
+    mistake("sampling", "first_position_logits",
+            "you choose each token from the logits of the first position ([:, 0]): the next token follows the last "
+            "one, [:, -1]",
+            lambda logits_of, idx, new: decoded(logits_of, idx, new, first=0) if idx.shape[1] > 1 else None),
+    mistake("sampling", "new_tokens_only",
+            "you returned only the new tokens: generate returns the prompt followed by them, (B, T + max_new_tokens)",
+            lambda logits_of, idx, new: torch.Size((idx.shape[0], new)) if idx.shape[1] else None),
+)
+
+
 def generate_mistakes(logits_of: Callable[[Tensor], Tensor], idx: Tensor, new: int) -> Mistakes:
-    batch, prompt = idx.shape
-    return {
-        "you choose each token from the logits of the first position ([:, 0]): the next token follows the last "
-        "one, [:, -1]": lambda: decoded(logits_of, idx, new, first=0) if prompt > 1 else None,
-        "you returned only the new tokens: generate returns the prompt followed by them, (B, T + max_new_tokens)":
-            torch.Size((batch, new)) if new != prompt + new else None,
-    }
+    return bind(GENERATE_MISTAKES, logits_of, idx, new)
 
 
 LENGTH_AT_MAX_LEN = ("your length check rejects T + max_new_tokens == model.max_len, which fits (the last token "
