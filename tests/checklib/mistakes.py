@@ -1468,7 +1468,7 @@ def decoder_block(state: dict[str, Tensor], x: Tensor, n_heads: int, n_kv_heads:
     return h + ffn(norm2(h))
 
 
-BLOCK_VARIANTS = {
+DECODER_BLOCK_MISTAKES = variants("tiny_lm", ((sentence, variant) for variant, sentence in {
     "post_norm": "your block normalises after each residual addition (post-norm, as the 2017 Transformer): "
                  "a pre-norm block normalises the input of each branch, h = x + attn(attn_norm(x)), "
                  "out = h + ffn(ffn_norm(h))",
@@ -1480,13 +1480,14 @@ BLOCK_VARIANTS = {
                             "missing)",
     "shared_norm": "your feed-forward branch is normalised by attn_norm: it has its own, ffn_norm",
     "no_mask": "your block does not pass the mask on to the attention",
-}
+}.items()))
+BLOCK_VARIANTS = {m.name: m.sentence for m in DECODER_BLOCK_MISTAKES}  # variant -> sentence
 
 
 def decoder_block_mistakes(state: dict[str, Tensor], x: Tensor, n_heads: int, n_kv_heads: int, rope, mask
                            ) -> Mistakes:
-    return {sentence: (lambda v=v: decoder_block(state, x, n_heads, n_kv_heads, rope=rope, mask=mask, variant=v))
-            for v, sentence in BLOCK_VARIANTS.items()}
+    return simulated(DECODER_BLOCK_MISTAKES, lambda variant: decoder_block(state, x, n_heads, n_kv_heads, rope=rope,
+                                                                           mask=mask, variant=variant))
 
 
 def tiny_lm(state: dict[str, Tensor], chunks: list[Tensor], *, n_heads: int, n_kv_heads: int, n_layers: int,
@@ -1520,8 +1521,8 @@ def tiny_lm(state: dict[str, Tensor], chunks: list[Tensor], *, n_heads: int, n_k
     return torch.cat(out, dim=1)
 
 
-TINY_LM_VARIANTS = {
-    **{v: s for v, s in BLOCK_VARIANTS.items() if v != "no_mask"},
+TINY_LM_MISTAKES = tuple(m for m in DECODER_BLOCK_MISTAKES if m.name != "no_mask") + variants("tiny_lm", (
+    (sentence, variant) for variant, sentence in {
     "no_final_norm": "your TinyLM applies the head to the last block's output directly: the final RMSNorm "
                      "(norm) comes first, head(norm(x))",
     "no_causal_mask": "your TinyLM attends to future positions without caches: give the blocks a causal mask "
@@ -1535,16 +1536,16 @@ TINY_LM_VARIANTS = {
                          "separate parameters, the head an nn.Linear(d_model, vocab_size, bias=False) of its own",
     "scaled_embedding": "your TinyLM scales the embeddings by sqrt(d_model); the contract's feeds tok_emb(idx) "
                         "to the first block as it is",
-}
+}.items()))
+TINY_LM_VARIANTS = {m.name: m.sentence for m in TINY_LM_MISTAKES}  # variant -> sentence
+SHARED_CACHE = mistake("tiny_lm", "shared_cache", "your blocks share one KV cache: each block keeps the keys and values "
+                       "of its own layer, so block i must get caches[i]", dict(variant="shared_cache"))
 
 
 def tiny_lm_mistakes(state: dict[str, Tensor], chunks: list[Tensor], *, cached: bool = False, **config: Any
                      ) -> Mistakes:
-    variants = dict(TINY_LM_VARIANTS)
-    if cached:
-        variants["shared_cache"] = ("your blocks share one KV cache: each block keeps the keys and values of "
-                                    "its own layer, so block i must get caches[i]")
-    return {s: (lambda v=v: tiny_lm(state, chunks, cached=cached, variant=v, **config)) for v, s in variants.items()}
+    return simulated([*TINY_LM_MISTAKES, *([SHARED_CACHE] if cached else [])],
+                     lambda variant: tiny_lm(state, chunks, cached=cached, variant=variant, **config))
 
 
 def tiny_lm_key_diagnosis(got: dict[str, Tensor], expected: set[str], max_len: int) -> str | None:
