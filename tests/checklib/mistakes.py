@@ -2116,7 +2116,7 @@ def vit(state: dict[str, Tensor], images: Tensor, *, patch_size: int, n_heads: i
     return linear(pooled, s, "head")
 
 
-VIT_VARIANTS = {
+VIT_MISTAKES = variants("vit_classifier", ((sentence, variant) for variant, sentence in {
     "appended": "your class token is appended after the patches, and the head reads position 0, which is then "
                 "the first patch: prepend it, torch.cat([cls, patches], dim=1)",
     "appended_head_last": "your class token is appended after the patches (position N, read back with x[:, -1]): "
@@ -2140,28 +2140,28 @@ VIT_VARIANTS = {
     "shared_blocks": "all your blocks compute with the last block's weights: one TransformerBlock repeated "
                      "([block] * n_layers) is one module, so loading each block's weights overwrote the others; "
                      "create a new TransformerBlock for each layer",
-}
+}.items()))
+VIT_VARIANTS = {m.name: m.sentence for m in VIT_MISTAKES}  # variant -> sentence
 
 
 def vit_mistakes(state: dict[str, Tensor], images: Tensor, *, patch_size: int, n_heads: int, n_layers: int
                  ) -> Mistakes:
-    return {s: (lambda v=v: vit(state, images, patch_size=patch_size, n_heads=n_heads, n_layers=n_layers,
-                                variant=v)) for v, s in VIT_VARIANTS.items()}
+    return simulated(VIT_MISTAKES, lambda variant: vit(state, images, patch_size=patch_size, n_heads=n_heads,
+                                                       n_layers=n_layers, variant=variant))
 
 
-CLS_WITHOUT_POSITION = ("with no blocks your logits are head(norm(cls_token)): your class token gets no position. "
-                        "Prepend it first, then add pos_emb, whose row 0 is the class token's")
+CLS_WITHOUT_POSITION = mistake("vit_classifier", "cls_without_position",
+                               "with no blocks your logits are head(norm(cls_token)): your class token gets no "
+                               "position. Prepend it first, then add pos_emb, whose row 0 is the class token's",
+                               dict(variant="no_positions"))
 
 
 def vit_without_blocks_mistakes(state: dict[str, Tensor], images: Tensor, *, patch_size: int, n_heads: int
                                 ) -> Mistakes:
     """For a ViT of no blocks, where the mistakes that leave the class token without a position look the same."""
-    alike = {VIT_VARIANTS[v] for v in ("pos_before_cls", "pos_before_cls_offset", "no_positions")}
-    found = {s: m for s, m in vit_mistakes(state, images, patch_size=patch_size, n_heads=n_heads, n_layers=0).items()
-             if s not in alike}
-    found[CLS_WITHOUT_POSITION] = lambda: vit(state, images, patch_size=patch_size, n_heads=n_heads, n_layers=0,
-                                              variant="no_positions")
-    return unambiguous(found)
+    entries = [m for m in VIT_MISTAKES if m.name not in ("pos_before_cls", "pos_before_cls_offset", "no_positions")]
+    return unambiguous(simulated([*entries, CLS_WITHOUT_POSITION], lambda variant: vit(
+        state, images, patch_size=patch_size, n_heads=n_heads, n_layers=0, variant=variant)))
 
 
 def vit_shape_diagnosis(key: str, shape: tuple[int, ...], num_patches: int, d_model: int) -> str | None:
