@@ -19,7 +19,7 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor
 
-from .catalogue import Mistakes, bind, mistake, simulated, variants
+from .catalogue import Mistake, Mistakes, bind, mistake, simulated, variants
 
 
 def mapped(mistakes: Mistakes, fn: Callable[[Any], Any]) -> Mistakes:
@@ -2475,7 +2475,7 @@ def swin_block(state: dict[str, Tensor], x: Tensor, n_heads: int, ws: int, shift
     return x + F.linear(act(F.linear(h, w["mlp.0.weight"], w["mlp.0.bias"])), w["mlp.2.weight"], w["mlp.2.bias"])
 
 
-SWIN_INDEX_MISTAKES = {
+SWIN_INDEX_MISTAKES = variants("window_attention", ((sentence, variant) for variant, sentence in {
     "index_transposed": "your relative position index is transposed, (yj - yi + ws - 1) * (2ws - 1) + "
                         "(xj - xi + ws - 1): token i's offset from token j is (yi - yj, xi - xj), query minus key",
     "index_no_offset": "your relative position index lacks the ws - 1 offsets: the offsets yi - yj and xi - xj run "
@@ -2488,8 +2488,8 @@ SWIN_INDEX_MISTAKES = {
     "index_stride_2ws_minus_2": "your relative position index multiplies the row offset by 2ws - 2, so that offsets "
                                 "collide: the column offset takes 2ws - 1 values (from 0 to 2ws - 2 after the "
                                 "shift), so the stride is 2ws - 1",
-}
-SWIN_ATTENTION_MISTAKES = {
+}.items()))
+SWIN_ATTENTION_MISTAKES = variants("window_attention", ((sentence, variant) for variant, sentence in {
     "scale_channel": "your scores are divided by √C, the channel width: each head's are divided by √(C / n_heads), "
                      "the width of one head",
     "bias_without_permute": "your bias table[index] of shape (N, N, n_heads) is reshaped to (n_heads, N, N) without "
@@ -2503,10 +2503,23 @@ SWIN_ATTENTION_MISTAKES = {
                         "so window b uses mask[b % nW] (mask.repeat, not repeat_interleave)",
     "mask_01": "you added the bool mask to the scores as 0 and 1: masked pairs need a very negative score "
                "(-inf, or a float mask of 0 and -100 as Swin's code builds), allowed ones get nothing added",
-}
-SWIN_MASK_IGNORED = ("your WindowAttention ignores its mask: pairs where mask[b % nW] is False get no weight "
-                     "(masked_fill with -inf before the softmax)")
-SWIN_BLOCK_MISTAKES = {
+}.items()))
+SWIN_MASK_IGNORED = mistake("window_attention", "mask_ignored",
+                            "your WindowAttention ignores its mask: pairs where mask[b % nW] is False get no weight "
+                            "(masked_fill with -inf before the softmax)", dict(variant="mask_ignored"))
+MLP_RATIO_IGNORED = mistake("window_attention", "mlp_ratio_ignored",
+                            "your MLP's hidden width ignores mlp_ratio (4 * dim): it is int(dim * mlp_ratio)",
+                            lambda dim, key: torch.Size({"mlp.0.weight": (4 * dim, dim), "mlp.0.bias": (4 * dim,),
+                                                         "mlp.2.weight": (dim, 4 * dim), "mlp.2.bias": (dim,)}[key]))
+TABLE_SHAPE_MISTAKES_SWIN = (
+    mistake("window_attention", "table_per_token",
+            "your table has ws * ws rows, one per token: it has one per relative offset, (2ws - 1) ** 2 "
+            "(each of the two offsets runs from -(ws - 1) to ws - 1)", lambda ws, n_heads: torch.Size((ws * ws, n_heads))),
+    mistake("window_attention", "table_transposed",
+            "your table is (n_heads, (2ws - 1) ** 2): the contract's is ((2ws - 1) ** 2, n_heads), as Swin's "
+            "checkpoints hold it", lambda ws, n_heads: torch.Size((n_heads, (2 * ws - 1) ** 2))),
+)
+SWIN_BLOCK_MISTAKES = variants("window_attention", ((sentence, variant) for variant, sentence in {
     "mask_not_passed": "your shifted windows attend without the shifted-window mask (SwinBlock passes none, or "
                        "WindowAttention ignores it): with shift_size > 0 pass "
                        "shifted_window_mask(H, W, ws, shift_size)",
@@ -2518,51 +2531,44 @@ SWIN_BLOCK_MISTAKES = {
                             "x = x + attention(norm1(x))",
     "mlp_without_norm2": "your MLP reads x without norm2: the second branch is x + mlp(norm2(x))",
     "relu": "your MLP uses ReLU: Swin's MLP is Linear, GELU, Linear (nn.GELU())",
-}
+}.items()))
 
 
-def _swin_index_sentences(ws: int) -> dict[str, str]:
+def _swin_index_entries(ws: int) -> list[Mistake]:
     """The index mistakes that can be told apart at this window size (for ws = 2 the strides ws and 2ws - 2 agree)."""
     strides = ("index_stride_ws", "index_stride_2ws_minus_2")
-    return {v: s for v, s in SWIN_INDEX_MISTAKES.items() if not (ws == 2 and v in strides)}
+    return [m for m in SWIN_INDEX_MISTAKES if not (ws == 2 and m.name in strides)]
 
 
 def swin_index_mistakes(ws: int) -> Mistakes:
-    return {s: (lambda v=v: swin_relative_index(ws, v)) for v, s in _swin_index_sentences(ws).items()}
+    return simulated(_swin_index_entries(ws), lambda variant: swin_relative_index(ws, variant))
 
 
 def swin_attention_mistakes(state: dict[str, Tensor], x: Tensor, n_heads: int, ws: int,
                             mask: Tensor | None = None) -> Mistakes:
-    sentences = {**_swin_index_sentences(ws), **SWIN_ATTENTION_MISTAKES, "mask_ignored": SWIN_MASK_IGNORED}
-    return {s: (lambda v=v: swin_attention(state, x, n_heads, ws, mask, variant=v)) for v, s in sentences.items()}
+    return simulated([*_swin_index_entries(ws), *SWIN_ATTENTION_MISTAKES, SWIN_MASK_IGNORED],
+                     lambda variant: swin_attention(state, x, n_heads, ws, mask, variant=variant))
 
 
 def swin_block_mistakes(state: dict[str, Tensor], x: Tensor, n_heads: int, ws: int, shift: int) -> Mistakes:
-    sentences = {**_swin_index_sentences(ws), **SWIN_ATTENTION_MISTAKES, **SWIN_BLOCK_MISTAKES}
-    return {s: (lambda v=v: swin_block(state, x, n_heads, ws, shift, variant=v)) for v, s in sentences.items()}
+    return simulated([*_swin_index_entries(ws), *SWIN_ATTENTION_MISTAKES, *SWIN_BLOCK_MISTAKES],
+                     lambda variant: swin_block(state, x, n_heads, ws, shift, variant=variant))
 
 
 def swin_rolled_mistakes(state: dict[str, Tensor], x: Tensor, n_heads: int, ws: int, shift: int,
                          select: Callable[[Tensor], Tensor]) -> Mistakes:
     """For the shifted block on x rolled by +shift, rolled back by -shift and seen through `select`."""
     rolled = torch.roll(x.double(), (shift, shift), dims=(1, 2))
-    return {SWIN_BLOCK_MISTAKES[v]: (lambda v=v: select(torch.roll(swin_block(state, rolled, n_heads, ws, shift,
-                                                                               variant=v), (-shift, -shift), (1, 2))))
-            for v in ("roll_wrong_way", "no_roll_back")}
+    return simulated([m for m in SWIN_BLOCK_MISTAKES if m.name in ("roll_wrong_way", "no_roll_back")],
+                     lambda variant: select(torch.roll(swin_block(state, rolled, n_heads, ws, shift, variant=variant),
+                                                       (-shift, -shift), (1, 2))))
 
 
 def swin_block_shape_mistakes(dim: int, mlp_ratio: float, key: str) -> Mistakes:
     if not key.startswith(("mlp.0.", "mlp.2.")) or mlp_ratio == 4.0:
         return {}
-    wide = 4 * dim
-    shape = {"mlp.0.weight": (wide, dim), "mlp.0.bias": (wide,), "mlp.2.weight": (dim, wide), "mlp.2.bias": (dim,)}[key]
-    return {"your MLP's hidden width ignores mlp_ratio (4 * dim): it is int(dim * mlp_ratio)": torch.Size(shape)}
+    return bind([MLP_RATIO_IGNORED], dim, key)
 
 
 def swin_table_shape_mistakes(ws: int, n_heads: int) -> Mistakes:
-    return {
-        "your table has ws * ws rows, one per token: it has one per relative offset, (2ws - 1) ** 2 "
-        "(each of the two offsets runs from -(ws - 1) to ws - 1)": torch.Size((ws * ws, n_heads)),
-        "your table is (n_heads, (2ws - 1) ** 2): the contract's is ((2ws - 1) ** 2, n_heads), as Swin's "
-        "checkpoints hold it": torch.Size(((2 * ws - 1) ** 2, n_heads)[::-1]),
-    }
+    return bind(TABLE_SHAPE_MISTAKES_SWIN, ws, n_heads)
