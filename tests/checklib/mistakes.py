@@ -2256,54 +2256,80 @@ def _grid(x: Tensor, ws: int) -> Tensor:
     return x.reshape(B, H // ws, ws, W // ws, ws, C)
 
 
+def _permuted(x: Tensor, ws: int, *order: int) -> Tensor:
+    return _grid(x, ws).permute(*order).reshape(-1, ws * ws, x.shape[-1])
+
+
+def _split_as_transposed(x: Tensor, ws: int) -> Tensor:
+    B, H, W, C = x.shape
+    return x.reshape(B, W // ws, ws, H // ws, ws, C).permute(0, 1, 3, 2, 4, 5).reshape(-1, ws * ws, C)
+
+
+PARTITION_MISTAKES = (
+    mistake("swin_windows", "partition_column_major",
+            "your windows go down the columns of the grid first (column-major): after the view (B, H/ws, ws, W/ws, "
+            "ws, C), put the grid row before the grid column, permute(0, 1, 3, 2, 4, 5)",
+            lambda x, ws: _permuted(x, ws, 0, 3, 1, 2, 4, 5)),
+    mistake("swin_windows", "partition_tokens_column_by_column",
+            "the tokens inside each window come column by column: keep the row in the window before the column in the "
+            "window, permute(0, 1, 3, 2, 4, 5)", lambda x, ws: _permuted(x, ws, 0, 1, 3, 4, 2, 5)),
+    mistake("swin_windows", "partition_transposed",
+            "you partitioned the transposed map (windows and the tokens in them both column-major): the grid row "
+            "comes before the grid column, the row in a window before its column",
+            lambda x, ws: _permuted(x, ws, 0, 3, 1, 4, 2, 5)),
+    mistake("swin_windows", "partition_without_permute",
+            "you reshaped without permuting, so each 'window' is a strip of consecutive pixels of the rows, not a "
+            "ws x ws square: permute the view (B, H/ws, ws, W/ws, ws, C) to (0, 1, 3, 2, 4, 5) before flattening",
+            lambda x, ws: x.reshape(-1, ws * ws, x.shape[-1])),
+    mistake("swin_windows", "partition_grid_first",
+            "your windows are ordered by grid position first and image second: all windows of image 0 come first, "
+            "then those of image 1 (keep B as the first dimension)", lambda x, ws: _permuted(x, ws, 1, 3, 0, 2, 4, 5)),
+    mistake("swin_windows", "partition_as_w_h",
+            "you split the map as (B, W/ws, ws, H/ws, ws, C), as if it were (B, W, H, C): the map is (B, H, W, C), "
+            "rows first", _split_as_transposed),
+)
+
+
 def partition_mistakes(x: Tensor, ws: int) -> Mistakes:
     """window_partition(x, ws) as common mistakes compute it."""
-    B, H, W, C = x.shape
-    N = ws * ws
+    return _unambiguous(bind(PARTITION_MISTAKES, x, ws))
 
-    def permuted(*order: int) -> Tensor:
-        return _grid(x, ws).permute(*order).reshape(-1, N, C)
 
-    return _unambiguous({
-        "your windows go down the columns of the grid first (column-major): after the view (B, H/ws, ws, W/ws, "
-        "ws, C), put the grid row before the grid column, permute(0, 1, 3, 2, 4, 5)":
-            lambda: permuted(0, 3, 1, 2, 4, 5),
-        "the tokens inside each window come column by column: keep the row in the window before the column in the "
-        "window, permute(0, 1, 3, 2, 4, 5)": lambda: permuted(0, 1, 3, 4, 2, 5),
-        "you partitioned the transposed map (windows and the tokens in them both column-major): the grid row "
-        "comes before the grid column, the row in a window before its column": lambda: permuted(0, 3, 1, 4, 2, 5),
-        "you reshaped without permuting, so each 'window' is a strip of consecutive pixels of the rows, not a "
-        "ws x ws square: permute the view (B, H/ws, ws, W/ws, ws, C) to (0, 1, 3, 2, 4, 5) before flattening":
-            lambda: x.reshape(-1, N, C),
-        "your windows are ordered by grid position first and image second: all windows of image 0 come first, "
-        "then those of image 1 (keep B as the first dimension)": lambda: permuted(1, 3, 0, 2, 4, 5),
-        "you split the map as (B, W/ws, ws, H/ws, ws, C), as if it were (B, W, H, C): the map is (B, H, W, C), "
-        "rows first": lambda: x.reshape(B, W // ws, ws, H // ws, ws, C).permute(0, 1, 3, 2, 4, 5).reshape(-1, N, C),
-    })
+def _regrouped(windows: Tensor, view: tuple[int, ...], order: tuple[int, ...], shape: tuple[int, int]) -> Tensor:
+    return windows.reshape(-1, *view, windows.shape[-1]).permute(*order).reshape(-1, *shape, windows.shape[-1])
+
+
+REVERSE_MISTAKES = (
+    mistake("swin_windows", "reverse_column_major",
+            "you put the windows back column-major over the grid (window n at grid column n // (H/ws)): window n is "
+            "at grid row n // (W/ws), grid column n % (W/ws)",
+            lambda windows, ws, H, W: _regrouped(windows, (W // ws, H // ws, ws, ws), (0, 2, 3, 1, 4, 5), (H, W))),
+    mistake("swin_windows", "reverse_tokens_column_by_column",
+            "you put each window's tokens back column by column: token t is at row t // ws, column t % ws of its "
+            "window",
+            lambda windows, ws, H, W: _regrouped(windows, (H // ws, W // ws, ws, ws), (0, 1, 4, 2, 3, 5), (H, W))),
+    mistake("swin_windows", "reverse_without_permute",
+            "you reshaped the windows straight to (B, H, W, C) without undoing the permutation: view them as (B, "
+            "H/ws, W/ws, ws, ws, C) and permute(0, 1, 3, 2, 4, 5) before flattening",
+            lambda windows, ws, H, W: windows.reshape(-1, H, W, windows.shape[-1])),
+    mistake("swin_windows", "reverse_repeats_partition",
+            "you repeated window_partition's view (B, H/ws, ws, W/ws, ws, C) instead of inverting it: the windows "
+            "are (B, H/ws, W/ws, ws, ws, C), grid first",
+            lambda windows, ws, H, W: _regrouped(windows, (H // ws, ws, W // ws, ws), (0, 1, 3, 2, 4, 5), (H, W))),
+    mistake("swin_windows", "reverse_h_w_swapped",
+            "you swapped H and W: the windows were put back into a (W, H) map. The map is (B, H, W, C), H/ws rows of "
+            "windows",
+            lambda windows, ws, H, W: _regrouped(windows, (W // ws, H // ws, ws, ws), (0, 1, 3, 2, 4, 5), (W, H))),
+    mistake("swin_windows", "reverse_grid_swapped",
+            "you used W/ws rows and H/ws columns of windows (H and W swapped in the view): the grid of windows has "
+            "H/ws rows of W/ws windows",
+            lambda windows, ws, H, W: _regrouped(windows, (W // ws, H // ws, ws, ws), (0, 1, 3, 2, 4, 5), (H, W))),
+)
 
 
 def reverse_mistakes(windows: Tensor, ws: int, H: int, W: int) -> Mistakes:
     """window_reverse(windows, ws, H, W) as common mistakes compute it."""
-    C = windows.shape[-1]
-    gh, gw = H // ws, W // ws
-
-    def regrouped(view: tuple[int, ...], order: tuple[int, ...], shape: tuple[int, int] = (H, W)) -> Tensor:
-        return windows.reshape(-1, *view, C).permute(*order).reshape(-1, *shape, C)
-
-    return _unambiguous({
-        "you put the windows back column-major over the grid (window n at grid column n // (H/ws)): window n is "
-        "at grid row n // (W/ws), grid column n % (W/ws)": lambda: regrouped((gw, gh, ws, ws), (0, 2, 3, 1, 4, 5)),
-        "you put each window's tokens back column by column: token t is at row t // ws, column t % ws of its "
-        "window": lambda: regrouped((gh, gw, ws, ws), (0, 1, 4, 2, 3, 5)),
-        "you reshaped the windows straight to (B, H, W, C) without undoing the permutation: view them as (B, "
-        "H/ws, W/ws, ws, ws, C) and permute(0, 1, 3, 2, 4, 5) before flattening": lambda: windows.reshape(-1, H, W, C),
-        "you repeated window_partition's view (B, H/ws, ws, W/ws, ws, C) instead of inverting it: the windows "
-        "are (B, H/ws, W/ws, ws, ws, C), grid first": lambda: regrouped((gh, ws, gw, ws), (0, 1, 3, 2, 4, 5)),
-        "you swapped H and W: the windows were put back into a (W, H) map. The map is (B, H, W, C), H/ws rows of "
-        "windows": lambda: regrouped((gw, gh, ws, ws), (0, 1, 3, 2, 4, 5), (W, H)),
-        "you used W/ws rows and H/ws columns of windows (H and W swapped in the view): the grid of windows has "
-        "H/ws rows of W/ws windows": lambda: regrouped((gw, gh, ws, ws), (0, 1, 3, 2, 4, 5)),
-    })
+    return _unambiguous(bind(REVERSE_MISTAKES, windows, ws, H, W))
 
 
 def _slice_labels(n: int, cuts: list[int]) -> Tensor:
@@ -2325,67 +2351,97 @@ def _region_mask(H: int, W: int, ws: int, row_cuts: list[int], col_cuts: list[in
     return _mask_of(torch.roll(labels, (roll, roll), dims=(0, 1)), ws)
 
 
+def _right_mask(H: int, W: int, ws: int, s: int) -> Tensor:
+    """The contract's shifted-window mask, from region labels."""
+    return _region_mask(H, W, ws, [H - ws, H - s], [W - ws, W - s])
+
+
+def _tuple_first_slice(H: int, W: int, ws: int, s: int, both: bool) -> Tensor:
+    """The labels written with `(0, H - ws)` for slice(0, H - ws) (and the same for W when `both`):
+    indexing with a tuple picks rows 0 and H - ws, and with two tuples the two pixels (0, 0), (H-ws, W-ws)."""
+    labels = torch.zeros(1, H, W, 1, dtype=torch.long)
+    count = 0
+    for rows in ((0, H - ws), slice(H - ws, H - s), slice(H - s, H)):
+        for cols in ((0, W - ws) if both else slice(0, W - ws), slice(W - ws, W - s), slice(W - s, W)):
+            labels[:, rows, cols, :] = count
+            count += 1
+    return _mask_of(labels[0, :, :, 0], ws)
+
+
+def _shift_labels(H: int, W: int, ws: int, s: int) -> Tensor:
+    """(H, W) region numbers of the rolled map: 3 row slices times 3 column slices."""
+    return _slice_labels(H, [H - ws, H - s])[:, None] * 3 + _slice_labels(W, [W - ws, W - s])[None, :]
+
+
+MASK_FOLLOWS_PARTITION = mistake(
+    "swin_windows", "mask_follows_partition",
+    "your mask is right for windows in the order your window_partition makes, {order}: fix "
+    "window_partition (its own checks say how) and the mask follows",
+    lambda H, W, ws, s, order: _mask_of(_shift_labels(H, W, ws, s), ws, order))
+SHIFTED_MASK_MISTAKES = (
+    mistake("swin_windows", "mask_where_labels_differ",
+            "your mask is True where the two labels differ: that is the official code's `!= 0` for the -100 entries; "
+            "this mask is True where the tokens may attend, i.e. where the labels are equal",
+            lambda H, W, ws, s: ~_right_mask(H, W, ws, s)),
+    mistake("swin_windows", "labels_before_roll",
+            "your labels are the regions of the map before the roll (the first s rows and columns cut off, in the "
+            "first windows): the mask is for the rolled map, whose cuts are at H - s and W - s, in the last windows",
+            lambda H, W, ws, s: _region_mask(H, W, ws, [s], [s])),
+    mistake("swin_windows", "labels_rolled_forward",
+            "you rolled the labels by +s instead of -s (or built them for a map rolled that way): the block rolls "
+            "the map by -s, which brings the first s rows and columns to the bottom and the right",
+            lambda H, W, ws, s: _region_mask(H, W, ws, [s], [s], roll=s)),
+    mistake("swin_windows", "slices_off_by_one",
+            "your slices are off by one (a cut at H - s - 1 instead of H - s): the last region, the rows the roll "
+            "wrapped round, is [H - s, H), exactly s rows",
+            lambda H, W, ws, s: _region_mask(H, W, ws, [H - ws, H - s - 1], [W - ws, W - s - 1])),
+    mistake("swin_windows", "regions_rows_only",
+            "your regions are cut along the rows only: every one of the 3 x 3 blocks (row slice, column slice) needs "
+            "its own label, count them in the inner loop", lambda H, W, ws, s: _region_mask(H, W, ws, [H - ws, H - s], [])),
+    mistake("swin_windows", "regions_columns_only",
+            "your regions are cut along the columns only: every one of the 3 x 3 blocks (row slice, column slice) "
+            "needs its own label", lambda H, W, ws, s: _region_mask(H, W, ws, [], [W - ws, W - s])),
+    mistake("swin_windows", "mask_all_true",
+            "your mask is all True, as if the map were not rolled: the cut between the last two regions is at H - s "
+            "(and W - s), inside the last window, not at H - window_size",
+            lambda H, W, ws, s: torch.ones_like(_right_mask(H, W, ws, s))),
+    mistake("swin_windows", "shift_half_window",
+            "your mask is the one for a shift of window_size // 2 whatever shift_size says: use the shift_size "
+            "given",
+            lambda H, W, ws, s: _region_mask(H, W, ws, [H - ws, H - ws // 2], [W - ws, W - ws // 2])
+            if s != ws // 2 else None),
+    mistake("swin_windows", "first_slice_tuple",
+            "your first slice is the tuple (0, H - ws), not slice(0, H - ws): indexing with a tuple picks the two "
+            "rows 0 and H - ws instead of the rows between them", lambda H, W, ws, s: _tuple_first_slice(H, W, ws, s, False)),
+    mistake("swin_windows", "first_slices_tuples",
+            "your first slices are the tuples (0, H - ws) and (0, W - ws), not slice(0, H - ws) and slice(0, W - ws): "
+            "indexing with two tuples labels the two pixels (0, 0) and (H - ws, W - ws) only",
+            lambda H, W, ws, s: _tuple_first_slice(H, W, ws, s, True)),
+)
+MASK_DTYPE_MISTAKES = (
+    mistake("swin_windows", "float_mask",
+            "you returned Swin's float mask (0 and -100, added to the scores): return the bool mask, True where the "
+            "tokens may attend, e.g. labels[:, :, None] == labels[:, None, :]",
+            lambda H, W, ws, s: torch.zeros(_right_mask(H, W, ws, s).shape).masked_fill(~_right_mask(H, W, ws, s),
+                                                                                          -100.0)),
+    mistake("swin_windows", "float_comparison",
+            "you returned the labels' float comparison: make it bool (True where the labels are equal)",
+            lambda H, W, ws, s: _right_mask(H, W, ws, s).float()),
+)
+
+
 def shifted_mask_mistakes(H: int, W: int, ws: int, s: int) -> Mistakes:
     """shifted_window_mask(H, W, ws, s) as common mistakes compute it (bool masks)."""
-    right = _region_mask(H, W, ws, [H - ws, H - s], [W - ws, W - s])
-
-    def tuple_first_slice(both: bool) -> Tensor:
-        """The labels written with `(0, H - ws)` for slice(0, H - ws) (and the same for W when `both`):
-        indexing with a tuple picks rows 0 and H - ws, and with two tuples the two pixels (0, 0), (H-ws, W-ws)."""
-        labels = torch.zeros(1, H, W, 1, dtype=torch.long)
-        count = 0
-        for rows in ((0, H - ws), slice(H - ws, H - s), slice(H - s, H)):
-            for cols in ((0, W - ws) if both else slice(0, W - ws), slice(W - ws, W - s), slice(W - s, W)):
-                labels[:, rows, cols, :] = count
-                count += 1
-        return _mask_of(labels[0, :, :, 0], ws)
-
-    labels = _slice_labels(H, [H - ws, H - s])[:, None] * 3 + _slice_labels(W, [W - ws, W - s])[None, :]
-    follows = ("your mask is right for windows in the order your window_partition makes, {}: fix "
-               "window_partition (its own checks say how) and the mask follows")
-    return _unambiguous({
-        follows.format("column-major over the grid"): lambda: _mask_of(labels, ws, (0, 3, 1, 2, 4, 5)),
-        follows.format("tokens column by column"): lambda: _mask_of(labels, ws, (0, 1, 3, 4, 2, 5)),
-        follows.format("strips of rows (no permute)"): lambda: _mask_of(labels, ws, None),
-        "your mask is True where the two labels differ: that is the official code's `!= 0` for the -100 entries; "
-        "this mask is True where the tokens may attend, i.e. where the labels are equal": lambda: ~right,
-        "your labels are the regions of the map before the roll (the first s rows and columns cut off, in the "
-        "first windows): the mask is for the rolled map, whose cuts are at H - s and W - s, in the last windows":
-            lambda: _region_mask(H, W, ws, [s], [s]),
-        "you rolled the labels by +s instead of -s (or built them for a map rolled that way): the block rolls "
-        "the map by -s, which brings the first s rows and columns to the bottom and the right":
-            lambda: _region_mask(H, W, ws, [s], [s], roll=s),
-        "your slices are off by one (a cut at H - s - 1 instead of H - s): the last region, the rows the roll "
-        "wrapped round, is [H - s, H), exactly s rows":
-            lambda: _region_mask(H, W, ws, [H - ws, H - s - 1], [W - ws, W - s - 1]),
-        "your regions are cut along the rows only: every one of the 3 x 3 blocks (row slice, column slice) needs "
-        "its own label, count them in the inner loop": lambda: _region_mask(H, W, ws, [H - ws, H - s], []),
-        "your regions are cut along the columns only: every one of the 3 x 3 blocks (row slice, column slice) "
-        "needs its own label": lambda: _region_mask(H, W, ws, [], [W - ws, W - s]),
-        "your mask is all True, as if the map were not rolled: the cut between the last two regions is at H - s "
-        "(and W - s), inside the last window, not at H - window_size": lambda: torch.ones_like(right),
-        "your mask is the one for a shift of window_size // 2 whatever shift_size says: use the shift_size "
-        "given": lambda: _region_mask(H, W, ws, [H - ws, H - ws // 2], [W - ws, W - ws // 2]) if s != ws // 2 else None,
-        "your first slice is the tuple (0, H - ws), not slice(0, H - ws): indexing with a tuple picks the two "
-        "rows 0 and H - ws instead of the rows between them": lambda: tuple_first_slice(False),
-        "your first slices are the tuples (0, H - ws) and (0, W - ws), not slice(0, H - ws) and slice(0, W - ws): "
-        "indexing with two tuples labels the two pixels (0, 0) and (H - ws, W - ws) only":
-            lambda: tuple_first_slice(True),
-    })
+    follows: Mistakes = {}
+    for order, words in (((0, 3, 1, 2, 4, 5), "column-major over the grid"),
+                         ((0, 1, 3, 4, 2, 5), "tokens column by column"), (None, "strips of rows (no permute)")):
+        follows.update(bind([MASK_FOLLOWS_PARTITION], H, W, ws, s, order, order=words))
+    return _unambiguous({**follows, **bind(SHIFTED_MASK_MISTAKES, H, W, ws, s)})
 
 
 def mask_dtype_mistakes(H: int, W: int, ws: int, s: int) -> Mistakes:
     """The official float mask (0 where the tokens may attend, -100 where not) instead of the bool one."""
-    def right() -> Tensor:
-        return _region_mask(H, W, ws, [H - ws, H - s], [W - ws, W - s])
-
-    return {
-        "you returned Swin's float mask (0 and -100, added to the scores): return the bool mask, True where the "
-        "tokens may attend, e.g. labels[:, :, None] == labels[:, None, :]":
-            lambda: torch.zeros(right().shape).masked_fill(~right(), -100.0),
-        "you returned the labels' float comparison: make it bool (True where the labels are equal)":
-            lambda: right().float(),
-    }
+    return bind(MASK_DTYPE_MISTAKES, H, W, ws, s)
 
 
 # --- window_attention --------------------------------------------------------------------------------
