@@ -24,7 +24,7 @@ from typing import Any, Callable, Iterable
 Mistakes = dict[str, Any]
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False)  # an entry is itself: its model may be a dict
 class Mistake:
     component: str
     name: str
@@ -59,6 +59,13 @@ def mistake(component: str, name: str, sentence: str, model: Callable[..., Any] 
         raise ValueError(f"{entry.id} says what {same} says: declare the mistake once and share the entry")
     CATALOGUE[entry.id] = entry
     return entry
+
+
+def recognised(component: str, name: str, sentence: str) -> Mistake:
+    """A mistake that a check recognises by itself (from the error student code raised, or from how it called
+    something) rather than by a model's output; the check names it with `compare.diagnosed`, or passes
+    `{entry: True}` with `actual=True`."""
+    return mistake(component, name, sentence, lambda: True)
 
 
 def variants(component: str, sentences: dict[str, str] | Iterable[tuple[str, str]]) -> tuple[Mistake, ...]:

@@ -6,7 +6,8 @@ magnitude of the expected values.
 Every comparison takes `mistakes`: a mapping from a one-sentence diagnosis
 addressed to the student ("your scores equal q·kᵀ without the 1/√d factor") to
 what that mistake would have produced on the same inputs (see `mistakes.py`).
-A value may be a tensor, a `torch.Size` (the mistake is known by its shape
+A key may also be a catalogue entry (`catalogue.Mistake`), which stands for its
+sentence. A value may be a tensor, a `torch.Size` (the mistake is known by its shape
 only), a plain value (int, float, set, ...) compared with ==, or a zero-arg
 callable returning one of these, so that nothing is computed unless the check
 fails. When a check fails, every mistake is weighed (`diagnose`): it matched
@@ -25,8 +26,10 @@ from torch import Tensor
 
 from grader.results import CheckFailure, diagnosis_line
 
-# diagnosis sentence -> what the mistake gives (or a zero-arg callable computing it)
-Mistakes = Mapping[str, Any]
+from .catalogue import Mistake
+
+# diagnosis sentence (or catalogue entry) -> what the mistake gives (or a zero-arg callable computing it)
+Mistakes = Mapping["str | Mistake", Any]
 
 # (rtol, atol) per dtype; atol is scaled by max(1, |expected|.max()).
 TOLERANCES: dict[torch.dtype, tuple[float, float]] = {
@@ -77,9 +80,10 @@ def _fail(what: str, problem: str, hint: str, diagnosis: "Diagnosis | None" = No
     raise CheckFailure(message, matched, ruled_out)
 
 
-def diagnosed(message: str, sentence: str) -> CheckFailure:
+def diagnosed(message: str, mistake: "Mistake | str") -> CheckFailure:
     """The failure `message` explained by one known mistake that a check recognised by itself (an error
     that student code raised, say): the diagnosis line appended, the mistake matched."""
+    sentence = mistake.sentence if isinstance(mistake, Mistake) else mistake
     return CheckFailure(f"{message}\n{diagnosis_line([sentence])}", [sentence])
 
 
@@ -141,7 +145,8 @@ def diagnose(actual: Any, mistakes: Mistakes | None, *, expected: Any = None, rt
     """
     matched: list[str] = []
     ruled_out: list[str] = []
-    for sentence, model in (mistakes or {}).items():
+    for key, model in (mistakes or {}).items():
+        sentence = key.sentence if isinstance(key, Mistake) else key
         try:
             candidate = model() if callable(model) else model
             if candidate is None or (expected is not None and _matches(expected, candidate, rtol, atol)):

@@ -1,12 +1,17 @@
 """Mistake models: what a known, common mistake would output on the checks' own inputs.
 
-Each function below computes, grader-side and with PyTorch operations only (never
-from `solutions/`), the output of one realistic mistake, from the same inputs and
-injected weights a check already has. The `*_mistakes` bundles map a one-sentence
-diagnosis, addressed to the student, to a zero-arg callable computing that
-output, so nothing is computed unless the check fails. `compare.assert_close`
-(and friends) take such a mapping as `mistakes=` and name the mistake that the
-student's output matches.
+Each mistake is one entry of the catalogue (`catalogue.py`: an id, the component,
+the sentence addressed to the student, the model), declared once here, in its
+component's section, and shared by every check that can see it. A model
+computes, grader-side and with PyTorch operations only (never from `solutions/`),
+the output of the mistake from the same inputs and injected weights a check
+already has; a section's simulator (`attention`, `mha`, `block`, ...) computes
+many mistakes, each entry one of its switches. The `*_mistakes` bundles bind
+entries to a check's inputs: a mapping {sentence: zero-arg callable}, so that
+nothing is computed unless the check fails. `compare.assert_close` (and friends)
+take such a mapping as `mistakes=` and weigh every mistake against what came back.
+Mistakes that a check recognises by itself (from an error that student code
+raised) are entries too (`recognised`), named by the check.
 
 Models compute in float64; the comparison uses the check's own tolerance.
 """
@@ -19,7 +24,7 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor
 
-from .catalogue import Mistake, Mistakes, bind, mistake, simulated, variants
+from .catalogue import Mistake, Mistakes, bind, mistake, recognised, simulated, variants
 
 
 def mapped(mistakes: Mistakes, fn: Callable[[Any], Any]) -> Mistakes:
@@ -811,6 +816,16 @@ RMS_NORM_MISTAKES = variants("rms_norm", (
 ))
 
 
+SCALED_IN_PLACE = mistake("rms_norm", "scaled_in_place",
+                          "your RMSNorm scaled the caller's x in place (x *= ... or x.mul_): compute a new tensor",
+                          lambda x: x.double() * torch.rsqrt(x.double().pow(2).mean(-1, keepdim=True) + 1e-5))
+
+
+def scaled_in_place_mistakes(x: Tensor) -> Mistakes:
+    """For x after RMSNorm(d, eps=1e-5)(x)."""
+    return bind([SCALED_IN_PLACE], x)
+
+
 def rms_norm_mistakes(x: Tensor, state: dict[str, Tensor], eps: float, *, default_eps: bool = False) -> Mistakes:
     entries = list(RMS_NORM_MISTAKES)
     if bool((x > 0).all()):  # mean(|x|) is mean(x) there: the two mistakes cannot be told apart
@@ -1040,6 +1055,16 @@ ADAMW_MISTAKES = variants("optimizer", {
 })
 
 
+CLOSURE_NOT_CALLED = mistake("optimizer", "closure_not_called",
+                             "your step never calls the closure: it computes this step's gradients "
+                             "(and the loss to return), so call it first", lambda: 0)
+
+
+def closure_mistakes() -> Mistakes:
+    """For how many times step(closure) ran the closure."""
+    return bind([CLOSURE_NOT_CALLED])
+
+
 def adamw_run(values: list[Tensor], grads: list[list[Tensor | None]], groups: list[dict], lrs: list[list[float]],
               variant: str = "") -> list[list[Tensor]]:
     """Every step's parameters (float64) of the contract's AdamW, with the mistake `variant` switched on.
@@ -1202,6 +1227,16 @@ SCHEDULE_MISTAKES = variants("lr_schedule", {
     "after total_steps your schedule returns 0: it stays at min_lr": "zero_after",
     "after total_steps your schedule goes back to max_lr: it stays at min_lr": "max_after",
 })
+
+
+LR_AS_TENSOR = mistake("lr_schedule", "lr_as_tensor",
+                       "your lr_at returns a tensor holding the right value (torch.cos, torch.tensor): the "
+                       "schedule is a plain float, computed with math.cos", lambda right: torch.tensor(right))
+
+
+def tensor_lr_mistakes(right: float) -> Mistakes:
+    """For what lr_at returned instead of a float, the right value being `right`."""
+    return bind([LR_AS_TENSOR], right)
 
 
 def schedule_mistakes(steps: list[int], max_lr: float, min_lr: float, warmup: int, total: int) -> Mistakes:
@@ -1548,44 +1583,54 @@ def tiny_lm_mistakes(state: dict[str, Tensor], chunks: list[Tensor], *, cached: 
                      lambda variant: tiny_lm(state, chunks, cached=cached, variant=variant, **config))
 
 
+HEAD_BIAS = recognised("tiny_lm", "head_bias", "your head has a bias: nn.Linear(d_model, vocab_size, bias=False)")
+ROPE_TABLES_SAVED = recognised("tiny_lm", "rope_tables_saved",
+                               "the RoPE tables are in your state dict: register them with register_buffer(name, table, "
+                               "persistent=False); they are computed from max_len, not learned, so a checkpoint need "
+                               "not hold them")
+ROPE_FOR_D_MODEL = recognised("tiny_lm", "rope_for_d_model",
+                              "your RoPE tables are for head_dim = d_model ({d_model}); they rotate each head, so build "
+                              "them with rope_angles(max_len, d_model // n_heads) ({d_head})")
+MAX_LEN_OFF_BY_ONE = recognised("tiny_lm", "max_len_off_by_one",
+                                "your TinyLM rejects a sequence that ends at position max_len - 1 ({last}): positions "
+                                "0 .. max_len - 1 all have RoPE tables; raise only when start + T > max_len")
+MASK_WITH_CACHE = recognised("tiny_lm", "mask_with_cache",
+                             "your TinyLM passes a causal mask together with the caches: with caches the attention "
+                             "builds its own mask over the cached positions, so pass mask=None then")
+SHARED_CACHES = recognised("tiny_lm", "shared_caches",
+                           "new_caches returns the same KVCache object for every block ([KVCache()] * n repeats one "
+                           "object): make a new one per block")
+
+
 def tiny_lm_key_diagnosis(got: dict[str, Tensor], expected: set[str], max_len: int) -> str | None:
     """The diagnosis of a TinyLM state dict whose keys are not the contract's (`got`: key -> tensor)."""
     extra, missing = set(got) - expected, expected - set(got)
     if missing:
         return None
     if extra == {"head.bias"}:
-        return "your head has a bias: nn.Linear(d_model, vocab_size, bias=False)"
+        return HEAD_BIAS.text()
     if extra and all(got[k].dim() == 2 and got[k].size(0) == max_len for k in extra):
-        return ("the RoPE tables are in your state dict: register them with register_buffer(name, table, "
-                "persistent=False); they are computed from max_len, not learned, so a checkpoint need not hold them")
+        return ROPE_TABLES_SAVED.text()
     return None
 
 
 def rope_error_mistake(message: str, d_model: int, n_heads: int) -> str | None:
     """A diagnosis for an error that apply_rope raised inside the model, by the table width it names."""
     if f"tables are for {d_model}" in message and n_heads > 1:
-        return (f"your RoPE tables are for head_dim = d_model ({d_model}); they rotate each head, so build them "
-                f"with rope_angles(max_len, d_model // n_heads) ({d_model // n_heads})")
+        return ROPE_FOR_D_MODEL.text(d_model=d_model, d_head=d_model // n_heads)
     return None
 
 
 def max_len_off_by_one_mistake(max_len: int) -> str:
-    return (f"your TinyLM rejects a sequence that ends at position max_len - 1 ({max_len - 1}): positions 0 .. "
-            f"max_len - 1 all have RoPE tables; raise only when start + T > max_len")
+    return MAX_LEN_OFF_BY_ONE.text(last=max_len - 1)
 
 
 def mask_with_cache_mistake(message: str) -> str | None:
-    if "mask" in message and "cache" in message:
-        return ("your TinyLM passes a causal mask together with the caches: with caches the attention builds its "
-                "own mask over the cached positions, so pass mask=None then")
-    return None
+    return MASK_WITH_CACHE.text() if "mask" in message and "cache" in message else None
 
 
 def shared_caches_mistake(ids: list[int]) -> str | None:
-    if len(ids) > 1 and len(set(ids)) == 1:
-        return ("new_caches returns the same KVCache object for every block ([KVCache()] * n repeats one "
-                "object): make a new one per block")
-    return None
+    return SHARED_CACHES.text() if len(ids) > 1 and len(set(ids)) == 1 else None
 
 
 # --- grouped_query_attention -------------------------------------------------------------------------
@@ -1872,8 +1917,9 @@ def unambiguous(mistakes: Mistakes) -> Mistakes:
     return {s: v for s, v in values.items() if not any(o != s and _same(v, w) for o, w in values.items())}
 
 
-EMPTY_ROW = ("your filter removed every token of a row: the most probable token has no mass above it, so it always "
-             "stays (a token stays while the mass strictly more probable than it is below top_p)")
+EMPTY_ROW = recognised("sampling", "empty_row",
+                       "your filter removed every token of a row: the most probable token has no mass above it, so it "
+                       "always stays (a token stays while the mass strictly more probable than it is below top_p)")
 
 
 def filter_mistakes(logits: Tensor, got: Any, want: Tensor, temperature: float = 1.0, top_k: int | None = None,
@@ -1899,11 +1945,12 @@ def distribution_mistakes(row: Tensor, temperature: float, top_k: int | None, to
         **bind(DRAW_MISTAKES, row, temperature, top_k, top_p)})
 
 
-MULTINOMIAL_OF_LOGITS = ("you handed the logits to torch.multinomial, which takes probabilities (non-negative "
-                         "weights, no -inf): take the softmax of the filtered logits first")
+MULTINOMIAL_OF_LOGITS = recognised("sampling", "multinomial_of_logits",
+                                   "you handed the logits to torch.multinomial, which takes probabilities "
+                                   "(non-negative weights, no -inf): take the softmax of the filtered logits first")
 
 
-def draw_error_diagnosis(message: str, filtered_rows: Any) -> str | None:
+def draw_error_diagnosis(message: str, filtered_rows: Any) -> Mistake | None:
     """For torch.multinomial's complaint about its input: which mistake fed it, given what the submission's own
     filter_logits returns for the same logits and settings."""
     if "probability tensor contains" not in message or not isinstance(filtered_rows, Tensor):
@@ -1913,8 +1960,9 @@ def draw_error_diagnosis(message: str, filtered_rows: Any) -> str | None:
     return MULTINOMIAL_OF_LOGITS
 
 
-GREEDY_FILTERS = ("with temperature 0, sample_next_token called filter_logits, which rejects it: temperature 0 "
-                  "is the argmax of the logits, with no filter and no draw")
+GREEDY_FILTERS = recognised("sampling", "greedy_filters",
+                            "with temperature 0, sample_next_token called filter_logits, which rejects it: "
+                            "temperature 0 is the argmax of the logits, with no filter and no draw")
 
 
 KEPT_DIMENSION = mistake("sampling", "kept_dimension",
@@ -1958,10 +2006,12 @@ def draw_shape_mistakes(batch: int, vocab: int) -> Mistakes:
     return bind([KEPT_DIMENSION, DREW_OVER_BATCH], batch, vocab)
 
 
-GLOBAL_RANDOMNESS = ("your draws use torch's global random state (torch.multinomial, torch.rand or "
-                     "torch.manual_seed without generator=): take every random number from `generator`")
-GENERATOR_IGNORED = ("your draws do not depend on `generator`: two generators seeded differently gave the "
-                     "same tokens (a generator of your own, seeded the same at every call?)")
+GLOBAL_RANDOMNESS = recognised("sampling", "global_randomness",
+                               "your draws use torch's global random state (torch.multinomial, torch.rand or "
+                               "torch.manual_seed without generator=): take every random number from `generator`")
+GENERATOR_IGNORED = recognised("sampling", "generator_ignored",
+                               "your draws do not depend on `generator`: two generators seeded differently gave the "
+                               "same tokens (a generator of your own, seeded the same at every call?)")
 
 
 # generate: each forward call as (positions the caches held before it, which cache list (0: the first that
@@ -2064,10 +2114,12 @@ def generate_mistakes(logits_of: Callable[[Tensor], Tensor], idx: Tensor, new: i
     return bind(GENERATE_MISTAKES, logits_of, idx, new)
 
 
-LENGTH_AT_MAX_LEN = ("your length check rejects T + max_new_tokens == model.max_len, which fits (the last token "
-                     "is never fed): raise only when it is greater")
-LENGTH_PAST_MAX_LEN = ("you accept T + max_new_tokens == model.max_len + 1: the output must fit max_len positions "
-                       "(raise when T + max_new_tokens > model.max_len)")
+LENGTH_AT_MAX_LEN = recognised("sampling", "length_at_max_len",
+                               "your length check rejects T + max_new_tokens == model.max_len, which fits (the last "
+                               "token is never fed): raise only when it is greater")
+LENGTH_PAST_MAX_LEN = recognised("sampling", "length_past_max_len",
+                                 "you accept T + max_new_tokens == model.max_len + 1: the output must fit max_len "
+                                 "positions (raise when T + max_new_tokens > model.max_len)")
 
 
 # --- vit_classifier ----------------------------------------------------------------------------------
@@ -2164,14 +2216,38 @@ def vit_without_blocks_mistakes(state: dict[str, Tensor], images: Tensor, *, pat
         state, images, patch_size=patch_size, n_heads=n_heads, n_layers=0, variant=variant)))
 
 
+POS_EMB_PER_PATCH = recognised("vit_classifier", "pos_emb_per_patch",
+                               "your pos_emb has {rows} rows, one per patch: the class token gets a position too, so "
+                               "it is (1, num_patches + 1, d_model), added after the class token is prepended")
+CLS_TOKEN_SHAPE = recognised("vit_classifier", "cls_token_shape",
+                             "your cls_token is {shape}: the contract's is (1, 1, d_model), one token of a batch of "
+                             "one, expanded to (B, 1, d_model) in forward")
+NOT_LEARNED_BUFFER = recognised("vit_classifier", "not_learned_buffer",
+                                "your {key} is a buffer (register_buffer): it is saved but never learned; make it an "
+                                "nn.Parameter")
+NOT_LEARNED_FROZEN = recognised("vit_classifier", "not_learned_frozen",
+                                "your {key} is a Parameter with requires_grad=False, so it is never learned: the class "
+                                "token and the positions are trained with the rest of the model")
+UNUSED = recognised("vit_classifier", "unused",
+                    "your {key} never reaches the logits (it is not used in forward, or used detached): {fix}")
+MISSING_KEY = recognised("vit_classifier", "missing_key",
+                         "your {key} is not in the state dict: a plain tensor attribute is neither saved nor learned; "
+                         "make it an nn.Parameter named {key}")
+DROPOUT_BY_DEFAULT = recognised("vit_classifier", "dropout_by_default",
+                                "your ViT drops values in train mode with its default dropout=0.0: pass dropout on to "
+                                "every TransformerBlock(d_model, n_heads, d_ff, dropout) (the block's own default is "
+                                "0.1), and add no dropout of your own")
+DROPOUT_IGNORED = recognised("vit_classifier", "dropout_ignored",
+                             "your ViT ignores dropout: with dropout=0.5 two calls in train mode gave the same logits; "
+                             "pass it on to every TransformerBlock(d_model, n_heads, d_ff, dropout)")
+
+
 def vit_shape_diagnosis(key: str, shape: tuple[int, ...], num_patches: int, d_model: int) -> str | None:
     """The diagnosis of a cls_token or pos_emb of the wrong shape."""
     if key == "pos_emb" and shape in ((1, num_patches, d_model), (num_patches, d_model)):
-        return (f"your pos_emb has {num_patches} rows, one per patch: the class token gets a position too, so it "
-                f"is (1, num_patches + 1, d_model), added after the class token is prepended")
+        return POS_EMB_PER_PATCH.text(rows=num_patches)
     if key == "cls_token" and shape in ((1, d_model), (d_model,)):
-        return (f"your cls_token is {shape}: the contract's is (1, 1, d_model), one token of a batch of one, "
-                f"expanded to (B, 1, d_model) in forward")
+        return CLS_TOKEN_SHAPE.text(shape=shape)
     return None
 
 
@@ -2189,34 +2265,23 @@ def vit_load_diagnosis(message: str, num_patches: int, d_model: int) -> str | No
 
 
 def vit_not_learned_diagnosis(key: str, is_buffer: bool) -> str:
-    if is_buffer:
-        return (f"your {key} is a buffer (register_buffer): it is saved but never learned; make it an "
-                f"nn.Parameter")
-    return (f"your {key} is a Parameter with requires_grad=False, so it is never learned: the class token and "
-            f"the positions are trained with the rest of the model")
+    return (NOT_LEARNED_BUFFER if is_buffer else NOT_LEARNED_FROZEN).text(key=key)
 
 
 def vit_unused_diagnosis(key: str) -> str:
-    return (f"your {key} never reaches the logits (it is not used in forward, or used detached): "
-            + ("prepend the class token to the patches" if key == "cls_token" else
-               "add pos_emb to the tokens once the class token is prepended"))
+    return UNUSED.text(key=key, fix="prepend the class token to the patches" if key == "cls_token" else
+                       "add pos_emb to the tokens once the class token is prepended")
 
 
 def vit_missing_key_diagnosis(missing: set[str]) -> str | None:
     for key in ("pos_emb", "cls_token"):
         if key in missing:
-            return (f"your {key} is not in the state dict: a plain tensor attribute is neither saved nor learned; "
-                    f"make it an nn.Parameter named {key}")
+            return MISSING_KEY.text(key=key)
     return None
 
 
 def vit_dropout_diagnosis(default: bool) -> str:
-    if default:
-        return ("your ViT drops values in train mode with its default dropout=0.0: pass dropout on to every "
-                "TransformerBlock(d_model, n_heads, d_ff, dropout) (the block's own default is 0.1), and add no "
-                "dropout of your own")
-    return ("your ViT ignores dropout: with dropout=0.5 two calls in train mode gave the same logits; pass it on "
-            "to every TransformerBlock(d_model, n_heads, d_ff, dropout)")
+    return (DROPOUT_BY_DEFAULT if default else DROPOUT_IGNORED).text()
 
 
 # --- swin_windows ------------------------------------------------------------------------------------
