@@ -16,6 +16,42 @@ class CaseResult:
     component: str
     status: str
     message: str = ""
+    # the known mistakes (tests/checklib/mistakes.py, by sentence) whose output this case's failure matched,
+    # and those it ruled out: what the grader weighs over all of a check's cases (scoring.py)
+    matched: list[str] = field(default_factory=list)
+    ruled_out: list[str] = field(default_factory=list)
+
+
+class CheckFailure(AssertionError):
+    """A check's failure: its message (what plain pytest prints) and the known mistakes (sentences) that
+    what came back matched or ruled out on this case, which the grader weighs over all of a check's cases."""
+
+    def __init__(self, message: str, matched: list[str] | None = None, ruled_out: list[str] | None = None) -> None:
+        super().__init__(message)
+        self.matched = list(matched or [])
+        self.ruled_out = list(ruled_out or [])
+
+
+DIAGNOSIS = "  diagnosis: "
+HINT = "  hint: "
+AMBIGUOUS = "this matches more than one known mistake, and these inputs cannot tell them apart: "
+
+
+def diagnosis_line(sentences: list[str]) -> str:
+    """The line a message carries for the known mistakes that explain it ("" for none)."""
+    if not sentences:
+        return ""
+    return DIAGNOSIS + (sentences[0] if len(sentences) == 1 else AMBIGUOUS + "; ".join(sentences))
+
+
+def with_diagnosis(message: str, sentences: list[str]) -> str:
+    """`message` with its diagnosis line (if any) replaced by the one for `sentences`, before the hint."""
+    lines = [line for line in message.split("\n") if not line.startswith(DIAGNOSIS)]
+    line = diagnosis_line(sentences)
+    if line:
+        at = next((i for i, text in enumerate(lines) if i and text.startswith(HINT)), len(lines))
+        lines.insert(at, line)
+    return "\n".join(lines)
 
 
 @dataclass

@@ -41,8 +41,7 @@ def schedule(impl, steps, max_lr, min_lr, warmup, total, what: str) -> torch.Ten
             right = expected(step, max_lr, min_lr, warmup, total)
             fail(f"lr_at({step}, ...) in {what}", f"expected a float, got {type(lr).__name__} {lr!r:.60}",
                  hint="return a plain Python float (math.cos, not torch.cos; no tensor)", actual=lr,
-                 mistakes={"your lr_at returns a tensor holding the right value (torch.cos, torch.tensor): the "
-                           "schedule is a plain float, computed with math.cos": torch.tensor(right)})
+                 mistakes=mistakes.tensor_lr_mistakes(right))
         values.append(float(lr))
     return torch.tensor(values, dtype=torch.float64)
 

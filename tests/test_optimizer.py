@@ -171,8 +171,7 @@ def test_adamw_step_with_a_closure(impl, gen, dtype):
     if calls != 1:
         fail("AdamW.step(closure)", f"the closure ran {calls} times, expected once",
              hint="call the closure (under torch.enable_grad()) once, before updating, and keep what it returns",
-             actual=calls, mistakes={"your step never calls the closure: it computes this step's gradients "
-                                     "(and the loss to return), so call it first": 0})
+             actual=calls, mistakes=mistakes.closure_mistakes())
     if not (isinstance(returned, torch.Tensor) and returned.numel() == 1 and float(returned) == 1.5):
         fail("AdamW.step(closure)", f"expected the closure's loss tensor(1.5) back, got {returned!r:.80}",
              hint="step returns the loss the closure returned")

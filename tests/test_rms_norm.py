@@ -127,8 +127,7 @@ def test_does_not_modify_input(impl, gen):
     _, (after,) = m.call_returning_args(x.clone())
     assert_equal(after, x, what=f"x after {call(d, 1e-5, x)}",
                  hint="forward must not change its input: write x * ..., not x *= ... or x.mul_(...)",
-                 mistakes={"your RMSNorm scaled the caller's x in place (x *= ... or x.mul_): compute a new tensor":
-                           lambda: x.double() * torch.rsqrt(x.double().pow(2).mean(-1, keepdim=True) + 1e-5)})
+                 mistakes=mistakes.scaled_in_place_mistakes(x))
 
 
 def test_from_scratch(target_folder):

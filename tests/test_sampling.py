@@ -16,7 +16,7 @@ import pytest
 import torch
 
 from checklib import adapters, mistakes
-from checklib.compare import assert_close, assert_equal, check_tensor, fail
+from checklib.compare import assert_close, assert_equal, check_tensor, diagnosed, fail
 from checklib.student import expect_value_error
 from checklib.weights import randn
 from grader.sandbox.protocol import StudentError
@@ -200,7 +200,7 @@ def draw(impl, logits: torch.Tensor, *, what: str, **kw):
         diagnosis = mistakes.draw_error_diagnosis(exc.message, rows)
         if diagnosis is None:
             raise
-        raise AssertionError(f"{what}: {exc.describe()}\n  diagnosis: {diagnosis}") from None
+        raise diagnosed(f"{what}: {exc.describe()}", diagnosis) from None
 
 
 def first_argmax(logits: torch.Tensor) -> torch.Tensor:
@@ -218,7 +218,7 @@ def test_greedy_is_first_argmax(impl, gen, kind, kw):
         got = adapters.sample_next_token(impl)(logits, temperature=0.0, **kw)
     except StudentError as exc:
         if type(exc) is StudentError and "ValueError" in exc.kinds:
-            raise AssertionError(f"{what}: {exc.describe()}\n  diagnosis: {mistakes.GREEDY_FILTERS}") from None
+            raise diagnosed(f"{what}: {exc.describe()}", mistakes.GREEDY_FILTERS) from None
         raise
     want = first_argmax(logits)
     hint = "temperature 0 is greedy: each row's index of its largest logit, the first one on a tie (argmax(dim=-1))"
@@ -358,7 +358,7 @@ def generate_call(impl, model, idx: torch.Tensor, new: int, what: str, **kw):
         last = exc.where.strip().splitlines()[-1] if exc.where.strip() else ""
         if type(exc) is StudentError and "ValueError" in exc.kinds and idx.shape[1] + new == MAX_LEN \
                 and " in generate: raise" in last:
-            raise AssertionError(f"{what}: {exc.describe()}\n  diagnosis: {mistakes.LENGTH_AT_MAX_LEN}") from None
+            raise diagnosed(f"{what}: {exc.describe()}", mistakes.LENGTH_AT_MAX_LEN) from None
         raise
 
 
@@ -482,6 +482,6 @@ def test_generate_rejects_bad_lengths(impl, gen, length, new):
         message = expect_value_error(adapters.generate(impl), model.lm, idx, new, what=what)
     except AssertionError as exc:
         if length + new == MAX_LEN + 1 and "but it returned" in str(exc):
-            raise AssertionError(f"{exc}\n  diagnosis: {mistakes.LENGTH_PAST_MAX_LEN}") from None
+            raise diagnosed(str(exc), mistakes.LENGTH_PAST_MAX_LEN) from None
         raise
     assert message, "the ValueError should say which length is wrong"

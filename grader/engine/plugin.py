@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 from ..paths import PYPROJECT, ROOT
-from ..results import ERROR, FAILED, MESSAGE_LIMIT, NOT_STARTED, PASSED, TIMEOUT, CaseResult
+from ..results import ERROR, FAILED, MESSAGE_LIMIT, NOT_STARTED, PASSED, TIMEOUT, CaseResult, CheckFailure
 from ..sandbox.confine import Plan
 from ..sandbox.loader import ImplementationLoadError
 from ..sandbox.protocol import Limits, LoadFailed, NotStarted, StudentError, StudentTimeout
@@ -50,6 +50,8 @@ class Collector:
         case = CaseResult(item.nodeid, check, marker.args[0], PASSED)
         if report.failed:
             case.status, case.message = _classify(call, report)
+            if call.excinfo is not None and isinstance(call.excinfo.value, CheckFailure):
+                case.matched, case.ruled_out = call.excinfo.value.matched, call.excinfo.value.ruled_out
         previous = self.cases.get(item.nodeid)
         if previous is None or previous.status == PASSED:
             self.cases[item.nodeid] = case

@@ -8,7 +8,25 @@ from ..contract import FILES
 from ..course import POINT_UNITS, Component
 from ..figures import figures_showing, see_line
 from ..i18n import _
-from ..results import ERROR, FAILED, NOT_STARTED, PASSED, TIMEOUT, CaseResult, CheckResult, ComponentResult
+from ..results import (ERROR, FAILED, NOT_STARTED, PASSED, TIMEOUT, CaseResult, CheckResult, ComponentResult,
+                       with_diagnosis)
+
+
+def named_mistakes(cases: list[CaseResult]) -> list[str] | None:
+    """The known mistakes that explain a check's failing cases: each matched in at least one of them and
+    ruled out in none (in the order first matched); None where no case weighed any mistake."""
+    failing = [c for c in cases if c.status != PASSED]
+    if not any(c.matched or c.ruled_out for c in failing):
+        return None
+    ruled_out = {sentence for c in failing for sentence in c.ruled_out}
+    return list(dict.fromkeys(s for c in failing for s in c.matched if s not in ruled_out))
+
+
+def _diagnosed_message(runs: list[CaseResult]) -> str:
+    """A failing check's message: its first failing case's, with the diagnosis that all its cases give."""
+    message = next(c for c in runs if c.status != PASSED).message
+    named = named_mistakes(runs)
+    return message if named is None else with_diagnosis(message, named)
 
 
 def score_component(component: Component, cases: list[CaseResult], load_errors: dict[str, str]) -> ComponentResult:
@@ -35,7 +53,7 @@ def score_component(component: Component, cases: list[CaseResult], load_errors: 
         status = PASSED if failing is None else failing.status
         if failing is not None and status == NOT_STARTED and any(c.status not in (NOT_STARTED, PASSED) for c in runs):
             status = FAILED
-        outcomes[name] = (status, passed, len(runs), "" if failing is None else failing.message)
+        outcomes[name] = (status, passed, len(runs), "" if failing is None else _diagnosed_message(runs))
 
     def earned(name: str) -> Fraction:
         _, passed, total, _ = outcomes[name]

@@ -6,22 +6,30 @@ magnitude of the expected values.
 Every comparison takes `mistakes`: a mapping from a one-sentence diagnosis
 addressed to the student ("your scores equal q·kᵀ without the 1/√d factor") to
 what that mistake would have produced on the same inputs (see `mistakes.py`).
-A value may be a tensor, a `torch.Size` (the mistake is known by its shape
+A key may also be a catalogue entry (`catalogue.Mistake`), which stands for its
+sentence. A value may be a tensor, a `torch.Size` (the mistake is known by its shape
 only), a plain value (int, float, set, ...) compared with ==, or a zero-arg
 callable returning one of these, so that nothing is computed unless the check
-fails. When a check fails and what came back matches a mistake (same shape,
-and close with the check's tolerance), the message gets a line
-`  diagnosis: <sentence>` before the hint.
+fails. When a check fails, every mistake is weighed (`diagnose`): it matched
+(what came back is its output, which is not the expected one) or it is ruled
+out (its output differs from both). The failure (a `CheckFailure`) carries both
+lists, which the grader weighs over all of the check's cases; its own text gets
+a line `  diagnosis: <sentence>` before the hint when exactly one mistake
+matched on this case, and a line saying so when several did.
 """
 from __future__ import annotations
 
-from typing import Any, Mapping
+from typing import Any, Mapping, NamedTuple
 
 import torch
 from torch import Tensor
 
-# diagnosis sentence -> what the mistake gives (or a zero-arg callable computing it)
-Mistakes = Mapping[str, Any]
+from grader.results import CheckFailure, diagnosis_line
+
+from .catalogue import Mistake
+
+# diagnosis sentence (or catalogue entry) -> what the mistake gives (or a zero-arg callable computing it)
+Mistakes = Mapping["str | Mistake", Any]
 
 # (rtol, atol) per dtype; atol is scaled by max(1, |expected|.max()).
 TOLERANCES: dict[torch.dtype, tuple[float, float]] = {
@@ -62,13 +70,21 @@ def _values(expected: Any, got: Any) -> str:
     return f"expected {expected!r}, got {got!r}"
 
 
-def _fail(what: str, problem: str, hint: str, diagnosis: str | None = None) -> None:
+def _fail(what: str, problem: str, hint: str, diagnosis: "Diagnosis | None" = None) -> None:
+    matched, ruled_out = diagnosis or ([], [])
     message = f"{what}: {problem}"
-    if diagnosis:
-        message += f"\n  diagnosis: {diagnosis}"
+    if matched:
+        message += "\n" + diagnosis_line(matched)
     if hint:
         message += f"\n  hint: {hint}"
-    raise AssertionError(message)
+    raise CheckFailure(message, matched, ruled_out)
+
+
+def diagnosed(message: str, mistake: "Mistake | str") -> CheckFailure:
+    """The failure `message` explained by one known mistake that a check recognised by itself (an error
+    that student code raised, say): the diagnosis line appended, the mistake matched."""
+    sentence = mistake.sentence if isinstance(mistake, Mistake) else mistake
+    return CheckFailure(f"{message}\n{diagnosis_line([sentence])}", [sentence])
 
 
 def _bad_values(got: Tensor, reference: Tensor, rtol: float, atol: float, *, finite_scale: bool = False
@@ -109,24 +125,42 @@ def _matches(actual: Any, candidate: Any, rtol: float | None, atol: float | None
     return bool(actual == candidate)
 
 
-def diagnose(actual: Any, mistakes: Mistakes | None, *, expected: Any = None, rtol: float | None = None,
-             atol: float | None = None) -> str | None:
-    """The sentence of the first mistake whose output `actual` matches, or None.
+class Diagnosis(NamedTuple):
+    """What one failing case says of the known mistakes (their sentences)."""
 
-    A mistake that gives the expected result on these inputs says nothing and is skipped,
-    and so is a mistake model that cannot be computed for them (it raises): a diagnosis
-    only ever adds a line to a failure, it never causes or hides one.
+    matched: list[str]  # what came back is this mistake's output (and not the expected one)
+    ruled_out: list[str]  # this mistake's output is neither what came back nor the expected one
+
+
+def diagnose(actual: Any, mistakes: Mistakes | None, *, expected: Any = None, rtol: float | None = None,
+             atol: float | None = None, dtype_failed: bool = False) -> Diagnosis:
+    """Weigh every mistake against what came back (`actual`) on one failing case.
+
+    A mistake that gives the expected result on these inputs says nothing, and so does
+    one whose model cannot be computed for them (it raises, or gives None): a diagnosis
+    only ever adds a line to a failure, it never causes or hides one. A mistake is ruled
+    out only where the expected result is known. Where the check failed on the dtype
+    (`dtype_failed`), a model of another dtype than `actual`'s does not match on values
+    alone (nor is it ruled out by them).
     """
-    for sentence, model in (mistakes or {}).items():
+    matched: list[str] = []
+    ruled_out: list[str] = []
+    for key, model in (mistakes or {}).items():
+        sentence = key.sentence if isinstance(key, Mistake) else key
         try:
             candidate = model() if callable(model) else model
-            if expected is not None and _matches(expected, candidate, rtol, atol):
+            if candidate is None or (expected is not None and _matches(expected, candidate, rtol, atol)):
                 continue
-            if _matches(actual, candidate, rtol, atol):
-                return sentence
+            same = _matches(actual, candidate, rtol, atol)
         except Exception:  # noqa: BLE001 - a mistake that does not apply to these inputs
             continue
-    return None
+        if same and dtype_failed and isinstance(candidate, Tensor) and candidate.dtype != actual.dtype:
+            continue
+        if same:
+            matched.append(sentence)
+        elif expected is not None:
+            ruled_out.append(sentence)
+    return Diagnosis(matched, ruled_out)
 
 
 def fail(what: str, problem: str, *, hint: str = "", actual: Any = None, expected: Any = None,
@@ -140,7 +174,7 @@ def check_tensor(actual, *, what: str, shape=None, dtype: torch.dtype | None = N
     """Fail unless `actual` is a plain tensor of the given shape, dtype and device."""
     problem = _tensor_problem(actual, shape, dtype, device)
     if problem is not None:
-        _fail(what, problem, hint, diagnose(actual, mistakes))
+        _fail(what, problem, hint, diagnose(actual, mistakes, dtype_failed=_dtype_failed(actual, shape, dtype)))
     return actual
 
 
@@ -154,6 +188,12 @@ def _tensor_problem(actual, shape, dtype, device) -> str | None:
     if device is not None and actual.device != torch.device(device):
         return f"expected a tensor on device {torch.device(device)}, got one on {actual.device}"
     return None
+
+
+def _dtype_failed(actual: Any, shape, dtype: torch.dtype | None) -> bool:
+    """Whether a check of (shape, dtype) fails `actual` on its dtype (its shape being right)."""
+    return (isinstance(actual, Tensor) and dtype is not None and actual.dtype != dtype
+            and (shape is None or tuple(actual.shape) == tuple(shape)))
 
 
 def assert_close(
@@ -173,7 +213,9 @@ def assert_close(
     atol = default_atol if atol is None else atol
     problem = _tensor_problem(actual, expected.shape, expected.dtype if check_dtype else None, None)
     if problem is not None:
-        _fail(what, problem, hint, diagnose(actual, mistakes, expected=expected, rtol=rtol, atol=atol))
+        _fail(what, problem, hint, diagnose(actual, mistakes, expected=expected, rtol=rtol, atol=atol,
+                                            dtype_failed=check_dtype and _dtype_failed(actual, expected.shape,
+                                                                                       expected.dtype)))
     reference = expected.to(torch.float64)
     got = actual.to(torch.float64)
     bad_values, scale = _bad_values(got, reference, rtol, atol)
@@ -197,7 +239,8 @@ def assert_equal(actual, expected: Tensor, *, what: str, hint: str = "", mistake
     """Bit-identical values (NaN equal to NaN), same shape and dtype (and a diagnosis, see `mistakes`)."""
     problem = _tensor_problem(actual, expected.shape, expected.dtype, None)
     if problem is not None:
-        _fail(what, problem, hint, diagnose(actual, mistakes, expected=expected))
+        _fail(what, problem, hint, diagnose(actual, mistakes, expected=expected,
+                                            dtype_failed=_dtype_failed(actual, expected.shape, expected.dtype)))
     same = (actual == expected) | (torch.isnan(actual) & torch.isnan(expected)) if actual.is_floating_point() else actual == expected
     if bool(same.all()):
         return

@@ -1,25 +1,30 @@
 """Mistake models: what a known, common mistake would output on the checks' own inputs.
 
-Each function below computes, grader-side and with PyTorch operations only (never
-from `solutions/`), the output of one realistic mistake, from the same inputs and
-injected weights a check already has. The `*_mistakes` bundles map a one-sentence
-diagnosis, addressed to the student, to a zero-arg callable computing that
-output, so nothing is computed unless the check fails. `compare.assert_close`
-(and friends) take such a mapping as `mistakes=` and name the mistake that the
-student's output matches.
+Each mistake is one entry of the catalogue (`catalogue.py`: an id, the component,
+the sentence addressed to the student, the model), declared once here, in its
+component's section, and shared by every check that can see it. A model
+computes, grader-side and with PyTorch operations only (never from `solutions/`),
+the output of the mistake from the same inputs and injected weights a check
+already has; a section's simulator (`attention`, `mha`, `block`, ...) computes
+many mistakes, each entry one of its switches. The `*_mistakes` bundles bind
+entries to a check's inputs: a mapping {sentence: zero-arg callable}, so that
+nothing is computed unless the check fails. `compare.assert_close` (and friends)
+take such a mapping as `mistakes=` and weigh every mistake against what came back.
+Mistakes that a check recognises by itself (from an error that student code
+raised) are entries too (`recognised`), named by the check.
 
 Models compute in float64; the comparison uses the check's own tolerance.
 """
 from __future__ import annotations
 
 import math
-from typing import Any, Callable
+from typing import Any, Callable, NamedTuple
 
 import torch
 import torch.nn.functional as F
 from torch import Tensor
 
-Mistakes = dict[str, Any]
+from .catalogue import Mistake, Mistakes, bind, mistake, recognised, simulated, variants
 
 
 def mapped(mistakes: Mistakes, fn: Callable[[Any], Any]) -> Mistakes:
@@ -33,42 +38,79 @@ def scores(q: Tensor, k: Tensor, scale: float) -> Tensor:
     return q.double() @ k.double().transpose(-2, -1) * scale
 
 
+SCORES_MISTAKES = (
+    mistake("scaling", "no_scale", "your scores equal q·kᵀ without the 1/√d factor (d = q.size(-1))",
+            lambda q, k: scores(q, k, 1.0)),
+    mistake("scaling", "divided_by_d", "your scores are q·kᵀ divided by d instead of by √d",
+            lambda q, k: scores(q, k, 1.0 / q.shape[-1])),
+    mistake("scaling", "softmax_applied",
+            "your attention_scores applies softmax already: it returns the scaled scores q·kᵀ/√d, and the softmax "
+            "comes later, in scaled_dot_product_attention",
+            lambda q, k: scores(q, k, q.shape[-1] ** -0.5).softmax(dim=-1)),
+    mistake("scaling", "multiplied_by_sqrt_d", "your scores are q·kᵀ multiplied by √d instead of divided by it",
+            lambda q, k: scores(q, k, math.sqrt(q.shape[-1]))),
+    mistake("scaling", "divided_by_sqrt_queries",
+            "your scores are q·kᵀ divided by √Tq, the square root of the number of queries (dim -2), "
+            "instead of √d, the feature size (dim -1)", lambda q, k: scores(q, k, 1.0 / math.sqrt(q.shape[-2]))),
+    mistake("scaling", "divided_by_sqrt_keys",
+            "your scores are q·kᵀ divided by √Tk, the square root of the number of keys, "
+            "instead of √d, the feature size (dim -1)", lambda q, k: scores(q, k, 1.0 / math.sqrt(k.shape[-2]))),
+)
+Q_SCALED_IN_PLACE = mistake("scaling", "q_scaled_in_place",
+                            "attention_scores divided the caller's q by √d in place (q /= ...): "
+                            "compute a new tensor instead", lambda q: q.double() / math.sqrt(q.shape[-1]))
+
+
 def scores_mistakes(q: Tensor, k: Tensor) -> Mistakes:
-    d, t_q, t_k = q.shape[-1], q.shape[-2], k.shape[-2]
-    return {
-        "your scores equal q·kᵀ without the 1/√d factor (d = q.size(-1))": lambda: scores(q, k, 1.0),
-        "your scores are q·kᵀ divided by d instead of by √d": lambda: scores(q, k, 1.0 / d),
-        "your attention_scores applies softmax already: it returns the scaled scores q·kᵀ/√d, and the softmax "
-        "comes later, in scaled_dot_product_attention": lambda: scores(q, k, d ** -0.5).softmax(dim=-1),
-        "your scores are q·kᵀ multiplied by √d instead of divided by it": lambda: scores(q, k, math.sqrt(d)),
-        "your scores are q·kᵀ divided by √Tq, the square root of the number of queries (dim -2), "
-        "instead of √d, the feature size (dim -1)": lambda: scores(q, k, 1.0 / math.sqrt(t_q)),
-        "your scores are q·kᵀ divided by √Tk, the square root of the number of keys, "
-        "instead of √d, the feature size (dim -1)": lambda: scores(q, k, 1.0 / math.sqrt(t_k)),
-    }
+    return bind(SCORES_MISTAKES, q, k)
 
 
 def q_scaled_in_place_mistakes(q: Tensor) -> Mistakes:
-    return {"attention_scores divided the caller's q by √d in place (q /= ...): "
-            "compute a new tensor instead": lambda: q.double() / math.sqrt(q.shape[-1])}
+    return bind([Q_SCALED_IN_PLACE], q)
 
 
 # --- masking -----------------------------------------------------------------------------------------
 
+def _ones(q_len: int, k_len: int) -> Tensor:
+    return torch.ones(q_len, k_len, dtype=torch.bool)
+
+
+CAUSAL_MASK_MISTAKES = (
+    mistake("masking", "diagonal_excluded",
+            "your mask excludes the diagonal: a query may attend its own position too "
+            "(j <= i + (k_len - q_len), not <)", lambda q_len, k_len: _ones(q_len, k_len).tril(diagonal=k_len - q_len - 1)),
+    mistake("masking", "offset_ignored",
+            "your mask ignores the offset k_len - q_len: the queries are the LAST q_len positions, "
+            "so the diagonal moves right by k_len - q_len", lambda q_len, k_len: _ones(q_len, k_len).tril()),
+    mistake("masking", "upper_triangle",
+            "your mask keeps the upper triangle (triu): True must be on and below the (shifted) diagonal, "
+            "so queries never see the future", lambda q_len, k_len: _ones(q_len, k_len).triu(diagonal=k_len - q_len)),
+    mistake("masking", "inverted_causal", "your mask is inverted: True must mark the keys a query MAY attend",
+            lambda q_len, k_len: ~_ones(q_len, k_len).tril(diagonal=k_len - q_len)),
+    mistake("masking", "transposed", "your mask is transposed: it should be (q_len, k_len), one row per query",
+            lambda q_len, k_len: _ones(k_len, q_len).tril(diagonal=q_len - k_len)),
+)
+MASKED_WHERE_ALLOWED = mistake(
+    "masking", "masked_where_allowed",
+    "you masked the positions where the mask is True; True means 'may attend', so fill where it is False "
+    "(masked_fill(~mask, ...))", lambda scores, full_mask, fill: torch.full_like(scores[full_mask], fill))
+MASKED_FILL_MISTAKES = (
+    mistake("masking", "filled_with_zero", "you filled the masked scores with 0, and softmax still gives a score of 0 "
+            "real weight", lambda masked, scores_there: torch.zeros_like(masked)),
+    mistake("masking", "not_applied", "the masked positions still hold their original scores: the mask was not applied",
+            lambda masked, scores_there: scores_there),
+)
+FILL_NOT_LOW_ENOUGH = mistake(
+    "masking", "fill_not_low_enough",
+    "you filled the masked scores with {fill:g}, which is not low enough: real scores can be as low "
+    "as -1e6, so use -inf, torch.finfo(dtype).min or a constant <= -1e9", lambda masked, scores_there: masked)
+FILLED_IN_PLACE = mistake("masking", "filled_in_place",
+                          "apply_mask filled the caller's scores in place (masked_fill_): use masked_fill or torch.where, "
+                          "which return a new tensor", lambda scores, full, fill: scores.masked_fill(~full, fill))
+
+
 def causal_mask_mistakes(q_len: int, k_len: int) -> Mistakes:
-    offset = k_len - q_len
-    ones = torch.ones(q_len, k_len, dtype=torch.bool)
-    return {
-        "your mask excludes the diagonal: a query may attend its own position too "
-        "(j <= i + (k_len - q_len), not <)": lambda: ones.tril(diagonal=offset - 1),
-        "your mask ignores the offset k_len - q_len: the queries are the LAST q_len positions, "
-        "so the diagonal moves right by k_len - q_len": lambda: ones.tril(),
-        "your mask keeps the upper triangle (triu): True must be on and below the (shifted) diagonal, "
-        "so queries never see the future": lambda: ones.triu(diagonal=offset),
-        "your mask is inverted: True must mark the keys a query MAY attend": lambda: ~ones.tril(diagonal=offset),
-        "your mask is transposed: it should be (q_len, k_len), one row per query":
-            lambda: torch.ones(k_len, q_len, dtype=torch.bool).tril(diagonal=-offset),
-    }
+    return bind(CAUSAL_MASK_MISTAKES, q_len, k_len)
 
 
 def _masked_value(values: Tensor) -> float | None:
@@ -82,59 +124,58 @@ def kept_where_allowed_mistakes(out: Tensor, scores: Tensor, full_mask: Tensor) 
     """For `out[full_mask]` (the allowed positions): what comes back if the mask was used the wrong way round."""
     fill = _masked_value(out[full_mask])
     low = fill is not None and (fill <= -1e9 or fill == float("-inf"))
-    return {
-        "you masked the positions where the mask is True; True means 'may attend', so fill where it is False "
-        "(masked_fill(~mask, ...))": lambda: torch.full_like(scores[full_mask], fill) if low else None,
-    }
+    return bind([MASKED_WHERE_ALLOWED], scores, full_mask, fill) if low else {}
 
 
 def masked_fill_mistakes(masked: Tensor, scores_there: Tensor) -> Mistakes:
     """For the values at the masked positions: a fill that is not low enough, or no fill at all."""
     fill = _masked_value(masked)
-    mistakes: Mistakes = {
-        "you filled the masked scores with 0, and softmax still gives a score of 0 real weight":
-            lambda: torch.zeros_like(masked),
-        "the masked positions still hold their original scores: the mask was not applied":
-            lambda: scores_there,
-    }
+    mistakes = bind(MASKED_FILL_MISTAKES, masked, scores_there)
     if fill is not None and fill != 0 and fill > -1e9:
-        mistakes[f"you filled the masked scores with {fill:g}, which is not low enough: real scores can be as low "
-                 "as -1e6, so use -inf, torch.finfo(dtype).min or a constant <= -1e9"] = lambda: masked
+        mistakes.update(bind([FILL_NOT_LOW_ENOUGH], masked, scores_there, fill=fill))
     return mistakes
 
 
 def filled_in_place_mistakes(scores: Tensor, mask: Tensor, after: Tensor) -> Mistakes:
     full = mask.expand(scores.shape)
     fill = _masked_value(after[~full])
-    return {"apply_mask filled the caller's scores in place (masked_fill_): use masked_fill or torch.where, "
-            "which return a new tensor": lambda: scores.masked_fill(~full, fill) if fill is not None else None}
+    return bind([FILLED_IN_PLACE], scores, full, fill) if fill is not None else {}
 
 
 # --- head_splitting ----------------------------------------------------------------------------------
 
+SPLIT_MISTAKES = (
+    mistake("head_splitting", "split_by_view",
+            "you viewed (B, T, D) directly as (B, H, T, Dh) with reshape/view: first view it as (B, T, H, Dh), "
+            "then swap T and H with transpose(1, 2)",
+            lambda x, n_heads: x.reshape(x.shape[0], n_heads, x.shape[1], x.shape[2] // n_heads)),
+    mistake("head_splitting", "interleaved_heads",
+            "your heads are interleaved: head h got every H-th feature instead of the contiguous slice "
+            "h*Dh .. (h+1)*Dh - 1 (view D as (H, Dh), not (Dh, H))",
+            lambda x, n_heads: x.reshape(x.shape[0], x.shape[1], x.shape[2] // n_heads, n_heads).permute(0, 3, 1, 2)),
+    mistake("head_splitting", "split_not_transposed",
+            "you split D into (H, Dh) but did not swap T and H: the result must be (B, H, T, Dh)",
+            lambda x, n_heads: x.reshape(x.shape[0], x.shape[1], n_heads, x.shape[2] // n_heads)),
+)
+MERGE_MISTAKES = (
+    mistake("head_splitting", "merged_by_view",
+            "you reshaped (B, H, T, Dh) straight to (B, T, D) without first swapping H and T back (transpose(1, 2))",
+            lambda heads: heads.reshape(heads.shape[0], heads.shape[2], heads.shape[1] * heads.shape[3])),
+    mistake("head_splitting", "merged_feature_by_feature",
+            "you joined the heads feature by feature ((Dh, H) order) instead of head after head ((H, Dh) order)",
+            lambda heads: heads.permute(0, 2, 3, 1).reshape(heads.shape[0], heads.shape[2],
+                                                            heads.shape[1] * heads.shape[3])),
+    mistake("head_splitting", "merge_not_joined", "you swapped H and T back but did not join H and Dh into D",
+            lambda heads: heads.transpose(1, 2)),
+)
+
+
 def split_mistakes(x: Tensor, n_heads: int) -> Mistakes:
-    batch, length, d_model = x.shape
-    d_head = d_model // n_heads
-    return {
-        "you viewed (B, T, D) directly as (B, H, T, Dh) with reshape/view: first view it as (B, T, H, Dh), "
-        "then swap T and H with transpose(1, 2)": lambda: x.reshape(batch, n_heads, length, d_head),
-        "your heads are interleaved: head h got every H-th feature instead of the contiguous slice "
-        "h*Dh .. (h+1)*Dh - 1 (view D as (H, Dh), not (Dh, H))":
-            lambda: x.reshape(batch, length, d_head, n_heads).permute(0, 3, 1, 2),
-        "you split D into (H, Dh) but did not swap T and H: the result must be (B, H, T, Dh)":
-            lambda: x.reshape(batch, length, n_heads, d_head),
-    }
+    return bind(SPLIT_MISTAKES, x, n_heads)
 
 
 def merge_mistakes(heads: Tensor) -> Mistakes:
-    batch, n_heads, length, d_head = heads.shape
-    return {
-        "you reshaped (B, H, T, Dh) straight to (B, T, D) without first swapping H and T back (transpose(1, 2))":
-            lambda: heads.reshape(batch, length, n_heads * d_head),
-        "you joined the heads feature by feature ((Dh, H) order) instead of head after head ((H, Dh) order)":
-            lambda: heads.permute(0, 2, 3, 1).reshape(batch, length, n_heads * d_head),
-        "you swapped H and T back but did not join H and Dh into D": lambda: heads.transpose(1, 2),
-    }
+    return bind(MERGE_MISTAKES, heads)
 
 
 # --- qkv_projection ----------------------------------------------------------------------------------
@@ -144,35 +185,47 @@ def linear(x: Tensor, state: dict[str, Tensor], layer: str, *, bias: bool = True
     return F.linear(x.double(), state[f"{layer}.weight"].double(), None if b is None else b.double())
 
 
+QKV_LAYERS = ("w_q", "w_k", "w_v", "out_proj")
+WRONG_LAYER = mistake("qkv_projection", "wrong_layer",
+                      "your {name} equals {layer}(x): {name} must come from its own layer {own}",
+                      lambda x, state, layer: linear(x, state, layer))
+NO_BIAS_APPLIED = mistake("qkv_projection", "bias_not_applied",
+                          "your {name} is x @ {own}.weight^T without the bias: call the layer, {own}(x)",
+                          lambda x, state, layer: linear(x, state, layer, bias=False))
+OUT_PROJ_NAMED_W_O = mistake("qkv_projection", "out_proj_named_w_o",
+                             "you named the output projection w_o; the contract calls it out_proj",
+                             lambda expected: {k.replace("out_proj.", "w_o.") for k in expected})
+LAYER_WITHOUT_BIAS = mistake("qkv_projection", "layer_without_bias",
+                             "{layer} has no bias: create it with nn.Linear(d_model, d_model, bias=bias)",
+                             lambda expected, layer: expected - {f"{layer}.bias"})
+LAYER_WITH_BIAS = mistake("qkv_projection", "layer_with_bias",
+                          "{layer} has a bias although bias=False: pass bias=bias when you create {layer}",
+                          lambda expected, layer: expected | {f"{layer}.bias"})
+FLOAT_D_K = mistake("qkv_projection", "float_d_k", "your d_k is d_model / n_heads, a float: use // so it is an int",
+                    lambda d_model, n_heads: d_model / n_heads)
+
+
 def projection_mistakes(x: Tensor, state: dict[str, Tensor], name: str) -> Mistakes:
     """For q, k or v of project_qkv: the wrong layer, or the right one without its bias."""
     own = f"w_{name}"
-    mistakes: Mistakes = {
-        f"your {name} equals {layer}(x): {name} must come from its own layer {own}": (lambda layer=layer: linear(x, state, layer))
-        for layer in ("w_q", "w_k", "w_v", "out_proj") if layer != own
-    }
+    mistakes: Mistakes = {}
+    for layer in QKV_LAYERS:
+        if layer != own:
+            mistakes.update(bind([WRONG_LAYER], x, state, layer, name=name, layer=layer, own=own))
     if f"{own}.bias" in state:
-        mistakes[f"your {name} is x @ {own}.weight^T without the bias: call the layer, {own}(x)"] = \
-            lambda: linear(x, state, own, bias=False)
+        mistakes.update(bind([NO_BIAS_APPLIED], x, state, own, name=name, own=own))
     return mistakes
 
 
 def state_dict_key_mistakes(expected: set[str], bias: bool) -> Mistakes:
-    layers = ("w_q", "w_k", "w_v", "out_proj")
-    mistakes: Mistakes = {
-        "you named the output projection w_o; the contract calls it out_proj":
-            {k.replace("out_proj.", "w_o.") for k in expected},
-    }
-    for layer in layers:
-        if bias:
-            mistakes[f"{layer} has no bias: create it with nn.Linear(d_model, d_model, bias=bias)"] = expected - {f"{layer}.bias"}
-        else:
-            mistakes[f"{layer} has a bias although bias=False: pass bias=bias when you create {layer}"] = expected | {f"{layer}.bias"}
+    mistakes = bind([OUT_PROJ_NAMED_W_O], expected)
+    for layer in QKV_LAYERS:
+        mistakes.update(bind([LAYER_WITHOUT_BIAS if bias else LAYER_WITH_BIAS], expected, layer, layer=layer))
     return mistakes
 
 
 def d_k_mistakes(d_model: int, n_heads: int) -> Mistakes:
-    return {"your d_k is d_model / n_heads, a float: use // so it is an int": d_model / n_heads}
+    return bind([FLOAT_D_K], d_model, n_heads)
 
 
 # --- multi_head_attention ----------------------------------------------------------------------------
@@ -195,31 +248,43 @@ def attention(q: Tensor, k: Tensor, v: Tensor, mask: Tensor | None, *, scale: bo
     return out, weights
 
 
-SDPA_MISTAKES = {
-    "your weights are normalised over the queries (softmax over dim -2) instead of over the keys (dim -1)":
-        dict(softmax_dim=-2),
-    "your attention ignores the mask: the output equals attention with mask=None": dict(mask_mode="ignore"),
-    "you multiplied the weights by the mask after the softmax, so the rows no longer sum to 1: fill the masked "
-    "scores with -inf before the softmax": dict(mask_mode="multiply"),
-    "you used the mask inverted: True means 'may attend', so fill the scores where it is False":
-        dict(mask_mode="inverted"),
-    "you multiplied v by the transposed weights (weightsᵀ @ v): out = weights @ v": dict(transpose_weights=True),
-    "your scores are k·qᵀ instead of q·kᵀ (queries and keys swapped)": dict(swap_qk=True),
-    "your scores are not divided by √d before the softmax": dict(scale=False),
-}
-SWAPPED_RESULTS = "you returned (weights, out); the contract's order is (out, weights)"
+# switches of both attention() and mha(): one mistake that the checks of either can see
+SOFTMAX_OVER_QUERIES = mistake(
+    "multi_head_attention", "softmax_over_queries",
+    "your weights are normalised over the queries (softmax over dim -2) instead of over the keys (dim -1)",
+    dict(softmax_dim=-2))
+MASK_IGNORED = mistake("multi_head_attention", "mask_ignored",
+                       "your attention ignores the mask: the output equals attention with mask=None",
+                       dict(mask_mode="ignore"))
+SDPA_MISTAKES = (
+    SOFTMAX_OVER_QUERIES,
+    MASK_IGNORED,
+    mistake("multi_head_attention", "mask_multiplied",
+            "you multiplied the weights by the mask after the softmax, so the rows no longer sum to 1: fill the masked "
+            "scores with -inf before the softmax", dict(mask_mode="multiply")),
+    mistake("multi_head_attention", "mask_inverted",
+            "you used the mask inverted: True means 'may attend', so fill the scores where it is False",
+            dict(mask_mode="inverted")),
+    mistake("multi_head_attention", "weights_transposed",
+            "you multiplied v by the transposed weights (weightsᵀ @ v): out = weights @ v", dict(transpose_weights=True)),
+    mistake("multi_head_attention", "q_k_swapped", "your scores are k·qᵀ instead of q·kᵀ (queries and keys swapped)",
+            dict(swap_qk=True)),
+    mistake("multi_head_attention", "sdpa_unscaled", "your scores are not divided by √d before the softmax",
+            dict(scale=False)),
+)
+RESULTS_SWAPPED = mistake("multi_head_attention", "results_swapped",
+                          "you returned (weights, out); the contract's order is (out, weights)",
+                          lambda q, k, v, mask: attention(q, k, v, mask)[::-1])
 
 
 def sdpa_out_mistakes(q: Tensor, k: Tensor, v: Tensor, mask: Tensor | None) -> Mistakes:
-    mistakes: Mistakes = {s: (lambda kw=kw: attention(q, k, v, mask, **kw)[0]) for s, kw in SDPA_MISTAKES.items()}
-    mistakes[SWAPPED_RESULTS] = lambda: attention(q, k, v, mask)[1]
-    return mistakes
+    return mapped({**simulated(SDPA_MISTAKES, lambda **switches: attention(q, k, v, mask, **switches)),
+                   **bind([RESULTS_SWAPPED], q, k, v, mask)}, lambda result: result[0])
 
 
 def sdpa_weights_mistakes(q: Tensor, k: Tensor, v: Tensor, mask: Tensor | None) -> Mistakes:
-    mistakes: Mistakes = {s: (lambda kw=kw: attention(q, k, v, mask, **kw)[1]) for s, kw in SDPA_MISTAKES.items()}
-    mistakes[SWAPPED_RESULTS] = lambda: attention(q, k, v, mask)[0]
-    return mistakes
+    return mapped({**simulated(SDPA_MISTAKES, lambda **switches: attention(q, k, v, mask, **switches)),
+                   **bind([RESULTS_SWAPPED], q, k, v, mask)}, lambda result: result[1])
 
 
 def mha(state: dict[str, Tensor], x: Tensor, mask: Tensor | None, n_heads: int, *, prefix: str = "",
@@ -245,27 +310,33 @@ def mha(state: dict[str, Tensor], x: Tensor, mask: Tensor | None, n_heads: int, 
     return out, weights.mean(dim=1) if average_heads else weights
 
 
-MHA_MISTAKES = {
-    "you returned the merged heads without applying out_proj": dict(out_proj=False),
-    "your attention is causal when no mask is given; without a mask every position attends to every other":
-        dict(causal_default=True),
-    "your attention ignores the mask: the output equals attention with mask=None": dict(mask_mode="ignore"),
-    "you split the heads with a plain reshape to (B, H, T, Dh), without swapping T and H": dict(split="no_transpose"),
-    "your weights are normalised over the queries (softmax over dim -2) instead of over the keys (dim -1)":
-        dict(softmax_dim=-2),
-    "your scores are not divided by √Dh before the softmax": dict(scale=False),
-    "you averaged the weights over the heads; last_attention keeps every head, (B, H, T, T)": dict(average_heads=True),
-}
+MHA_MISTAKES = (
+    mistake("multi_head_attention", "out_proj_missing", "you returned the merged heads without applying out_proj",
+            dict(out_proj=False)),
+    mistake("multi_head_attention", "causal_by_default",
+            "your attention is causal when no mask is given; without a mask every position attends to every other",
+            dict(causal_default=True)),
+    MASK_IGNORED,
+    mistake("multi_head_attention", "heads_split_by_reshape",
+            "you split the heads with a plain reshape to (B, H, T, Dh), without swapping T and H",
+            dict(split="no_transpose")),
+    SOFTMAX_OVER_QUERIES,
+    mistake("multi_head_attention", "mha_unscaled", "your scores are not divided by √Dh before the softmax",
+            dict(scale=False)),
+    mistake("multi_head_attention", "weights_averaged",
+            "you averaged the weights over the heads; last_attention keeps every head, (B, H, T, T)",
+            dict(average_heads=True)),
+)
 
 
 def mha_out_mistakes(state: dict[str, Tensor], x: Tensor, mask: Tensor | None, n_heads: int) -> Mistakes:
-    return {s: (lambda kw=kw: mha(state, x, mask, n_heads, **kw)[0]) for s, kw in MHA_MISTAKES.items()
-            if "average_heads" not in kw}
+    return simulated([m for m in MHA_MISTAKES if "average_heads" not in m.model],
+                     lambda **switches: mha(state, x, mask, n_heads, **switches)[0])
 
 
 def mha_weights_mistakes(state: dict[str, Tensor], x: Tensor, mask: Tensor | None, n_heads: int) -> Mistakes:
-    return {s: (lambda kw=kw: mha(state, x, mask, n_heads, **kw)[1]) for s, kw in MHA_MISTAKES.items()
-            if "out_proj" not in kw}
+    return simulated([m for m in MHA_MISTAKES if "out_proj" not in m.model],
+                     lambda **switches: mha(state, x, mask, n_heads, **switches)[1])
 
 
 # --- sinusoidal_encoding -----------------------------------------------------------------------------
@@ -286,30 +357,42 @@ def table(max_len: int, d_model: int, *, base: float = 10000.0, exponent: str = 
     return pe
 
 
-TABLE_MISTAKES = {
-    "your even columns hold cosines: they hold the sines (are sin and cos swapped?)": dict(even=torch.cos),
-    "your odd columns hold sines: they hold the cosines of the same angles as the sines before them":
-        dict(odd=torch.sin),
-    "your exponent uses the pair index i instead of 2i: the frequencies are 10000^(-2i/d_model)": dict(exponent="i"),
-    "your exponent uses the column index, so a cosine gets a different frequency from the sine before it: "
-    "both columns 2i and 2i+1 use 10000^(-2i/d_model)": dict(exponent="column"),
-    "your wavelengths use the base 1000 instead of 10000": dict(base=1000.0),
-    "your positions start at 1 instead of 0": dict(first=1),
-    "your angle is position + frequency instead of position × frequency": dict(angle="p+w"),
-    "your angle leaves the position out, so every row is the same: the angle is position × frequency": dict(angle="w"),
-}
+TABLE_MISTAKES = (
+    mistake("sinusoidal_encoding", "sin_cos_swapped",
+            "your even columns hold cosines: they hold the sines (are sin and cos swapped?)", dict(even=torch.cos)),
+    mistake("sinusoidal_encoding", "odd_sines",
+            "your odd columns hold sines: they hold the cosines of the same angles as the sines before them",
+            dict(odd=torch.sin)),
+    mistake("sinusoidal_encoding", "exponent_i",
+            "your exponent uses the pair index i instead of 2i: the frequencies are 10000^(-2i/d_model)",
+            dict(exponent="i")),
+    mistake("sinusoidal_encoding", "exponent_column",
+            "your exponent uses the column index, so a cosine gets a different frequency from the sine before it: "
+            "both columns 2i and 2i+1 use 10000^(-2i/d_model)", dict(exponent="column")),
+    mistake("sinusoidal_encoding", "base_1000", "your wavelengths use the base 1000 instead of 10000", dict(base=1000.0)),
+    mistake("sinusoidal_encoding", "positions_from_1", "your positions start at 1 instead of 0", dict(first=1)),
+    mistake("sinusoidal_encoding", "angle_sum", "your angle is position + frequency instead of position × frequency",
+            dict(angle="p+w")),
+    mistake("sinusoidal_encoding", "angle_without_position",
+            "your angle leaves the position out, so every row is the same: the angle is position × frequency",
+            dict(angle="w")),
+)
+TABLE_SHAPE_MISTAKES = (
+    mistake("sinusoidal_encoding", "batch_dimension",
+            "your table has a leading batch dimension, (1, max_len, d_model): return the (max_len, d_model) table",
+            lambda max_len, d_model: torch.Size((1, max_len, d_model))),
+    mistake("sinusoidal_encoding", "table_transposed",
+            "your table is transposed, (d_model, max_len): one row per position",
+            lambda max_len, d_model: torch.Size((d_model, max_len))),
+)
 
 
 def table_mistakes(max_len: int, d_model: int) -> Mistakes:
-    return {s: (lambda kw=kw: table(max_len, d_model, **kw)) for s, kw in TABLE_MISTAKES.items()}
+    return simulated(TABLE_MISTAKES, lambda **switches: table(max_len, d_model, **switches))
 
 
 def table_shape_mistakes(max_len: int, d_model: int) -> Mistakes:
-    return {
-        "your table has a leading batch dimension, (1, max_len, d_model): return the (max_len, d_model) table":
-            torch.Size((1, max_len, d_model)),
-        "your table is transposed, (d_model, max_len): one row per position": torch.Size((d_model, max_len)),
-    }
+    return bind(TABLE_SHAPE_MISTAKES, max_len, d_model)
 
 
 # --- pre_ln_block ------------------------------------------------------------------------------------
@@ -354,33 +437,36 @@ def block(state: dict[str, Tensor], x: Tensor, mask: Tensor | None, n_heads: int
     return h if variant == "no_ff_residual" else x + h
 
 
-BLOCK_MISTAKES = {
-    "your block is Post-LN (it normalises after each residual addition, as the original Transformer did); "
-    "this block is Pre-LN: x + attention(norm1(x)), then x + ff(norm2(x))": "post_ln",
-    "your block has no residual connection around the attention: x = x + dropout(attention(norm1(x), ...))":
-        "no_attention_residual",
-    "your block has no residual connection around the feed-forward: x = x + dropout(ff(norm2(x)))": "no_ff_residual",
-    "your feed-forward input is normalised with norm1 instead of norm2": "norm1_for_ff",
-    "your block uses one LayerNorm for both branches (the weights of norm1 in both places)": "shared_norm1",
-    "your block uses one LayerNorm for both branches (the weights of norm2 in both places)": "shared_norm2",
-    "your residuals add to the normalised x instead of x itself: keep x, and give norm1(x) only to the attention":
-        "residual_from_normed",
-    "your feed-forward uses GELU; the contract's is ReLU": "gelu",
-    "your block does not pass the mask on to its attention": "ignores_mask",
-    "your block applies a causal mask when none is given; without a mask every token attends to every other":
-        "always_causal",
-}
+BLOCK_MISTAKES = variants("pre_ln_block", (
+    ("your block is Post-LN (it normalises after each residual addition, as the original Transformer did); "
+     "this block is Pre-LN: x + attention(norm1(x)), then x + ff(norm2(x))", "post_ln"),
+    ("your block has no residual connection around the attention: x = x + dropout(attention(norm1(x), ...))",
+     "no_attention_residual"),
+    ("your block has no residual connection around the feed-forward: x = x + dropout(ff(norm2(x)))", "no_ff_residual"),
+    ("your feed-forward input is normalised with norm1 instead of norm2", "norm1_for_ff"),
+    ("your block uses one LayerNorm for both branches (the weights of norm1 in both places)", "shared_norm1"),
+    ("your block uses one LayerNorm for both branches (the weights of norm2 in both places)", "shared_norm2"),
+    ("your residuals add to the normalised x instead of x itself: keep x, and give norm1(x) only to the attention",
+     "residual_from_normed"),
+    ("your feed-forward uses GELU; the contract's is ReLU", "gelu"),
+    ("your block does not pass the mask on to its attention", "ignores_mask"),
+    ("your block applies a causal mask when none is given; without a mask every token attends to every other",
+     "always_causal"),
+))
+ONE_NORM_OBJECT = mistake("pre_ln_block", "one_norm_object",
+                          "norm1 and norm2 are the same LayerNorm object: loading norm2's weights overwrote norm1's "
+                          "(or the other way round); create two separate nn.LayerNorm(d_model)",
+                          lambda state, key: state[key.replace("norm1", "@").replace("norm2", "norm1")
+                                                   .replace("@", "norm2")])
 
 
 def block_mistakes(state: dict[str, Tensor], x: Tensor, mask: Tensor | None, n_heads: int) -> Mistakes:
-    return {s: (lambda v=v: block(state, x, mask, n_heads, variant=v)) for s, v in BLOCK_MISTAKES.items()}
+    return simulated(BLOCK_MISTAKES, lambda **switches: block(state, x, mask, n_heads, **switches))
 
 
 def shared_norm_mistakes(state: dict[str, Tensor], key: str) -> Mistakes:
     """For state_dict()[key] of a norm after loading different norm1 and norm2 weights."""
-    other = key.replace("norm1", "@").replace("norm2", "norm1").replace("@", "norm2")
-    return {"norm1 and norm2 are the same LayerNorm object: loading norm2's weights overwrote norm1's "
-            "(or the other way round); create two separate nn.LayerNorm(d_model)": state[other]}
+    return bind([ONE_NORM_OBJECT], state, key)
 
 
 # --- patch_embedding ---------------------------------------------------------------------------------
@@ -392,99 +478,146 @@ def patches(images: Tensor, patch: int, order: tuple[int, ...]) -> Tensor:
     return grid.reshape(b, (height // patch) * (width // patch), c * patch * patch)
 
 
-PATCH_MISTAKES = {
-    "your patches are flattened pixel by pixel with the channels innermost, (P, P, C): "
-    "flatten each patch channel first, (C, P, P)": (0, 2, 4, 3, 5, 1),
-    "your patches are numbered column by column: number them row by row (left to right, then top to bottom)":
-        (0, 4, 2, 1, 3, 5),
-    "the pixels of each of your patches are flattened column by column: flatten (C, P, P) row by row":
-        (0, 2, 4, 1, 5, 3),
-}
+PATCH_MISTAKES = (
+    mistake("patch_embedding", "channels_innermost",
+            "your patches are flattened pixel by pixel with the channels innermost, (P, P, C): "
+            "flatten each patch channel first, (C, P, P)", dict(order=(0, 2, 4, 3, 5, 1))),
+    mistake("patch_embedding", "patches_column_by_column",
+            "your patches are numbered column by column: number them row by row (left to right, then top to bottom)",
+            dict(order=(0, 4, 2, 1, 3, 5))),
+    mistake("patch_embedding", "pixels_column_by_column",
+            "the pixels of each of your patches are flattened column by column: flatten (C, P, P) row by row",
+            dict(order=(0, 2, 4, 1, 5, 3))),
+)
+UNFOLD_LAYOUT = mistake("patch_embedding", "unfold_layout",
+                        "you returned F.unfold's layout (B, C*P*P, N): transpose it to (B, N, C*P*P)",
+                        lambda images, patch: F.unfold(images, patch, stride=patch))
+NUM_PATCHES_MISTAKES = (
+    mistake("patch_embedding", "num_patches_precedence",
+            "your num_patches is img_size // patch_size**2: ** binds before //, so write (img_size // patch_size) ** 2",
+            lambda img_size, patch: img_size // patch**2),
+    mistake("patch_embedding", "num_patches_one_side",
+            "your num_patches counts the patches along one side only: an image holds (img_size // patch_size) ** 2",
+            lambda img_size, patch: img_size // patch),
+)
+PROJ_FOR_ONE_CHANNEL = mistake("patch_embedding", "proj_for_one_channel",
+                               "proj is sized for one channel: a flattened patch holds in_channels * patch_size**2 "
+                               "values", lambda patch, d_model: torch.Size((d_model, patch * patch)))
 
 
 def patchify_mistakes(images: Tensor, patch: int) -> Mistakes:
-    mistakes: Mistakes = {s: (lambda o=o: patches(images, patch, o)) for s, o in PATCH_MISTAKES.items()}
-    mistakes["you returned F.unfold's layout (B, C*P*P, N): transpose it to (B, N, C*P*P)"] = \
-        lambda: F.unfold(images, patch, stride=patch)
-    return mistakes
+    return {**simulated(PATCH_MISTAKES, lambda order: patches(images, patch, order)),
+            **bind([UNFOLD_LAYOUT], images, patch)}
 
 
 def embedding_mistakes(images: Tensor, patch: int, state: dict[str, Tensor]) -> Mistakes:
-    return {s: (lambda o=o: linear(patches(images, patch, o), state, "proj")) for s, o in PATCH_MISTAKES.items()}
+    return simulated(PATCH_MISTAKES, lambda order: linear(patches(images, patch, order), state, "proj"))
 
 
 def num_patches_mistakes(img_size: int, patch: int) -> Mistakes:
-    return {
-        "your num_patches is img_size // patch_size**2: ** binds before //, so write (img_size // patch_size) ** 2":
-            img_size // patch**2,
-        "your num_patches counts the patches along one side only: an image holds (img_size // patch_size) ** 2":
-            img_size // patch,
-    }
+    return bind(NUM_PATCHES_MISTAKES, img_size, patch)
 
 
 def proj_shape_mistakes(patch: int, d_model: int) -> Mistakes:
-    return {"proj is sized for one channel: a flattened patch holds in_channels * patch_size**2 values":
-            torch.Size((d_model, patch * patch))}
+    return bind([PROJ_FOR_ONE_CHANNEL], patch, d_model)
 
 
 # --- kv_cache ----------------------------------------------------------------------------------------
 
+CACHE_UPDATE_MISTAKES = (
+    mistake("kv_cache", "cache_forgets",
+            "your cache forgets: update returned only the newest keys and values, not everything cached so far",
+            lambda chunks: chunks[-1]),
+    mistake("kv_cache", "cat_features",
+            "your cache concatenates along the last dimension (the head features) instead of the sequence dimension -2",
+            lambda chunks: torch.cat(chunks, dim=-1)),
+    mistake("kv_cache", "cat_heads",
+            "your cache concatenates along dimension 1 (the heads) instead of the sequence dimension -2",
+            lambda chunks: torch.cat(chunks, dim=1)),
+    mistake("kv_cache", "cat_batch",
+            "your cache concatenates along dimension 0 (the batch) instead of the sequence dimension -2",
+            lambda chunks: torch.cat(chunks, dim=0)),
+    mistake("kv_cache", "returned_before_update",
+            "update returned what was cached before this call, without the new keys and values",
+            lambda chunks: torch.cat(chunks[:-1], dim=-2)),
+)
+CACHE_LEN_MISTAKES = (
+    mistake("kv_cache", "len_counts_batch",
+            "len() of your cache counts the batch (len of the key tensor is its first dimension), not the positions "
+            "(dim -2)", lambda shape, calls, positions: shape[0]),
+    mistake("kv_cache", "appended_twice",
+            "your forward appends every position twice (cache.update called twice per forward)",
+            lambda shape, calls, positions: 2 * positions),
+    mistake("kv_cache", "len_counts_calls", "len() of your cache counts update calls, not positions",
+            lambda shape, calls, positions: calls),
+    mistake("kv_cache", "len_counts_heads", "len() of your cache counts the heads (dimension 1), not the positions "
+            "(dim -2)", lambda shape, calls, positions: shape[1]),
+    mistake("kv_cache", "len_counts_features",
+            "len() of your cache counts the head features (the last dimension), not the positions (dim -2)",
+            lambda shape, calls, positions: shape[3]),
+)
+DECODING_MISTAKES = (
+    mistake("kv_cache", "new_positions_only",
+            "your cached forward attends only to the new positions, not to the cached ones: let the queries attend "
+            "to all the keys and values that cache.update returns",
+            lambda state, x, start, stop, n_heads, at: mha(
+                state, x[:, start:stop], torch.ones(stop - start, stop - start, dtype=torch.bool).tril(),
+                n_heads)[0][:, at - start]),
+    mistake("kv_cache", "no_causal_mask",
+            "your cached forward lets the new positions attend to each other without a causal mask: build it with "
+            "causal_mask(q_len, k_len), even when several positions are new or the cache was empty",
+            lambda state, x, start, stop, n_heads, at: mha(state, x[:, :stop], None, n_heads)[0][:, at]),
+    mistake("kv_cache", "as_if_no_cache",
+            "your cached forward attends only to the new positions, without a mask, as if there were no cache",
+            lambda state, x, start, stop, n_heads, at: mha(state, x[:, start:stop], None, n_heads)[0][:, at - start]),
+)
+
+
+def _uncached_blocks(states: list[dict[str, Tensor]], x: Tensor, start: int, stop: int, n_heads: int,
+                     at: int) -> Tensor:
+    h = x[:, start:stop]
+    for state in states:
+        h = block(state, h, None, n_heads)
+    return h[:, at - start]
+
+
+BLOCKS_UNCACHED = mistake("kv_cache", "blocks_uncached",
+                          "your blocks decode as if there were no cache: each block attends only to the new positions, "
+                          "without a mask; TransformerBlock.forward must hand its cache to self.attention",
+                          _uncached_blocks)
+APPENDED_MISTAKES = (
+    mistake("kv_cache", "cached_before_split",
+            "your forward stores {name} in the cache before the head split, (B, T, D): split the heads first, "
+            "the cache holds (B, H, T, Dh)", lambda own, other, n_heads: own),
+    mistake("kv_cache", "keys_values_swapped", "your forward hands cache.update the {other} as {name}",
+            lambda own, other, n_heads: heads(other, n_heads)),
+)
+REPROJECTED = mistake("kv_cache", "reprojected",
+                      "your forward re-projects the cached positions with the current weights: a position is projected "
+                      "once, when it is new, and its keys and values are then reused from the cache",
+                      lambda new_state, x, n_heads, layer: heads(linear(x, new_state, layer), n_heads))
+
+
 def cache_update_mistakes(chunks: list[Tensor]) -> Mistakes:
     """For what update returns after appending `chunks` (each (B, H, T, Dh)) one by one."""
-    return {
-        "your cache forgets: update returned only the newest keys and values, not everything cached so far":
-            lambda: chunks[-1],
-        "your cache concatenates along the last dimension (the head features) instead of the sequence dimension -2":
-            lambda: torch.cat(chunks, dim=-1),
-        "your cache concatenates along dimension 1 (the heads) instead of the sequence dimension -2":
-            lambda: torch.cat(chunks, dim=1),
-        "your cache concatenates along dimension 0 (the batch) instead of the sequence dimension -2":
-            lambda: torch.cat(chunks, dim=0),
-        "update returned what was cached before this call, without the new keys and values":
-            lambda: torch.cat(chunks[:-1], dim=-2),
-    }
+    return bind(CACHE_UPDATE_MISTAKES, chunks)
 
 
 def cache_len_mistakes(shape: tuple[int, ...], calls: int, positions: int) -> Mistakes:
     """For len(cache) with keys of `shape` (B, H, T, Dh) cached after `calls` calls holding `positions` positions."""
-    batch, n_heads, _, d_head = shape
-    return {
-        "len() of your cache counts the batch (len of the key tensor is its first dimension), not the positions "
-        "(dim -2)": batch,
-        "your forward appends every position twice (cache.update called twice per forward)": 2 * positions,
-        "len() of your cache counts update calls, not positions": calls,
-        "len() of your cache counts the heads (dimension 1), not the positions (dim -2)": n_heads,
-        "len() of your cache counts the head features (the last dimension), not the positions (dim -2)": d_head,
-    }
+    return bind(CACHE_LEN_MISTAKES, shape, calls, positions)
 
 
 def decoding_mistakes(state: dict[str, Tensor], x: Tensor, start: int, stop: int, n_heads: int,
                       at: int) -> Mistakes:
     """For output position `at` of a cached forward over the chunk x[:, start:stop] after x[:, :start] was cached."""
-    return {
-        "your cached forward attends only to the new positions, not to the cached ones: let the queries attend "
-        "to all the keys and values that cache.update returns":
-            lambda: mha(state, x[:, start:stop], torch.ones(stop - start, stop - start, dtype=torch.bool).tril(),
-                        n_heads)[0][:, at - start],
-        "your cached forward lets the new positions attend to each other without a causal mask: build it with "
-        "causal_mask(q_len, k_len), even when several positions are new or the cache was empty":
-            lambda: mha(state, x[:, :stop], None, n_heads)[0][:, at],
-        "your cached forward attends only to the new positions, without a mask, as if there were no cache":
-            lambda: mha(state, x[:, start:stop], None, n_heads)[0][:, at - start],
-    }
+    return bind(DECODING_MISTAKES, state, x, start, stop, n_heads, at)
 
 
 def block_decoding_mistakes(states: list[dict[str, Tensor]], x: Tensor, start: int, stop: int, n_heads: int,
                             at: int) -> Mistakes:
     """For position `at` of two cached blocks over x[:, start:stop]: the blocks did not use their caches."""
-    def uncached_chunk():
-        h = x[:, start:stop]
-        for state in states:
-            h = block(state, h, None, n_heads)
-        return h[:, at - start]
-
-    return {"your blocks decode as if there were no cache: each block attends only to the new positions, without "
-            "a mask; TransformerBlock.forward must hand its cache to self.attention": uncached_chunk}
+    return bind([BLOCKS_UNCACHED], states, x, start, stop, n_heads, at)
 
 
 def heads(x: Tensor, n_heads: int) -> Tensor:
@@ -495,19 +628,12 @@ def heads(x: Tensor, n_heads: int) -> Tensor:
 def appended_mistakes(keys: Tensor, values: Tensor, n_heads: int, name: str) -> Mistakes:
     """For what forward hands to cache.update as `name` ('k' or 'v'), given the projected new keys and values."""
     own, other = (keys, values) if name == "k" else (values, keys)
-    return {
-        f"your forward stores {name} in the cache before the head split, (B, T, D): split the heads first, "
-        "the cache holds (B, H, T, Dh)": lambda: own,
-        f"your forward hands cache.update the {'values' if name == 'k' else 'keys'} as {name}":
-            lambda: heads(other, n_heads),
-    }
+    return bind(APPENDED_MISTAKES, own, other, n_heads, name=name, other="values" if name == "k" else "keys")
 
 
 def reprojected_mistakes(new_state: dict[str, Tensor], x: Tensor, n_heads: int, layer: str) -> Mistakes:
     """Keys or values of every position of `x` (the cached ones too) projected with the current weights."""
-    return {"your forward re-projects the cached positions with the current weights: a position is projected "
-            "once, when it is new, and its keys and values are then reused from the cache":
-            lambda: heads(linear(x, new_state, layer), n_heads)}
+    return bind([REPROJECTED], new_state, x, n_heads, layer)
 
 
 # --- layer_norm --------------------------------------------------------------------------------------
@@ -546,33 +672,59 @@ def layer_norm(x: Tensor, weight: Tensor, bias: Tensor, eps: float, *, variant: 
     return normed * w + b
 
 
-LAYER_NORM_MISTAKES = {
-    "your variance is the unbiased one (divides by D - 1, torch.var's default); LayerNorm's is biased: "
-    "the mean of (x - mean)**2, torch.var(..., unbiased=False)": "unbiased",
-    "your eps is added after the square root, (x - mean) / (sqrt(var) + eps); it belongs inside: "
-    "sqrt(var + eps)": "eps_outside_sqrt",
-    "your LayerNorm ignores eps: (x - mean) / sqrt(var), which divides by zero on a constant row": "no_eps",
-    "your LayerNorm divides by var + eps, not by its square root": "no_sqrt",
-    "your mean and variance are taken over the whole tensor; LayerNorm takes them per position, "
-    "over the last dimension only (dim=-1, keepdim=True)": "global_statistics",
-    "your LayerNorm multiplies by bias and adds weight: it is * weight + bias": "weight_bias_swapped",
-    "your LayerNorm never adds bias": "no_bias",
-    "your LayerNorm never multiplies by weight": "no_weight",
-    "your LayerNorm divides by the root mean square of x, not by its standard deviation: the variance is "
-    "the mean of (x - mean)**2, not of x**2": "rms_denominator",
-    "your LayerNorm does not subtract the mean: (x - mean) / sqrt(var + eps)": "no_mean",
-    "your variance is E[x²] - E[x]², which cancels catastrophically in float32 when the inputs sit far "
-    "from zero: average the squared deviations (x - mean)**2 instead": "naive_variance",
-}
-DEFAULT_EPS_MISTAKE = ("your default eps is 1e-6; the contract's (and nn.LayerNorm's, nn.RMSNorm's here) is 1e-5",
-                       "default_eps_1e-6")
+LAYER_NORM_MISTAKES = variants("layer_norm", (
+    ("your variance is the unbiased one (divides by D - 1, torch.var's default); LayerNorm's is biased: "
+     "the mean of (x - mean)**2, torch.var(..., unbiased=False)", "unbiased"),
+    ("your eps is added after the square root, (x - mean) / (sqrt(var) + eps); it belongs inside: "
+     "sqrt(var + eps)", "eps_outside_sqrt"),
+    ("your LayerNorm ignores eps: (x - mean) / sqrt(var), which divides by zero on a constant row", "no_eps"),
+    ("your LayerNorm divides by var + eps, not by its square root", "no_sqrt"),
+    ("your mean and variance are taken over the whole tensor; LayerNorm takes them per position, "
+     "over the last dimension only (dim=-1, keepdim=True)", "global_statistics"),
+    ("your LayerNorm multiplies by bias and adds weight: it is * weight + bias", "weight_bias_swapped"),
+    ("your LayerNorm never adds bias", "no_bias"),
+    ("your LayerNorm never multiplies by weight", "no_weight"),
+    ("your LayerNorm divides by the root mean square of x, not by its standard deviation: the variance is "
+     "the mean of (x - mean)**2, not of x**2", "rms_denominator"),
+    ("your LayerNorm does not subtract the mean: (x - mean) / sqrt(var + eps)", "no_mean"),
+    ("your variance is E[x²] - E[x]², which cancels catastrophically in float32 when the inputs sit far "
+     "from zero: average the squared deviations (x - mean)**2 instead", "naive_variance"),
+))
+# a switch of both layer_norm() and rms_norm(): the checks of either component see it
+DEFAULT_EPS = mistake("layer_norm", "default_eps_1e-6",
+                      "your default eps is 1e-6; the contract's (and nn.LayerNorm's, nn.RMSNorm's here) is 1e-5",
+                      dict(variant="default_eps_1e-6"))
+STATISTICS_DETACHED = mistake(
+    "layer_norm", "statistics_detached",
+    "your {what} detached from the graph (.detach(), torch.no_grad() or .item()): the forward is "
+    "right, but the gradient must flow through the statistics too",
+    lambda x, state, eps, grad_output, rms: statistics_detached_x_grad(x, state, eps, grad_output, rms=rms))
+MEAN_DETACHED = mistake(
+    "layer_norm", "mean_detached",
+    "your mean is detached from the graph (.detach(), torch.no_grad() or .item()): the forward is "
+    "right, but the gradient must flow through the mean too",
+    lambda x, state, eps, grad_output: statistics_detached_x_grad(x, state, eps, grad_output, mean_only=True))
+CENTRED_IN_PLACE = mistake("layer_norm", "centred_in_place",
+                           "your LayerNorm subtracted the mean from the caller's x in place (x -= mean or x.sub_): "
+                           "compute x - mean as a new tensor",
+                           lambda x: x.double() - x.double().mean(dim=-1, keepdim=True))
+PLAIN_TENSORS = mistake("layer_norm", "parameters_plain_tensors",
+                        "your {name}'s parameters are plain tensors (or not created): wrap them in nn.Parameter "
+                        "so that they are trained and saved", lambda: set())
+NO_BIAS_PARAMETER = mistake("layer_norm", "no_bias_parameter",
+                            "your LayerNorm has no bias parameter: it needs both weight (ones) and bias (zeros)",
+                            lambda: {"weight"})
+RMS_NORM_BIAS = mistake("rms_norm", "has_bias",
+                        "your RMSNorm has a bias; RMSNorm has only weight (no shift, as no mean is subtracted)",
+                        lambda: {"weight", "bias"})
+INITIAL_VALUE = mistake("layer_norm", "initial_value",
+                        "your {name} starts at {bad:g}s; it starts at {good:g}s, so that a fresh norm only normalises",
+                        lambda d, bad: torch.full((d,), bad))
 
 
 def layer_norm_mistakes(x: Tensor, state: dict[str, Tensor], eps: float, *, default_eps: bool = False) -> Mistakes:
-    mistakes = dict(LAYER_NORM_MISTAKES)
-    if default_eps:
-        mistakes[DEFAULT_EPS_MISTAKE[0]] = DEFAULT_EPS_MISTAKE[1]
-    return {s: (lambda v=v: layer_norm(x, state["weight"], state["bias"], eps, variant=v)) for s, v in mistakes.items()}
+    return simulated([*LAYER_NORM_MISTAKES, *([DEFAULT_EPS] if default_eps else [])],
+                     lambda variant: layer_norm(x, state["weight"], state["bias"], eps, variant=variant))
 
 
 def statistics_detached_x_grad(x: Tensor, state: dict[str, Tensor], eps: float, grad_output: Tensor, *,
@@ -594,39 +746,26 @@ def statistics_detached_x_grad(x: Tensor, state: dict[str, Tensor], eps: float, 
 
 def detached_statistics_mistakes(x: Tensor, state: dict[str, Tensor], eps: float, grad_output: Tensor, *,
                                  rms: bool = False) -> Mistakes:
-    what = "mean square is" if rms else "mean and variance are"
-    mistakes = {f"your {what} detached from the graph (.detach(), torch.no_grad() or .item()): the forward is "
-                f"right, but the gradient must flow through the statistics too":
-                lambda: statistics_detached_x_grad(x, state, eps, grad_output, rms=rms)}
+    mistakes = bind([STATISTICS_DETACHED], x, state, eps, grad_output, rms,
+                    what="mean square is" if rms else "mean and variance are")
     if not rms:
-        mistakes["your mean is detached from the graph (.detach(), torch.no_grad() or .item()): the forward is "
-                 "right, but the gradient must flow through the mean too"] = \
-            lambda: statistics_detached_x_grad(x, state, eps, grad_output, mean_only=True)
+        mistakes.update(bind([MEAN_DETACHED], x, state, eps, grad_output))
     return mistakes
 
 
 def centred_in_place_mistakes(x: Tensor) -> Mistakes:
-    return {"your LayerNorm subtracted the mean from the caller's x in place (x -= mean or x.sub_): "
-            "compute x - mean as a new tensor": lambda: x.double() - x.double().mean(dim=-1, keepdim=True)}
+    return bind([CENTRED_IN_PLACE], x)
 
 
 def norm_state_mistakes(keys: set[str], *, bias: bool) -> Mistakes:
     """For the set of state-dict keys of a norm."""
-    name = "LayerNorm" if bias else "RMSNorm"
-    mistakes = {f"your {name}'s parameters are plain tensors (or not created): wrap them in nn.Parameter "
-                f"so that they are trained and saved": set()}
-    if bias:
-        mistakes["your LayerNorm has no bias parameter: it needs both weight (ones) and bias (zeros)"] = {"weight"}
-    else:
-        mistakes["your RMSNorm has a bias; RMSNorm has only weight (no shift, as no mean is subtracted)"] = \
-            {"weight", "bias"}
-    return mistakes
+    return {**bind([PLAIN_TENSORS], name="LayerNorm" if bias else "RMSNorm"),
+            **bind([NO_BIAS_PARAMETER if bias else RMS_NORM_BIAS])}
 
 
 def initial_value_mistakes(d: int, name: str) -> Mistakes:
     good = 1.0 if name == "weight" else 0.0
-    return {f"your {name} starts at {1.0 - good:g}s; it starts at {good:g}s, so that a fresh norm only normalises":
-            torch.full((d,), 1.0 - good)}
+    return bind([INITIAL_VALUE], d, 1.0 - good, name=name, bad=1.0 - good, good=good)
 
 
 # --- rms_norm ----------------------------------------------------------------------------------------
@@ -661,29 +800,39 @@ def rms_norm(x: Tensor, weight: Tensor, eps: float, *, variant: str = "") -> Ten
     return out if variant == "no_weight" else out * w
 
 
-RMS_NORM_MISTAKES = {
-    "your RMSNorm subtracts the mean first (that is LayerNorm without its bias); RMSNorm divides x itself "
-    "by sqrt(mean(x**2) + eps)": "mean_subtracted",
-    "your eps is added after the square root, x / (sqrt(mean(x**2)) + eps); it belongs inside: "
-    "rsqrt(mean(x**2) + eps)": "eps_outside_sqrt",
-    "your RMSNorm ignores eps, which divides by zero on an all-zero row": "no_eps",
-    "your RMSNorm divides by mean(x**2) + eps, not by its square root": "no_sqrt",
-    "your RMSNorm sums the squares instead of averaging them (that is the L2 norm): use mean(x**2)": "sum",
-    "your mean square is taken over the whole tensor; RMSNorm takes it per position, over the last "
-    "dimension only (dim=-1, keepdim=True)": "global_mean",
-    "your RMSNorm never multiplies by weight": "no_weight",
-    "your RMSNorm divides by the mean absolute value; it is the root of the mean of the squares": "abs_mean",
-    "your RMSNorm squares the mean (mean(x)**2); it is the mean of the squares, mean(x**2)": "square_of_mean",
-}
+RMS_NORM_MISTAKES = variants("rms_norm", (
+    ("your RMSNorm subtracts the mean first (that is LayerNorm without its bias); RMSNorm divides x itself "
+     "by sqrt(mean(x**2) + eps)", "mean_subtracted"),
+    ("your eps is added after the square root, x / (sqrt(mean(x**2)) + eps); it belongs inside: "
+     "rsqrt(mean(x**2) + eps)", "eps_outside_sqrt"),
+    ("your RMSNorm ignores eps, which divides by zero on an all-zero row", "no_eps"),
+    ("your RMSNorm divides by mean(x**2) + eps, not by its square root", "no_sqrt"),
+    ("your RMSNorm sums the squares instead of averaging them (that is the L2 norm): use mean(x**2)", "sum"),
+    ("your mean square is taken over the whole tensor; RMSNorm takes it per position, over the last "
+     "dimension only (dim=-1, keepdim=True)", "global_mean"),
+    ("your RMSNorm never multiplies by weight", "no_weight"),
+    ("your RMSNorm divides by the mean absolute value; it is the root of the mean of the squares", "abs_mean"),
+    ("your RMSNorm squares the mean (mean(x)**2); it is the mean of the squares, mean(x**2)", "square_of_mean"),
+))
+
+
+SCALED_IN_PLACE = mistake("rms_norm", "scaled_in_place",
+                          "your RMSNorm scaled the caller's x in place (x *= ... or x.mul_): compute a new tensor",
+                          lambda x: x.double() * torch.rsqrt(x.double().pow(2).mean(-1, keepdim=True) + 1e-5))
+
+
+def scaled_in_place_mistakes(x: Tensor) -> Mistakes:
+    """For x after RMSNorm(d, eps=1e-5)(x)."""
+    return bind([SCALED_IN_PLACE], x)
 
 
 def rms_norm_mistakes(x: Tensor, state: dict[str, Tensor], eps: float, *, default_eps: bool = False) -> Mistakes:
-    mistakes = dict(RMS_NORM_MISTAKES)
+    entries = list(RMS_NORM_MISTAKES)
     if bool((x > 0).all()):  # mean(|x|) is mean(x) there: the two mistakes cannot be told apart
-        mistakes = {s: v for s, v in mistakes.items() if v not in ("abs_mean", "square_of_mean")}
+        entries = [m for m in entries if m.model["variant"] not in ("abs_mean", "square_of_mean")]
     if default_eps:
-        mistakes[DEFAULT_EPS_MISTAKE[0]] = DEFAULT_EPS_MISTAKE[1]
-    return {s: (lambda v=v: rms_norm(x, state["weight"], eps, variant=v)) for s, v in mistakes.items()}
+        entries.append(DEFAULT_EPS)
+    return simulated(entries, lambda variant: rms_norm(x, state["weight"], eps, variant=variant))
 
 
 # --- swiglu ------------------------------------------------------------------------------------------
@@ -708,36 +857,45 @@ def swiglu(x: Tensor, state: dict[str, Tensor], *, variant: str = "") -> Tensor:
     return F.linear(hidden, s["w_down.weight"])
 
 
-SWIGLU_MISTAKES = {
-    "your silu is applied to w_up's projection; it belongs on the gate: silu(w_gate(x)) * w_up(x) "
-    "(or your w_gate and w_up are swapped)": "silu_on_up",
-    "your gate uses sigmoid (the original GLU); SwiGLU's is silu(z) = z * sigmoid(z)": "sigmoid",
-    "your gate uses ReLU (that is ReGLU); SwiGLU's is silu": "relu",
-    "your gate uses GELU (that is GeGLU); SwiGLU's is silu": "gelu",
-    "your gate has no activation (a bilinear layer): apply silu to w_gate(x)": "no_activation",
-    "your hidden layer adds the two projections; a gated unit multiplies them elementwise": "sum",
-    "your hidden layer is silu(w_gate(x)) alone: multiply it by w_up(x)": "no_up",
-    "your silu is applied to the product; only the gate goes through it: silu(w_gate(x)) * w_up(x)":
-        "silu_after_product",
-}
+SWIGLU_MISTAKES = variants("swiglu", (
+    ("your silu is applied to w_up's projection; it belongs on the gate: silu(w_gate(x)) * w_up(x) "
+     "(or your w_gate and w_up are swapped)", "silu_on_up"),
+    ("your gate uses sigmoid (the original GLU); SwiGLU's is silu(z) = z * sigmoid(z)", "sigmoid"),
+    ("your gate uses ReLU (that is ReGLU); SwiGLU's is silu", "relu"),
+    ("your gate uses GELU (that is GeGLU); SwiGLU's is silu", "gelu"),
+    ("your gate has no activation (a bilinear layer): apply silu to w_gate(x)", "no_activation"),
+    ("your hidden layer adds the two projections; a gated unit multiplies them elementwise", "sum"),
+    ("your hidden layer is silu(w_gate(x)) alone: multiply it by w_up(x)", "no_up"),
+    ("your silu is applied to the product; only the gate goes through it: silu(w_gate(x)) * w_up(x)",
+     "silu_after_product"),
+))
+SWIGLU_BIASES = mistake("swiglu", "biases", "your layers have biases: SwiGLU's three nn.Linear are created with bias=False",
+                        lambda expected: expected | {k.replace(".weight", ".bias") for k in expected})
+W_DOWN_TRANSPOSED = mistake("swiglu", "w_down_transposed",
+                            "your w_down maps d_model to d_ff; it maps the hidden d_ff features back to d_model: "
+                            "nn.Linear(d_ff, d_model)", lambda d_model, d_ff: torch.Size((d_ff, d_model)))
+W_IN_TRANSPOSED = mistake("swiglu", "w_in_transposed",
+                          "your {layer} maps d_ff to d_model; it maps x's d_model features up to d_ff: "
+                          "nn.Linear(d_model, d_ff)", lambda d_model, d_ff: torch.Size((d_model, d_ff)))
+GATE_DETACHED = mistake("swiglu", "gate_detached",
+                        "your gate is detached from the graph (.detach() or torch.no_grad()): the forward is right, but "
+                        "no gradient flows through silu(w_gate(x)), so w_gate never learns",
+                        lambda x, state, grad_output: swiglu_detached_gate_x_grad(x, state, grad_output))
 
 
 def swiglu_mistakes(x: Tensor, state: dict[str, Tensor]) -> Mistakes:
-    return {s: (lambda v=v: swiglu(x, state, variant=v)) for s, v in SWIGLU_MISTAKES.items()}
+    return simulated(SWIGLU_MISTAKES, lambda variant: swiglu(x, state, variant=variant))
 
 
 def swiglu_key_mistakes(expected: set[str]) -> Mistakes:
-    return {"your layers have biases: SwiGLU's three nn.Linear are created with bias=False":
-            expected | {k.replace(".weight", ".bias") for k in expected}}
+    return bind([SWIGLU_BIASES], expected)
 
 
 def swiglu_shape_mistakes(d_model: int, d_ff: int, key: str) -> Mistakes:
     """For the shape of state_dict()[key]."""
     if key == "w_down.weight":
-        return {"your w_down maps d_model to d_ff; it maps the hidden d_ff features back to d_model: "
-                "nn.Linear(d_ff, d_model)": torch.Size((d_ff, d_model))}
-    return {f"your {key.split('.')[0]} maps d_ff to d_model; it maps x's d_model features up to d_ff: "
-            f"nn.Linear(d_model, d_ff)": torch.Size((d_model, d_ff))}
+        return bind([W_DOWN_TRANSPOSED], d_model, d_ff)
+    return bind([W_IN_TRANSPOSED], d_model, d_ff, layer=key.split(".")[0])
 
 
 def swiglu_detached_gate_x_grad(x: Tensor, state: dict[str, Tensor], grad_output: Tensor) -> Tensor:
@@ -749,9 +907,9 @@ def swiglu_detached_gate_x_grad(x: Tensor, state: dict[str, Tensor], grad_output
 
 
 def swiglu_grad_mistakes(x: Tensor, state: dict[str, Tensor], grad_output: Tensor) -> Mistakes:
-    return {"your gate is detached from the graph (.detach() or torch.no_grad()): the forward is right, but "
-            "no gradient flows through silu(w_gate(x)), so w_gate never learns":
-            lambda: swiglu_detached_gate_x_grad(x, state, grad_output)}
+    return bind([GATE_DETACHED], x, state, grad_output)
+
+
 # --- cross_entropy -----------------------------------------------------------------------------------
 # The softmax mistakes are computed in the input's dtype, not float64: what goes wrong (an exp that
 # overflows to inf, a softmax that underflows to 0 before its log) depends on the dtype's range.
@@ -761,35 +919,97 @@ def _naive_softmax(x: Tensor, dim: int) -> Tensor:
     return e / e.sum(dim=dim, keepdim=True)
 
 
+def _other_than_last(dim: int, x: Tensor) -> bool:
+    return dim % x.dim() != x.dim() - 1
+
+
+SOFTMAX_MISTAKES = (
+    mistake("cross_entropy", "softmax_max_not_subtracted",
+            "your softmax does not subtract the maximum first: exp of a large score overflows to inf and inf/inf "
+            "is NaN; softmax(x) = softmax(x - max(x)), so shift every row by its maximum",
+            lambda x, dim: _naive_softmax(x, dim)),
+    mistake("cross_entropy", "softmax_global_max",
+            "your softmax subtracts the maximum of the whole tensor instead of each row's own maximum "
+            "(amax(dim, keepdim=True)): a row far below it underflows to 0/0", lambda x, dim: _naive_softmax(x - x.max(), dim)),
+    mistake("cross_entropy", "softmax_last_dim", "your softmax ignores `dim` and always normalises over the last dimension",
+            lambda x, dim: torch.softmax(x, -1) if _other_than_last(dim, x) else None),
+    mistake("cross_entropy", "softmax_max_without_keepdim",
+            "your softmax subtracts x.max(dim).values without keepdim=True, so the maxima broadcast along the "
+            "wrong dimension", lambda x, dim: _naive_softmax(x - x.max(dim=dim).values, dim)),
+)
+LOG_SOFTMAX_MISTAKES = (
+    mistake("cross_entropy", "log_of_softmax",
+            "your log_softmax is log(softmax(x)): where the softmax underflows to 0 its log is -inf; compute "
+            "x - max - log(sum(exp(x - max))) instead", lambda x, dim: torch.log(torch.softmax(x, dim))),
+    mistake("cross_entropy", "log_softmax_max_not_subtracted",
+            "your log_softmax computes x - log(sum(exp(x))) without subtracting the maximum first: exp overflows "
+            "to inf", lambda x, dim: x - torch.log(torch.exp(x).sum(dim=dim, keepdim=True))),
+    mistake("cross_entropy", "log_softmax_off_by_max",
+            "your log_softmax is off by the maximum: x - log(sum(exp(x - max))) needs the max subtracted from x "
+            "too (x - max - log(sum(exp(x - max))))",
+            lambda x, dim: torch.log_softmax(x, dim) + x.amax(dim=dim, keepdim=True)),
+    mistake("cross_entropy", "log_softmax_last_dim",
+            "your log_softmax ignores `dim` and always normalises over the last dimension",
+            lambda x, dim: torch.log_softmax(x, -1) if _other_than_last(dim, x) else None),
+    mistake("cross_entropy", "log_softmax_global_max",
+            "your log_softmax subtracts the maximum of the whole tensor instead of each row's own maximum",
+            lambda x, dim: (x - x.max()) - torch.log(torch.exp(x - x.max()).sum(dim=dim, keepdim=True))),
+)
+
+
+class _Targets(NamedTuple):
+    """A cross-entropy case flattened: logits (N, V) in float64, targets (N,), the kept rows, log p, and
+    log p[target] of the kept rows."""
+
+    flat: Tensor
+    t: Tensor
+    keep: Tensor
+    logp: Tensor
+    picked: Tensor
+    ignore_index: int
+
+
+def _ignoring_minus_100(c: _Targets) -> Tensor | None:
+    if c.ignore_index == -100:
+        return None
+    k = c.t != -100
+    return -torch.log_softmax(c.flat, -1)[k].gather(1, c.t[k].unsqueeze(1)).mean()
+
+
+CROSS_ENTROPY_MISTAKES = (
+    mistake("cross_entropy", "mean_counts_ignored",
+            "your mean counts the ignored positions too: divide by the number of targets that are not "
+            "ignore_index", lambda c: -c.picked.sum() / c.t.numel()),
+    mistake("cross_entropy", "ignores_minus_100",
+            "your cross_entropy ignores -100 whatever ignore_index says: compare the targets with the "
+            "ignore_index argument", _ignoring_minus_100),
+    mistake("cross_entropy", "sum_not_mean", "you returned the sum of -log p[target], not the mean over the kept positions",
+            lambda c: -c.picked.sum()),
+    mistake("cross_entropy", "no_minus_sign", "you forgot the minus sign: cross-entropy is the mean of -log p[target]",
+            lambda c: c.picked.mean()),
+    mistake("cross_entropy", "probability_not_log",
+            "you averaged -p[target] (the probability) instead of -log p[target]", lambda c: -c.picked.exp().mean()),
+    mistake("cross_entropy", "every_class_averaged",
+            "you averaged the log-probabilities of every class, not only the target's", lambda c: -c.logp[c.keep].mean()),
+    mistake("cross_entropy", "indexed_every_target",
+            "you indexed logp[:, targets], which takes every row's log-probabilities at every target (an N x N "
+            "matrix): pick one entry per row (gather, or logp[arange(N), targets])",
+            lambda c: -c.logp[c.keep][:, c.t[c.keep]].mean()),
+    mistake("cross_entropy", "logits_as_log_probabilities",
+            "your cross_entropy uses the logits themselves as log-probabilities (no log_softmax)",
+            lambda c: -c.flat[c.keep].gather(1, c.t[c.keep].unsqueeze(1)).mean()),
+)
+MAX_SUBTRACTED_IN_PLACE = mistake("cross_entropy", "max_subtracted_in_place",
+                                  "your code subtracted the maximum from the caller's tensor in place (x -= ...): "
+                                  "compute a new tensor instead", lambda x, dim: x - x.amax(dim=dim, keepdim=True))
+
+
 def softmax_mistakes(x: Tensor, dim: int) -> Mistakes:
-    last = x.dim() - 1
-    return {
-        "your softmax does not subtract the maximum first: exp of a large score overflows to inf and inf/inf "
-        "is NaN; softmax(x) = softmax(x - max(x)), so shift every row by its maximum": lambda: _naive_softmax(x, dim),
-        "your softmax subtracts the maximum of the whole tensor instead of each row's own maximum "
-        "(amax(dim, keepdim=True)): a row far below it underflows to 0/0": lambda: _naive_softmax(x - x.max(), dim),
-        "your softmax ignores `dim` and always normalises over the last dimension":
-            lambda: None if dim % x.dim() == last else torch.softmax(x, -1),
-        "your softmax subtracts x.max(dim).values without keepdim=True, so the maxima broadcast along the "
-        "wrong dimension": lambda: _naive_softmax(x - x.max(dim=dim).values, dim),
-    }
+    return bind(SOFTMAX_MISTAKES, x, dim)
 
 
 def log_softmax_mistakes(x: Tensor, dim: int) -> Mistakes:
-    last = x.dim() - 1
-    m = x.amax(dim=dim, keepdim=True)
-    return {
-        "your log_softmax is log(softmax(x)): where the softmax underflows to 0 its log is -inf; compute "
-        "x - max - log(sum(exp(x - max))) instead": lambda: torch.log(torch.softmax(x, dim)),
-        "your log_softmax computes x - log(sum(exp(x))) without subtracting the maximum first: exp overflows "
-        "to inf": lambda: x - torch.log(torch.exp(x).sum(dim=dim, keepdim=True)),
-        "your log_softmax is off by the maximum: x - log(sum(exp(x - max))) needs the max subtracted from x "
-        "too (x - max - log(sum(exp(x - max))))": lambda: torch.log_softmax(x, dim) + m,
-        "your log_softmax ignores `dim` and always normalises over the last dimension":
-            lambda: None if dim % x.dim() == last else torch.log_softmax(x, -1),
-        "your log_softmax subtracts the maximum of the whole tensor instead of each row's own maximum":
-            lambda: (x - x.max()) - torch.log(torch.exp(x - x.max()).sum(dim=dim, keepdim=True)),
-    }
+    return bind(LOG_SOFTMAX_MISTAKES, x, dim)
 
 
 def cross_entropy_mistakes(logits: Tensor, targets: Tensor, ignore_index: int) -> Mistakes:
@@ -798,36 +1018,16 @@ def cross_entropy_mistakes(logits: Tensor, targets: Tensor, ignore_index: int) -
     keep = t != ignore_index
     logp = torch.log_softmax(flat, -1)
     picked = logp[keep].gather(1, t[keep].unsqueeze(1)).squeeze(1)
-
-    def hard_coded():
-        k = t != -100
-        return -torch.log_softmax(flat, -1)[k].gather(1, t[k].unsqueeze(1)).mean()
-
-    return {
-        "your mean counts the ignored positions too: divide by the number of targets that are not "
-        "ignore_index": lambda: -picked.sum() / t.numel(),
-        "your cross_entropy ignores -100 whatever ignore_index says: compare the targets with the "
-        "ignore_index argument": lambda: None if ignore_index == -100 else hard_coded(),
-        "you returned the sum of -log p[target], not the mean over the kept positions": lambda: -picked.sum(),
-        "you forgot the minus sign: cross-entropy is the mean of -log p[target]": lambda: picked.mean(),
-        "you averaged -p[target] (the probability) instead of -log p[target]": lambda: -picked.exp().mean(),
-        "you averaged the log-probabilities of every class, not only the target's": lambda: -logp[keep].mean(),
-        "you indexed logp[:, targets], which takes every row's log-probabilities at every target (an N x N "
-        "matrix): pick one entry per row (gather, or logp[arange(N), targets])":
-            lambda: -logp[keep][:, t[keep]].mean(),
-        "your cross_entropy uses the logits themselves as log-probabilities (no log_softmax)":
-            lambda: -flat[keep].gather(1, t[keep].unsqueeze(1)).mean(),
-    }
+    return bind(CROSS_ENTROPY_MISTAKES, _Targets(flat, t, keep, logp, picked, ignore_index))
 
 
 def subtracted_in_place_mistakes(x: Tensor, dim: int = -1) -> Mistakes:
-    return {"your code subtracted the maximum from the caller's tensor in place (x -= ...): compute a new "
-            "tensor instead": lambda: x - x.amax(dim=dim, keepdim=True)}
+    return bind([MAX_SUBTRACTED_IN_PLACE], x, dim)
 
 
 # --- optimizer ---------------------------------------------------------------------------------------
 
-ADAMW_MISTAKES = {
+ADAMW_MISTAKES = variants("optimizer", {
     "your bias correction uses one step counter for all the parameters: t counts each parameter's own "
     "updates (a parameter without a gradient is not updated, and its t does not move)": "global_step",
     "your weight decay goes into the gradient (Adam with L2, g + wd * p): AdamW decays the parameter "
@@ -852,7 +1052,17 @@ ADAMW_MISTAKES = {
     "your state (m, v and the step count) starts afresh at every step: create it only on a parameter's "
     "first update and keep it in self.state[p]": "no_state",
     "your update uses the gradient instead of m (no first moment)": "no_momentum",
-}
+})
+
+
+CLOSURE_NOT_CALLED = mistake("optimizer", "closure_not_called",
+                             "your step never calls the closure: it computes this step's gradients "
+                             "(and the loss to return), so call it first", lambda: 0)
+
+
+def closure_mistakes() -> Mistakes:
+    """For how many times step(closure) ran the closure."""
+    return bind([CLOSURE_NOT_CALLED])
 
 
 def adamw_run(values: list[Tensor], grads: list[list[Tensor | None]], groups: list[dict], lrs: list[list[float]],
@@ -916,43 +1126,55 @@ def adamw_mistakes(values, grads, groups, lrs, step: int, index: int) -> Mistake
             cache[variant] = adamw_run(values, grads, groups, lrs, variant)
         return cache[variant][step][index]
 
-    return {s: (lambda v=v: model(v)) for s, v in ADAMW_MISTAKES.items()}
+    return simulated(ADAMW_MISTAKES, model)
 
 
 def _norm(grads: list[Tensor]) -> Tensor:
     return torch.stack([g.double().norm() for g in grads]).norm()
 
 
+CLIP_NORM_MISTAKES = (
+    mistake("optimizer", "norm_after_clipping",
+            "you returned the norm after clipping: return the total norm the gradients had before",
+            lambda grads, max_norm, norm: torch.clamp(norm, max=max_norm)),
+    mistake("optimizer", "squared_norm", "you returned the squared norm (the sum of squares, without its square root)",
+            lambda grads, max_norm, norm: norm**2),
+    mistake("optimizer", "sum_of_norms",
+            "you returned the sum of the per-parameter norms, not the norm of all the gradients together "
+            "(sqrt of the sum of every squared entry)", lambda grads, max_norm, norm: sum(g.double().norm() for g in grads)),
+    mistake("optimizer", "last_norm_only",
+            "you returned the last parameter's norm only: the norm is over all the gradients together",
+            lambda grads, max_norm, norm: grads[-1].double().norm()),
+)
+CLIP_GRADS_MISTAKES = (
+    mistake("optimizer", "gradients_unchanged",
+            "the gradients were not changed: clip_grad_norm scales every .grad in place (and a generator of "
+            "parameters can be read only once: make a list first)",
+            lambda g, max_norm, norm: g if norm > max_norm else None),
+    mistake("optimizer", "clipped_one_by_one",
+            "you clipped each gradient by its own norm: the norm is one, of all the gradients together",
+            lambda g, max_norm, norm: g * torch.clamp(max_norm / (g.norm() + 1e-6), max=1.0)),
+    mistake("optimizer", "always_scaled",
+            "you always scale by max_norm / norm, also when the norm is already below max_norm: the factor is "
+            "min(1, max_norm / (norm + 1e-6))", lambda g, max_norm, norm: g * max_norm / (norm + 1e-6)),
+    mistake("optimizer", "factor_without_1e-6",
+            "your factor is max_norm / norm without the + 1e-6 (torch adds it to the norm)",
+            lambda g, max_norm, norm: g * torch.clamp(max_norm / norm, max=1.0)),
+    mistake("optimizer", "factor_inverted", "your factor is norm / max_norm, the wrong way round",
+            lambda g, max_norm, norm: g * torch.clamp(norm / max_norm, max=1.0)),
+    mistake("optimizer", "factor_of_squared_norm", "your factor uses the squared norm (no square root)",
+            lambda g, max_norm, norm: g * torch.clamp(max_norm / (norm**2 + 1e-6), max=1.0)),
+)
+
+
 def clip_norm_mistakes(grads: list[Tensor], max_norm: float) -> Mistakes:
     """For the norm clip_grad_norm returns."""
-    norm = _norm(grads)
-    return {
-        "you returned the norm after clipping: return the total norm the gradients had before":
-            lambda: torch.clamp(norm, max=max_norm),
-        "you returned the squared norm (the sum of squares, without its square root)": lambda: norm**2,
-        "you returned the sum of the per-parameter norms, not the norm of all the gradients together "
-        "(sqrt of the sum of every squared entry)": lambda: sum(g.double().norm() for g in grads),
-        "you returned the last parameter's norm only: the norm is over all the gradients together":
-            lambda: grads[-1].double().norm(),
-    }
+    return bind(CLIP_NORM_MISTAKES, grads, max_norm, _norm(grads))
 
 
 def clip_grads_mistakes(grads: list[Tensor], max_norm: float, index: int) -> Mistakes:
     """For gradient `index` after clip_grad_norm(parameters, max_norm)."""
-    norm, g = _norm(grads), grads[index].double()
-    own = g.norm()
-    return {
-        "the gradients were not changed: clip_grad_norm scales every .grad in place (and a generator of "
-        "parameters can be read only once: make a list first)": lambda: g if norm > max_norm else None,
-        "you clipped each gradient by its own norm: the norm is one, of all the gradients together":
-            lambda: g * torch.clamp(max_norm / (own + 1e-6), max=1.0),
-        "you always scale by max_norm / norm, also when the norm is already below max_norm: the factor is "
-        "min(1, max_norm / (norm + 1e-6))": lambda: g * max_norm / (norm + 1e-6),
-        "your factor is max_norm / norm without the + 1e-6 (torch adds it to the norm)":
-            lambda: g * torch.clamp(max_norm / norm, max=1.0),
-        "your factor is norm / max_norm, the wrong way round": lambda: g * torch.clamp(norm / max_norm, max=1.0),
-        "your factor uses the squared norm (no square root)": lambda: g * torch.clamp(max_norm / (norm**2 + 1e-6), max=1.0),
-    }
+    return bind(CLIP_GRADS_MISTAKES, grads[index].double(), max_norm, _norm(grads))
 
 
 # --- lr_schedule -------------------------------------------------------------------------------------
@@ -986,7 +1208,7 @@ def schedule(steps: list[int], max_lr: float, min_lr: float, warmup: int, total:
     return torch.tensor(out, dtype=torch.float64)
 
 
-SCHEDULE_MISTAKES = {
+SCHEDULE_MISTAKES = variants("lr_schedule", {
     "your warmup is one step ahead: max_lr * (step + 1) / warmup_steps; the contract's starts at 0 "
     "(max_lr * step / warmup_steps)": "plus_one",
     "your warmup is nanoGPT's max_lr * (step + 1) / (warmup_steps + 1); the contract's is "
@@ -1004,11 +1226,21 @@ SCHEDULE_MISTAKES = {
     "your decay is linear: the contract's is a cosine, 0.5 * (1 + cos(pi * progress))": "linear",
     "after total_steps your schedule returns 0: it stays at min_lr": "zero_after",
     "after total_steps your schedule goes back to max_lr: it stays at min_lr": "max_after",
-}
+})
+
+
+LR_AS_TENSOR = mistake("lr_schedule", "lr_as_tensor",
+                       "your lr_at returns a tensor holding the right value (torch.cos, torch.tensor): the "
+                       "schedule is a plain float, computed with math.cos", lambda right: torch.tensor(right))
+
+
+def tensor_lr_mistakes(right: float) -> Mistakes:
+    """For what lr_at returned instead of a float, the right value being `right`."""
+    return bind([LR_AS_TENSOR], right)
 
 
 def schedule_mistakes(steps: list[int], max_lr: float, min_lr: float, warmup: int, total: int) -> Mistakes:
-    return {s: (lambda v=v: schedule(steps, max_lr, min_lr, warmup, total, v)) for s, v in SCHEDULE_MISTAKES.items()}
+    return simulated(SCHEDULE_MISTAKES, lambda variant: schedule(steps, max_lr, min_lr, warmup, total, variant))
 
 
 # --- rope --------------------------------------------------------------------------------------------
@@ -1034,7 +1266,7 @@ def rope_tables(max_len: int, head_dim: int, base: float = 10000.0, *, variant: 
     return (sin, cos) if variant == "swapped" else (cos, sin)
 
 
-ROPE_TABLE_MISTAKES = {
+ROPE_TABLE_MISTAKES = variants("rope", {
     "your frequencies use the exponent i / head_dim, i being the pair index: it is 2i / head_dim "
     "(features 2i and 2i+1 share pair i's frequency), theta_i = base**(-2i / head_dim)": "pair_index",
     "your frequencies are base**(+2i / head_dim): the exponent is negative, so that pair 0 turns fastest "
@@ -1046,33 +1278,40 @@ ROPE_TABLE_MISTAKES = {
     "your angles are computed in float16, whose rounding of position * frequency reaches a radian at a few "
     "thousand positions: compute positions and frequencies in float32 (or float64)": "float16",
     "your frequencies ignore the base argument and always use 10000": "base_ignored",
-}
+})
+ROPE_TABLE_SHAPE_MISTAKES = (
+    mistake("rope", "tables_repeated_wide",
+            "your tables are head_dim wide, each frequency repeated (as Hugging Face's cat((freqs, freqs)) is): "
+            "this kit's tables hold one column per pair, head_dim // 2",
+            lambda max_len, head_dim: torch.Size((max_len, head_dim))),
+    mistake("rope", "tables_transposed", "your tables are transposed, (head_dim // 2, max_len): one row per position",
+            lambda max_len, head_dim: torch.Size((head_dim // 2, max_len))),
+)
+ONE_COMPLEX_TABLE = mistake("rope", "one_complex_table",
+                            "you returned one complex table (torch.polar, as Meta's precompute_freqs_cis does): return "
+                            "its real and imaginary parts, cos and sin, as two float32 tables",
+                            lambda result: result if isinstance(result, Tensor) and result.is_complex() else None)
+FLOAT64_TABLE = mistake("rope", "float64_table",
+                        "your table is float64 (math or float64 arithmetic left unconverted): return float32 tables, "
+                        ".to(torch.float32)", lambda table: table.double() if table.dtype == torch.float64 else None)
 
 
 def rope_table_mistakes(max_len: int, head_dim: int, base: float = 10000.0) -> Mistakes:
     """For the pair (cos, sin) of rope_angles; see them one at a time with `mapped`."""
-    return {s: (lambda v=v: rope_tables(max_len, head_dim, base, variant=v)) for s, v in ROPE_TABLE_MISTAKES.items()}
+    return simulated(ROPE_TABLE_MISTAKES, lambda variant: rope_tables(max_len, head_dim, base, variant=variant))
 
 
 def rope_table_shape_mistakes(max_len: int, head_dim: int) -> Mistakes:
-    return {
-        "your tables are head_dim wide, each frequency repeated (as Hugging Face's cat((freqs, freqs)) is): "
-        "this kit's tables hold one column per pair, head_dim // 2": torch.Size((max_len, head_dim)),
-        "your tables are transposed, (head_dim // 2, max_len): one row per position":
-            torch.Size((head_dim // 2, max_len)),
-    }
+    return bind(ROPE_TABLE_SHAPE_MISTAKES, max_len, head_dim)
 
 
 def rope_table_pair_mistakes(result: Any) -> Mistakes:
     """For what rope_angles returned when it is not a pair of tables."""
-    polar = isinstance(result, Tensor) and result.is_complex()
-    return {"you returned one complex table (torch.polar, as Meta's precompute_freqs_cis does): return its real "
-            "and imaginary parts, cos and sin, as two float32 tables": result if polar else None}
+    return bind([ONE_COMPLEX_TABLE], result)
 
 
 def rope_table_dtype_mistakes(table: Tensor) -> Mistakes:
-    return {"your table is float64 (math or float64 arithmetic left unconverted): return float32 tables, "
-            ".to(torch.float32)": table.double() if table.dtype == torch.float64 else None}
+    return bind([FLOAT64_TABLE], table)
 
 
 def rope_rotated(x: Tensor, cos: Tensor, sin: Tensor, positions: Tensor | None, *, variant: str = "") -> Tensor:
@@ -1104,7 +1343,7 @@ def rope_rotated(x: Tensor, cos: Tensor, sin: Tensor, positions: Tensor | None, 
     return torch.stack((first, second), dim=-1).flatten(-2)
 
 
-ROPE_MISTAKES = {
+ROPE_MISTAKES = variants("rope", {
     "your apply_rope returns x unchanged: every row but those at position 0 must be rotated": "unchanged",
     "your pairs are (i, i + Dh/2), the \"rotate_half\" layout of Hugging Face and GPT-NeoX: this kit pairs "
     "adjacent features (2i, 2i+1), as Meta's LLaMA and the RoFormer paper do (x[..., 0::2] with x[..., 1::2])":
@@ -1123,44 +1362,55 @@ ROPE_MISTAKES = {
     "columns 2i and 2i+1 of the repeated table": "tables_repeated",
     "your second formula uses the already rotated even features (x[..., 0::2] was overwritten, or is a view "
     "of what you wrote): compute both from the original pair": "even_rotated_first",
-}
+})
+ROPE_IN_FLOAT32 = mistake("rope", "computed_in_float32",
+                          "your apply_rope computes in float32 (x.float(), or complex64 numbers) and never casts back: "
+                          "a float64 x must come back float64 (.type_as(x), as Meta's code ends)",
+                          lambda x: torch.float32 if x.dtype == torch.float64 else None)
+NEGATIVE_POSITIONS_WRAP = mistake(
+    "rope", "negative_positions_wrap",
+    "your apply_rope accepts negative positions: indexing the tables with -1 quietly reads their last row "
+    "(Python indexing wraps around); check positions.min() >= 0 too",
+    lambda x, cos, sin, positions: rope_rotated(x, cos, sin, positions, variant="wrapped")
+    if bool((positions < 0).any()) else None)
+ROPE_NO_GRAPH = "no autograd graph"
+ROPE_WITHOUT_GRAPH = mistake("rope", "no_graph",
+                             "your apply_rope's output is not computed from x with autograd (torch.no_grad(), "
+                             "torch.inference_mode(), .detach(), or a new tensor): nothing before it (the projections "
+                             "of q and k) would ever learn", lambda: ROPE_NO_GRAPH)
+ROPE_IN_PLACE_MISTAKES = (
+    mistake("rope", "rotated_in_place",
+            "apply_rope wrote the rotation into the caller's x in place: build new tensors (torch.stack, torch.cat) "
+            "and return them", lambda x, cos, sin, positions: rope_rotated(x, cos, sin, positions).to(x.dtype)),
+    mistake("rope", "overwritten_in_place",
+            "apply_rope overwrote the caller's x in place (x[..., 0::2] = ...), and used the overwritten even "
+            "features for the odd ones",
+            lambda x, cos, sin, positions: rope_rotated(x, cos, sin, positions, variant="even_rotated_first")),
+)
 
 
 def rope_mistakes(x: Tensor, cos: Tensor, sin: Tensor, positions: Tensor | None) -> Mistakes:
-    return {s: (lambda v=v: rope_rotated(x, cos, sin, positions, variant=v)) for s, v in ROPE_MISTAKES.items()}
+    return simulated(ROPE_MISTAKES, lambda variant: rope_rotated(x, cos, sin, positions, variant=variant))
 
 
 def rope_dtype_mistakes(x: Tensor) -> Mistakes:
     """For the dtype of apply_rope's result."""
-    return {"your apply_rope computes in float32 (x.float(), or complex64 numbers) and never casts back: a float64 "
-            "x must come back float64 (.type_as(x), as Meta's code ends)":
-            torch.float32 if x.dtype == torch.float64 else None}
+    return bind([ROPE_IN_FLOAT32], x)
 
 
 def rope_wrapped_mistakes(x: Tensor, cos: Tensor, sin: Tensor, positions: Tensor) -> Mistakes:
     """For what apply_rope returned instead of rejecting a negative position."""
-    return {"your apply_rope accepts negative positions: indexing the tables with -1 quietly reads their last row "
-            "(Python indexing wraps around); check positions.min() >= 0 too":
-            lambda: rope_rotated(x, cos, sin, positions, variant="wrapped") if bool((positions < 0).any()) else None}
-
-
-ROPE_NO_GRAPH = "no autograd graph"
+    return bind([NEGATIVE_POSITIONS_WRAP], x, cos, sin, positions)
 
 
 def rope_grad_mistakes() -> Mistakes:
     """For what went wrong when backpropagating through apply_rope (ROPE_NO_GRAPH: backward found nothing)."""
-    return {"your apply_rope's output is not computed from x with autograd (torch.no_grad(), torch.inference_mode(), "
-            ".detach(), or a new tensor): nothing before it (the projections of q and k) would ever learn":
-            ROPE_NO_GRAPH}
+    return bind([ROPE_WITHOUT_GRAPH])
 
 
 def rope_in_place_mistakes(x: Tensor, cos: Tensor, sin: Tensor, positions: Tensor | None) -> Mistakes:
     """For x as it is after apply_rope(x, cos, sin, positions)."""
-    return {"apply_rope wrote the rotation into the caller's x in place: build new tensors (torch.stack, torch.cat) "
-            "and return them":
-            lambda: rope_rotated(x, cos, sin, positions).to(x.dtype),
-            "apply_rope overwrote the caller's x in place (x[..., 0::2] = ...), and used the overwritten even "
-            "features for the odd ones": lambda: rope_rotated(x, cos, sin, positions, variant="even_rotated_first")}
+    return bind(ROPE_IN_PLACE_MISTAKES, x, cos, sin, positions)
 
 
 # --- tiny_lm -----------------------------------------------------------------------------------------
@@ -1253,7 +1503,7 @@ def decoder_block(state: dict[str, Tensor], x: Tensor, n_heads: int, n_kv_heads:
     return h + ffn(norm2(h))
 
 
-BLOCK_VARIANTS = {
+DECODER_BLOCK_MISTAKES = variants("tiny_lm", ((sentence, variant) for variant, sentence in {
     "post_norm": "your block normalises after each residual addition (post-norm, as the 2017 Transformer): "
                  "a pre-norm block normalises the input of each branch, h = x + attn(attn_norm(x)), "
                  "out = h + ffn(ffn_norm(h))",
@@ -1265,13 +1515,14 @@ BLOCK_VARIANTS = {
                             "missing)",
     "shared_norm": "your feed-forward branch is normalised by attn_norm: it has its own, ffn_norm",
     "no_mask": "your block does not pass the mask on to the attention",
-}
+}.items()))
+BLOCK_VARIANTS = {m.name: m.sentence for m in DECODER_BLOCK_MISTAKES}  # variant -> sentence
 
 
 def decoder_block_mistakes(state: dict[str, Tensor], x: Tensor, n_heads: int, n_kv_heads: int, rope, mask
                            ) -> Mistakes:
-    return {sentence: (lambda v=v: decoder_block(state, x, n_heads, n_kv_heads, rope=rope, mask=mask, variant=v))
-            for v, sentence in BLOCK_VARIANTS.items()}
+    return simulated(DECODER_BLOCK_MISTAKES, lambda variant: decoder_block(state, x, n_heads, n_kv_heads, rope=rope,
+                                                                           mask=mask, variant=variant))
 
 
 def tiny_lm(state: dict[str, Tensor], chunks: list[Tensor], *, n_heads: int, n_kv_heads: int, n_layers: int,
@@ -1305,8 +1556,8 @@ def tiny_lm(state: dict[str, Tensor], chunks: list[Tensor], *, n_heads: int, n_k
     return torch.cat(out, dim=1)
 
 
-TINY_LM_VARIANTS = {
-    **{v: s for v, s in BLOCK_VARIANTS.items() if v != "no_mask"},
+TINY_LM_MISTAKES = tuple(m for m in DECODER_BLOCK_MISTAKES if m.name != "no_mask") + variants("tiny_lm", (
+    (sentence, variant) for variant, sentence in {
     "no_final_norm": "your TinyLM applies the head to the last block's output directly: the final RMSNorm "
                      "(norm) comes first, head(norm(x))",
     "no_causal_mask": "your TinyLM attends to future positions without caches: give the blocks a causal mask "
@@ -1320,16 +1571,35 @@ TINY_LM_VARIANTS = {
                          "separate parameters, the head an nn.Linear(d_model, vocab_size, bias=False) of its own",
     "scaled_embedding": "your TinyLM scales the embeddings by sqrt(d_model); the contract's feeds tok_emb(idx) "
                         "to the first block as it is",
-}
+}.items()))
+TINY_LM_VARIANTS = {m.name: m.sentence for m in TINY_LM_MISTAKES}  # variant -> sentence
+SHARED_CACHE = mistake("tiny_lm", "shared_cache", "your blocks share one KV cache: each block keeps the keys and values "
+                       "of its own layer, so block i must get caches[i]", dict(variant="shared_cache"))
 
 
 def tiny_lm_mistakes(state: dict[str, Tensor], chunks: list[Tensor], *, cached: bool = False, **config: Any
                      ) -> Mistakes:
-    variants = dict(TINY_LM_VARIANTS)
-    if cached:
-        variants["shared_cache"] = ("your blocks share one KV cache: each block keeps the keys and values of "
-                                    "its own layer, so block i must get caches[i]")
-    return {s: (lambda v=v: tiny_lm(state, chunks, cached=cached, variant=v, **config)) for v, s in variants.items()}
+    return simulated([*TINY_LM_MISTAKES, *([SHARED_CACHE] if cached else [])],
+                     lambda variant: tiny_lm(state, chunks, cached=cached, variant=variant, **config))
+
+
+HEAD_BIAS = recognised("tiny_lm", "head_bias", "your head has a bias: nn.Linear(d_model, vocab_size, bias=False)")
+ROPE_TABLES_SAVED = recognised("tiny_lm", "rope_tables_saved",
+                               "the RoPE tables are in your state dict: register them with register_buffer(name, table, "
+                               "persistent=False); they are computed from max_len, not learned, so a checkpoint need "
+                               "not hold them")
+ROPE_FOR_D_MODEL = recognised("tiny_lm", "rope_for_d_model",
+                              "your RoPE tables are for head_dim = d_model ({d_model}); they rotate each head, so build "
+                              "them with rope_angles(max_len, d_model // n_heads) ({d_head})")
+MAX_LEN_OFF_BY_ONE = recognised("tiny_lm", "max_len_off_by_one",
+                                "your TinyLM rejects a sequence that ends at position max_len - 1 ({last}): positions "
+                                "0 .. max_len - 1 all have RoPE tables; raise only when start + T > max_len")
+MASK_WITH_CACHE = recognised("tiny_lm", "mask_with_cache",
+                             "your TinyLM passes a causal mask together with the caches: with caches the attention "
+                             "builds its own mask over the cached positions, so pass mask=None then")
+SHARED_CACHES = recognised("tiny_lm", "shared_caches",
+                           "new_caches returns the same KVCache object for every block ([KVCache()] * n repeats one "
+                           "object): make a new one per block")
 
 
 def tiny_lm_key_diagnosis(got: dict[str, Tensor], expected: set[str], max_len: int) -> str | None:
@@ -1338,38 +1608,29 @@ def tiny_lm_key_diagnosis(got: dict[str, Tensor], expected: set[str], max_len: i
     if missing:
         return None
     if extra == {"head.bias"}:
-        return "your head has a bias: nn.Linear(d_model, vocab_size, bias=False)"
+        return HEAD_BIAS.text()
     if extra and all(got[k].dim() == 2 and got[k].size(0) == max_len for k in extra):
-        return ("the RoPE tables are in your state dict: register them with register_buffer(name, table, "
-                "persistent=False); they are computed from max_len, not learned, so a checkpoint need not hold them")
+        return ROPE_TABLES_SAVED.text()
     return None
 
 
 def rope_error_mistake(message: str, d_model: int, n_heads: int) -> str | None:
     """A diagnosis for an error that apply_rope raised inside the model, by the table width it names."""
     if f"tables are for {d_model}" in message and n_heads > 1:
-        return (f"your RoPE tables are for head_dim = d_model ({d_model}); they rotate each head, so build them "
-                f"with rope_angles(max_len, d_model // n_heads) ({d_model // n_heads})")
+        return ROPE_FOR_D_MODEL.text(d_model=d_model, d_head=d_model // n_heads)
     return None
 
 
 def max_len_off_by_one_mistake(max_len: int) -> str:
-    return (f"your TinyLM rejects a sequence that ends at position max_len - 1 ({max_len - 1}): positions 0 .. "
-            f"max_len - 1 all have RoPE tables; raise only when start + T > max_len")
+    return MAX_LEN_OFF_BY_ONE.text(last=max_len - 1)
 
 
 def mask_with_cache_mistake(message: str) -> str | None:
-    if "mask" in message and "cache" in message:
-        return ("your TinyLM passes a causal mask together with the caches: with caches the attention builds its "
-                "own mask over the cached positions, so pass mask=None then")
-    return None
+    return MASK_WITH_CACHE.text() if "mask" in message and "cache" in message else None
 
 
 def shared_caches_mistake(ids: list[int]) -> str | None:
-    if len(ids) > 1 and len(set(ids)) == 1:
-        return ("new_caches returns the same KVCache object for every block ([KVCache()] * n repeats one "
-                "object): make a new one per block")
-    return None
+    return SHARED_CACHES.text() if len(ids) > 1 and len(set(ids)) == 1 else None
 
 
 # --- grouped_query_attention -------------------------------------------------------------------------
@@ -1433,7 +1694,7 @@ def gqa_calls(state: dict[str, Tensor], x: Tensor, n_heads: int, n_kv_heads: int
     return torch.cat(outputs, dim=1), appended
 
 
-GQA_MISTAKES = {
+GQA_MISTAKES = variants("grouped_query_attention", {
     "your query head h uses key/value head h % n_kv_heads (the groups tiled, as x.repeat does): head h "
     "uses h // (n_heads // n_kv_heads), each key/value head repeated n_rep times in a row "
     "(torch.repeat_interleave(x, n_rep, dim=1))": "tile",
@@ -1449,57 +1710,75 @@ GQA_MISTAKES = {
     "cached, at their own positions": "rope_twice",
     "your causal mask with a cache has no offset (query i sees keys 0 .. i): the new queries are the last T "
     "positions and see every cached key, causal_mask(T_new, T_total)": "mask_without_offset",
-}
-GQA_MISTAKES_BY_VARIANT = {v: s for s, v in GQA_MISTAKES.items()}
-GQA_ONE_BY_ONE_ROPE = ("your queries and keys are not rotated at their positions: either rope is ignored, or its "
-                       "positions start at 0 in every call; they are len(cache) .. len(cache) + T - 1")
+})
+GQA_MISTAKES_BY_VARIANT = {m.name: m for m in GQA_MISTAKES}
+GQA_ONE_BY_ONE_ROPE = mistake("grouped_query_attention", "rope_not_at_positions",
+                              "your queries and keys are not rotated at their positions: either rope is ignored, or "
+                              "its positions start at 0 in every call; they are len(cache) .. len(cache) + T - 1",
+                              dict(variant="no_rope"))
+REPEAT_KV_MISTAKES = (
+    mistake("grouped_query_attention", "repeat_kv_tiled",
+            "your repeat_kv tiles the heads (x.repeat(1, n_rep, 1, 1), or an expand on a new axis before the heads): "
+            "output head j is input head j // n_rep, each head repeated n_rep times in a row",
+            lambda x, n_rep: x.repeat(1, n_rep, 1, 1)),
+    mistake("grouped_query_attention", "repeat_kv_sequence",
+            "your repeat_kv repeats along the sequence (dim 2) instead of the heads (dim 1)",
+            lambda x, n_rep: x.repeat_interleave(n_rep, dim=2)),
+    mistake("grouped_query_attention", "repeat_kv_features",
+            "your repeat_kv repeats along the head features (the last dim) instead of the heads (dim 1)",
+            lambda x, n_rep: x.repeat_interleave(n_rep, dim=-1)),
+)
+GQA_NO_BIASES = mistake("grouped_query_attention", "no_biases",
+                        "your layers have no biases although bias=True: pass bias=bias to every nn.Linear",
+                        lambda expected: {k for k in expected if k.endswith(".weight")})
+GQA_BIASES = mistake("grouped_query_attention", "biases",
+                     "your layers have biases although bias=False: pass bias=bias to every nn.Linear",
+                     lambda expected: expected | {k.replace(".weight", ".bias") for k in expected})
+KV_LAYER_SHAPE_MISTAKES = (
+    mistake("grouped_query_attention", "kv_layer_full_width",
+            "your {layer} maps d_model to d_model features, as in multi-head attention: it makes only "
+            "n_kv_heads heads, nn.Linear(d_model, n_kv_heads * d_k) (the memory saving of grouping)",
+            lambda d_model, n_kv_heads, bias: torch.Size((d_model,) if bias else (d_model, d_model))),
+    mistake("grouped_query_attention", "kv_layer_one_feature_per_head",
+            "your {layer} makes n_kv_heads features, one per head: it makes n_kv_heads heads of d_k features each, "
+            "nn.Linear(d_model, n_kv_heads * d_k)",
+            lambda d_model, n_kv_heads, bias: torch.Size((n_kv_heads,) if bias else (n_kv_heads, d_model))),
+)
+CACHE_AFTER_REPEAT = mistake("grouped_query_attention", "cache_after_repeat",
+                             "your cache holds the keys and values after repeat_kv, n_heads heads: cache the n_kv_heads "
+                             "heads and repeat them only for the attention (the memory saving is the point of grouping)",
+                             lambda batch, n_heads, new, d_k: torch.Size((batch, n_heads, new, d_k)))
+CACHED_KEYS_NOT_ROTATED = mistake("grouped_query_attention", "cached_keys_not_rotated",
+                                  "the keys you cache are not rotated: rotate the new keys with apply_rope at positions "
+                                  "start .. start + T - 1 before cache.update, so that the cache holds rotated keys",
+                                  dict(variant="no_rope"))
 
 
 def gqa_mistakes(state: dict[str, Tensor], x: Tensor, n_heads: int, n_kv_heads: int, *, mask: Tensor | None = None,
                  rope: tuple[Tensor, Tensor] | None = None, chunks: list[tuple[int, int]] | None = None,
                  select: Callable[[Tensor], Tensor] = lambda out: out) -> Mistakes:
     """For GroupedQueryAttention's output, seen through `select` (say the chunk of one cached call)."""
-    sentences = dict(GQA_MISTAKES)
+    entries = list(GQA_MISTAKES)
     if chunks is not None and all(stop - start == 1 for start, stop in chunks):
         # one position per call: counted from 0, every position is 0, which is no rotation at all
-        for variant in ("no_rope", "rope_from_zero"):
-            del sentences[GQA_MISTAKES_BY_VARIANT[variant]]
-        sentences[GQA_ONE_BY_ONE_ROPE] = "no_rope"
-    return {s: (lambda v=v: select(gqa_calls(state, x, n_heads, n_kv_heads, mask=mask, rope=rope, chunks=chunks,
-                                             variant=v)[0]))
-            for s, v in sentences.items()}
+        entries = [m for m in entries if m.name not in ("no_rope", "rope_from_zero")] + [GQA_ONE_BY_ONE_ROPE]
+    return simulated(entries, lambda variant: select(gqa_calls(state, x, n_heads, n_kv_heads, mask=mask, rope=rope,
+                                                               chunks=chunks, variant=variant)[0]))
 
 
 def repeat_kv_mistakes(x: Tensor, n_rep: int) -> Mistakes:
-    return {
-        "your repeat_kv tiles the heads (x.repeat(1, n_rep, 1, 1), or an expand on a new axis before the heads): "
-        "output head j is input head j // n_rep, each head repeated n_rep times in a row":
-            lambda: x.repeat(1, n_rep, 1, 1),
-        "your repeat_kv repeats along the sequence (dim 2) instead of the heads (dim 1)":
-            lambda: x.repeat_interleave(n_rep, dim=2),
-        "your repeat_kv repeats along the head features (the last dim) instead of the heads (dim 1)":
-            lambda: x.repeat_interleave(n_rep, dim=-1),
-    }
+    return bind(REPEAT_KV_MISTAKES, x, n_rep)
 
 
 def gqa_key_mistakes(expected: set[str], bias: bool) -> Mistakes:
-    if bias:
-        return {"your layers have no biases although bias=True: pass bias=bias to every nn.Linear":
-                {k for k in expected if k.endswith(".weight")}}
-    return {"your layers have biases although bias=False: pass bias=bias to every nn.Linear":
-            expected | {k.replace(".weight", ".bias") for k in expected}}
+    return bind([GQA_NO_BIASES if bias else GQA_BIASES], expected)
 
 
 def gqa_shape_mistakes(d_model: int, n_heads: int, n_kv_heads: int, key: str) -> Mistakes:
     """For the shape of state_dict()[key] of GroupedQueryAttention(d_model, n_heads, n_kv_heads)."""
     if not key.startswith(("w_k.", "w_v.")):
         return {}
-    layer, full = key.split(".")[0], (d_model,) if key.endswith(".bias") else (d_model, d_model)
-    return {f"your {layer} maps d_model to d_model features, as in multi-head attention: it makes only "
-            f"n_kv_heads heads, nn.Linear(d_model, n_kv_heads * d_k) (the memory saving of grouping)": torch.Size(full),
-            f"your {layer} makes n_kv_heads features, one per head: it makes n_kv_heads heads of d_k features each, "
-            "nn.Linear(d_model, n_kv_heads * d_k)":
-                torch.Size((n_kv_heads,) if key.endswith(".bias") else (n_kv_heads, d_model))}
+    return bind(KV_LAYER_SHAPE_MISTAKES, d_model, n_kv_heads, key.endswith(".bias"), layer=key.split(".")[0])
 
 
 def gqa_appended_mistakes(state: dict[str, Tensor], x: Tensor, n_heads: int, n_kv_heads: int,
@@ -1512,17 +1791,10 @@ def gqa_appended_mistakes(state: dict[str, Tensor], x: Tensor, n_heads: int, n_k
     def appended(variant: str) -> Tensor:
         return gqa_calls(state, x, n_heads, n_kv_heads, rope=rope, chunks=chunks, variant=variant)[1][call][index]
 
-    mistakes: Mistakes = {
-        "your cache holds the keys and values after repeat_kv, n_heads heads: cache the n_kv_heads heads "
-        "and repeat them only for the attention (the memory saving is the point of grouping)":
-            torch.Size((batch, n_heads, stop - start, d_model // n_heads)),
-        GQA_MISTAKES_BY_VARIANT["kv_no_transpose"]: lambda: appended("kv_no_transpose"),
-    }
+    mistakes = {**bind([CACHE_AFTER_REPEAT], batch, n_heads, stop - start, d_model // n_heads),
+                **simulated([GQA_MISTAKES_BY_VARIANT["kv_no_transpose"]], appended)}
     if rope is not None and index == 0:  # positions from 0 first: for one new position at 0 it means no rotation
-        mistakes[GQA_MISTAKES_BY_VARIANT["rope_from_zero"]] = lambda: appended("rope_from_zero")
-        mistakes["the keys you cache are not rotated: rotate the new keys with apply_rope at positions "
-                 "start .. start + T - 1 before cache.update, so that the cache holds rotated keys"] = \
-            lambda: appended("no_rope")
+        mistakes.update(simulated([GQA_MISTAKES_BY_VARIANT["rope_from_zero"], CACHED_KEYS_NOT_ROTATED], appended))
     return mistakes
 
 
@@ -1573,7 +1845,7 @@ def filtered(logits: Tensor, temperature: float = 1.0, top_k: int | None = None,
     return x
 
 
-FILTER_MISTAKES = {
+FILTER_MISTAKES = variants("sampling", {
     "your filter multiplies the logits by the temperature: divide them by it (a temperature below 1 sharpens "
     "the distribution)": "temperature_times",
     "your filter ignores the temperature: the kept entries are logits / temperature": "no_temperature",
@@ -1592,7 +1864,23 @@ FILTER_MISTAKES = {
     "your top-p sums the probabilities in vocabulary order: sort them from most to least probable first "
     "(or sum, for each token, the probabilities greater than its own)": "topp_unsorted",
     "your top-p works on the probabilities before top-k: take the softmax of what top-k left": "topp_before_topk",
-}
+})
+FINITE_FILL = mistake("sampling", "finite_fill",
+                      "your filter fills the removed entries with {fill:g}: the contract's are -inf, so that their "
+                      "softmax weight is exactly 0", lambda want, fill: want.masked_fill(want == NEG_INF, fill))
+LOGITS_DIVIDED_IN_PLACE = mistake("sampling", "logits_divided_in_place",
+                                  "filter_logits divided the caller's logits in place (logits /= temperature): "
+                                  "compute a new tensor", lambda logits, temperature: logits / temperature)
+DRAW_MISTAKES = (
+    mistake("sampling", "softmax_twice",
+            "you take the softmax before filter_logits and again after it: filter the logits, then take the "
+            "softmax once",
+            lambda row, temperature, top_k, top_p: filtered(row.double().softmax(-1), temperature, top_k,
+                                                            top_p).softmax(-1)),
+    mistake("sampling", "unfiltered_softmax",
+            "you draw from the unfiltered softmax: the probabilities are softmax(filter_logits(logits, ...))",
+            lambda row, temperature, top_k, top_p: row.double().softmax(-1)),
+)
 
 
 def _finite_fill(got: Tensor, want: Tensor) -> float | None:
@@ -1629,43 +1917,40 @@ def unambiguous(mistakes: Mistakes) -> Mistakes:
     return {s: v for s, v in values.items() if not any(o != s and _same(v, w) for o, w in values.items())}
 
 
-EMPTY_ROW = ("your filter removed every token of a row: the most probable token has no mass above it, so it always "
-             "stays (a token stays while the mass strictly more probable than it is below top_p)")
+EMPTY_ROW = recognised("sampling", "empty_row",
+                       "your filter removed every token of a row: the most probable token has no mass above it, so it "
+                       "always stays (a token stays while the mass strictly more probable than it is below top_p)")
 
 
 def filter_mistakes(logits: Tensor, got: Any, want: Tensor, temperature: float = 1.0, top_k: int | None = None,
                     top_p: float | None = None) -> Mistakes:
     """For filter_logits(logits, ...): `got` is what came back, `want` the right answer."""
-    mistakes: Mistakes = unambiguous({s: (lambda v=v: filtered(logits, temperature, top_k, top_p, v))
-                                      for s, v in FILTER_MISTAKES.items()})
+    mistakes = unambiguous(simulated(FILTER_MISTAKES, lambda variant: filtered(logits, temperature, top_k, top_p,
+                                                                               variant)))
     fill = _finite_fill(got, want)
     if fill is not None:
-        mistakes[f"your filter fills the removed entries with {fill:g}: the contract's are -inf, so that their "
-                 "softmax weight is exactly 0"] = lambda: want.masked_fill(want == NEG_INF, fill)
+        mistakes.update(bind([FINITE_FILL], want, fill, fill=fill))
     return mistakes
 
 
 def divided_in_place_mistakes(logits: Tensor, temperature: float) -> Mistakes:
-    return {"filter_logits divided the caller's logits in place (logits /= temperature): compute a new tensor":
-            lambda: logits / temperature}
+    return bind([LOGITS_DIVIDED_IN_PLACE], logits, temperature)
 
 
 def distribution_mistakes(row: Tensor, temperature: float, top_k: int | None, top_p: float | None) -> Mistakes:
     """For the frequencies of many draws from one logits row (V,): the distributions mistakes draw from."""
-    mistakes: Mistakes = {s: (lambda v=v: filtered(row, temperature, top_k, top_p, v).double().softmax(-1))
-                          for s, v in FILTER_MISTAKES.items()}
-    mistakes["you take the softmax before filter_logits and again after it: filter the logits, then take the "
-             "softmax once"] = lambda: filtered(row.double().softmax(-1), temperature, top_k, top_p).softmax(-1)
-    mistakes["you draw from the unfiltered softmax: the probabilities are softmax(filter_logits(logits, ...))"] = \
-        lambda: row.double().softmax(-1)
-    return unambiguous(mistakes)
+    return unambiguous({
+        **simulated(FILTER_MISTAKES,
+                    lambda variant: filtered(row, temperature, top_k, top_p, variant).double().softmax(-1)),
+        **bind(DRAW_MISTAKES, row, temperature, top_k, top_p)})
 
 
-MULTINOMIAL_OF_LOGITS = ("you handed the logits to torch.multinomial, which takes probabilities (non-negative "
-                         "weights, no -inf): take the softmax of the filtered logits first")
+MULTINOMIAL_OF_LOGITS = recognised("sampling", "multinomial_of_logits",
+                                   "you handed the logits to torch.multinomial, which takes probabilities "
+                                   "(non-negative weights, no -inf): take the softmax of the filtered logits first")
 
 
-def draw_error_diagnosis(message: str, filtered_rows: Any) -> str | None:
+def draw_error_diagnosis(message: str, filtered_rows: Any) -> Mistake | None:
     """For torch.multinomial's complaint about its input: which mistake fed it, given what the submission's own
     filter_logits returns for the same logits and settings."""
     if "probability tensor contains" not in message or not isinstance(filtered_rows, Tensor):
@@ -1675,47 +1960,58 @@ def draw_error_diagnosis(message: str, filtered_rows: Any) -> str | None:
     return MULTINOMIAL_OF_LOGITS
 
 
-GREEDY_FILTERS = ("with temperature 0, sample_next_token called filter_logits, which rejects it: temperature 0 "
-                  "is the argmax of the logits, with no filter and no draw")
+GREEDY_FILTERS = recognised("sampling", "greedy_filters",
+                            "with temperature 0, sample_next_token called filter_logits, which rejects it: "
+                            "temperature 0 is the argmax of the logits, with no filter and no draw")
+
+
+KEPT_DIMENSION = mistake("sampling", "kept_dimension",
+                        "you returned shape (B, 1): torch.multinomial(probs, 1) and argmax(keepdim=True) keep a "
+                        "dimension; squeeze it to (B,)", lambda batch, vocab: torch.Size((batch, 1)))
+
+
+def _first_of_tied(logits: Tensor, got: Any) -> Any:
+    """`got` if it is a maximum of each row of `logits` (not necessarily the first), else None."""
+    batch, vocab = logits.shape
+    if not isinstance(got, Tensor) or got.shape != (batch,) or got.dtype != torch.int64:
+        return None
+    if not bool(((got >= 0) & (got < vocab)).all()):
+        return None
+    is_max = logits == logits.amax(-1, keepdim=True)
+    return got if bool(is_max.gather(1, got[:, None]).all()) else None
+
+
+GREEDY_MISTAKES = (
+    mistake("sampling", "argmax_over_batch",
+            "you took the argmax over dim 0 (the batch): the vocabulary is the last dimension",
+            lambda logits, got: torch.Size((logits.shape[1],)) if logits.shape[1] != logits.shape[0] else None),
+    mistake("sampling", "last_of_tied", "your greedy pick takes the last of tied maxima: argmax's is the first",
+            lambda logits, got: logits.shape[1] - 1 - logits.flip(-1).argmax(-1)),
+    mistake("sampling", "some_maximum",
+            "your greedy pick is a maximum, but not always the first of tied maxima (a draw at a tiny "
+            "temperature?): temperature 0 is the argmax, which takes the first", _first_of_tied),
+)
+DREW_OVER_BATCH = mistake("sampling", "drew_over_batch",
+                          "you drew along dim 0 (the batch): the vocabulary is the last dimension",
+                          lambda batch, vocab: torch.Size((vocab,)) if vocab != batch else None)
 
 
 def greedy_mistakes(logits: Tensor, got: Any) -> Mistakes:
     """For sample_next_token(logits (B, V), temperature=0)."""
-    batch, vocab = logits.shape
-    is_max = logits == logits.amax(-1, keepdim=True)
-
-    def some_maximum():
-        if not isinstance(got, Tensor) or got.shape != (batch,) or got.dtype != torch.int64:
-            return None
-        if not bool(((got >= 0) & (got < vocab)).all()):
-            return None
-        return got if bool(is_max.gather(1, got[:, None]).all()) else None
-
-    return {
-        "you took the argmax over dim 0 (the batch): the vocabulary is the last dimension":
-            torch.Size((vocab,)) if vocab != batch else None,
-        "you returned shape (B, 1): torch.multinomial(probs, 1) and argmax(keepdim=True) keep a dimension; "
-        "squeeze it to (B,)": torch.Size((batch, 1)),
-        "your greedy pick takes the last of tied maxima: argmax's is the first":
-            lambda: vocab - 1 - logits.flip(-1).argmax(-1),
-        "your greedy pick is a maximum, but not always the first of tied maxima (a draw at a tiny "
-        "temperature?): temperature 0 is the argmax, which takes the first": some_maximum,
-    }
+    first, *rest = GREEDY_MISTAKES
+    return {**bind([first], logits, got), **bind([KEPT_DIMENSION], *logits.shape), **bind(rest, logits, got)}
 
 
 def draw_shape_mistakes(batch: int, vocab: int) -> Mistakes:
-    return {
-        "you returned shape (B, 1): torch.multinomial(probs, 1) and argmax(keepdim=True) keep a dimension; "
-        "squeeze it to (B,)": torch.Size((batch, 1)),
-        "you drew along dim 0 (the batch): the vocabulary is the last dimension":
-            torch.Size((vocab,)) if vocab != batch else None,
-    }
+    return bind([KEPT_DIMENSION, DREW_OVER_BATCH], batch, vocab)
 
 
-GLOBAL_RANDOMNESS = ("your draws use torch's global random state (torch.multinomial, torch.rand or "
-                     "torch.manual_seed without generator=): take every random number from `generator`")
-GENERATOR_IGNORED = ("your draws do not depend on `generator`: two generators seeded differently gave the "
-                     "same tokens (a generator of your own, seeded the same at every call?)")
+GLOBAL_RANDOMNESS = recognised("sampling", "global_randomness",
+                               "your draws use torch's global random state (torch.multinomial, torch.rand or "
+                               "torch.manual_seed without generator=): take every random number from `generator`")
+GENERATOR_IGNORED = recognised("sampling", "generator_ignored",
+                               "your draws do not depend on `generator`: two generators seeded differently gave the "
+                               "same tokens (a generator of your own, seeded the same at every call?)")
 
 
 # generate: each forward call as (positions the caches held before it, which cache list (0: the first that
@@ -1742,35 +2038,55 @@ def expected_pattern(prompt: int, new: int, caches: int = 0) -> list[tuple]:
                                          for i in range(1, new)]
 
 
-def reused_caches_mistakes(pattern: list[tuple]) -> Mistakes:
-    """For the calls of a second generate on the same model: the first call found the old caches."""
-    return {"your second generate reused the caches of the first one, so the new prompt came after the old "
-            "sequence: make fresh caches (model.new_caches()) at every call of generate":
-            pattern if pattern and pattern[0][1] == 0 and pattern[0][0] else None}
+OLD_CACHES_REUSED = mistake("sampling", "old_caches_reused",
+                            "your second generate reused the caches of the first one, so the new prompt came after the "
+                            "old sequence: make fresh caches (model.new_caches()) at every call of generate",
+                            lambda pattern: pattern if pattern and pattern[0][1] == 0 and pattern[0][0] else None)
+PROMPT_WITHOUT_CACHES = mistake("sampling", "prompt_without_caches",
+                                "you ran the prompt without caches: make them once with model.new_caches() and pass "
+                                "caches=caches on every call", lambda prompt, new, max_len: [(None, None, (0, prompt))])
 
 
-def generate_call_mistakes(prompt: int, new: int, max_len: int) -> Mistakes:
-    if new < 2:  # one call: only whether it had the caches shows
-        return {"you ran the prompt without caches: make them once with model.new_caches() and pass caches=caches "
-                "on every call": [(None, None, (0, prompt))]}
+def _refed(prompt: int, new: int, max_len: int) -> list[tuple]:
     refed, held = [], 0
     for i in range(new):
         refed.append((held, 0, (0, prompt + i)))
         held += prompt + i
         if held > max_len:
             break
-    return {
-        "your generate runs the whole sequence through the model at every step, without caches: make the caches "
-        "once (model.new_caches()), run the prompt through once, then feed only the newest token with "
-        "caches=caches": [(None, None, (0, prompt + i)) for i in range(new)],
-        "you feed the whole sequence again at every step although the caches already hold it: the model then sees "
-        "those tokens a second time, at new positions; after the prompt, feed only the newest token, (B, 1)": refed,
-        "you make fresh caches at every step (and feed the whole sequence into them): make them once, before the "
-        "prompt, and keep them for the whole loop": [(0, i, (0, prompt + i)) for i in range(new)],
-        "you feed the newest token alone but without the caches, so the model sees a one-token sequence and "
-        "forgets the prompt: pass caches=caches (made once by model.new_caches()) on every call":
-            [(None, None, (0, prompt))] + [(None, None, (prompt + i - 1, prompt + i)) for i in range(1, new)],
-    }
+    return refed
+
+
+GENERATE_CALL_MISTAKES = (
+    mistake("sampling", "no_caches",
+            "your generate runs the whole sequence through the model at every step, without caches: make the caches "
+            "once (model.new_caches()), run the prompt through once, then feed only the newest token with "
+            "caches=caches", lambda prompt, new, max_len: [(None, None, (0, prompt + i)) for i in range(new)]),
+    mistake("sampling", "sequence_refed",
+            "you feed the whole sequence again at every step although the caches already hold it: the model then sees "
+            "those tokens a second time, at new positions; after the prompt, feed only the newest token, (B, 1)",
+            _refed),
+    mistake("sampling", "fresh_caches_every_step",
+            "you make fresh caches at every step (and feed the whole sequence into them): make them once, before the "
+            "prompt, and keep them for the whole loop",
+            lambda prompt, new, max_len: [(0, i, (0, prompt + i)) for i in range(new)]),
+    mistake("sampling", "newest_token_without_caches",
+            "you feed the newest token alone but without the caches, so the model sees a one-token sequence and "
+            "forgets the prompt: pass caches=caches (made once by model.new_caches()) on every call",
+            lambda prompt, new, max_len: [(None, None, (0, prompt))]
+            + [(None, None, (prompt + i - 1, prompt + i)) for i in range(1, new)]),
+)
+
+
+def reused_caches_mistakes(pattern: list[tuple]) -> Mistakes:
+    """For the calls of a second generate on the same model: the first call found the old caches."""
+    return bind([OLD_CACHES_REUSED], pattern)
+
+
+def generate_call_mistakes(prompt: int, new: int, max_len: int) -> Mistakes:
+    if new < 2:  # one call: only whether it had the caches shows
+        return bind([PROMPT_WITHOUT_CACHES], prompt, new, max_len)
+    return bind(GENERATE_CALL_MISTAKES, prompt, new, max_len)
 
 
 def decoded(logits_of: Callable[[Tensor], Tensor], idx: Tensor, new: int, first: int = -1) -> Tensor:
@@ -1783,20 +2099,27 @@ def decoded(logits_of: Callable[[Tensor], Tensor], idx: Tensor, new: int, first:
     return seq
 
 
+GENERATE_MISTAKES = (
+    mistake("sampling", "first_position_logits",
+            "you choose each token from the logits of the first position ([:, 0]): the next token follows the last "
+            "one, [:, -1]",
+            lambda logits_of, idx, new: decoded(logits_of, idx, new, first=0) if idx.shape[1] > 1 else None),
+    mistake("sampling", "new_tokens_only",
+            "you returned only the new tokens: generate returns the prompt followed by them, (B, T + max_new_tokens)",
+            lambda logits_of, idx, new: torch.Size((idx.shape[0], new)) if idx.shape[1] else None),
+)
+
+
 def generate_mistakes(logits_of: Callable[[Tensor], Tensor], idx: Tensor, new: int) -> Mistakes:
-    batch, prompt = idx.shape
-    return {
-        "you choose each token from the logits of the first position ([:, 0]): the next token follows the last "
-        "one, [:, -1]": lambda: decoded(logits_of, idx, new, first=0) if prompt > 1 else None,
-        "you returned only the new tokens: generate returns the prompt followed by them, (B, T + max_new_tokens)":
-            torch.Size((batch, new)) if new != prompt + new else None,
-    }
+    return bind(GENERATE_MISTAKES, logits_of, idx, new)
 
 
-LENGTH_AT_MAX_LEN = ("your length check rejects T + max_new_tokens == model.max_len, which fits (the last token "
-                     "is never fed): raise only when it is greater")
-LENGTH_PAST_MAX_LEN = ("you accept T + max_new_tokens == model.max_len + 1: the output must fit max_len positions "
-                       "(raise when T + max_new_tokens > model.max_len)")
+LENGTH_AT_MAX_LEN = recognised("sampling", "length_at_max_len",
+                               "your length check rejects T + max_new_tokens == model.max_len, which fits (the last "
+                               "token is never fed): raise only when it is greater")
+LENGTH_PAST_MAX_LEN = recognised("sampling", "length_past_max_len",
+                                 "you accept T + max_new_tokens == model.max_len + 1: the output must fit max_len "
+                                 "positions (raise when T + max_new_tokens > model.max_len)")
 
 
 # --- vit_classifier ----------------------------------------------------------------------------------
@@ -1845,7 +2168,7 @@ def vit(state: dict[str, Tensor], images: Tensor, *, patch_size: int, n_heads: i
     return linear(pooled, s, "head")
 
 
-VIT_VARIANTS = {
+VIT_MISTAKES = variants("vit_classifier", ((sentence, variant) for variant, sentence in {
     "appended": "your class token is appended after the patches, and the head reads position 0, which is then "
                 "the first patch: prepend it, torch.cat([cls, patches], dim=1)",
     "appended_head_last": "your class token is appended after the patches (position N, read back with x[:, -1]): "
@@ -1869,38 +2192,62 @@ VIT_VARIANTS = {
     "shared_blocks": "all your blocks compute with the last block's weights: one TransformerBlock repeated "
                      "([block] * n_layers) is one module, so loading each block's weights overwrote the others; "
                      "create a new TransformerBlock for each layer",
-}
+}.items()))
+VIT_VARIANTS = {m.name: m.sentence for m in VIT_MISTAKES}  # variant -> sentence
 
 
 def vit_mistakes(state: dict[str, Tensor], images: Tensor, *, patch_size: int, n_heads: int, n_layers: int
                  ) -> Mistakes:
-    return {s: (lambda v=v: vit(state, images, patch_size=patch_size, n_heads=n_heads, n_layers=n_layers,
-                                variant=v)) for v, s in VIT_VARIANTS.items()}
+    return simulated(VIT_MISTAKES, lambda variant: vit(state, images, patch_size=patch_size, n_heads=n_heads,
+                                                       n_layers=n_layers, variant=variant))
 
 
-CLS_WITHOUT_POSITION = ("with no blocks your logits are head(norm(cls_token)): your class token gets no position. "
-                        "Prepend it first, then add pos_emb, whose row 0 is the class token's")
+CLS_WITHOUT_POSITION = mistake("vit_classifier", "cls_without_position",
+                               "with no blocks your logits are head(norm(cls_token)): your class token gets no "
+                               "position. Prepend it first, then add pos_emb, whose row 0 is the class token's",
+                               dict(variant="no_positions"))
 
 
 def vit_without_blocks_mistakes(state: dict[str, Tensor], images: Tensor, *, patch_size: int, n_heads: int
                                 ) -> Mistakes:
     """For a ViT of no blocks, where the mistakes that leave the class token without a position look the same."""
-    alike = {VIT_VARIANTS[v] for v in ("pos_before_cls", "pos_before_cls_offset", "no_positions")}
-    found = {s: m for s, m in vit_mistakes(state, images, patch_size=patch_size, n_heads=n_heads, n_layers=0).items()
-             if s not in alike}
-    found[CLS_WITHOUT_POSITION] = lambda: vit(state, images, patch_size=patch_size, n_heads=n_heads, n_layers=0,
-                                              variant="no_positions")
-    return unambiguous(found)
+    entries = [m for m in VIT_MISTAKES if m.name not in ("pos_before_cls", "pos_before_cls_offset", "no_positions")]
+    return unambiguous(simulated([*entries, CLS_WITHOUT_POSITION], lambda variant: vit(
+        state, images, patch_size=patch_size, n_heads=n_heads, n_layers=0, variant=variant)))
+
+
+POS_EMB_PER_PATCH = recognised("vit_classifier", "pos_emb_per_patch",
+                               "your pos_emb has {rows} rows, one per patch: the class token gets a position too, so "
+                               "it is (1, num_patches + 1, d_model), added after the class token is prepended")
+CLS_TOKEN_SHAPE = recognised("vit_classifier", "cls_token_shape",
+                             "your cls_token is {shape}: the contract's is (1, 1, d_model), one token of a batch of "
+                             "one, expanded to (B, 1, d_model) in forward")
+NOT_LEARNED_BUFFER = recognised("vit_classifier", "not_learned_buffer",
+                                "your {key} is a buffer (register_buffer): it is saved but never learned; make it an "
+                                "nn.Parameter")
+NOT_LEARNED_FROZEN = recognised("vit_classifier", "not_learned_frozen",
+                                "your {key} is a Parameter with requires_grad=False, so it is never learned: the class "
+                                "token and the positions are trained with the rest of the model")
+UNUSED = recognised("vit_classifier", "unused",
+                    "your {key} never reaches the logits (it is not used in forward, or used detached): {fix}")
+MISSING_KEY = recognised("vit_classifier", "missing_key",
+                         "your {key} is not in the state dict: a plain tensor attribute is neither saved nor learned; "
+                         "make it an nn.Parameter named {key}")
+DROPOUT_BY_DEFAULT = recognised("vit_classifier", "dropout_by_default",
+                                "your ViT drops values in train mode with its default dropout=0.0: pass dropout on to "
+                                "every TransformerBlock(d_model, n_heads, d_ff, dropout) (the block's own default is "
+                                "0.1), and add no dropout of your own")
+DROPOUT_IGNORED = recognised("vit_classifier", "dropout_ignored",
+                             "your ViT ignores dropout: with dropout=0.5 two calls in train mode gave the same logits; "
+                             "pass it on to every TransformerBlock(d_model, n_heads, d_ff, dropout)")
 
 
 def vit_shape_diagnosis(key: str, shape: tuple[int, ...], num_patches: int, d_model: int) -> str | None:
     """The diagnosis of a cls_token or pos_emb of the wrong shape."""
     if key == "pos_emb" and shape in ((1, num_patches, d_model), (num_patches, d_model)):
-        return (f"your pos_emb has {num_patches} rows, one per patch: the class token gets a position too, so it "
-                f"is (1, num_patches + 1, d_model), added after the class token is prepended")
+        return POS_EMB_PER_PATCH.text(rows=num_patches)
     if key == "cls_token" and shape in ((1, d_model), (d_model,)):
-        return (f"your cls_token is {shape}: the contract's is (1, 1, d_model), one token of a batch of one, "
-                f"expanded to (B, 1, d_model) in forward")
+        return CLS_TOKEN_SHAPE.text(shape=shape)
     return None
 
 
@@ -1918,34 +2265,23 @@ def vit_load_diagnosis(message: str, num_patches: int, d_model: int) -> str | No
 
 
 def vit_not_learned_diagnosis(key: str, is_buffer: bool) -> str:
-    if is_buffer:
-        return (f"your {key} is a buffer (register_buffer): it is saved but never learned; make it an "
-                f"nn.Parameter")
-    return (f"your {key} is a Parameter with requires_grad=False, so it is never learned: the class token and "
-            f"the positions are trained with the rest of the model")
+    return (NOT_LEARNED_BUFFER if is_buffer else NOT_LEARNED_FROZEN).text(key=key)
 
 
 def vit_unused_diagnosis(key: str) -> str:
-    return (f"your {key} never reaches the logits (it is not used in forward, or used detached): "
-            + ("prepend the class token to the patches" if key == "cls_token" else
-               "add pos_emb to the tokens once the class token is prepended"))
+    return UNUSED.text(key=key, fix="prepend the class token to the patches" if key == "cls_token" else
+                       "add pos_emb to the tokens once the class token is prepended")
 
 
 def vit_missing_key_diagnosis(missing: set[str]) -> str | None:
     for key in ("pos_emb", "cls_token"):
         if key in missing:
-            return (f"your {key} is not in the state dict: a plain tensor attribute is neither saved nor learned; "
-                    f"make it an nn.Parameter named {key}")
+            return MISSING_KEY.text(key=key)
     return None
 
 
 def vit_dropout_diagnosis(default: bool) -> str:
-    if default:
-        return ("your ViT drops values in train mode with its default dropout=0.0: pass dropout on to every "
-                "TransformerBlock(d_model, n_heads, d_ff, dropout) (the block's own default is 0.1), and add no "
-                "dropout of your own")
-    return ("your ViT ignores dropout: with dropout=0.5 two calls in train mode gave the same logits; pass it on "
-            "to every TransformerBlock(d_model, n_heads, d_ff, dropout)")
+    return (DROPOUT_BY_DEFAULT if default else DROPOUT_IGNORED).text()
 
 
 # --- swin_windows ------------------------------------------------------------------------------------
@@ -1985,54 +2321,80 @@ def _grid(x: Tensor, ws: int) -> Tensor:
     return x.reshape(B, H // ws, ws, W // ws, ws, C)
 
 
+def _permuted(x: Tensor, ws: int, *order: int) -> Tensor:
+    return _grid(x, ws).permute(*order).reshape(-1, ws * ws, x.shape[-1])
+
+
+def _split_as_transposed(x: Tensor, ws: int) -> Tensor:
+    B, H, W, C = x.shape
+    return x.reshape(B, W // ws, ws, H // ws, ws, C).permute(0, 1, 3, 2, 4, 5).reshape(-1, ws * ws, C)
+
+
+PARTITION_MISTAKES = (
+    mistake("swin_windows", "partition_column_major",
+            "your windows go down the columns of the grid first (column-major): after the view (B, H/ws, ws, W/ws, "
+            "ws, C), put the grid row before the grid column, permute(0, 1, 3, 2, 4, 5)",
+            lambda x, ws: _permuted(x, ws, 0, 3, 1, 2, 4, 5)),
+    mistake("swin_windows", "partition_tokens_column_by_column",
+            "the tokens inside each window come column by column: keep the row in the window before the column in the "
+            "window, permute(0, 1, 3, 2, 4, 5)", lambda x, ws: _permuted(x, ws, 0, 1, 3, 4, 2, 5)),
+    mistake("swin_windows", "partition_transposed",
+            "you partitioned the transposed map (windows and the tokens in them both column-major): the grid row "
+            "comes before the grid column, the row in a window before its column",
+            lambda x, ws: _permuted(x, ws, 0, 3, 1, 4, 2, 5)),
+    mistake("swin_windows", "partition_without_permute",
+            "you reshaped without permuting, so each 'window' is a strip of consecutive pixels of the rows, not a "
+            "ws x ws square: permute the view (B, H/ws, ws, W/ws, ws, C) to (0, 1, 3, 2, 4, 5) before flattening",
+            lambda x, ws: x.reshape(-1, ws * ws, x.shape[-1])),
+    mistake("swin_windows", "partition_grid_first",
+            "your windows are ordered by grid position first and image second: all windows of image 0 come first, "
+            "then those of image 1 (keep B as the first dimension)", lambda x, ws: _permuted(x, ws, 1, 3, 0, 2, 4, 5)),
+    mistake("swin_windows", "partition_as_w_h",
+            "you split the map as (B, W/ws, ws, H/ws, ws, C), as if it were (B, W, H, C): the map is (B, H, W, C), "
+            "rows first", _split_as_transposed),
+)
+
+
 def partition_mistakes(x: Tensor, ws: int) -> Mistakes:
     """window_partition(x, ws) as common mistakes compute it."""
-    B, H, W, C = x.shape
-    N = ws * ws
+    return _unambiguous(bind(PARTITION_MISTAKES, x, ws))
 
-    def permuted(*order: int) -> Tensor:
-        return _grid(x, ws).permute(*order).reshape(-1, N, C)
 
-    return _unambiguous({
-        "your windows go down the columns of the grid first (column-major): after the view (B, H/ws, ws, W/ws, "
-        "ws, C), put the grid row before the grid column, permute(0, 1, 3, 2, 4, 5)":
-            lambda: permuted(0, 3, 1, 2, 4, 5),
-        "the tokens inside each window come column by column: keep the row in the window before the column in the "
-        "window, permute(0, 1, 3, 2, 4, 5)": lambda: permuted(0, 1, 3, 4, 2, 5),
-        "you partitioned the transposed map (windows and the tokens in them both column-major): the grid row "
-        "comes before the grid column, the row in a window before its column": lambda: permuted(0, 3, 1, 4, 2, 5),
-        "you reshaped without permuting, so each 'window' is a strip of consecutive pixels of the rows, not a "
-        "ws x ws square: permute the view (B, H/ws, ws, W/ws, ws, C) to (0, 1, 3, 2, 4, 5) before flattening":
-            lambda: x.reshape(-1, N, C),
-        "your windows are ordered by grid position first and image second: all windows of image 0 come first, "
-        "then those of image 1 (keep B as the first dimension)": lambda: permuted(1, 3, 0, 2, 4, 5),
-        "you split the map as (B, W/ws, ws, H/ws, ws, C), as if it were (B, W, H, C): the map is (B, H, W, C), "
-        "rows first": lambda: x.reshape(B, W // ws, ws, H // ws, ws, C).permute(0, 1, 3, 2, 4, 5).reshape(-1, N, C),
-    })
+def _regrouped(windows: Tensor, view: tuple[int, ...], order: tuple[int, ...], shape: tuple[int, int]) -> Tensor:
+    return windows.reshape(-1, *view, windows.shape[-1]).permute(*order).reshape(-1, *shape, windows.shape[-1])
+
+
+REVERSE_MISTAKES = (
+    mistake("swin_windows", "reverse_column_major",
+            "you put the windows back column-major over the grid (window n at grid column n // (H/ws)): window n is "
+            "at grid row n // (W/ws), grid column n % (W/ws)",
+            lambda windows, ws, H, W: _regrouped(windows, (W // ws, H // ws, ws, ws), (0, 2, 3, 1, 4, 5), (H, W))),
+    mistake("swin_windows", "reverse_tokens_column_by_column",
+            "you put each window's tokens back column by column: token t is at row t // ws, column t % ws of its "
+            "window",
+            lambda windows, ws, H, W: _regrouped(windows, (H // ws, W // ws, ws, ws), (0, 1, 4, 2, 3, 5), (H, W))),
+    mistake("swin_windows", "reverse_without_permute",
+            "you reshaped the windows straight to (B, H, W, C) without undoing the permutation: view them as (B, "
+            "H/ws, W/ws, ws, ws, C) and permute(0, 1, 3, 2, 4, 5) before flattening",
+            lambda windows, ws, H, W: windows.reshape(-1, H, W, windows.shape[-1])),
+    mistake("swin_windows", "reverse_repeats_partition",
+            "you repeated window_partition's view (B, H/ws, ws, W/ws, ws, C) instead of inverting it: the windows "
+            "are (B, H/ws, W/ws, ws, ws, C), grid first",
+            lambda windows, ws, H, W: _regrouped(windows, (H // ws, ws, W // ws, ws), (0, 1, 3, 2, 4, 5), (H, W))),
+    mistake("swin_windows", "reverse_h_w_swapped",
+            "you swapped H and W: the windows were put back into a (W, H) map. The map is (B, H, W, C), H/ws rows of "
+            "windows",
+            lambda windows, ws, H, W: _regrouped(windows, (W // ws, H // ws, ws, ws), (0, 1, 3, 2, 4, 5), (W, H))),
+    mistake("swin_windows", "reverse_grid_swapped",
+            "you used W/ws rows and H/ws columns of windows (H and W swapped in the view): the grid of windows has "
+            "H/ws rows of W/ws windows",
+            lambda windows, ws, H, W: _regrouped(windows, (W // ws, H // ws, ws, ws), (0, 1, 3, 2, 4, 5), (H, W))),
+)
 
 
 def reverse_mistakes(windows: Tensor, ws: int, H: int, W: int) -> Mistakes:
     """window_reverse(windows, ws, H, W) as common mistakes compute it."""
-    C = windows.shape[-1]
-    gh, gw = H // ws, W // ws
-
-    def regrouped(view: tuple[int, ...], order: tuple[int, ...], shape: tuple[int, int] = (H, W)) -> Tensor:
-        return windows.reshape(-1, *view, C).permute(*order).reshape(-1, *shape, C)
-
-    return _unambiguous({
-        "you put the windows back column-major over the grid (window n at grid column n // (H/ws)): window n is "
-        "at grid row n // (W/ws), grid column n % (W/ws)": lambda: regrouped((gw, gh, ws, ws), (0, 2, 3, 1, 4, 5)),
-        "you put each window's tokens back column by column: token t is at row t // ws, column t % ws of its "
-        "window": lambda: regrouped((gh, gw, ws, ws), (0, 1, 4, 2, 3, 5)),
-        "you reshaped the windows straight to (B, H, W, C) without undoing the permutation: view them as (B, "
-        "H/ws, W/ws, ws, ws, C) and permute(0, 1, 3, 2, 4, 5) before flattening": lambda: windows.reshape(-1, H, W, C),
-        "you repeated window_partition's view (B, H/ws, ws, W/ws, ws, C) instead of inverting it: the windows "
-        "are (B, H/ws, W/ws, ws, ws, C), grid first": lambda: regrouped((gh, ws, gw, ws), (0, 1, 3, 2, 4, 5)),
-        "you swapped H and W: the windows were put back into a (W, H) map. The map is (B, H, W, C), H/ws rows of "
-        "windows": lambda: regrouped((gw, gh, ws, ws), (0, 1, 3, 2, 4, 5), (W, H)),
-        "you used W/ws rows and H/ws columns of windows (H and W swapped in the view): the grid of windows has "
-        "H/ws rows of W/ws windows": lambda: regrouped((gw, gh, ws, ws), (0, 1, 3, 2, 4, 5)),
-    })
+    return _unambiguous(bind(REVERSE_MISTAKES, windows, ws, H, W))
 
 
 def _slice_labels(n: int, cuts: list[int]) -> Tensor:
@@ -2054,67 +2416,97 @@ def _region_mask(H: int, W: int, ws: int, row_cuts: list[int], col_cuts: list[in
     return _mask_of(torch.roll(labels, (roll, roll), dims=(0, 1)), ws)
 
 
+def _right_mask(H: int, W: int, ws: int, s: int) -> Tensor:
+    """The contract's shifted-window mask, from region labels."""
+    return _region_mask(H, W, ws, [H - ws, H - s], [W - ws, W - s])
+
+
+def _tuple_first_slice(H: int, W: int, ws: int, s: int, both: bool) -> Tensor:
+    """The labels written with `(0, H - ws)` for slice(0, H - ws) (and the same for W when `both`):
+    indexing with a tuple picks rows 0 and H - ws, and with two tuples the two pixels (0, 0), (H-ws, W-ws)."""
+    labels = torch.zeros(1, H, W, 1, dtype=torch.long)
+    count = 0
+    for rows in ((0, H - ws), slice(H - ws, H - s), slice(H - s, H)):
+        for cols in ((0, W - ws) if both else slice(0, W - ws), slice(W - ws, W - s), slice(W - s, W)):
+            labels[:, rows, cols, :] = count
+            count += 1
+    return _mask_of(labels[0, :, :, 0], ws)
+
+
+def _shift_labels(H: int, W: int, ws: int, s: int) -> Tensor:
+    """(H, W) region numbers of the rolled map: 3 row slices times 3 column slices."""
+    return _slice_labels(H, [H - ws, H - s])[:, None] * 3 + _slice_labels(W, [W - ws, W - s])[None, :]
+
+
+MASK_FOLLOWS_PARTITION = mistake(
+    "swin_windows", "mask_follows_partition",
+    "your mask is right for windows in the order your window_partition makes, {order}: fix "
+    "window_partition (its own checks say how) and the mask follows",
+    lambda H, W, ws, s, order: _mask_of(_shift_labels(H, W, ws, s), ws, order))
+SHIFTED_MASK_MISTAKES = (
+    mistake("swin_windows", "mask_where_labels_differ",
+            "your mask is True where the two labels differ: that is the official code's `!= 0` for the -100 entries; "
+            "this mask is True where the tokens may attend, i.e. where the labels are equal",
+            lambda H, W, ws, s: ~_right_mask(H, W, ws, s)),
+    mistake("swin_windows", "labels_before_roll",
+            "your labels are the regions of the map before the roll (the first s rows and columns cut off, in the "
+            "first windows): the mask is for the rolled map, whose cuts are at H - s and W - s, in the last windows",
+            lambda H, W, ws, s: _region_mask(H, W, ws, [s], [s])),
+    mistake("swin_windows", "labels_rolled_forward",
+            "you rolled the labels by +s instead of -s (or built them for a map rolled that way): the block rolls "
+            "the map by -s, which brings the first s rows and columns to the bottom and the right",
+            lambda H, W, ws, s: _region_mask(H, W, ws, [s], [s], roll=s)),
+    mistake("swin_windows", "slices_off_by_one",
+            "your slices are off by one (a cut at H - s - 1 instead of H - s): the last region, the rows the roll "
+            "wrapped round, is [H - s, H), exactly s rows",
+            lambda H, W, ws, s: _region_mask(H, W, ws, [H - ws, H - s - 1], [W - ws, W - s - 1])),
+    mistake("swin_windows", "regions_rows_only",
+            "your regions are cut along the rows only: every one of the 3 x 3 blocks (row slice, column slice) needs "
+            "its own label, count them in the inner loop", lambda H, W, ws, s: _region_mask(H, W, ws, [H - ws, H - s], [])),
+    mistake("swin_windows", "regions_columns_only",
+            "your regions are cut along the columns only: every one of the 3 x 3 blocks (row slice, column slice) "
+            "needs its own label", lambda H, W, ws, s: _region_mask(H, W, ws, [], [W - ws, W - s])),
+    mistake("swin_windows", "mask_all_true",
+            "your mask is all True, as if the map were not rolled: the cut between the last two regions is at H - s "
+            "(and W - s), inside the last window, not at H - window_size",
+            lambda H, W, ws, s: torch.ones_like(_right_mask(H, W, ws, s))),
+    mistake("swin_windows", "shift_half_window",
+            "your mask is the one for a shift of window_size // 2 whatever shift_size says: use the shift_size "
+            "given",
+            lambda H, W, ws, s: _region_mask(H, W, ws, [H - ws, H - ws // 2], [W - ws, W - ws // 2])
+            if s != ws // 2 else None),
+    mistake("swin_windows", "first_slice_tuple",
+            "your first slice is the tuple (0, H - ws), not slice(0, H - ws): indexing with a tuple picks the two "
+            "rows 0 and H - ws instead of the rows between them", lambda H, W, ws, s: _tuple_first_slice(H, W, ws, s, False)),
+    mistake("swin_windows", "first_slices_tuples",
+            "your first slices are the tuples (0, H - ws) and (0, W - ws), not slice(0, H - ws) and slice(0, W - ws): "
+            "indexing with two tuples labels the two pixels (0, 0) and (H - ws, W - ws) only",
+            lambda H, W, ws, s: _tuple_first_slice(H, W, ws, s, True)),
+)
+MASK_DTYPE_MISTAKES = (
+    mistake("swin_windows", "float_mask",
+            "you returned Swin's float mask (0 and -100, added to the scores): return the bool mask, True where the "
+            "tokens may attend, e.g. labels[:, :, None] == labels[:, None, :]",
+            lambda H, W, ws, s: torch.zeros(_right_mask(H, W, ws, s).shape).masked_fill(~_right_mask(H, W, ws, s),
+                                                                                          -100.0)),
+    mistake("swin_windows", "float_comparison",
+            "you returned the labels' float comparison: make it bool (True where the labels are equal)",
+            lambda H, W, ws, s: _right_mask(H, W, ws, s).float()),
+)
+
+
 def shifted_mask_mistakes(H: int, W: int, ws: int, s: int) -> Mistakes:
     """shifted_window_mask(H, W, ws, s) as common mistakes compute it (bool masks)."""
-    right = _region_mask(H, W, ws, [H - ws, H - s], [W - ws, W - s])
-
-    def tuple_first_slice(both: bool) -> Tensor:
-        """The labels written with `(0, H - ws)` for slice(0, H - ws) (and the same for W when `both`):
-        indexing with a tuple picks rows 0 and H - ws, and with two tuples the two pixels (0, 0), (H-ws, W-ws)."""
-        labels = torch.zeros(1, H, W, 1, dtype=torch.long)
-        count = 0
-        for rows in ((0, H - ws), slice(H - ws, H - s), slice(H - s, H)):
-            for cols in ((0, W - ws) if both else slice(0, W - ws), slice(W - ws, W - s), slice(W - s, W)):
-                labels[:, rows, cols, :] = count
-                count += 1
-        return _mask_of(labels[0, :, :, 0], ws)
-
-    labels = _slice_labels(H, [H - ws, H - s])[:, None] * 3 + _slice_labels(W, [W - ws, W - s])[None, :]
-    follows = ("your mask is right for windows in the order your window_partition makes, {}: fix "
-               "window_partition (its own checks say how) and the mask follows")
-    return _unambiguous({
-        follows.format("column-major over the grid"): lambda: _mask_of(labels, ws, (0, 3, 1, 2, 4, 5)),
-        follows.format("tokens column by column"): lambda: _mask_of(labels, ws, (0, 1, 3, 4, 2, 5)),
-        follows.format("strips of rows (no permute)"): lambda: _mask_of(labels, ws, None),
-        "your mask is True where the two labels differ: that is the official code's `!= 0` for the -100 entries; "
-        "this mask is True where the tokens may attend, i.e. where the labels are equal": lambda: ~right,
-        "your labels are the regions of the map before the roll (the first s rows and columns cut off, in the "
-        "first windows): the mask is for the rolled map, whose cuts are at H - s and W - s, in the last windows":
-            lambda: _region_mask(H, W, ws, [s], [s]),
-        "you rolled the labels by +s instead of -s (or built them for a map rolled that way): the block rolls "
-        "the map by -s, which brings the first s rows and columns to the bottom and the right":
-            lambda: _region_mask(H, W, ws, [s], [s], roll=s),
-        "your slices are off by one (a cut at H - s - 1 instead of H - s): the last region, the rows the roll "
-        "wrapped round, is [H - s, H), exactly s rows":
-            lambda: _region_mask(H, W, ws, [H - ws, H - s - 1], [W - ws, W - s - 1]),
-        "your regions are cut along the rows only: every one of the 3 x 3 blocks (row slice, column slice) needs "
-        "its own label, count them in the inner loop": lambda: _region_mask(H, W, ws, [H - ws, H - s], []),
-        "your regions are cut along the columns only: every one of the 3 x 3 blocks (row slice, column slice) "
-        "needs its own label": lambda: _region_mask(H, W, ws, [], [W - ws, W - s]),
-        "your mask is all True, as if the map were not rolled: the cut between the last two regions is at H - s "
-        "(and W - s), inside the last window, not at H - window_size": lambda: torch.ones_like(right),
-        "your mask is the one for a shift of window_size // 2 whatever shift_size says: use the shift_size "
-        "given": lambda: _region_mask(H, W, ws, [H - ws, H - ws // 2], [W - ws, W - ws // 2]) if s != ws // 2 else None,
-        "your first slice is the tuple (0, H - ws), not slice(0, H - ws): indexing with a tuple picks the two "
-        "rows 0 and H - ws instead of the rows between them": lambda: tuple_first_slice(False),
-        "your first slices are the tuples (0, H - ws) and (0, W - ws), not slice(0, H - ws) and slice(0, W - ws): "
-        "indexing with two tuples labels the two pixels (0, 0) and (H - ws, W - ws) only":
-            lambda: tuple_first_slice(True),
-    })
+    follows: Mistakes = {}
+    for order, words in (((0, 3, 1, 2, 4, 5), "column-major over the grid"),
+                         ((0, 1, 3, 4, 2, 5), "tokens column by column"), (None, "strips of rows (no permute)")):
+        follows.update(bind([MASK_FOLLOWS_PARTITION], H, W, ws, s, order, order=words))
+    return _unambiguous({**follows, **bind(SHIFTED_MASK_MISTAKES, H, W, ws, s)})
 
 
 def mask_dtype_mistakes(H: int, W: int, ws: int, s: int) -> Mistakes:
     """The official float mask (0 where the tokens may attend, -100 where not) instead of the bool one."""
-    def right() -> Tensor:
-        return _region_mask(H, W, ws, [H - ws, H - s], [W - ws, W - s])
-
-    return {
-        "you returned Swin's float mask (0 and -100, added to the scores): return the bool mask, True where the "
-        "tokens may attend, e.g. labels[:, :, None] == labels[:, None, :]":
-            lambda: torch.zeros(right().shape).masked_fill(~right(), -100.0),
-        "you returned the labels' float comparison: make it bool (True where the labels are equal)":
-            lambda: right().float(),
-    }
+    return bind(MASK_DTYPE_MISTAKES, H, W, ws, s)
 
 
 # --- window_attention --------------------------------------------------------------------------------
@@ -2204,7 +2596,7 @@ def swin_block(state: dict[str, Tensor], x: Tensor, n_heads: int, ws: int, shift
     return x + F.linear(act(F.linear(h, w["mlp.0.weight"], w["mlp.0.bias"])), w["mlp.2.weight"], w["mlp.2.bias"])
 
 
-SWIN_INDEX_MISTAKES = {
+SWIN_INDEX_MISTAKES = variants("window_attention", ((sentence, variant) for variant, sentence in {
     "index_transposed": "your relative position index is transposed, (yj - yi + ws - 1) * (2ws - 1) + "
                         "(xj - xi + ws - 1): token i's offset from token j is (yi - yj, xi - xj), query minus key",
     "index_no_offset": "your relative position index lacks the ws - 1 offsets: the offsets yi - yj and xi - xj run "
@@ -2217,8 +2609,8 @@ SWIN_INDEX_MISTAKES = {
     "index_stride_2ws_minus_2": "your relative position index multiplies the row offset by 2ws - 2, so that offsets "
                                 "collide: the column offset takes 2ws - 1 values (from 0 to 2ws - 2 after the "
                                 "shift), so the stride is 2ws - 1",
-}
-SWIN_ATTENTION_MISTAKES = {
+}.items()))
+SWIN_ATTENTION_MISTAKES = variants("window_attention", ((sentence, variant) for variant, sentence in {
     "scale_channel": "your scores are divided by √C, the channel width: each head's are divided by √(C / n_heads), "
                      "the width of one head",
     "bias_without_permute": "your bias table[index] of shape (N, N, n_heads) is reshaped to (n_heads, N, N) without "
@@ -2232,10 +2624,23 @@ SWIN_ATTENTION_MISTAKES = {
                         "so window b uses mask[b % nW] (mask.repeat, not repeat_interleave)",
     "mask_01": "you added the bool mask to the scores as 0 and 1: masked pairs need a very negative score "
                "(-inf, or a float mask of 0 and -100 as Swin's code builds), allowed ones get nothing added",
-}
-SWIN_MASK_IGNORED = ("your WindowAttention ignores its mask: pairs where mask[b % nW] is False get no weight "
-                     "(masked_fill with -inf before the softmax)")
-SWIN_BLOCK_MISTAKES = {
+}.items()))
+SWIN_MASK_IGNORED = mistake("window_attention", "mask_ignored",
+                            "your WindowAttention ignores its mask: pairs where mask[b % nW] is False get no weight "
+                            "(masked_fill with -inf before the softmax)", dict(variant="mask_ignored"))
+MLP_RATIO_IGNORED = mistake("window_attention", "mlp_ratio_ignored",
+                            "your MLP's hidden width ignores mlp_ratio (4 * dim): it is int(dim * mlp_ratio)",
+                            lambda dim, key: torch.Size({"mlp.0.weight": (4 * dim, dim), "mlp.0.bias": (4 * dim,),
+                                                         "mlp.2.weight": (dim, 4 * dim), "mlp.2.bias": (dim,)}[key]))
+TABLE_SHAPE_MISTAKES_SWIN = (
+    mistake("window_attention", "table_per_token",
+            "your table has ws * ws rows, one per token: it has one per relative offset, (2ws - 1) ** 2 "
+            "(each of the two offsets runs from -(ws - 1) to ws - 1)", lambda ws, n_heads: torch.Size((ws * ws, n_heads))),
+    mistake("window_attention", "table_transposed",
+            "your table is (n_heads, (2ws - 1) ** 2): the contract's is ((2ws - 1) ** 2, n_heads), as Swin's "
+            "checkpoints hold it", lambda ws, n_heads: torch.Size((n_heads, (2 * ws - 1) ** 2))),
+)
+SWIN_BLOCK_MISTAKES = variants("window_attention", ((sentence, variant) for variant, sentence in {
     "mask_not_passed": "your shifted windows attend without the shifted-window mask (SwinBlock passes none, or "
                        "WindowAttention ignores it): with shift_size > 0 pass "
                        "shifted_window_mask(H, W, ws, shift_size)",
@@ -2247,51 +2652,44 @@ SWIN_BLOCK_MISTAKES = {
                             "x = x + attention(norm1(x))",
     "mlp_without_norm2": "your MLP reads x without norm2: the second branch is x + mlp(norm2(x))",
     "relu": "your MLP uses ReLU: Swin's MLP is Linear, GELU, Linear (nn.GELU())",
-}
+}.items()))
 
 
-def _swin_index_sentences(ws: int) -> dict[str, str]:
+def _swin_index_entries(ws: int) -> list[Mistake]:
     """The index mistakes that can be told apart at this window size (for ws = 2 the strides ws and 2ws - 2 agree)."""
     strides = ("index_stride_ws", "index_stride_2ws_minus_2")
-    return {v: s for v, s in SWIN_INDEX_MISTAKES.items() if not (ws == 2 and v in strides)}
+    return [m for m in SWIN_INDEX_MISTAKES if not (ws == 2 and m.name in strides)]
 
 
 def swin_index_mistakes(ws: int) -> Mistakes:
-    return {s: (lambda v=v: swin_relative_index(ws, v)) for v, s in _swin_index_sentences(ws).items()}
+    return simulated(_swin_index_entries(ws), lambda variant: swin_relative_index(ws, variant))
 
 
 def swin_attention_mistakes(state: dict[str, Tensor], x: Tensor, n_heads: int, ws: int,
                             mask: Tensor | None = None) -> Mistakes:
-    sentences = {**_swin_index_sentences(ws), **SWIN_ATTENTION_MISTAKES, "mask_ignored": SWIN_MASK_IGNORED}
-    return {s: (lambda v=v: swin_attention(state, x, n_heads, ws, mask, variant=v)) for v, s in sentences.items()}
+    return simulated([*_swin_index_entries(ws), *SWIN_ATTENTION_MISTAKES, SWIN_MASK_IGNORED],
+                     lambda variant: swin_attention(state, x, n_heads, ws, mask, variant=variant))
 
 
 def swin_block_mistakes(state: dict[str, Tensor], x: Tensor, n_heads: int, ws: int, shift: int) -> Mistakes:
-    sentences = {**_swin_index_sentences(ws), **SWIN_ATTENTION_MISTAKES, **SWIN_BLOCK_MISTAKES}
-    return {s: (lambda v=v: swin_block(state, x, n_heads, ws, shift, variant=v)) for v, s in sentences.items()}
+    return simulated([*_swin_index_entries(ws), *SWIN_ATTENTION_MISTAKES, *SWIN_BLOCK_MISTAKES],
+                     lambda variant: swin_block(state, x, n_heads, ws, shift, variant=variant))
 
 
 def swin_rolled_mistakes(state: dict[str, Tensor], x: Tensor, n_heads: int, ws: int, shift: int,
                          select: Callable[[Tensor], Tensor]) -> Mistakes:
     """For the shifted block on x rolled by +shift, rolled back by -shift and seen through `select`."""
     rolled = torch.roll(x.double(), (shift, shift), dims=(1, 2))
-    return {SWIN_BLOCK_MISTAKES[v]: (lambda v=v: select(torch.roll(swin_block(state, rolled, n_heads, ws, shift,
-                                                                               variant=v), (-shift, -shift), (1, 2))))
-            for v in ("roll_wrong_way", "no_roll_back")}
+    return simulated([m for m in SWIN_BLOCK_MISTAKES if m.name in ("roll_wrong_way", "no_roll_back")],
+                     lambda variant: select(torch.roll(swin_block(state, rolled, n_heads, ws, shift, variant=variant),
+                                                       (-shift, -shift), (1, 2))))
 
 
 def swin_block_shape_mistakes(dim: int, mlp_ratio: float, key: str) -> Mistakes:
     if not key.startswith(("mlp.0.", "mlp.2.")) or mlp_ratio == 4.0:
         return {}
-    wide = 4 * dim
-    shape = {"mlp.0.weight": (wide, dim), "mlp.0.bias": (wide,), "mlp.2.weight": (dim, wide), "mlp.2.bias": (dim,)}[key]
-    return {"your MLP's hidden width ignores mlp_ratio (4 * dim): it is int(dim * mlp_ratio)": torch.Size(shape)}
+    return bind([MLP_RATIO_IGNORED], dim, key)
 
 
 def swin_table_shape_mistakes(ws: int, n_heads: int) -> Mistakes:
-    return {
-        "your table has ws * ws rows, one per token: it has one per relative offset, (2ws - 1) ** 2 "
-        "(each of the two offsets runs from -(ws - 1) to ws - 1)": torch.Size((ws * ws, n_heads)),
-        "your table is (n_heads, (2ws - 1) ** 2): the contract's is ((2ws - 1) ** 2, n_heads), as Swin's "
-        "checkpoints hold it": torch.Size(((2 * ws - 1) ** 2, n_heads)[::-1]),
-    }
+    return bind(TABLE_SHAPE_MISTAKES_SWIN, ws, n_heads)

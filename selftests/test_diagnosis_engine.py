@@ -1,0 +1,237 @@
+"""The diagnosis engine: a check names a known mistake only when it explains all of the check's failing cases.
+
+Each failing case weighs every mistake its comparison knows (tests/checklib/compare.py's `diagnose`):
+matched, or ruled out. The grader (grader/engine/scoring.py) names a mistake that matched somewhere and
+was ruled out nowhere; where several are left it says so; a single case never decides alone. These tests
+run the comparisons and the scoring directly, and the masking checks on a stand-in for student code in this
+process (the catalogue's own code), so that nothing here grades a whole submission.
+"""
+from __future__ import annotations
+
+import ast
+import importlib.util
+import itertools
+import sys
+from pathlib import Path
+from types import ModuleType
+
+import pytest
+import torch
+
+from grader.course import load_course
+from grader.engine.cache import ResultCache
+from grader.engine.scoring import named_mistakes, score_component
+from grader.results import FAILED, PASSED, CaseResult, CheckFailure
+from selftests.bugs import ROOT, all_bugs, materialize
+
+sys.path.insert(0, str(ROOT / "tests"))  # the check files import `checklib` as the checks' conftest arranges
+
+from checklib import mistakes  # noqa: E402
+from checklib.catalogue import CATALOGUE, Mistake  # noqa: E402
+from checklib.compare import assert_equal, check_tensor, diagnose  # noqa: E402
+
+INVERTED = "your mask is inverted: True must mark the keys a query MAY attend"
+DIAGONAL = ("your mask excludes the diagonal: a query may attend its own position too "
+            "(j <= i + (k_len - q_len), not <)")
+KEPT = ("you masked the positions where the mask is True; True means 'may attend', so fill where it is False "
+        "(masked_fill(~mask, ...))")
+A, B, C = "mistake A", "mistake B", "mistake C"
+
+
+def case(index: int, matched=(), ruled_out=(), status: str = FAILED, check: str = "test_x",
+         message: str = "f(x): wrong\n  hint: look") -> CaseResult:
+    return CaseResult(f"tests/test_x.py::{check}[{index}]", check, "masking", status, message,
+                      list(matched), list(ruled_out))
+
+
+# --- the rules over a check's cases
+
+def test_a_mistake_matched_once_and_ruled_out_nowhere_is_named():
+    assert named_mistakes([case(0, [A], [B]), case(1), case(2, status=PASSED)]) == [A]
+
+
+def test_a_mistake_ruled_out_by_any_failing_case_is_not_named():
+    assert named_mistakes([case(0, [A, B]), case(1, [A], [B])]) == [A]
+    assert named_mistakes([case(0, [A]), case(1, [], [A])]) == []
+
+
+def test_a_passing_case_rules_nothing_out():
+    assert named_mistakes([case(0, [A]), case(1, [], [A], status=PASSED)]) == [A]
+
+
+def test_no_weighed_mistake_leaves_the_message_as_it_is():
+    assert named_mistakes([case(0), case(1)]) is None
+
+
+def check_message(cases: list[CaseResult]) -> str:
+    component = load_course().component("masking")
+    name = next(iter(component.checks))
+    for c in cases:
+        c.check = name
+    result = score_component(component, cases, {})
+    return next(c for c in result.checks if c.name == name).message
+
+
+def test_the_check_message_carries_the_diagnosis_of_all_its_cases():
+    first = "f(1): wrong\n  diagnosis: mistake B\n  hint: look"  # what case 0 says alone
+    assert check_message([case(0, [B], message=first), case(1, [], [B])]) == "f(1): wrong\n  hint: look"
+    assert check_message([case(0, [B], message=first), case(1, [A], [B])]) == \
+        "f(1): wrong\n  diagnosis: mistake A\n  hint: look"
+    assert check_message([case(0, message="f(1): wrong"), case(1, [A])]) == "f(1): wrong\n  diagnosis: mistake A"
+
+
+def test_two_mistakes_that_no_case_tells_apart_are_both_named_as_such():
+    message = check_message([case(0, [A, B]), case(1, [], [C])])
+    assert message == ("f(x): wrong\n  diagnosis: this matches more than one known mistake, and these inputs "
+                       "cannot tell them apart: mistake A; mistake B\n  hint: look"), message
+
+
+def test_what_a_case_weighed_survives_the_result_cache(tmp_path):
+    cases = [case(0, [A], [B, C]), case(1, status=PASSED)]
+    ResultCache(tmp_path).put("key", cases)
+    assert ResultCache(tmp_path).get("key") == cases
+
+
+# --- one case, in the comparisons
+
+def test_one_case_with_two_matching_mistakes_says_so():
+    models = {A: torch.zeros(2), B: torch.zeros(2), C: torch.ones(2)}
+    with pytest.raises(CheckFailure) as failure:
+        assert_equal(torch.zeros(2), torch.full((2,), 2.0), what="f(x)", hint="look", mistakes=models)
+    assert (failure.value.matched, failure.value.ruled_out) == ([A, B], [C])
+    assert str(failure.value).splitlines()[1] == ("  diagnosis: this matches more than one known mistake, and these "
+                                                  "inputs cannot tell them apart: mistake A; mistake B")
+    with pytest.raises(CheckFailure) as failure:
+        assert_equal(torch.zeros(2), torch.full((2,), 2.0), what="f(x)", hint="look", mistakes={A: torch.zeros(2)})
+    assert str(failure.value) == "f(x): 2 of 2 float32 values differ; first at index [0]: expected 2, got 0\n" \
+                                 "  diagnosis: mistake A\n  hint: look"
+
+
+def test_a_mistake_that_gives_the_expected_output_says_nothing():
+    expected = torch.ones(3)
+    assert diagnose(torch.zeros(3), {A: expected.clone(), B: torch.zeros(3), C: lambda: 1 / 0},
+                    expected=expected) == ([B], [])
+
+
+def test_a_float_mask_does_not_match_a_bool_mistake_on_values():
+    """Failing on the dtype, a mask of 1.0 and 0.0 is no mask 'that ignores the offset'."""
+    models = mistakes.causal_mask_mistakes(2, 4)
+    float_mask = torch.ones(2, 4).tril()  # the values of the offset mistake, in float
+    with pytest.raises(CheckFailure) as failure:
+        check_tensor(float_mask, what="causal_mask(2, 4)", shape=(2, 4), dtype=torch.bool, mistakes=models)
+    assert failure.value.matched == []
+    with pytest.raises(CheckFailure) as failure:
+        assert_equal(float_mask, torch.ones(2, 4, dtype=torch.bool).tril(2), what="causal_mask(2, 4)", mistakes=models)
+    assert failure.value.matched == []
+    with pytest.raises(CheckFailure) as failure:
+        assert_equal(float_mask.bool(), torch.ones(2, 4, dtype=torch.bool).tril(2), what="causal_mask(2, 4)",
+                     mistakes=models)
+    assert failure.value.matched == [next(s for s in models if "offset" in s)]
+
+
+# --- the masking checks, on stand-ins for student code
+
+class InProcess:
+    """The `impl` of the checks: the functions of one attention.py, called in this process."""
+
+    def __init__(self, module: ModuleType) -> None:
+        self.module = module
+
+    def fn(self, name: str):
+        return getattr(self.module, name.split(".")[1])
+
+
+def load(folder: Path) -> ModuleType:
+    spec = importlib.util.spec_from_file_location(f"_diagnosis_impl_{folder.name}", folder / "attention.py")
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module  # dataclasses and typing look their module up
+    spec.loader.exec_module(module)
+    return module
+
+
+def cases_of(check, impl) -> list[CaseResult]:
+    """Every parametrization of `check` run against `impl`, as the grader's Collector records it."""
+    marks = [m for m in getattr(check, "pytestmark", []) if m.name == "parametrize"]
+    names = [[n.strip() for n in m.args[0].split(",")] for m in marks]
+    grids = [[dict(zip(n, v if len(n) > 1 else (v,))) for v in m.args[1]] for n, m in zip(names, marks)]
+    results = []
+    for index, combination in enumerate(itertools.product(*grids)):
+        kwargs = {k: v for part in combination for k, v in part.items()}
+        if "gen" in check.__code__.co_varnames[:check.__code__.co_argcount]:
+            kwargs["gen"] = torch.Generator().manual_seed(index)
+        result = CaseResult(f"{check.__name__}[{index}]", check.__name__, "masking", PASSED)
+        try:
+            check(impl, **kwargs)
+        except CheckFailure as failure:
+            result.status, result.message = FAILED, str(failure)
+            result.matched, result.ruled_out = failure.matched, failure.ruled_out
+        results.append(result)
+    return results
+
+
+@pytest.fixture(scope="module")
+def masking_checks() -> ModuleType:
+    import test_masking
+
+    return test_masking
+
+
+def test_an_inverted_causal_mask_is_named_inverted_never_diagonal(masking_checks, tmp_path):
+    """On a 1x1 mask an inverted mask and one without its diagonal agree; the other cases tell them apart."""
+    folder = tmp_path / "inverted_causal"
+    folder.mkdir()
+    source = (ROOT / "solutions" / "attention.py").read_text()
+    snippet = "return ones.tril(diagonal=k_len - q_len)"
+    assert source.count(snippet) == 1
+    (folder / "attention.py").write_text(source.replace(snippet, "return ~ones.tril(diagonal=k_len - q_len)"))
+    impl = InProcess(load(folder))
+    for check in (masking_checks.test_causal_mask_square, masking_checks.test_causal_mask_with_k_len):
+        cases = cases_of(check, impl)
+        assert any(DIAGONAL in c.matched for c in cases), "a case that alone cannot tell the two apart"
+        assert named_mistakes(cases) == [INVERTED], (check.__name__, named_mistakes(cases))
+
+
+def test_the_catalogue_inverted_mask_gets_its_diagnosis(masking_checks, tmp_path):
+    bug = next(b for b in all_bugs() if b.id == "masking:inverted_mask")
+    impl = InProcess(load(materialize(bug, tmp_path / "impl")))
+    for check in (masking_checks.test_apply_mask_values, masking_checks.test_apply_mask_causal):
+        cases = cases_of(check, impl)
+        assert all(c.status == FAILED for c in cases)
+        assert named_mistakes(cases) == [KEPT], (check.__name__, named_mistakes(cases))
+        assert not any(DIAGONAL in c.matched for c in cases)
+
+
+# --- the catalogue
+
+def test_each_mistake_has_its_own_id_and_sentence():
+    entries = list(CATALOGUE.values())
+    assert len({e.id for e in entries}) == len(entries)
+    assert len({e.sentence for e in entries}) == len(entries)
+    assert all(e.id == f"{e.component}:{e.name}" and e.component in {c.id for c in load_course().components} for e in entries)
+    with pytest.raises(ValueError, match="says what"):
+        mistakes.mistake("masking", "said_again", entries[0].sentence, lambda: None)
+
+
+def test_every_entry_is_reachable_from_a_bundle():
+    """Each entry is bound by a module-level name of mistakes.py that a bundle (a function) or a check uses."""
+    tree = ast.parse((ROOT / "tests" / "checklib" / "mistakes.py").read_text())
+    values = {target.id: node.value for node in tree.body if isinstance(node, ast.Assign)
+              for target in node.targets if isinstance(target, ast.Name)}
+    loaded = lambda node: {n.id for n in ast.walk(node) if isinstance(n, ast.Name)}  # noqa: E731
+    reachable = set().union(*(loaded(f) for f in tree.body if isinstance(f, ast.FunctionDef)))
+    for check in sorted((ROOT / "tests").glob("test_*.py")):  # the checks name some entries: mistakes.GREEDY_FILTERS
+        reachable |= {n.attr for n in ast.walk(ast.parse(check.read_text()))
+                      if isinstance(n, ast.Attribute) and isinstance(n.value, ast.Name) and n.value.id == "mistakes"}
+    todo = list(reachable)
+    while todo:
+        name = todo.pop()
+        for other in loaded(values[name]) - reachable if name in values else ():
+            reachable.add(other)
+            todo.append(other)
+    entries = set()
+    for name in reachable & set(values):
+        value = getattr(mistakes, name, None)
+        for item in value if isinstance(value, tuple) else (value,):
+            if isinstance(item, Mistake):
+                entries.add(item.id)
+    assert set(CATALOGUE) - entries == set(), "entries no bundle binds"
