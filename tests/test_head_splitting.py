@@ -74,4 +74,5 @@ def test_split_heads_rejects_indivisible(impl, gen, d_model, n_heads):
 def test_split_heads_does_not_modify_input(impl, gen):
     x = randn(2, 4, 8, gen=gen)
     _, (after, _) = adapters.split_heads(impl).call_returning_args(x, 2)
-    assert_equal(after, x, what="x after split_heads(x, 2)", hint="functions must not modify their inputs in place")
+    assert_equal(after, x, what="x after split_heads(x, 2)", hint="functions must not modify their inputs in place",
+                 mistakes=mistakes.split_in_place_mistakes(x, 2))

@@ -14,9 +14,10 @@ import torch
 import torch.nn.functional as F
 
 from checklib import adapters, mistakes
-from checklib.compare import assert_close, assert_equal, check_tensor, fail
+from checklib.compare import assert_close, assert_equal, check_tensor, diagnosed, fail
 from checklib.student import expect_value_error
 from checklib.weights import block_state, linear_state, mha_state, randn
+from grader.sandbox.protocol import StudentError
 
 # (B, T, D, H): T = 1, H = 1, one head per feature, usual sizes.
 SHAPES = [(2, 5, 8, 2), (1, 1, 4, 1), (3, 6, 12, 3), (2, 4, 6, 6)]
@@ -46,6 +47,17 @@ def impl(request, impl):
     """The student's implementation: in the trusted caches' worker for the cases that use them."""
     kind = request.node.callspec.params.get("kind") if hasattr(request.node, "callspec") else None
     return request.getfixturevalue("trusted_impl") if kind in ("trusted", "RecordingKVCache") else impl
+
+
+def cached_call(module, x: torch.Tensor, start: int, stop: int, cache, what: str):
+    """module(x[:, start:stop], cache=cache) after x[:, :start] was cached; an error that says the mask covers
+    the new positions only is named."""
+    try:
+        return module(x[:, start:stop], cache=cache)
+    except StudentError as exc:
+        if type(exc) is StudentError and mistakes.mask_over_new_only(exc.message, stop - start, stop):
+            raise diagnosed(f"{what}: {exc.describe()}", mistakes.MASK_OVER_NEW_ONLY) from None
+        raise
 
 
 def new_cache(impl, kind: str):
@@ -93,7 +105,12 @@ def causal(forward, x: torch.Tensor) -> torch.Tensor:
 
 def test_cache_starts_empty(impl):
     cache = adapters.KVCache(impl)
-    got = len(cache)
+    try:
+        got = len(cache)
+    except StudentError as exc:
+        if type(exc) is StudentError:
+            raise diagnosed(f"len(KVCache()): {exc.describe()}", mistakes.EMPTY_LEN_FAILS) from None
+        raise
     if got != 0:
         fail("len(KVCache())", f"expected 0, got {got!r}", hint="a new cache holds no positions")
 
@@ -184,7 +201,8 @@ def test_two_chunks_after_prefill(impl, gen, kind):
     x = randn(batch, 7, d_model, gen=gen)
     cache = new_cache(impl, kind)
     module(x[:, :2], cache=cache)
-    out = module(x[:, 2:5], cache=cache)
+    out = cached_call(module, x, 2, 5, cache, f"MultiHeadAttention(x[:, 2:5], cache) after a 2-token prefill "
+                                              f"(cache: {kind})")
     expected = causal(module, x[:, :5])
     for t in range(2, 5):
         assert_close(out[:, t - 2], expected[:, t],
@@ -230,7 +248,7 @@ def test_cache_length_grows_with_tokens(impl, gen):
     cache = adapters.KVCache(impl)
     total = 0
     for calls, (start, stop) in enumerate([(0, 3), (3, 4), (4, 6), (6, 7)], 1):
-        module(x[:, start:stop], cache=cache)
+        cached_call(module, x, start, stop, cache, f"MultiHeadAttention(x[:, {start}:{stop}], cache=cache)")
         total += stop - start
         got = len(cache)
         if not got == total:

@@ -2,13 +2,15 @@
 from __future__ import annotations
 
 import math
+from pathlib import Path
 
 import pytest
 import torch
 
 from checklib import adapters, mistakes
-from checklib.compare import assert_close, assert_equal, check_tensor, fail
+from checklib.compare import assert_close, assert_equal, check_tensor, diagnosed, fail
 from checklib.weights import randn
+from grader.sandbox.protocol import StudentError
 
 # (leading dims, Tq, Tk, d): 2-D, 3-D and 4-D inputs; Tq != Tk; d != Tq, Tk so a scale
 # taken from the wrong dimension shows; d = 1 (where every scale is the same) as a plain case.
@@ -34,14 +36,30 @@ def expected_scores(q: torch.Tensor, k: torch.Tensor) -> torch.Tensor:
     return exact.to(q.dtype)
 
 
+def scores_of(impl, folder: str, q: torch.Tensor, k: torch.Tensor, what: str):
+    """attention_scores(q, k); an error that a rank-specific transpose in the code explains is named."""
+    try:
+        return adapters.attention_scores(impl)(q, k)
+    except StudentError as exc:
+        if type(exc) is StudentError:
+            try:
+                source = (Path(folder) / "attention.py").read_text()
+            except (OSError, UnicodeDecodeError):
+                source = ""
+            found = mistakes.transpose_mistakes(source)
+            if len(found) == 1:
+                raise diagnosed(f"{what}: {exc.describe()}", found[0]) from None
+        raise
+
+
 @pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
 @pytest.mark.parametrize("case", CASES, ids=case_id)
-def test_attention_scores_values(impl, gen, case, dtype):
+def test_attention_scores_values(impl, target_folder, gen, case, dtype):
     lead, tq, tk, d = case
     q = randn(*lead, tq, d, gen=gen, dtype=dtype)
     k = randn(*lead, tk, d, gen=gen, dtype=dtype)
     what = f"attention_scores(q {tuple(q.shape)}, k {tuple(k.shape)})"
-    out = adapters.attention_scores(impl)(q, k)
+    out = scores_of(impl, target_folder, q, k, what)
     check_tensor(out, what=what, shape=(*lead, tq, tk), dtype=dtype,
                  hint="the result is (..., Tq, Tk) in the inputs' dtype: the leading dimensions are kept "
                       "and k is transposed in its last two dimensions only")
@@ -49,13 +67,13 @@ def test_attention_scores_values(impl, gen, case, dtype):
 
 
 @pytest.mark.parametrize("d", [4, 16, 64])
-def test_scale_is_one_over_sqrt_d(impl, gen, d):
+def test_scale_is_one_over_sqrt_d(impl, target_folder, gen, d):
     """q = k = one unit vector: every score is exactly 1 / sqrt(d), whatever the lengths."""
     q = torch.zeros(2, 3, d, dtype=torch.float64)
     q[..., 0] = 1.0
     k = torch.zeros(2, 5, d, dtype=torch.float64)
     k[..., 0] = 1.0
-    out = adapters.attention_scores(impl)(q, k)
+    out = scores_of(impl, target_folder, q, k, f"attention_scores(q (2, 3, {d}), k (2, 5, {d}))")
     assert_close(out, torch.full((2, 3, 5), 1.0 / math.sqrt(d), dtype=torch.float64),
                  what=f"attention_scores of unit vectors with d={d} (every score should be 1/sqrt({d}))",
                  hint="divide the dot products by sqrt(d) with d the feature size q.size(-1): not d itself, "

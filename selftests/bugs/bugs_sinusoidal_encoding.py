@@ -40,7 +40,7 @@ BUGS = [
         "pe[:, 0::2] = torch.sin(position * inv_freq)\n    pe[:, 1::2] = torch.cos(position * inv_freq)",
         "pe[:, 0::2] = torch.sin(position + inv_freq)\n    pe[:, 1::2] = torch.cos(position + inv_freq)",
         "adds the frequency to the position instead of multiplying them",
-        diagnosis=("adds the frequency to the position",)),
+        diagnosis=("position + frequency instead of position × frequency",)),
     Bug("sinusoidal_encoding", "position_left_out", "positional.py",
         "pe[:, 0::2] = torch.sin(position * inv_freq)\n    pe[:, 1::2] = torch.cos(position * inv_freq)",
         "pe[:, 0::2] = torch.sin(inv_freq)\n    pe[:, 1::2] = torch.cos(inv_freq)",

@@ -24,7 +24,7 @@ from typing import Any, Mapping, NamedTuple
 import torch
 from torch import Tensor
 
-from grader.results import CheckFailure, diagnosis_line
+from grader.results import CheckFailure, diagnosis_line, with_diagnosis
 
 from .catalogue import Mistake
 
@@ -85,6 +85,13 @@ def diagnosed(message: str, mistake: "Mistake | str") -> CheckFailure:
     that student code raised, say): the diagnosis line appended, the mistake matched."""
     sentence = mistake.sentence if isinstance(mistake, Mistake) else mistake
     return CheckFailure(f"{message}\n{diagnosis_line([sentence])}", [sentence])
+
+
+def explained(failure: CheckFailure, mistake: "Mistake | str") -> CheckFailure:
+    """`failure` explained by a known mistake that the check recognised after it, by a second look at the
+    code's behaviour: its diagnosis line replaced by the mistake's."""
+    sentence = mistake.sentence if isinstance(mistake, Mistake) else mistake
+    return CheckFailure(with_diagnosis(str(failure), [sentence]), [sentence])
 
 
 def _bad_values(got: Tensor, reference: Tensor, rtol: float, atol: float, *, finite_scale: bool = False

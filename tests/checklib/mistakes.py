@@ -55,7 +55,39 @@ SCORES_MISTAKES = (
     mistake("scaling", "divided_by_sqrt_keys",
             "your scores are q·kᵀ divided by √Tk, the square root of the number of keys, "
             "instead of √d, the feature size (dim -1)", lambda q, k: scores(q, k, 1.0 / math.sqrt(k.shape[-2]))),
+    mistake("scaling", "divided_by_sqrt_first_dim",
+            "your scores are q·kᵀ divided by the square root of q's first dimension (q.size(0), the batch), "
+            "instead of √d, the feature size (dim -1)", lambda q, k: scores(q, k, 1.0 / math.sqrt(q.shape[0]))),
 )
+K_DOT_T = recognised("scaling", "k_dot_t",
+                     "your attention_scores uses k.T, which reverses every dimension of a batched k: transpose only "
+                     "the last two, k.transpose(-2, -1) (or k.mT)")
+FIXED_TRANSPOSE = recognised("scaling", "fixed_transpose",
+                             "your attention_scores transposes fixed dimensions of k, such as k.transpose(1, 2), "
+                             "which is right for 3-D inputs only: transpose the last two, k.transpose(-2, -1), "
+                             "whatever the leading dimensions")
+
+
+def transpose_mistakes(source: str) -> list[Mistake]:
+    """What attention_scores in `source` (the student's attention.py) writes that breaks on other ranks:
+    `.T`, or a transpose / swapaxes / permute by fixed, non-negative dimensions."""
+    import ast
+
+    try:
+        tree = ast.parse(source)
+    except SyntaxError:
+        return []
+    found: list[Mistake] = []
+    for node in (n for n in tree.body if isinstance(n, ast.FunctionDef) and n.name == "attention_scores"):
+        for sub in ast.walk(node):
+            if isinstance(sub, ast.Attribute) and sub.attr == "T" and K_DOT_T not in found:
+                found.append(K_DOT_T)
+            if isinstance(sub, ast.Call) and isinstance(sub.func, ast.Attribute) and \
+                    sub.func.attr in ("transpose", "swapaxes", "swapdims", "permute"):
+                dims = [a.value for a in sub.args if isinstance(a, ast.Constant) and isinstance(a.value, int)]
+                if dims and all(d >= 0 for d in dims) and FIXED_TRANSPOSE not in found:
+                    found.append(FIXED_TRANSPOSE)
+    return found
 Q_SCALED_IN_PLACE = mistake("scaling", "q_scaled_in_place",
                             "attention_scores divided the caller's q by √d in place (q /= ...): "
                             "compute a new tensor instead", lambda q: q.double() / math.sqrt(q.shape[-1]))
@@ -107,6 +139,11 @@ FILL_NOT_LOW_ENOUGH = mistake(
 FILLED_IN_PLACE = mistake("masking", "filled_in_place",
                           "apply_mask filled the caller's scores in place (masked_fill_): use masked_fill or torch.where, "
                           "which return a new tensor", lambda scores, full, fill: scores.masked_fill(~full, fill))
+
+
+MASK_NONE_FAILS = recognised("masking", "mask_none_fails",
+                             "your apply_mask fails when mask is None: mask may be None (nothing to mask), and then "
+                             "the scores come back unchanged (if mask is None: return scores)")
 
 
 def causal_mask_mistakes(q_len: int, k_len: int) -> Mistakes:
@@ -170,8 +207,19 @@ MERGE_MISTAKES = (
 )
 
 
+RESIZED_INPUT = mistake("head_splitting", "resized_input",
+                        "split_heads changed the caller's x in place: x is now (B, T, H, Dh) (resize_, or an "
+                        "assignment to x.data): return a new view or reshape of x and leave x as it was",
+                        lambda x, n_heads: x.reshape(*x.shape[:-1], n_heads, x.size(-1) // n_heads))
+
+
 def split_mistakes(x: Tensor, n_heads: int) -> Mistakes:
     return bind(SPLIT_MISTAKES, x, n_heads)
+
+
+def split_in_place_mistakes(x: Tensor, n_heads: int) -> Mistakes:
+    """For x after split_heads(x, n_heads): x itself reshaped into heads."""
+    return bind([RESIZED_INPUT], x, n_heads)
 
 
 def merge_mistakes(heads: Tensor) -> Mistakes:
@@ -453,6 +501,16 @@ BLOCK_MISTAKES = variants("pre_ln_block", (
     ("your block applies a causal mask when none is given; without a mask every token attends to every other",
      "always_causal"),
 ))
+SQUEEZED_BATCH = mistake("pre_ln_block", "squeezed_batch",
+                         "your block squeezes a dimension of size 1 away (squeeze(0), or squeeze()): a batch of one "
+                         "sequence comes back (B, T, D) too", lambda x: torch.Size(x.shape[1:]))
+NO_DROPOUT = recognised("pre_ln_block", "no_dropout",
+                        "your block never applies dropout: in train mode with dropout=0.5 it gives what eval mode "
+                        "gives; drop out each branch with self.dropout before adding it to x")
+DROPOUT_IN_EVAL = recognised("pre_ln_block", "dropout_in_eval",
+                             "your dropout is still on in eval mode: two calls in eval mode gave different results "
+                             "(F.dropout(x, p) drops whatever the mode unless given training=self.training; the "
+                             "nn.Dropout submodule follows train() and eval())")
 ONE_NORM_OBJECT = mistake("pre_ln_block", "one_norm_object",
                           "norm1 and norm2 are the same LayerNorm object: loading norm2's weights overwrote norm1's "
                           "(or the other way round); create two separate nn.LayerNorm(d_model)",
@@ -461,7 +519,13 @@ ONE_NORM_OBJECT = mistake("pre_ln_block", "one_norm_object",
 
 
 def block_mistakes(state: dict[str, Tensor], x: Tensor, mask: Tensor | None, n_heads: int) -> Mistakes:
-    return simulated(BLOCK_MISTAKES, lambda **switches: block(state, x, mask, n_heads, **switches))
+    return {**simulated(BLOCK_MISTAKES, lambda **switches: block(state, x, mask, n_heads, **switches)),
+            **squeeze_mistakes(x)}
+
+
+def squeeze_mistakes(x: Tensor) -> Mistakes:
+    """For the shape of a block's output on x (B, T, D)."""
+    return bind([SQUEEZED_BATCH], x)
 
 
 def shared_norm_mistakes(state: dict[str, Tensor], key: str) -> Mistakes:
@@ -503,6 +567,23 @@ NUM_PATCHES_MISTAKES = (
 PROJ_FOR_ONE_CHANNEL = mistake("patch_embedding", "proj_for_one_channel",
                                "proj is sized for one channel: a flattened patch holds in_channels * patch_size**2 "
                                "values", lambda patch, d_model: torch.Size((d_model, patch * patch)))
+
+
+SQUARE_ASSUMED = recognised("patch_embedding", "square_assumed",
+                            "your patchify takes the number of patches per side from one side of the image, as if "
+                            "every image were square: there are H / P rows and W / P columns of patches")
+
+
+def square_assumed(message: str, images_shape: tuple[int, ...], patch: int) -> bool:
+    """Whether an error says that (B, C, H, W) images were viewed with one side's patch count for both sides."""
+    import re
+
+    b, c, height, width = images_shape
+    shape = re.search(r"shape '\[([\d, ]+)\]' is invalid", message)
+    if height == width or shape is None:
+        return False
+    dims = [int(d) for d in shape[1].split(",")]
+    return any(dims == [b, c, side // patch, patch, side // patch, patch] for side in (height, width))
 
 
 def patchify_mistakes(images: Tensor, patch: int) -> Mistakes:
@@ -559,7 +640,8 @@ CACHE_LEN_MISTAKES = (
 DECODING_MISTAKES = (
     mistake("kv_cache", "new_positions_only",
             "your cached forward attends only to the new positions, not to the cached ones: let the queries attend "
-            "to all the keys and values that cache.update returns",
+            "to all the keys and values that cache.update returns (if update itself returns only the new ones, "
+            "its own check says so)",
             lambda state, x, start, stop, n_heads, at: mha(
                 state, x[:, start:stop], torch.ones(stop - start, stop - start, dtype=torch.bool).tril(),
                 n_heads)[0][:, at - start]),
@@ -583,7 +665,10 @@ def _uncached_blocks(states: list[dict[str, Tensor]], x: Tensor, start: int, sto
 
 BLOCKS_UNCACHED = mistake("kv_cache", "blocks_uncached",
                           "your blocks decode as if there were no cache: each block attends only to the new positions, "
-                          "without a mask; TransformerBlock.forward must hand its cache to self.attention",
+                          "without a mask. A TransformerBlock.forward that does not hand its cache to self.attention "
+                          "computes this, and so do an attention that drops what cache.update returns or builds no "
+                          "causal mask with a cache, and an update that forgets (the attention's and the cache's own "
+                          "checks tell which)",
                           _uncached_blocks)
 APPENDED_MISTAKES = (
     mistake("kv_cache", "cached_before_split",
@@ -596,6 +681,23 @@ REPROJECTED = mistake("kv_cache", "reprojected",
                       "your forward re-projects the cached positions with the current weights: a position is projected "
                       "once, when it is new, and its keys and values are then reused from the cache",
                       lambda new_state, x, n_heads, layer: heads(linear(x, new_state, layer), n_heads))
+
+
+EMPTY_LEN_FAILS = recognised("kv_cache", "empty_len_fails",
+                             "len() of a new cache fails: nothing is cached yet (no key tensor), so __len__ must "
+                             "return 0 before it reads a tensor's size")
+MASK_OVER_NEW_ONLY = recognised("kv_cache", "mask_over_new_only",
+                                "your causal mask with a cache is over the new positions only, (T, T): the scores are "
+                                "(T, cached + T), so build causal_mask(q_len, k_len) with k_len the length that "
+                                "cache.update returns")
+
+
+def mask_over_new_only(message: str, new: int, total: int) -> bool:
+    """Whether an error says that a (new, new) mask met (new, total) scores."""
+    import re
+
+    sizes = re.search(r"size of tensor a \((\d+)\) must match the size of tensor b \((\d+)\)", message)
+    return new != total and sizes is not None and {int(sizes[1]), int(sizes[2])} == {new, total}
 
 
 def cache_update_mistakes(chunks: list[Tensor]) -> Mistakes:
@@ -1027,6 +1129,9 @@ def subtracted_in_place_mistakes(x: Tensor, dim: int = -1) -> Mistakes:
 
 # --- optimizer ---------------------------------------------------------------------------------------
 
+STEP_FROM_ZERO = recognised("optimizer", "step_from_zero",
+                            "your step counts the steps from 0 at the first update, so the bias correction 1 - b1**t "
+                            "is 0 and divides by zero: count the update first (t = 1 at a parameter's first update)")
 ADAMW_MISTAKES = variants("optimizer", {
     "your bias correction uses one step counter for all the parameters: t counts each parameter's own "
     "updates (a parameter without a gradient is not updated, and its t does not move)": "global_step",
@@ -1938,11 +2043,13 @@ def divided_in_place_mistakes(logits: Tensor, temperature: float) -> Mistakes:
 
 
 def distribution_mistakes(row: Tensor, temperature: float, top_k: int | None, top_p: float | None) -> Mistakes:
-    """For the frequencies of many draws from one logits row (V,): the distributions mistakes draw from."""
-    return unambiguous({
-        **simulated(FILTER_MISTAKES,
-                    lambda variant: filtered(row, temperature, top_k, top_p, variant).double().softmax(-1)),
-        **bind(DRAW_MISTAKES, row, temperature, top_k, top_p)})
+    """For the frequencies of many draws from one logits row (V,): the distributions mistakes draw from.
+
+    All of them, even those that share a distribution here: frequencies are compared loosely, so hiding
+    two that coincide could leave a third, merely near, to be named alone (the engine says when several fit)."""
+    return {**simulated(FILTER_MISTAKES,
+                        lambda variant: filtered(row, temperature, top_k, top_p, variant).double().softmax(-1)),
+            **bind(DRAW_MISTAKES, row, temperature, top_k, top_p)}
 
 
 MULTINOMIAL_OF_LOGITS = recognised("sampling", "multinomial_of_logits",
