@@ -86,7 +86,13 @@ def settings(kw: dict) -> str:
 
 def check_filter(impl, logits: torch.Tensor, **kw) -> None:
     what = f"filter_logits(logits {tuple(logits.shape)} {str(logits.dtype)[6:]}, {settings(kw)})"
-    got = filter_call(impl, logits, **kw)
+    try:
+        got = filter_call(impl, logits, **kw)
+    except StudentError as exc:
+        if type(exc) is StudentError and kw.get("top_k") and \
+                mistakes.kth_without_its_dimension(exc.message, tuple(logits.shape)):
+            raise diagnosed(f"{what}: {exc.describe()}", mistakes.KTH_WITHOUT_ITS_DIMENSION) from None
+        raise
     want = brute_filter(logits, **kw)
     check_tensor(got, what=what, shape=logits.shape, dtype=logits.dtype,
                  hint="the output has the logits' shape and dtype: -inf where a filter removed an entry")

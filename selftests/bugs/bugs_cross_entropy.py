@@ -72,3 +72,11 @@ BUGS = [
         "calls the tensor's logsumexp method instead of writing the log-sum-exp",
         named_by="must be written from scratch"),
 ]
+
+# Families of the bugs above, first written as unseen bugs to measure the diagnoses on (2026-12-01).
+BUGS += [
+    Bug("cross_entropy", "log_softmax_over_dim_0", "training.py", "logp = log_softmax(logits, dim=-1).reshape(-1, logits.size(-1))",
+        "logp = log_softmax(logits, dim=0).reshape(-1, logits.size(-1))",
+        "normalises the log-probabilities over dim 0",
+        diagnosis=('normalised over the first dimension',)),
+]

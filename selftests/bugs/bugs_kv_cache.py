@@ -75,3 +75,11 @@ BUGS = [
         "forgets that a new cache holds no tensor yet, so len() of an empty cache fails",
         diagnosis=("len() of a new cache",)),
 ]
+
+# Families of the bugs above, first written as unseen bugs to measure the diagnoses on (2026-12-01).
+BUGS += [
+    Bug("kv_cache", "prepends_new", "kv_cache.py", "self.k = torch.cat([self.k, k], dim=-2)\n            self.v = torch.cat([self.v, v], dim=-2)",
+        "self.k = torch.cat([k, self.k], dim=-2)\n            self.v = torch.cat([v, self.v], dim=-2)",
+        "puts the new keys and values before the cached ones",
+        diagnosis=('before the cached ones', 'in the order new, then cached')),
+]

@@ -72,3 +72,11 @@ BUGS = [
         "calls F.layer_norm instead of writing it",
         named_by="must be written from scratch"),
 ]
+
+# Families of the bugs above, first written as unseen bugs to measure the diagnoses on (2026-12-01).
+BUGS += [
+    Bug("layer_norm", "mean_over_first_dim", "norms.py", "mean = x.mean(dim=-1, keepdim=True)  # (..., 1)",
+        "mean = x.mean(dim=0, keepdim=True)  # (..., 1)",
+        "takes the mean over dimension 0 instead of the features",
+        diagnosis=('mean is taken over dimension 0',)),
+]

@@ -58,3 +58,11 @@ BUGS = [
         "accepts total_steps == warmup_steps, which divides by zero",
         named_by="expected a ValueError"),
 ]
+
+# Families of the bugs above, first written as unseen bugs to measure the diagnoses on (2026-12-01).
+BUGS += [
+    Bug("lr_schedule", "cosine_without_one", "training.py", "(1 + math.cos(math.pi * progress))",
+        "(math.cos(math.pi * progress))",
+        "forgets the 1 + of the cosine",
+        diagnosis=('cosine lacks the 1 +',)),
+]

@@ -63,3 +63,11 @@ BUGS += [
         "builds the square causal mask with torch.nn.Transformer.generate_square_subsequent_mask instead of by hand",
         named_by="must be written from scratch"),
 ]
+
+# Families of the bugs above, first written as unseen bugs to measure the diagnoses on (2026-12-01).
+BUGS += [
+    Bug("masking", "offset_sign_flipped", "attention.py", "return ones.tril(diagonal=k_len - q_len)",
+        "return ones.tril(diagonal=q_len - k_len)",
+        "shifts the diagonal by q_len - k_len, the wrong way",
+        diagnosis=('diagonal moves the wrong way',)),
+]

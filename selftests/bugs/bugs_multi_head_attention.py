@@ -68,3 +68,11 @@ BUGS += [
         "computes the output with torch.nn.functional.scaled_dot_product_attention instead of weights @ v",
         named_by="must be written from scratch"),
 ]
+
+# Families of the bugs above, first written as unseen bugs to measure the diagnoses on (2026-12-01).
+BUGS += [
+    Bug("multi_head_attention", "mask_after_softmax", "attention.py", "weights = apply_mask(attention_scores(q, k), mask).softmax(dim=-1)",
+        "weights = apply_mask(attention_scores(q, k).softmax(dim=-1), mask)",
+        "applies the mask to the weights after the softmax",
+        diagnosis=('applied the mask to the weights after the softmax',)),
+]

@@ -105,3 +105,11 @@ BUGS = [
         "adds up the per-parameter norms instead of taking the norm of all gradients",
         diagnosis=("you returned the sum of the per-parameter",)),
 ]
+
+# Families of the bugs above, first written as unseen bugs to measure the diagnoses on (2026-12-01).
+BUGS += [
+    Bug("optimizer", "m_without_one_minus_b1", "training.py", "m.mul_(b1).add_(g, alpha=1 - b1)",
+        "m.mul_(b1).add_(g)",
+        "adds the whole gradient to m, forgetting the (1 - b1) factor",
+        diagnosis=('first moment adds the whole gradient',)),
+]

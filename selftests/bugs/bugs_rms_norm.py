@@ -71,3 +71,11 @@ BUGS = [
         "calls F.rms_norm instead of writing it",
         named_by="must be written from scratch"),
 ]
+
+# Families of the bugs above, first written as unseen bugs to measure the diagnoses on (2026-12-01).
+BUGS += [
+    Bug("rms_norm", "eps_added_to_output", "norms.py", "return x * torch.rsqrt(ms + self.eps) * self.weight",
+        "return (x * torch.rsqrt(ms) + self.eps) * self.weight",
+        "adds eps to the normalised x instead of under the root",
+        diagnosis=('eps is added to the normalised x',)),
+]

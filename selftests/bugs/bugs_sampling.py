@@ -114,3 +114,11 @@ BUGS = [
         "returns only the new tokens, without the prompt",
         diagnosis=("you returned only the new tokens: generate",)),
 ]
+
+# Families of the bugs above, first written as unseen bugs to measure the diagnoses on (2026-12-01).
+BUGS += [
+    Bug("sampling", "kth_without_keepdim", "sampling.py", "kth = logits.topk(top_k, dim=-1).values[..., -1:]  # (..., 1)",
+        "kth = logits.topk(top_k, dim=-1).values[..., -1]  # (..., 1)",
+        "takes the top_k-th value without keeping its dimension",
+        diagnosis=('threshold lost its dimension',)),
+]

@@ -39,3 +39,11 @@ BUGS += [
         "applies the softmax already in attention_scores (returns weights, not scores)",
         diagnosis=("your attention_scores applies softmax already:",)),
 ]
+
+# Families of the bugs above, first written as unseen bugs to measure the diagnoses on (2026-12-01).
+BUGS += [
+    Bug("scaling", "scale_by_first_dim", "attention.py", "/ math.sqrt(q.size(-1))",
+        "/ math.sqrt(q.size(0))",
+        "takes the scale from q's first dimension (the batch) instead of its last",
+        diagnosis=("the square root of q's first dimension",)),
+]

@@ -52,3 +52,11 @@ BUGS = [
         "returns the table with a leading batch dimension, (1, max_len, d_model), as a registered buffer often has",
         diagnosis=("your table has a leading batch dimension, (1,",)),
 ]
+
+# Families of the bugs above, first written as unseen bugs to measure the diagnoses on (2026-12-01).
+BUGS += [
+    Bug("sinusoidal_encoding", "exponent_over_d_minus_1", "positional.py", "(-math.log(10000.0) / d_model)",
+        "(-math.log(10000.0) / (d_model - 1))",
+        "divides the exponent by d_model - 1",
+        diagnosis=('divides by d_model - 1',)),
+]

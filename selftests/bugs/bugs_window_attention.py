@@ -94,3 +94,11 @@ BUGS = [
         "hard-codes the MLP's hidden width to 4 * dim, ignoring mlp_ratio",
         diagnosis=("your MLP's hidden width ignores mlp_ratio (4 *",)),
 ]
+
+# Families of the bugs above, first written as unseen bugs to measure the diagnoses on (2026-12-01).
+BUGS += [
+    Bug("window_attention", "roll_back_same_way", "swin.py", "y = torch.roll(y, (s, s), dims=(1, 2))",
+        "y = torch.roll(y, (-s, -s), dims=(1, 2))",
+        "rolls the output back the same way it rolled the map",
+        diagnosis=('rolls the output back the same way',)),
+]

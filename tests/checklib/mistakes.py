@@ -117,6 +117,9 @@ CAUSAL_MASK_MISTAKES = (
     mistake("masking", "upper_triangle",
             "your mask keeps the upper triangle (triu): True must be on and below the (shifted) diagonal, "
             "so queries never see the future", lambda q_len, k_len: _ones(q_len, k_len).triu(diagonal=k_len - q_len)),
+    mistake("masking", "offset_reversed",
+            "your mask's diagonal moves the wrong way: with k_len > q_len it moves right by k_len - q_len "
+            "(tril(diagonal=k_len - q_len)), not left", lambda q_len, k_len: _ones(q_len, k_len).tril(diagonal=q_len - k_len)),
     mistake("masking", "inverted_causal", "your mask is inverted: True must mark the keys a query MAY attend",
             lambda q_len, k_len: ~_ones(q_len, k_len).tril(diagonal=k_len - q_len)),
     mistake("masking", "transposed", "your mask is transposed: it should be (q_len, k_len), one row per query",
@@ -281,6 +284,10 @@ def d_k_mistakes(d_model: int, n_heads: int) -> Mistakes:
 def attention(q: Tensor, k: Tensor, v: Tensor, mask: Tensor | None, *, scale: bool = True, softmax_dim: int = -1,
               mask_mode: str = "fill", swap_qk: bool = False, transpose_weights: bool = False) -> tuple[Tensor, Tensor]:
     """(out, weights) of scaled dot-product attention in float64, with one mistake switched on."""
+    if mask is not None and mask_mode == "fill_weights":  # in the inputs' dtype: what a huge fill becomes there
+        weights = (q @ k.transpose(-2, -1) / math.sqrt(q.shape[-1])).softmax(dim=-1)
+        weights = torch.where(mask, weights, torch.finfo(weights.dtype).min)
+        return (weights @ v).double(), weights.double()
     q, k, v = q.double(), k.double(), v.double()
     if swap_qk:
         q, k = k, q
@@ -310,6 +317,9 @@ SDPA_MISTAKES = (
     mistake("multi_head_attention", "mask_multiplied",
             "you multiplied the weights by the mask after the softmax, so the rows no longer sum to 1: fill the masked "
             "scores with -inf before the softmax", dict(mask_mode="multiply")),
+    mistake("multi_head_attention", "mask_on_weights",
+            "you applied the mask to the weights after the softmax: fill the masked scores with -inf before the "
+            "softmax, so that each row's weights sum to 1 over the keys it may attend", dict(mask_mode="fill_weights")),
     mistake("multi_head_attention", "mask_inverted",
             "you used the mask inverted: True means 'may attend', so fill the scores where it is False",
             dict(mask_mode="inverted")),
@@ -390,7 +400,7 @@ def mha_weights_mistakes(state: dict[str, Tensor], x: Tensor, mask: Tensor | Non
 # --- sinusoidal_encoding -----------------------------------------------------------------------------
 
 def table(max_len: int, d_model: int, *, base: float = 10000.0, exponent: str = "2i", first: int = 0,
-          even=torch.sin, odd=torch.cos, angle: str = "p*w") -> Tensor:
+          even=torch.sin, odd=torch.cos, angle: str = "p*w", denominator: int = 0) -> Tensor:
     """(max_len, d_model) in float64, with one mistake switched on."""
     pairs = torch.arange(0, d_model, 2, dtype=torch.float64)
     if exponent == "i":
@@ -399,7 +409,7 @@ def table(max_len: int, d_model: int, *, base: float = 10000.0, exponent: str = 
     pe = torch.zeros(max_len, d_model, dtype=torch.float64)
     for parity, fn in ((0, even), (1, odd)):
         exps = pairs + (parity if exponent == "column" else 0)
-        w = torch.pow(base, -exps / d_model)
+        w = torch.pow(base, -exps / (d_model + denominator))
         a = {"p*w": position * w, "p+w": position + w, "w": w.expand(max_len, -1)}[angle]
         pe[:, parity::2] = fn(a)
     return pe
@@ -418,6 +428,8 @@ TABLE_MISTAKES = (
             "your exponent uses the column index, so a cosine gets a different frequency from the sine before it: "
             "both columns 2i and 2i+1 use 10000^(-2i/d_model)", dict(exponent="column")),
     mistake("sinusoidal_encoding", "base_1000", "your wavelengths use the base 1000 instead of 10000", dict(base=1000.0)),
+    mistake("sinusoidal_encoding", "exponent_over_d_minus_1",
+            "your exponent divides by d_model - 1: the frequencies are 10000^(-2i/d_model)", dict(denominator=-1)),
     mistake("sinusoidal_encoding", "positions_from_1", "your positions start at 1 instead of 0", dict(first=1)),
     mistake("sinusoidal_encoding", "angle_sum", "your angle is position + frequency instead of position × frequency",
             dict(angle="p+w")),
@@ -618,6 +630,9 @@ CACHE_UPDATE_MISTAKES = (
     mistake("kv_cache", "cat_batch",
             "your cache concatenates along dimension 0 (the batch) instead of the sequence dimension -2",
             lambda chunks: torch.cat(chunks, dim=0)),
+    mistake("kv_cache", "new_before_cached",
+            "your cache puts the new keys and values before the cached ones: append them, torch.cat([cached, new], "
+            "dim=-2), so that position t sits at index t", lambda chunks: torch.cat(chunks[::-1], dim=-2)),
     mistake("kv_cache", "returned_before_update",
             "update returned what was cached before this call, without the new keys and values",
             lambda chunks: torch.cat(chunks[:-1], dim=-2)),
@@ -649,10 +664,25 @@ DECODING_MISTAKES = (
             "your cached forward lets the new positions attend to each other without a causal mask: build it with "
             "causal_mask(q_len, k_len), even when several positions are new or the cache was empty",
             lambda state, x, start, stop, n_heads, at: mha(state, x[:, :stop], None, n_heads)[0][:, at]),
+    mistake("kv_cache", "new_keys_first",
+            "your cached forward attends to the keys and values in the order new, then cached: the cache must "
+            "append, so that key t is position t and causal_mask(q_len, k_len) lines up with the positions",
+            lambda state, x, start, stop, n_heads, at: _new_keys_first(state, x, start, stop, n_heads)[:, at - start]),
     mistake("kv_cache", "as_if_no_cache",
             "your cached forward attends only to the new positions, without a mask, as if there were no cache",
             lambda state, x, start, stop, n_heads, at: mha(state, x[:, start:stop], None, n_heads)[0][:, at - start]),
 )
+
+
+def _new_keys_first(state: dict[str, Tensor], x: Tensor, start: int, stop: int, n_heads: int) -> Tensor:
+    """MultiHeadAttention over x[:, start:stop] whose keys and values are the new positions' followed by the
+    cached ones' (a cache that prepends), with the causal mask by index."""
+    order = torch.cat([torch.arange(start, stop), torch.arange(0, start)])
+    q = heads(linear(x[:, start:stop], state, "w_q"), n_heads)
+    k, v = (heads(linear(x[:, order], state, f"w_{n}"), n_heads) for n in "kv")
+    mask = torch.ones(stop - start, stop, dtype=torch.bool).tril(diagonal=start)
+    out, _ = attention(q, k, v, mask)
+    return linear(out.transpose(1, 2).reshape(x.shape[0], stop - start, x.shape[-1]), state, "out_proj")
 
 
 def _uncached_blocks(states: list[dict[str, Tensor]], x: Tensor, start: int, stop: int, n_heads: int,
@@ -751,6 +781,9 @@ def layer_norm(x: Tensor, weight: Tensor, bias: Tensor, eps: float, *, variant: 
         var = (x * x).mean(dim=-1, keepdim=True) - mean * mean
         return ((x - mean) / torch.sqrt(var + eps) * w + b).double()
     x, w, b = x.double(), weight.double(), bias.double()
+    if variant in ("mean_over_dim0", "mean_over_dim1"):  # the mean over another axis, the variance around it
+        mean = x.mean(dim=int(variant[-1]), keepdim=True)
+        return (x - mean) / torch.sqrt((x - mean).pow(2).mean(dim=-1, keepdim=True) + eps) * w + b
     dims = tuple(range(x.dim())) if variant == "global_statistics" else (-1,)
     mean = x.mean(dim=dims, keepdim=True)
     var = x.var(dim=dims, keepdim=True, unbiased=variant == "unbiased")
@@ -783,6 +816,10 @@ LAYER_NORM_MISTAKES = variants("layer_norm", (
     ("your LayerNorm divides by var + eps, not by its square root", "no_sqrt"),
     ("your mean and variance are taken over the whole tensor; LayerNorm takes them per position, "
      "over the last dimension only (dim=-1, keepdim=True)", "global_statistics"),
+    ("your mean is taken over dimension 0 instead of the features: LayerNorm's statistics are per position, "
+     "over the last dimension (dim=-1, keepdim=True)", "mean_over_dim0"),
+    ("your mean is taken over dimension 1 instead of the features: LayerNorm's statistics are per position, "
+     "over the last dimension (dim=-1, keepdim=True)", "mean_over_dim1"),
     ("your LayerNorm multiplies by bias and adds weight: it is * weight + bias", "weight_bias_swapped"),
     ("your LayerNorm never adds bias", "no_bias"),
     ("your LayerNorm never multiplies by weight", "no_weight"),
@@ -897,6 +934,8 @@ def rms_norm(x: Tensor, weight: Tensor, eps: float, *, variant: str = "") -> Ten
         out = x / (torch.sqrt(ms) + eps)
     elif variant == "no_sqrt":
         out = x / (ms + eps)
+    elif variant == "eps_added_after":
+        out = x / torch.sqrt(ms) + eps
     else:
         out = x / torch.sqrt(ms + eps)
     return out if variant == "no_weight" else out * w
@@ -909,6 +948,8 @@ RMS_NORM_MISTAKES = variants("rms_norm", (
      "rsqrt(mean(x**2) + eps)", "eps_outside_sqrt"),
     ("your RMSNorm ignores eps, which divides by zero on an all-zero row", "no_eps"),
     ("your RMSNorm divides by mean(x**2) + eps, not by its square root", "no_sqrt"),
+    ("your eps is added to the normalised x, x / sqrt(mean(x**2)) + eps; it belongs under the square root: "
+     "x / sqrt(mean(x**2) + eps)", "eps_added_after"),
     ("your RMSNorm sums the squares instead of averaging them (that is the L2 norm): use mean(x**2)", "sum"),
     ("your mean square is taken over the whole tensor; RMSNorm takes it per position, over the last "
      "dimension only (dim=-1, keepdim=True)", "global_mean"),
@@ -1069,6 +1110,14 @@ class _Targets(NamedTuple):
     logp: Tensor
     picked: Tensor
     ignore_index: int
+    raw: Tensor  # the logits as given, (..., V), float64
+
+
+def _normalised_over_first_dim(c: _Targets) -> Tensor | None:
+    if c.raw.dim() < 2:
+        return None
+    logp = torch.log_softmax(c.raw, 0).reshape(-1, c.raw.shape[-1])
+    return -logp[c.keep].gather(1, c.t[c.keep].unsqueeze(1)).mean()
 
 
 def _ignoring_minus_100(c: _Targets) -> Tensor | None:
@@ -1097,6 +1146,9 @@ CROSS_ENTROPY_MISTAKES = (
             "you indexed logp[:, targets], which takes every row's log-probabilities at every target (an N x N "
             "matrix): pick one entry per row (gather, or logp[arange(N), targets])",
             lambda c: -c.logp[c.keep][:, c.t[c.keep]].mean()),
+    mistake("cross_entropy", "log_softmax_over_first_dim",
+            "your log-probabilities are normalised over the first dimension (dim=0, across the positions) instead "
+            "of over the classes (dim=-1)", _normalised_over_first_dim),
     mistake("cross_entropy", "logits_as_log_probabilities",
             "your cross_entropy uses the logits themselves as log-probabilities (no log_softmax)",
             lambda c: -c.flat[c.keep].gather(1, c.t[c.keep].unsqueeze(1)).mean()),
@@ -1120,7 +1172,7 @@ def cross_entropy_mistakes(logits: Tensor, targets: Tensor, ignore_index: int) -
     keep = t != ignore_index
     logp = torch.log_softmax(flat, -1)
     picked = logp[keep].gather(1, t[keep].unsqueeze(1)).squeeze(1)
-    return bind(CROSS_ENTROPY_MISTAKES, _Targets(flat, t, keep, logp, picked, ignore_index))
+    return bind(CROSS_ENTROPY_MISTAKES, _Targets(flat, t, keep, logp, picked, ignore_index, logits.double()))
 
 
 def subtracted_in_place_mistakes(x: Tensor, dim: int = -1) -> Mistakes:
@@ -1143,6 +1195,10 @@ ADAMW_MISTAKES = variants("optimizer", {
     "your eps is inside the square root (sqrt(v_hat + eps)); AdamW adds it after: sqrt(v_hat) + eps":
         "eps_inside",
     "your first moment m uses beta2: m = b1 * m + (1 - b1) * g, only v uses b2": "b2_for_m",
+    "your first moment adds the whole gradient, m = b1 * m + g: it is a running average, "
+    "m = b1 * m + (1 - b1) * g": "m_without_1_minus_b1",
+    "your second moment adds the whole squared gradient, v = b2 * v + g**2: it is a running average, "
+    "v = b2 * v + (1 - b2) * g**2": "v_without_1_minus_b2",
     "your betas are swapped (m uses beta2, v beta1): m = b1 * m + (1 - b1) * g, v = b2 * v + (1 - b2) * g**2":
         "betas_swapped",
     "your v averages g, not g**2 (v = b2 * v + (1 - b2) * g * g), so its square root is NaN where v < 0":
@@ -1205,8 +1261,8 @@ def adamw_run(values: list[Tensor], grads: list[list[Tensor | None]], groups: li
                 p[i] *= 1 - lr * wd
             if variant == "no_state":
                 m[i], v[i], t = torch.zeros_like(p[i]), torch.zeros_like(p[i]), 1
-            m[i] = m_beta * m[i] + (1 - m_beta) * g
-            v[i] = b2 * v[i] + (1 - b2) * (g if variant == "v_of_g" else g * g)
+            m[i] = m_beta * m[i] + (1.0 if variant == "m_without_1_minus_b1" else 1 - m_beta) * g
+            v[i] = b2 * v[i] + (1.0 if variant == "v_without_1_minus_b2" else 1 - b2) * (g if variant == "v_of_g" else g * g)
             c1, c2 = (1.0, 1.0) if variant == "no_bias_correction" else (1 - b1**t, 1 - b2**t)
             num = g if variant == "no_momentum" else m[i] / c1
             if variant == "eps_inside":
@@ -1307,6 +1363,8 @@ def schedule(steps: list[int], max_lr: float, min_lr: float, warmup: int, total:
                 lr = min_lr + (max_lr - min_lr) * (1 + math.cos(angle))
             elif variant == "linear":
                 lr = max_lr - (max_lr - min_lr) * progress
+            elif variant == "no_one":
+                lr = min_lr + 0.5 * (max_lr - min_lr) * math.cos(angle)
             else:
                 lr = bottom + 0.5 * (top - bottom) * (1 + math.cos(angle))
         out.append(lr)
@@ -1326,6 +1384,8 @@ SCHEDULE_MISTAKES = variants("lr_schedule", {
     "your cosine's progress divides by total_steps instead of total_steps - warmup_steps, so it never "
     "reaches min_lr": "over_total",
     "your cosine lacks the factor 0.5: 0.5 * (1 + cos) runs from 1 to 0": "no_half",
+    "your cosine lacks the 1 +: 0.5 * (1 + cos(pi * progress)) runs from 1 to 0, where 0.5 * cos runs from "
+    "0.5 to -0.5": "no_one",
     "your cosine's angle is the progress itself, not pi times it": "no_pi",
     "your cosine runs from min_lr up to max_lr (max_lr and min_lr swapped)": "swapped",
     "your decay is linear: the contract's is a cosine, 0.5 * (1 + cos(pi * progress))": "linear",
@@ -2067,6 +2127,21 @@ def draw_error_diagnosis(message: str, filtered_rows: Any) -> Mistake | None:
     return MULTINOMIAL_OF_LOGITS
 
 
+KTH_WITHOUT_ITS_DIMENSION = recognised(
+    "sampling", "kth_without_its_dimension",
+    "your top-k threshold lost its dimension: topk(...).values[..., -1] is (B,), which lines up with the "
+    "vocabulary axis when compared with (B, V) logits; keep it, values[..., -1:], (B, 1)")
+
+
+def kth_without_its_dimension(message: str, logits_shape: tuple[int, ...]) -> bool:
+    """Whether an error says that a (B,) threshold met (B, V) logits."""
+    import re
+
+    sizes = re.search(r"size of tensor a \((\d+)\) must match the size of tensor b \((\d+)\)", message)
+    batch, vocab = logits_shape[0], logits_shape[-1]
+    return len(logits_shape) == 2 and sizes is not None and {int(sizes[1]), int(sizes[2])} == {batch, vocab}
+
+
 GREEDY_FILTERS = recognised("sampling", "greedy_filters",
                             "with temperature 0, sample_next_token called filter_logits, which rejects it: "
                             "temperature 0 is the argmax of the logits, with no filter and no draw")
@@ -2688,7 +2763,8 @@ def swin_block(state: dict[str, Tensor], x: Tensor, n_heads: int, ws: int, shift
     def norm(t: Tensor, name: str) -> Tensor:
         return F.layer_norm(t, (C,), w[f"{name}.weight"], w[f"{name}.bias"], eps=1e-5)
 
-    first, back = (shift, -shift) if variant == "roll_wrong_way" else (-shift, shift)
+    first, back = {"roll_wrong_way": (shift, -shift), "rolled_back_same_way": (-shift, -shift)}.get(
+        variant, (-shift, shift))
     y = norm(x, "norm1")
     if shift:
         y = torch.roll(y, (first, first), dims=(1, 2))
@@ -2755,6 +2831,8 @@ SWIN_BLOCK_MISTAKES = variants("window_attention", ((sentence, variant) for vari
                       "describes) and by +shift_size after",
     "no_roll_back": "your block does not roll the attention's output back: torch.roll(y, (shift_size, shift_size), "
                     "(1, 2)) after window_reverse",
+    "rolled_back_same_way": "your block rolls the output back the same way it rolled the map, by -shift_size twice: "
+                            "undo the roll, torch.roll(y, (shift_size, shift_size), (1, 2)) after window_reverse",
     "residual_from_normed": "your first residual adds the attention to norm1(x): it adds it to x itself, "
                             "x = x + attention(norm1(x))",
     "mlp_without_norm2": "your MLP reads x without norm2: the second branch is x + mlp(norm2(x))",
@@ -2787,7 +2865,8 @@ def swin_rolled_mistakes(state: dict[str, Tensor], x: Tensor, n_heads: int, ws: 
                          select: Callable[[Tensor], Tensor]) -> Mistakes:
     """For the shifted block on x rolled by +shift, rolled back by -shift and seen through `select`."""
     rolled = torch.roll(x.double(), (shift, shift), dims=(1, 2))
-    return simulated([m for m in SWIN_BLOCK_MISTAKES if m.name in ("roll_wrong_way", "no_roll_back")],
+    return simulated([m for m in SWIN_BLOCK_MISTAKES if m.name in ("roll_wrong_way", "no_roll_back",
+                                                                   "rolled_back_same_way")],
                      lambda variant: select(torch.roll(swin_block(state, rolled, n_heads, ws, shift, variant=variant),
                                                        (-shift, -shift), (1, 2))))
 
