@@ -163,6 +163,13 @@ def test_block_dropout_only_in_train_mode(impl, gen):
     m.eval()
     assert_close(m(x), expected, what=f"{call} back in eval mode after train mode",
                  hint="eval() must turn dropout off again")
+    # With every value dropped, each branch adds nothing: a Pre-LN block passes its input through.
+    every = new_block(impl, d_model, n_heads, d_ff, state, dropout=1.0)
+    every.train()
+    assert_close(every(x), x, what=f"TransformerBlock({d_model}, {n_heads}, {d_ff}, dropout=1.0) in train mode "
+                                   "(every branch dropped, so x itself)",
+                 hint="dropout applies to each branch's output before it is added to x: x + dropout(branch)",
+                 mistakes=mistakes.dropped_residual_mistakes(x))
 
 
 @pytest.mark.parametrize("mask_kind", ["none", "causal"])

@@ -76,3 +76,11 @@ BUGS += [
         "squeezes away the batch dimension (tested with one example at a time), so a batch of one comes back 2-D",
         diagnosis=("squeezes",)),
 ]
+
+BUGS += [
+    Bug("pre_ln_block", "dropout_on_the_residual_sum", "block.py",
+        "x = x + self.dropout(self.attention(self.norm1(x), mask, cache))",
+        "x = self.dropout(x + self.attention(self.norm1(x), mask, cache))",
+        "drops out the sum of the residual and the attention branch, not the branch alone",
+        diagnosis=("drops out the residual stream too",)),
+]

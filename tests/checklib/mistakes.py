@@ -516,6 +516,10 @@ BLOCK_MISTAKES = variants("pre_ln_block", (
 SQUEEZED_BATCH = mistake("pre_ln_block", "squeezed_batch",
                          "your block squeezes a dimension of size 1 away (squeeze(0), or squeeze()): a batch of one "
                          "sequence comes back (B, T, D) too", lambda x: torch.Size(x.shape[1:]))
+RESIDUAL_DROPPED = mistake("pre_ln_block", "residual_dropped",
+                           "your block drops out the residual stream too (dropout(x + branch)): dropout applies to "
+                           "each branch before it is added, x = x + dropout(branch), so that with dropout=1.0 the "
+                           "block passes x through unchanged", lambda x: torch.zeros_like(x))
 NO_DROPOUT = recognised("pre_ln_block", "no_dropout",
                         "your block never applies dropout: in train mode with dropout=0.5 it gives what eval mode "
                         "gives; drop out each branch with self.dropout before adding it to x")
@@ -533,6 +537,11 @@ ONE_NORM_OBJECT = mistake("pre_ln_block", "one_norm_object",
 def block_mistakes(state: dict[str, Tensor], x: Tensor, mask: Tensor | None, n_heads: int) -> Mistakes:
     return {**simulated(BLOCK_MISTAKES, lambda **switches: block(state, x, mask, n_heads, **switches)),
             **squeeze_mistakes(x)}
+
+
+def dropped_residual_mistakes(x: Tensor) -> Mistakes:
+    """For a block's output on x with dropout=1.0 in train mode (which must be x)."""
+    return bind([RESIDUAL_DROPPED], x)
 
 
 def squeeze_mistakes(x: Tensor) -> Mistakes:
