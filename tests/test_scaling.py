@@ -63,7 +63,7 @@ def test_attention_scores_values(impl, target_folder, gen, case, dtype):
     check_tensor(out, what=what, shape=(*lead, tq, tk), dtype=dtype,
                  hint="the result is (..., Tq, Tk) in the inputs' dtype: the leading dimensions are kept "
                       "and k is transposed in its last two dimensions only")
-    assert_close(out, expected_scores(q, k), what=what, hint=WHERE, mistakes=mistakes.scores_mistakes(q, k))
+    assert_close(out, expected_scores(q, k), what=what, hint=WHERE, mistakes=mistakes.scores_mistakes(q, k, out))
 
 
 @pytest.mark.parametrize("d", [4, 16, 64])

@@ -47,3 +47,9 @@ BUGS += [
         "takes the scale from q's first dimension (the batch) instead of its last",
         diagnosis=("the square root of q's first dimension",)),
 ]
+
+BUGS += [
+    Bug("scaling", "divides_by_d_squared", "attention.py", "/ math.sqrt(q.size(-1))", "/ q.size(-1) ** 2",
+        "divides the dot products by d squared",
+        diagnosis=("times a constant, but not 1/√d",)),
+]

@@ -93,8 +93,31 @@ Q_SCALED_IN_PLACE = mistake("scaling", "q_scaled_in_place",
                             "compute a new tensor instead", lambda q: q.double() / math.sqrt(q.shape[-1]))
 
 
-def scores_mistakes(q: Tensor, k: Tensor) -> Mistakes:
-    return bind(SCORES_MISTAKES, q, k)
+OTHER_SCALE = mistake("scaling", "other_scale",
+                      "your scores are q·kᵀ times a constant, but not 1/√d: the scale is 1/math.sqrt(d) with d = "
+                      "q.size(-1), the feature size (the values above show the ratio)",
+                      lambda q, k, factor: scores(q, k, factor))
+
+
+def scores_mistakes(q: Tensor, k: Tensor, got: Any = None) -> Mistakes:
+    """For attention_scores(q, k); given what came back, also a scale no entry names, fitted to it."""
+    return {**bind(SCORES_MISTAKES, q, k), **_other_scale(q, k, got)}
+
+
+def _other_scale(q: Tensor, k: Tensor, got: Any) -> Mistakes:
+    """q·kᵀ times the one factor that `got` is of it, where no named mistake's factor is that one."""
+    raw = scores(q, k, 1.0)
+    if not isinstance(got, Tensor) or got.shape != raw.shape or not bool(torch.isfinite(got).all()):
+        return {}
+    norm = float((raw * raw).sum())
+    if norm == 0:
+        return {}
+    factor = float((got.double() * raw).sum()) / norm
+    d, known = q.shape[-1], [1.0, q.shape[-1] ** -0.5]
+    known += [1.0 / d, math.sqrt(d), q.shape[-2] ** -0.5, k.shape[-2] ** -0.5, q.shape[0] ** -0.5]
+    if factor == 0 or any(math.isclose(factor, f, rel_tol=1e-3) for f in known):
+        return {}
+    return bind([OTHER_SCALE], q, k, factor)
 
 
 def q_scaled_in_place_mistakes(q: Tensor) -> Mistakes:
