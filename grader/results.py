@@ -3,6 +3,8 @@ from __future__ import annotations
 
 from dataclasses import asdict, dataclass, field
 
+from .i18n import N_
+
 PASSED, FAILED, ERROR, TIMEOUT, NOT_STARTED = "passed", "failed", "error", "timeout", "not started"
 MESSAGE_LIMIT = 2000  # characters of a failure's message that a report carries (the worker sends no more)
 
@@ -34,7 +36,7 @@ class CheckFailure(AssertionError):
 
 DIAGNOSIS = "  diagnosis: "
 HINT = "  hint: "
-AMBIGUOUS = "this matches more than one known mistake, and these inputs cannot tell them apart: "
+AMBIGUOUS = N_("this matches more than one known mistake, and these inputs cannot tell them apart: ")
 
 
 def diagnosis_line(sentences: list[str]) -> str:

@@ -284,3 +284,25 @@ def test_a_stale_translation_is_not_used(tmp_path, monkeypatch):
     stubs = {"block.py": '"""English."""\nx = 2\n', "vit.py": '"""English."""\n'}
     assert pristine.translate_stubs(stubs, "zh", warned.append) == stubs
     assert "out of date" in warned[0]
+
+
+# --------------------------------------------------------------------------- the checks' diagnoses and hints
+
+@pytest.mark.parametrize("bug_id", ["masking:fill_with_zero", "masking:fill_with_minus_1e4", "kv_cache:len_is_batch_size"])
+def test_a_chinese_check_names_the_mistake_in_chinese(tmp_path, bug_id):
+    """A diagnosis (a plain sentence, a filled-in template, or a 'more than one' line) and the hint come in
+    Chinese; the English run keeps its English; the score is the same."""
+    from selftests.bugs import all_bugs, materialize
+
+    bug = next(b for b in all_bugs() if b.id == bug_id)
+    folder = materialize(bug, tmp_path / "impl")
+    runs = {lang: grader("--lang", lang, "check", bug.component, "--target", str(folder)) for lang in ("en", "zh")}
+    english = [line for line in runs["en"].stdout.splitlines() if line.strip().startswith(("diagnosis:", "hint:"))]
+    chinese = [line for line in runs["zh"].stdout.splitlines() if line.strip().startswith(("诊断：", "提示："))]
+    assert english and len(chinese) == len(english), runs["zh"].stdout
+    assert all(re.search(r"[\u4e00-\u9fff]", line.split("：", 1)[1]) for line in chinese), chinese
+    for line in english:  # none of the English sentences is left in the Chinese run
+        assert line.split(": ", 1)[1] not in runs["zh"].stdout
+    totals = {lang: [line for line in run.stdout.splitlines() if bug.component in line][0].split()[1]
+              for lang, run in runs.items()}
+    assert totals["en"] == totals["zh"]

@@ -4,6 +4,7 @@ from __future__ import annotations
 import math
 from fractions import Fraction
 
+from ..check_text import translated
 from ..contract import FILES
 from ..course import POINT_UNITS, Component
 from ..figures import figures_showing, see_line
@@ -26,7 +27,7 @@ def _diagnosed_message(runs: list[CaseResult]) -> str:
     """A failing check's message: its first failing case's, with the diagnosis that all its cases give."""
     message = next(c for c in runs if c.status != PASSED).message
     named = named_mistakes(runs)
-    return message if named is None else with_diagnosis(message, named)
+    return translated(message if named is None else with_diagnosis(message, named))
 
 
 def score_component(component: Component, cases: list[CaseResult], load_errors: dict[str, str]) -> ComponentResult:
