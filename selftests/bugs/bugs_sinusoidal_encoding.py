@@ -60,3 +60,10 @@ BUGS += [
         "divides the exponent by d_model - 1",
         diagnosis=('divides by d_model - 1',)),
 ]
+
+BUGS += [
+    Bug("sinusoidal_encoding", "base_with_an_extra_zero", "positional.py", "(-math.log(10000.0) / d_model)",
+        "(-math.log(100000.0) / d_model)",
+        "writes the base with an extra zero, 100000",
+        diagnosis=("your wavelengths use the base 1e+05",)),
+]

@@ -470,8 +470,28 @@ TABLE_SHAPE_MISTAKES = (
 )
 
 
-def table_mistakes(max_len: int, d_model: int) -> Mistakes:
-    return simulated(TABLE_MISTAKES, lambda **switches: table(max_len, d_model, **switches))
+OTHER_BASE = mistake("sinusoidal_encoding", "other_base",
+                     "your wavelengths use the base {base:.3g} instead of 10000",
+                     lambda max_len, d_model, base: table(max_len, d_model, base=base))
+
+
+def table_mistakes(max_len: int, d_model: int, got: Any = None) -> Mistakes:
+    """For the (max_len, d_model) table; given what came back, also a base no entry names, fitted to it."""
+    return {**simulated(TABLE_MISTAKES, lambda **switches: table(max_len, d_model, **switches)),
+            **_other_base(max_len, d_model, got)}
+
+
+def _other_base(max_len: int, d_model: int, got: Any) -> Mistakes:
+    """The table with the base that `got`'s pair 1 frequency implies (PE[1, 2] = sin(base ** (-2 / d)))."""
+    if not isinstance(got, Tensor) or tuple(got.shape) != (max_len, d_model) or max_len < 2 or d_model < 4:
+        return {}
+    value = float(got[1, 2])
+    if not 0 < value < math.sin(1.0):  # a base above 1 turns pair 1 by less than a radian a position
+        return {}
+    base = math.asin(value) ** (-d_model / 2)
+    if not math.isfinite(base) or any(math.isclose(base, b, rel_tol=1e-2) for b in (10000.0, 1000.0)):
+        return {}
+    return bind([OTHER_BASE], max_len, d_model, base, base=base)
 
 
 def table_shape_mistakes(max_len: int, d_model: int) -> Mistakes:
