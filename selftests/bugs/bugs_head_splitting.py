@@ -50,3 +50,10 @@ BUGS += [
         "swaps H and T back but returns (B, T, H, Dh) without joining the heads",
         diagnosis=("you swapped H and T back but did not join H and",)),
 ]
+
+BUGS += [
+    Bug("head_splitting", "head_count_as_width", "attention.py",
+        'rearrange(x, "b t (h d) -> b h t d", h=n_heads)', 'rearrange(x, "b t (h d) -> b h t d", d=n_heads)',
+        "gives einops the head count as the head width (d=n_heads instead of h=n_heads)",
+        diagnosis=("you made n_heads the width of a head",)),
+]

@@ -76,3 +76,11 @@ BUGS += [
         "applies the mask to the weights after the softmax",
         diagnosis=('applied the mask to the weights after the softmax',)),
 ]
+
+BUGS += [
+    Bug("multi_head_attention", "weights_not_normalised", "attention.py",
+        "weights = apply_mask(attention_scores(q, k), mask).softmax(dim=-1)",
+        "weights = apply_mask(attention_scores(q, k), mask).exp()",
+        "exponentiates the scores but never divides by their sum",
+        diagnosis=("exp(scores) without dividing by their sum",)),
+]

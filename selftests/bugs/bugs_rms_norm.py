@@ -79,3 +79,11 @@ BUGS += [
         "adds eps to the normalised x instead of under the root",
         diagnosis=('eps is added to the normalised x',)),
 ]
+
+BUGS += [
+    Bug("rms_norm", "mean_square_over_d_minus_1", "norms.py",
+        "ms = x.pow(2).mean(dim=-1, keepdim=True)  # (..., 1)",
+        "ms = x.pow(2).sum(dim=-1, keepdim=True) / (x.size(-1) - 1)  # (..., 1)",
+        "divides the sum of squares by D - 1, as an unbiased variance would",
+        diagnosis=("divides the sum of squares by D - 1",)),
+]

@@ -216,6 +216,10 @@ SPLIT_MISTAKES = (
             "your heads are interleaved: head h got every H-th feature instead of the contiguous slice "
             "h*Dh .. (h+1)*Dh - 1 (view D as (H, Dh), not (Dh, H))",
             lambda x, n_heads: x.reshape(x.shape[0], x.shape[1], x.shape[2] // n_heads, n_heads).permute(0, 3, 1, 2)),
+    mistake("head_splitting", "head_count_as_width",
+            "you made n_heads the width of a head instead of the number of heads: D // n_heads heads of n_heads "
+            "features each (rearrange(..., d=n_heads) where h=n_heads is meant)",
+            lambda x, n_heads: x.reshape(x.shape[0], x.shape[1], x.shape[2] // n_heads, n_heads).transpose(1, 2)),
     mistake("head_splitting", "split_not_transposed",
             "you split D into (H, Dh) but did not swap T and H: the result must be (B, H, T, Dh)",
             lambda x, n_heads: x.reshape(x.shape[0], x.shape[1], n_heads, x.shape[2] // n_heads)),
@@ -305,7 +309,8 @@ def d_k_mistakes(d_model: int, n_heads: int) -> Mistakes:
 # --- multi_head_attention ----------------------------------------------------------------------------
 
 def attention(q: Tensor, k: Tensor, v: Tensor, mask: Tensor | None, *, scale: bool = True, softmax_dim: int = -1,
-              mask_mode: str = "fill", swap_qk: bool = False, transpose_weights: bool = False) -> tuple[Tensor, Tensor]:
+              mask_mode: str = "fill", swap_qk: bool = False, transpose_weights: bool = False,
+              normalise: bool = True) -> tuple[Tensor, Tensor]:
     """(out, weights) of scaled dot-product attention in float64, with one mistake switched on."""
     if mask is not None and mask_mode == "fill_weights":  # in the inputs' dtype: what a huge fill becomes there
         weights = (q @ k.transpose(-2, -1) / math.sqrt(q.shape[-1])).softmax(dim=-1)
@@ -319,7 +324,7 @@ def attention(q: Tensor, k: Tensor, v: Tensor, mask: Tensor | None, *, scale: bo
         s = s.masked_fill(~mask, float("-inf"))
     elif mask is not None and mask_mode == "inverted":
         s = s.masked_fill(mask, float("-inf"))
-    weights = s.softmax(dim=softmax_dim)
+    weights = s.softmax(dim=softmax_dim) if normalise else s.exp()
     if mask is not None and mask_mode == "multiply":
         weights = weights * mask
     out = (weights.transpose(-2, -1) if transpose_weights else weights) @ v
@@ -340,6 +345,9 @@ SDPA_MISTAKES = (
     mistake("multi_head_attention", "mask_multiplied",
             "you multiplied the weights by the mask after the softmax, so the rows no longer sum to 1: fill the masked "
             "scores with -inf before the softmax", dict(mask_mode="multiply")),
+    mistake("multi_head_attention", "weights_not_normalised",
+            "your weights are exp(scores) without dividing by their sum: softmax normalises each row so that it "
+            "sums to 1", dict(normalise=False)),
     mistake("multi_head_attention", "mask_on_weights",
             "you applied the mask to the weights after the softmax: fill the masked scores with -inf before the "
             "softmax, so that each row's weights sum to 1 over the keys it may attend", dict(mask_mode="fill_weights")),
@@ -978,6 +986,8 @@ def rms_norm(x: Tensor, weight: Tensor, eps: float, *, variant: str = "") -> Ten
         ms = x.abs().mean(dim=-1, keepdim=True)
     elif variant == "square_of_mean":
         ms = x.mean(dim=-1, keepdim=True).pow(2)
+    elif variant == "over_d_minus_1":
+        ms = x.pow(2).sum(dim=-1, keepdim=True) / (x.shape[-1] - 1)
     else:
         ms = x.pow(2).mean(dim=-1, keepdim=True)
     if variant == "abs_mean":
@@ -1000,6 +1010,8 @@ RMS_NORM_MISTAKES = variants("rms_norm", (
      "rsqrt(mean(x**2) + eps)", "eps_outside_sqrt"),
     ("your RMSNorm ignores eps, which divides by zero on an all-zero row", "no_eps"),
     ("your RMSNorm divides by mean(x**2) + eps, not by its square root", "no_sqrt"),
+    ("your mean square divides the sum of squares by D - 1: it is the mean, divided by D (x.pow(2).mean(-1))",
+     "over_d_minus_1"),
     ("your eps is added to the normalised x, x / sqrt(mean(x**2)) + eps; it belongs under the square root: "
      "x / sqrt(mean(x**2) + eps)", "eps_added_after"),
     ("your RMSNorm sums the squares instead of averaging them (that is the L2 norm): use mean(x**2)", "sum"),
