@@ -43,7 +43,10 @@ def translated(message: str) -> str:
     """`message` with its diagnosis and hint lines in the language in use (English: unchanged)."""
     if i18n.language() == i18n.DEFAULT or not message:
         return message
-    return "\n".join(_line(line) for line in message.split("\n"))
+    try:
+        return "\n".join(_line(line) for line in message.split("\n"))
+    except (IndexError, KeyError, re.error):  # a translation that does not fit its English: show the English
+        return message
 
 
 def _line(line: str) -> str:

@@ -14,6 +14,7 @@ from collections.abc import Iterator
 from typing import BinaryIO
 
 import ast
+import re
 import sys
 from pathlib import Path
 
@@ -62,15 +63,22 @@ def extract_checks(fileobj: BinaryIO, keywords, comment_tags, options) -> Iterat
     constants = {target.id: text for node in tree.body if isinstance(node, ast.Assign)
                  for target in node.targets if isinstance(target, ast.Name)
                  for text in [_text(node.value, {})] if text is not None}
-    for node in ast.walk(tree):
+    for node in ast.walk(tree):  # hint=..., and what is assigned to a name that says hint (hint = ..., MASK_HINT)
         if isinstance(node, ast.keyword) and node.arg == "hint":
-            text = _text(node.value, constants)
-            if text:
-                yield node.value.lineno, "pgettext", (CONTEXT, text), []
+            value = node.value
+        elif isinstance(node, ast.Assign) and any(isinstance(t, ast.Name) and "hint" in t.id.lower()
+                                                  for t in node.targets):
+            value = node.value
+        else:
+            continue
+        text = _text(value, constants)
+        if text:
+            yield value.lineno, "pgettext", (CONTEXT, text), []
 
 
 def _text(node: ast.AST, constants: dict[str, str]) -> str | None:
-    """The string an expression of string constants, `+` and module-level string names evaluates to."""
+    """The string an expression of string constants, `+`, module-level string names and f-strings evaluates
+    to; an f-string's other values become `{fields}` (grader/check_text.py matches them filled in)."""
     if isinstance(node, ast.Constant) and isinstance(node.value, str):
         return node.value
     if isinstance(node, ast.Name):
@@ -78,4 +86,17 @@ def _text(node: ast.AST, constants: dict[str, str]) -> str | None:
     if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Add):
         left, right = _text(node.left, constants), _text(node.right, constants)
         return None if left is None or right is None else left + right
+    if isinstance(node, ast.JoinedStr):
+        parts = []
+        for value in node.values:
+            if isinstance(value, ast.Constant):
+                parts.append(str(value.value))
+            elif isinstance(value, ast.FormattedValue) and isinstance(value.value, ast.Name) and \
+                    value.value.id in constants and value.format_spec is None:
+                parts.append(constants[value.value.id])
+            elif isinstance(value, ast.FormattedValue):
+                parts.append("{" + "_".join(re.findall(r"\w+", ast.unparse(value.value))) + "}")
+            else:
+                return None
+        return "".join(parts)
     return None
