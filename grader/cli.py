@@ -64,7 +64,11 @@ def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
     set_language(language_from_argv(argv))  # before the parser, so that --help speaks the language too
     argparse._, argparse.ngettext = _, ngettext  # argparse's module-level gettext lookups, as gettext.install would
-    args = _parser().parse_args(argv)
+    try:
+        args = _parser().parse_args(argv)  # imports every command's module (torch among them)
+    except KeyboardInterrupt:
+        print(_("interrupted"), file=sys.stderr)
+        return 130
     set_language(getattr(args, "lang", None))
     signal.signal(signal.SIGTERM, _terminated)
     from .course import CourseError
