@@ -150,24 +150,20 @@ class Executor:
         for a in args:
             if isinstance(a, torch.Tensor) and a.is_floating_point():
                 a.requires_grad_(True)
-        params = dict(func.named_parameters()) if isinstance(func, torch.nn.Module) else {}
-        for p in params.values():
-            p.grad = None
+        params = _without_grads(func)
         out = func(*args, **self._inbound(kwargs or {}))
         if output_index is not None:
             out = out[output_index]
         (out * self._inbound(grad_output)).sum().backward()
         return {
             "args": [self._outbound(a.grad) if isinstance(a, torch.Tensor) and a.grad is not None else None for a in args],
-            "params": {n: (None if p.grad is None else self._outbound(p.grad)) for n, p in params.items()},
+            "params": self._grads(params),
         }
 
     def _op_forward(self, name: str | Ref, args=(), kwargs=None):
         """Call a module and keep its graph for `backward` (a training step: one forward instead of two)."""
         module = self._callee(name)
-        params = dict(module.named_parameters()) if isinstance(module, torch.nn.Module) else {}
-        for p in params.values():
-            p.grad = None
+        params = _without_grads(module)
         self._kept = None
         out = module(*self._inbound(tuple(args)), **self._inbound(kwargs or {}))
         self._kept = (out, params)
@@ -179,10 +175,20 @@ class Executor:
             raise RuntimeError("backward without a forward")
         (out, params), self._kept = self._kept, None
         (out * self._inbound(grad_output)).sum().backward()
-        return {"params": {n: (None if p.grad is None else self._outbound(p.grad)) for n, p in params.items()}}
+        return {"params": self._grads(params)}
+
+    def _grads(self, params: dict[str, torch.nn.Parameter]) -> dict[str, Any]:
+        return {n: (None if p.grad is None else self._outbound(p.grad)) for n, p in params.items()}
 
     def close(self) -> None:
         self._kept = None
         self.objects.clear()
         self.package.close()
 
+
+def _without_grads(func: Any) -> dict[str, torch.nn.Parameter]:
+    """A module's parameters by name (none for a plain function), their gradients cleared."""
+    params = dict(func.named_parameters()) if isinstance(func, torch.nn.Module) else {}
+    for p in params.values():
+        p.grad = None
+    return params
