@@ -17,7 +17,9 @@ Models compute in float64; the comparison uses the check's own tolerance.
 """
 from __future__ import annotations
 
+import ast
 import math
+import re
 from typing import Any, Callable, NamedTuple
 
 import torch
@@ -25,6 +27,16 @@ import torch.nn.functional as F
 from torch import Tensor
 
 from .catalogue import Mistake, Mistakes, bind, mistake, recognised, simulated, variants
+
+
+# torch's words when two tensors' sizes do not broadcast (the mistakes below that students' errors reveal)
+MISMATCHED_SIZES = re.compile(r"size of tensor a \((\d+)\) must match the size of tensor b \((\d+)\)")
+
+
+def mismatched_sizes(message: str) -> set[int] | None:
+    """The two sizes an error says did not broadcast, or None where it says no such thing."""
+    sizes = MISMATCHED_SIZES.search(message)
+    return None if sizes is None else {int(sizes[1]), int(sizes[2])}
 
 
 def mapped(mistakes: Mistakes, fn: Callable[[Any], Any]) -> Mistakes:
@@ -71,8 +83,6 @@ FIXED_TRANSPOSE = recognised("scaling", "fixed_transpose",
 def transpose_mistakes(source: str) -> list[Mistake]:
     """What attention_scores in `source` (the student's attention.py) writes that breaks on other ranks:
     `.T`, or a transpose / swapaxes / permute by fixed, non-negative dimensions."""
-    import ast
-
     try:
         tree = ast.parse(source)
     except SyntaxError:
@@ -648,8 +658,6 @@ SQUARE_ASSUMED = recognised("patch_embedding", "square_assumed",
 
 def square_assumed(message: str, images_shape: tuple[int, ...], patch: int) -> bool:
     """Whether an error says that (B, C, H, W) images were viewed with one side's patch count for both sides."""
-    import re
-
     b, c, height, width = images_shape
     shape = re.search(r"shape '\[([\d, ]+)\]' is invalid", message)
     if height == width or shape is None:
@@ -784,10 +792,7 @@ MASK_OVER_NEW_ONLY = recognised("kv_cache", "mask_over_new_only",
 
 def mask_over_new_only(message: str, new: int, total: int) -> bool:
     """Whether an error says that a (new, new) mask met (new, total) scores."""
-    import re
-
-    sizes = re.search(r"size of tensor a \((\d+)\) must match the size of tensor b \((\d+)\)", message)
-    return new != total and sizes is not None and {int(sizes[1]), int(sizes[2])} == {new, total}
+    return new != total and mismatched_sizes(message) == {new, total}
 
 
 def cache_update_mistakes(chunks: list[Tensor]) -> Mistakes:
@@ -2199,11 +2204,7 @@ KTH_WITHOUT_ITS_DIMENSION = recognised(
 
 def kth_without_its_dimension(message: str, logits_shape: tuple[int, ...]) -> bool:
     """Whether an error says that a (B,) threshold met (B, V) logits."""
-    import re
-
-    sizes = re.search(r"size of tensor a \((\d+)\) must match the size of tensor b \((\d+)\)", message)
-    batch, vocab = logits_shape[0], logits_shape[-1]
-    return len(logits_shape) == 2 and sizes is not None and {int(sizes[1]), int(sizes[2])} == {batch, vocab}
+    return len(logits_shape) == 2 and mismatched_sizes(message) == {logits_shape[0], logits_shape[-1]}
 
 
 GREEDY_FILTERS = recognised("sampling", "greedy_filters",
