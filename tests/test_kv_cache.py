@@ -14,10 +14,9 @@ import torch
 import torch.nn.functional as F
 
 from checklib import adapters, mistakes
-from checklib.compare import assert_close, assert_equal, check_tensor, diagnosed, fail
-from checklib.student import expect_value_error
+from checklib.compare import assert_close, assert_equal, check_tensor, fail
+from checklib.student import expect_value_error, naming_errors
 from checklib.weights import block_state, linear_state, mha_state, randn
-from grader.sandbox.protocol import StudentError
 
 # (B, T, D, H): T = 1, H = 1, one head per feature, usual sizes.
 SHAPES = [(2, 5, 8, 2), (1, 1, 4, 1), (3, 6, 12, 3), (2, 4, 6, 6)]
@@ -52,12 +51,9 @@ def impl(request, impl):
 def cached_call(module, x: torch.Tensor, start: int, stop: int, cache, what: str):
     """module(x[:, start:stop], cache=cache) after x[:, :start] was cached; an error that says the mask covers
     the new positions only is named."""
-    try:
+    with naming_errors(what, mistakes.MASK_OVER_NEW_ONLY,
+                       lambda exc: mistakes.mask_over_new_only(exc.message, stop - start, stop)):
         return module(x[:, start:stop], cache=cache)
-    except StudentError as exc:
-        if type(exc) is StudentError and mistakes.mask_over_new_only(exc.message, stop - start, stop):
-            raise diagnosed(f"{what}: {exc.describe()}", mistakes.MASK_OVER_NEW_ONLY) from None
-        raise
 
 
 def new_cache(impl, kind: str):
@@ -105,12 +101,8 @@ def causal(forward, x: torch.Tensor) -> torch.Tensor:
 
 def test_cache_starts_empty(impl):
     cache = adapters.KVCache(impl)
-    try:
+    with naming_errors("len(KVCache())", mistakes.EMPTY_LEN_FAILS):
         got = len(cache)
-    except StudentError as exc:
-        if type(exc) is StudentError:
-            raise diagnosed(f"len(KVCache()): {exc.describe()}", mistakes.EMPTY_LEN_FAILS) from None
-        raise
     if got != 0:
         fail("len(KVCache())", f"expected 0, got {got!r}", hint="a new cache holds no positions")
 

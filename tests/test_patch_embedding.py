@@ -7,10 +7,9 @@ import torch.nn as nn
 import torch.nn.functional as F
 
 from checklib import adapters, mistakes
-from checklib.compare import assert_close, assert_equal, check_tensor, diagnosed, fail
-from checklib.student import expect_value_error
+from checklib.compare import assert_close, assert_equal, check_tensor, fail
+from checklib.student import expect_value_error, naming_errors
 from checklib.weights import linear_state, randn
-from grader.sandbox.protocol import StudentError
 
 # (B, C, H, W, P): non-square images, one and three channels, P = 1, one patch per image.
 IMAGES = [
@@ -45,12 +44,9 @@ def test_patchify_matches_unfold(impl, gen, shape, dtype):
     for batch, channels, height, width, patch in shapes:
         images = randn(batch, channels, height, width, gen=gen, dtype=dtype)
         what = f"patchify(images {tuple(images.shape)}, patch_size={patch})"
-        try:
+        with naming_errors(what, mistakes.SQUARE_ASSUMED,
+                           lambda exc: mistakes.square_assumed(exc.message, tuple(images.shape), patch)):
             out = adapters.patchify(impl)(images, patch)
-        except StudentError as exc:
-            if type(exc) is StudentError and mistakes.square_assumed(exc.message, tuple(images.shape), patch):
-                raise diagnosed(f"{what}: {exc.describe()}", mistakes.SQUARE_ASSUMED) from None
-            raise
         n_patches = (height // patch) * (width // patch)
         patch_mistakes = mistakes.patchify_mistakes(images, patch)
         check_tensor(out, what=what, shape=(batch, n_patches, channels * patch * patch), dtype=dtype,

@@ -17,7 +17,7 @@ import torch
 
 from checklib import adapters, mistakes
 from checklib.compare import assert_close, assert_equal, check_tensor, diagnosed, fail
-from checklib.student import expect_value_error
+from checklib.student import expect_value_error, naming_errors
 from checklib.weights import randn
 from grader.sandbox.protocol import StudentError
 
@@ -86,13 +86,9 @@ def settings(kw: dict) -> str:
 
 def check_filter(impl, logits: torch.Tensor, **kw) -> None:
     what = f"filter_logits(logits {tuple(logits.shape)} {str(logits.dtype)[6:]}, {settings(kw)})"
-    try:
+    with naming_errors(what, mistakes.KTH_WITHOUT_ITS_DIMENSION, lambda exc: bool(kw.get("top_k")) and
+                       mistakes.kth_without_its_dimension(exc.message, tuple(logits.shape))):
         got = filter_call(impl, logits, **kw)
-    except StudentError as exc:
-        if type(exc) is StudentError and kw.get("top_k") and \
-                mistakes.kth_without_its_dimension(exc.message, tuple(logits.shape)):
-            raise diagnosed(f"{what}: {exc.describe()}", mistakes.KTH_WITHOUT_ITS_DIMENSION) from None
-        raise
     want = brute_filter(logits, **kw)
     check_tensor(got, what=what, shape=logits.shape, dtype=logits.dtype,
                  hint="the output has the logits' shape and dtype: -inf where a filter removed an entry")
@@ -220,12 +216,8 @@ def test_greedy_is_first_argmax(impl, gen, kind, kw):
     logits = logits_of(kind, (7, 9), gen)
     logits[0, :3] = logits[0].max() + 1  # a tie at the top of row 0
     what = f"sample_next_token(logits (7, 9), temperature=0{', ' if kw else ''}{settings(kw)})"
-    try:
+    with naming_errors(what, mistakes.GREEDY_FILTERS, lambda exc: "ValueError" in exc.kinds):
         got = adapters.sample_next_token(impl)(logits, temperature=0.0, **kw)
-    except StudentError as exc:
-        if type(exc) is StudentError and "ValueError" in exc.kinds:
-            raise diagnosed(f"{what}: {exc.describe()}", mistakes.GREEDY_FILTERS) from None
-        raise
     want = first_argmax(logits)
     hint = "temperature 0 is greedy: each row's index of its largest logit, the first one on a tie (argmax(dim=-1))"
     models = mistakes.greedy_mistakes(logits, got)
@@ -358,14 +350,12 @@ def prompt(gen: torch.Generator, batch: int, length: int) -> torch.Tensor:
 
 
 def generate_call(impl, model, idx: torch.Tensor, new: int, what: str, **kw):
-    try:
-        return adapters.generate(impl)(model, idx, new, **kw)
-    except StudentError as exc:
+    def raised_at_max_len(exc) -> bool:
         last = exc.where.strip().splitlines()[-1] if exc.where.strip() else ""
-        if type(exc) is StudentError and "ValueError" in exc.kinds and idx.shape[1] + new == MAX_LEN \
-                and " in generate: raise" in last:
-            raise diagnosed(f"{what}: {exc.describe()}", mistakes.LENGTH_AT_MAX_LEN) from None
-        raise
+        return "ValueError" in exc.kinds and idx.shape[1] + new == MAX_LEN and " in generate: raise" in last
+
+    with naming_errors(what, mistakes.LENGTH_AT_MAX_LEN, raised_at_max_len):
+        return adapters.generate(impl)(model, idx, new, **kw)
 
 
 # (batch, prompt length, new tokens): the last one fills max_len exactly

@@ -1,9 +1,13 @@
 """Helpers for calling student code through the target and reading what it raised."""
 from __future__ import annotations
 
-from typing import Any, Callable
+from contextlib import contextmanager
+from typing import Any, Callable, Iterator
 
 from grader.sandbox.protocol import StudentError
+
+from .catalogue import Mistake
+from .compare import diagnosed
 
 
 def expect_value_error(call: Callable[..., Any], *args: Any, what: str, **kwargs: Any) -> str:
@@ -19,3 +23,16 @@ def expect_value_error(call: Callable[..., Any], *args: Any, what: str, **kwargs
         raise AssertionError(f"{what}: expected a ValueError, got {got}\n{exc.where}".rstrip()) from None
     shown = getattr(result, "type_name", None) or getattr(result, "shape", result)
     raise AssertionError(f"{what}: expected a ValueError, but it returned {shown!r}")
+
+
+@contextmanager
+def naming_errors(what: str, mistake: Mistake, when: Callable[[StudentError], bool] = lambda exc: True
+                  ) -> Iterator[None]:
+    """Inside it, an error student code raised (not a hang, crash or 'not started') for which `when(error)`
+    holds fails the check as `what`, named as `mistake`; any other error passes on as it was."""
+    try:
+        yield
+    except StudentError as exc:
+        if type(exc) is StudentError and when(exc):
+            raise diagnosed(f"{what}: {exc.describe()}", mistake) from None
+        raise
