@@ -115,19 +115,24 @@ def scores_mistakes(q: Tensor, k: Tensor, got: Any = None) -> Mistakes:
 
 
 def _other_scale(q: Tensor, k: Tensor, got: Any) -> Mistakes:
-    """q·kᵀ times the one factor that `got` is of it, where no named mistake's factor is that one."""
+    """q·kᵀ times the one factor that `got` is of it, where no named mistake's factor is that one (computed
+    only when the check fails, as every model is)."""
+    return {OTHER_SCALE.sentence: lambda: _fitted_scale(q, k, got)}
+
+
+def _fitted_scale(q: Tensor, k: Tensor, got: Any) -> Tensor | None:
     raw = scores(q, k, 1.0)
     if not isinstance(got, Tensor) or got.shape != raw.shape or not bool(torch.isfinite(got).all()):
-        return {}
+        return None
     norm = float((raw * raw).sum())
     if norm == 0:
-        return {}
+        return None
     factor = float((got.double() * raw).sum()) / norm
     d, known = q.shape[-1], [1.0, q.shape[-1] ** -0.5]
     known += [1.0 / d, math.sqrt(d), q.shape[-2] ** -0.5, k.shape[-2] ** -0.5, q.shape[0] ** -0.5]
     if factor == 0 or any(math.isclose(factor, f, rel_tol=1e-3) for f in known):
-        return {}
-    return bind([OTHER_SCALE], q, k, factor)
+        return None
+    return OTHER_SCALE.model(q, k, factor)
 
 
 def q_scaled_in_place_mistakes(q: Tensor) -> Mistakes:
