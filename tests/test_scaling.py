@@ -11,6 +11,7 @@ from checklib import adapters, mistakes
 from checklib.compare import assert_close, assert_equal, check_tensor, diagnosed, fail
 from checklib.weights import randn
 from grader.sandbox.protocol import StudentError
+from grader.source import UnreadableFile, read_text
 
 # (leading dims, Tq, Tk, d): 2-D, 3-D and 4-D inputs; Tq != Tk; d != Tq, Tk so a scale
 # taken from the wrong dimension shows; d = 1 (where every scale is the same) as a plain case.
@@ -43,8 +44,8 @@ def scores_of(impl, folder: str, q: torch.Tensor, k: torch.Tensor, what: str):
     except StudentError as exc:
         if type(exc) is StudentError:
             try:
-                source = (Path(folder) / "attention.py").read_text()
-            except (OSError, UnicodeDecodeError):
+                source = read_text(Path(folder) / "attention.py")  # never a link, a FIFO or megabytes
+            except UnreadableFile:
                 source = ""
             found = mistakes.transpose_mistakes(source)
             if len(found) == 1:
