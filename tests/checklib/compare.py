@@ -94,6 +94,12 @@ def explained(failure: CheckFailure, mistake: "Mistake | str") -> CheckFailure:
     return CheckFailure(with_diagnosis(str(failure), [sentence]), [sentence])
 
 
+def rediagnosed(failure: CheckFailure, diagnosis: "Diagnosis") -> CheckFailure:
+    """`failure` with the diagnosis that a wider look gave (say over a whole run of steps, where one step's
+    output cannot tell two mistakes apart) instead of its own."""
+    return CheckFailure(with_diagnosis(str(failure), diagnosis.matched), diagnosis.matched, diagnosis.ruled_out)
+
+
 def _bad_values(got: Tensor, reference: Tensor, rtol: float, atol: float, *, finite_scale: bool = False
                 ) -> tuple[Tensor, float]:
     """Where `got` is not close to `reference` (both float64), and the atol scale used."""

@@ -1352,6 +1352,20 @@ def adamw_run(values: list[Tensor], grads: list[list[Tensor | None]], groups: li
     return history
 
 
+def adamw_run_mistakes(values, grads, groups, lrs) -> Mistakes:
+    """For a whole run: every step's parameters, flattened in order (see `flat_run`). One step alone may not
+    tell two mistakes apart (with betas (0.9, 0.99) an m without (1 - b1) and a v without its bias
+    correction both scale the first step by 10); the run does."""
+    return simulated(ADAMW_MISTAKES, lambda variant: flat_run(adamw_run(values, grads, groups, lrs, variant)))
+
+
+def flat_run(steps: list[list[Any]]) -> Tensor | None:
+    """Every step's parameters in one float64 vector; None where a step holds something else than tensors."""
+    if not all(isinstance(t, Tensor) and t.is_floating_point() for step in steps for t in step):
+        return None
+    return torch.cat([t.detach().double().flatten() for step in steps for t in step])
+
+
 def adamw_mistakes(values, grads, groups, lrs, step: int, index: int) -> Mistakes:
     """For parameter `index` after step `step` (from 0)."""
     cache: dict[str, list] = {}
