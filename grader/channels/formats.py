@@ -110,7 +110,13 @@ def _indent(text: str) -> str:
 
 
 def to_json(report: Report) -> str:
-    return json.dumps(report.to_dict(), indent=2)
+    """The report as JSON: ids and statuses as the results hold them; the words a person reads (messages,
+    titles, hints) in the language in use."""
+    data = report.to_dict()
+    for component in data["components"]:
+        component["title"] = course_text(component["id"], component["title"])
+        component["hint"] = course_text(component["id"], component["hint"])
+    return json.dumps(data, indent=2)
 
 
 def to_gradescope(report: Report) -> dict:
