@@ -178,6 +178,14 @@ def english_prose(text: str) -> list[str]:
     return words
 
 
+def visible_text(page: str) -> str:
+    """The words an HTML page shows: no style sheet, markup or <code>, entities decoded."""
+    import html
+
+    page = re.sub(r"<style>.*?</style>|<code>.*?</code>", " ", page, flags=re.S)
+    return html.unescape(re.sub(r"<[^>]+>", " ", page))
+
+
 def test_the_prose_detector_sees_english():
     assert english_prose("masking: not started\n  hint: True means 'may attend'") == ["not", "started", "hint",
                                                                                       "means", "may", "attend"]

@@ -77,39 +77,55 @@ def font_note() -> str:
 
 def png(figure: Figure, dpi: int = 100) -> bytes:
     """The figure as PNG bytes: a row of expected panels, then the learner's (or why there are none)."""
+    with _fonts():  # the texts made later (tick labels, at drawing) too
+        out = io.BytesIO()
+        canvas(figure).savefig(out, format="png", dpi=dpi)
+    return out.getvalue()
+
+
+def _fonts():
+    """matplotlib's fonts for the language in use: DejaVu Sans, then a CJK font for the glyphs it lacks."""
     from matplotlib import rc_context
+
+    cjk = None if i18n.language() == i18n.DEFAULT or _english_only() else cjk_font()
+    return rc_context({"font.family": [LATIN, cjk]}) if cjk else nullcontext()
+
+
+def canvas(figure: Figure):
+    """The figure as a matplotlib Figure, its words in the language in use (English where no font has that
+    language's glyphs); `png` saves it."""
+    with _fonts():  # a text takes its font when it is made
+        return _canvas(figure, _english_only())
+
+
+def _canvas(figure: Figure, english: bool):
     from matplotlib.backends.backend_agg import FigureCanvasAgg
     from matplotlib.figure import Figure as Canvas
 
-    english = _english_only()
     tr = _identity if english else _translate
-    cjk = None if english or i18n.language() == i18n.DEFAULT else cjk_font()
-    with rc_context({"font.family": [LATIN, cjk]}) if cjk else nullcontext():  # CJK glyphs from the second
-        columns = max(len(figure.expected), len(figure.yours or []), 1)
-        width = max(7.5, min(3.2 * columns + 0.6, 18.0))
-        cell = min(width / columns, 4.0)
-        fig = Canvas(figsize=(width, 2 * cell + 1.6))
-        FigureCanvasAgg(fig)
-        caption = "\n".join(wrap(figure.caption_text(tr), int(width * 14)))
-        fig.suptitle(f"{figure.component}: {figure.name}\n{caption}", fontsize=9)
-        grid = fig.add_gridspec(2, columns, hspace=0.5, wspace=0.35, top=1 - 1.2 / (2 * cell + 1.6), bottom=0.06)
-        for column, panel in enumerate(figure.expected):
-            _panel(fig.add_subplot(grid[0, column]), panel, figure.expected[column], tr("expected"), tr)
-        if not figure.expected:
-            _words(fig.add_subplot(grid[0, :]),
-                   "\n".join([tr("expected: nothing to draw"), *map(tr, figure.notes)]), "#555555")
-        if figure.yours is None:
-            _words(fig.add_subplot(grid[1, :]),
-                   tr("yours: nothing to draw") + "\n" + figure.why_text(english), "#a03030")
-        else:
-            for column, panel in enumerate(figure.yours):
-                reference = figure.expected[column] if column < len(figure.expected) else panel
-                differs = bool(figure.expected) and not (column < len(figure.expected) and panel.same_as(reference))
-                _panel(fig.add_subplot(grid[1, column]), panel, reference,
-                       tr("yours (differs)") if differs else tr("yours"), tr, alarm=differs)
-        out = io.BytesIO()
-        fig.savefig(out, format="png", dpi=dpi)
-    return out.getvalue()
+    columns = max(len(figure.expected), len(figure.yours or []), 1)
+    width = max(7.5, min(3.2 * columns + 0.6, 18.0))
+    cell = min(width / columns, 4.0)
+    fig = Canvas(figsize=(width, 2 * cell + 1.6))
+    FigureCanvasAgg(fig)
+    caption = "\n".join(wrap(figure.caption_text(tr), int(width * 14)))
+    fig.suptitle(f"{figure.component}: {figure.name}\n{caption}", fontsize=9)
+    grid = fig.add_gridspec(2, columns, hspace=0.5, wspace=0.35, top=1 - 1.2 / (2 * cell + 1.6), bottom=0.06)
+    for column, panel in enumerate(figure.expected):
+        _panel(fig.add_subplot(grid[0, column]), panel, figure.expected[column], tr("expected"), tr)
+    if not figure.expected:
+        _words(fig.add_subplot(grid[0, :]),
+               "\n".join([tr("expected: nothing to draw"), *map(tr, figure.notes)]), "#555555")
+    if figure.yours is None:
+        _words(fig.add_subplot(grid[1, :]),
+               tr("yours: nothing to draw") + "\n" + figure.why_text(english), "#a03030")
+    else:
+        for column, panel in enumerate(figure.yours):
+            reference = figure.expected[column] if column < len(figure.expected) else panel
+            differs = bool(figure.expected) and not (column < len(figure.expected) and panel.same_as(reference))
+            _panel(fig.add_subplot(grid[1, column]), panel, reference,
+                   tr("yours (differs)") if differs else tr("yours"), tr, alarm=differs)
+    return fig
 
 
 def _identity(text: str) -> str:
