@@ -62,40 +62,40 @@ def cjk_font() -> str | None:
     return None
 
 
-def _english_only() -> bool:
+def english_only() -> bool:
     """Whether a figure keeps to English although another language is in use: no font has its glyphs."""
     return i18n.language() != i18n.DEFAULT and cjk_font() is None
 
 
 def font_note() -> str:
     """What `show` says when the figures' words stay English for want of a font (else nothing)."""
-    if not _english_only():
+    if not english_only():
         return ""
     return _("no installed font has Chinese glyphs, so the figures' words are in English; install one "
-                  "(Debian: apt-get install fonts-wqy-microhei or fonts-noto-cjk) to read them in Chinese")
+             "(Debian: apt-get install fonts-wqy-microhei or fonts-noto-cjk) to read them in Chinese")
 
 
 def png(figure: Figure, dpi: int = 100) -> bytes:
     """The figure as PNG bytes: a row of expected panels, then the learner's (or why there are none)."""
-    with _fonts():  # the texts made later (tick labels, at drawing) too
+    with fonts():  # the texts made later (tick labels, at drawing) too
         out = io.BytesIO()
         canvas(figure).savefig(out, format="png", dpi=dpi)
     return out.getvalue()
 
 
-def _fonts():
+def fonts():
     """matplotlib's fonts for the language in use: DejaVu Sans, then a CJK font for the glyphs it lacks."""
     from matplotlib import rc_context
 
-    cjk = None if i18n.language() == i18n.DEFAULT or _english_only() else cjk_font()
+    cjk = None if i18n.language() == i18n.DEFAULT or english_only() else cjk_font()
     return rc_context({"font.family": [LATIN, cjk]}) if cjk else nullcontext()
 
 
 def canvas(figure: Figure):
     """The figure as a matplotlib Figure, its words in the language in use (English where no font has that
     language's glyphs); `png` saves it."""
-    with _fonts():  # a text takes its font when it is made
-        return _canvas(figure, _english_only())
+    with fonts():  # a text takes its font when it is made
+        return _canvas(figure, english_only())
 
 
 def _canvas(figure: Figure, english: bool):
