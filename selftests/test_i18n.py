@@ -364,7 +364,7 @@ def test_a_chinese_nbgrader_course_holds_no_english_prose_in_what_the_grader_wri
     for path in notebooks:
         cells = json.loads(path.read_text(encoding="utf-8"))["cells"]
         setup = cells[1]
-        assert setup["metadata"]["nbgrader"]["grade_id"] == "setup" and "set_language('zh')" in "".join(setup["source"])
+        assert setup["metadata"]["nbgrader"]["grade_id"] == "setup" and 'set_language("zh")' in "".join(setup["source"])
         for cell in cells:
             source = "".join(cell["source"])
             if cell["cell_type"] == "markdown":

@@ -35,7 +35,7 @@ from pathlib import Path
 
 from ...contract import FILES, OWNERS
 from ...course import load_assignments, load_course
-from ...i18n import DEFAULT, _, course_text, language
+from ...i18n import _, course_text, language
 from ...paths import EXERCISES, ROOT, SOLUTIONS
 from ...pristine import translate_stubs
 from ..generated import python_string, render
@@ -52,9 +52,9 @@ def _setup_cell() -> str:
     not_found = _("the grader was not found: set DRILLS_GRADER to the folder holding grader/ (the course's "
                   "checkout or release) before starting Jupyter")
     return render("nbgrader_setup_cell.py", sub=python_string(SUB),
-                  about="\n".join(f"# {line}" for line in about.splitlines()),
+                  about="\n# ".join(about.splitlines()),
                   not_found=json.dumps(not_found, ensure_ascii=False)[1:-1],  # the words as written, not \u escapes
-                  lang=repr(None if language() == DEFAULT else language()))
+                  lang=language())  # the feedback in the notebook's language, whatever the kernel's locale
 
 
 def _stub_source(file: str) -> str:

@@ -1,4 +1,4 @@
-@ABOUT@
+# @ABOUT@
 import os
 import sys
 
@@ -8,6 +8,6 @@ try:
     import grader.channels.nbgrader.notebook
 except ImportError:
     raise ImportError("@NOT_FOUND@") from None
-grader.i18n.set_language(@LANG@)
+grader.i18n.set_language("@LANG@")
 os.makedirs("@SUB@", exist_ok=True)
 open(os.path.join("@SUB@", "__init__.py"), "w").close()
