@@ -455,7 +455,8 @@ def test_a_chinese_drill_holds_no_english_prose(drills):
     for run in (started, hint, passed, revealed, shown):
         assert run.returncode == 0, run.stdout + run.stderr
     assert "练习开始" in started.stdout and "提示 1/" in hint.stdout and "通过" in passed.stdout
-    assert "参考实现：attention.causal_mask" in revealed.stdout and "你的：attention.apply_mask" in revealed.stdout
+    assert "参考实现：attention.causal_mask" in revealed.stdout
+    assert "你的：attention.apply_mask" in revealed.stdout
     outside_panels = "\n".join(line for line in revealed.stdout.splitlines() if not line.lstrip().startswith("│"))
     for text in (started.stdout, hint.stdout, passed.stdout, outside_panels, shown.stdout):
         assert english_prose(text) == [], text

@@ -52,7 +52,8 @@ def test_train_stops_code_that_never_returns(tmp_path):
 def test_a_chinese_training_holds_no_english_prose(tmp_path):
     from selftests.test_i18n import english_prose
 
-    trained = train("--lang", "zh", "--target", str(ROOT / "solutions"), "--steps", "3", "--out", str(tmp_path / "c.png"))
+    trained = train("--lang", "zh", "--target", str(ROOT / "solutions"), "--steps", "3",
+                    "--out", str(tmp_path / "c.png"))
     stubs = train("--lang", "zh", "--out", str(tmp_path / "s.png"))
     assert trained.returncode == 0 and stubs.returncode == 1, trained.stderr + stubs.stderr
     assert "损失" in trained.stdout and "未开始" in stubs.stdout

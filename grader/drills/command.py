@@ -598,8 +598,8 @@ def _print_side_by_side(component: str, module: str, name: str, workspace: Path,
         yours = _("(nothing written: your {name} still holds only the stub's docstring and raise "
                   "NotImplementedError)").format(name=name)
     sides = ((_("reference: {name}"), reference), (_("yours: {name}"), yours))
-    panels = [Panel(Syntax(text, "python", theme="ansi_dark", word_wrap=True), title=title.format(name=f"{module}.{name}"),
-                    title_align="left") for title, text in sides]
+    panels = [Panel(Syntax(text, "python", theme="ansi_dark", word_wrap=True),
+                    title=title.format(name=f"{module}.{name}"), title_align="left") for title, text in sides]
     out.print(f"\n[bold]{component}[/bold]: {module}.{name}", markup=True)
     if out.console.width >= 160:
         out.print(Columns(panels, equal=True, expand=True))

@@ -31,8 +31,9 @@ MAY_ATTEND = "#2f5f98"
 NOTHING = "#d9d9d9"  # a cell the learner's result left empty or filled with something unexpected
 LATIN = "DejaVu Sans"  # matplotlib's own font: Latin, Greek, maths
 # Words in the names of fonts (families or files) that may hold CJK glyphs; cjk_font checks that one does.
-CJK_NAMES = ("cjk", "source han", "sourcehan", "wenquanyi", "wqy", "droid sans fallback", "pingfang", "hiragino",
-             "yahei", "simhei", "simsun", "heiti", "songti", "ar pl", "uming", "ukai", "noto sans sc", "notosanssc")
+CJK_NAMES = ("cjk", "source han", "sourcehan", "wenquanyi", "wqy", "droid sans fallback", "droidsansfallback",
+             "pingfang", "hiragino", "yahei", "msyh", "simhei", "simsun", "heiti", "songti", "ar pl", "uming", "ukai",
+             "noto sans sc", "notosanssc")
 CJK_SAMPLE = "注意力掩码多头位置编码：，（）"  # glyphs a Chinese figure cannot do without
 
 
@@ -140,7 +141,8 @@ def _translate(text: str) -> str:
 _ROWS = (N_("expected"), N_("yours"), N_("yours (differs)"), N_("expected: nothing to draw"),
          N_("yours: nothing to draw"), N_("{row}: {title}"))
 
-_WIDE = re.compile(r"\s+|[\u2e80-\u9fff\uf900-\ufaff\u3000-\u303f\uff00-\uffef]|[^\s\u2e80-\u9fff\uf900-\ufaff\u3000-\u303f\uff00-\uffef]+")
+_CJK = "\u2e80-\u9fff\uf900-\ufaff\u3000-\u303f\uff00-\uffef"  # ideographs, their punctuation, full-width forms
+_WIDE = re.compile(rf"\s+|[{_CJK}]|[^\s{_CJK}]+")  # a space, one CJK character, or a word of anything else
 
 
 def _columns(text: str) -> int:
