@@ -9,6 +9,7 @@ browser where one is installed (Debian's chromium).
 from __future__ import annotations
 
 import base64
+import html
 import io
 import re
 import shutil
@@ -348,6 +349,10 @@ def test_without_a_cjk_font_a_chinese_figure_keeps_to_english(chinese, monkeypat
     assert "expected: causal_mask(5)" in texts and "key j" in texts and not any(CJK.search(t) for t in texts)
     assert draw.png(reference_figures["masking"][0]).startswith(PNG)  # no glyph missing: no warning, no error
     assert "fonts-noto-cjk" in draw.font_note() and CJK.search(draw.font_note())
+    from grader.channels.formats import to_html
+
+    page = to_html(chinese_report(str(ROOT / "solutions")))
+    assert page.count(html.escape(draw.font_note())) == len(FIGURES["sinusoidal_encoding"])  # the page says why
 
 
 def test_wrapping_breaks_between_cjk_characters():

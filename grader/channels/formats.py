@@ -284,13 +284,15 @@ def _draw(report: Report, components: dict[str, list[str]]) -> tuple[dict[str, l
     from ..show.draw import png
     from ..show.pictures import learner_figures
 
+    from ..show.draw import font_note
+
     drawn: dict[str, list[dict]] = {}
     for component, figures in learner_figures(report.target, components).items():
         drawn[component] = [{
             "name": f.name, "caption": f.caption_text(), "command": show_command(component),
             "png": base64.b64encode(png(f)).decode("ascii"),
             "verdict": "same" if f.matches else "differs" if f.matches is False else "none",
-            "why": f.why_text(),
+            "why": f.why_text(), "note": font_note(),
         } for f in figures]
     return drawn, ""
 
