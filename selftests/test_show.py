@@ -180,6 +180,9 @@ def test_show_writes_the_figures_and_names_those_that_exist(tmp_path):
                           text=True, timeout=60)
     assert none.returncode == 2
     assert "scaling has no figure" in none.stderr and all(c in none.stderr for c in FIGURES)
+    missing = subprocess.run([sys.executable, "-m", "grader", "show", "masking", "--target", str(tmp_path / "none")],
+                             cwd=ROOT, capture_output=True, text=True, timeout=60)
+    assert missing.returncode == 2 and f"no such folder: {tmp_path / 'none'}" in missing.stderr
 
 
 def test_a_failing_core_check_names_the_figure_and_other_failures_do_not(tmp_path):

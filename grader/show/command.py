@@ -34,6 +34,9 @@ def _show(args: argparse.Namespace) -> int:
     if args.component not in FIGURES:
         print(without_figures(args.component), file=sys.stderr)
         return 2
+    if not Path(args.target).is_dir():
+        print(_("no such folder: {path}").format(path=args.target), file=sys.stderr)
+        return 2
     from .draw import font_note, png
     from .pictures import learner_figures
 
