@@ -412,3 +412,28 @@ def test_a_chinese_check_names_the_mistake_in_chinese(tmp_path, bug_id):
     totals = {lang: [line for line in run.stdout.splitlines() if bug.component in line][0].split()[1]
               for lang, run in runs.items()}
     assert totals["en"] == totals["zh"]
+
+
+def test_a_chinese_notebooks_grading_cell_holds_no_english_prose(tmp_path, capsys):
+    """What grade_component prints in a Chinese course's kernel (its setup cell sets the language). The checks'
+    own messages of a not-started component ("not started: <the stub's words>") are left out for now, as in
+    the grade test above."""
+    import shutil
+
+    from grader.channels.nbgrader import notebook
+
+    folder = tmp_path / "submission"
+    shutil.copytree(ROOT / "solutions", folder, ignore=shutil.ignore_patterns("__pycache__"))
+    shutil.copy(ROOT / "exercises" / "swin.py", folder / "swin.py")
+    i18n.set_language("zh")
+    try:
+        assert notebook.grade_component("masking", folder=folder) == load_course().component("masking").points
+        assert notebook.grade_component("swin_windows", folder=folder, hidden=False) == 0
+        report = notebook.grade_folder(folder)
+    finally:
+        i18n.set_language(None)
+    printed = capsys.readouterr().out
+    assert "masking：12.00 分，满分 12（通过）" in printed and "未开始" in printed
+    for line in _first_lines(report):
+        printed = printed.replace(line, " ")
+    assert english_prose(printed) == [], printed
