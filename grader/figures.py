@@ -9,12 +9,12 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from .i18n import _
+from .i18n import N_, _
 
 
 @dataclass(frozen=True)
 class Picture:
-    caption: str  # what the figure shows
+    caption: str  # what the figure shows, in English (N_: translated where it is shown)
     checks: tuple[str, ...]  # the component's checks (course.yml) whose failure the figure shows
 
 
@@ -22,61 +22,61 @@ class Picture:
 FIGURES: dict[str, dict[str, Picture]] = {
     "masking": {
         "causal_mask": Picture(
-            "causal_mask(q_len) and causal_mask(q_len, k_len) (dark: may attend, blank: masked), and the weights "
-            "softmax(apply_mask(scores, mask)) leaves (the first row's scores lie near -1e5)",
+            N_("causal_mask(q_len) and causal_mask(q_len, k_len) (dark: may attend, blank: masked), and the weights "
+               "softmax(apply_mask(scores, mask)) leaves (the first row's scores lie near -1e5)"),
             ("test_causal_mask_square", "test_causal_mask_with_k_len", "test_apply_mask_values",
              "test_apply_mask_causal", "test_apply_mask_zero_weight_for_low_scores")),
     },
     "head_splitting": {
         "head_split": Picture(
-            "split_heads: which feature (number) of which position (colour) each head holds, and merge_heads "
-            "putting them back",
+            N_("split_heads: which feature (number) of which position (colour) each head holds, and merge_heads "
+               "putting them back"),
             ("test_split_heads_layout", "test_merge_heads_layout", "test_round_trip")),
     },
     "multi_head_attention": {
         "attention_heads": Picture(
-            "MultiHeadAttention.last_attention, one heatmap per head (no mask), and the output",
+            N_("MultiHeadAttention.last_attention, one heatmap per head (no mask), and the output"),
             ("test_mha_matches_torch", "test_mha_last_attention_follows_latest_call", "test_mha_causal_no_leakage")),
         "sdpa_weights": Picture(
-            "the weights of scaled_dot_product_attention, one heatmap per head, with a causal mask, and head 0's output",
+            N_("the weights of scaled_dot_product_attention, one heatmap per head, with a causal mask, and head 0's output"),
             ("test_sdpa_matches_torch", "test_sdpa_weights_are_softmax_of_scaled_scores", "test_sdpa_causal_no_leakage")),
     },
     "sinusoidal_encoding": {
         "sinusoidal_encoding": Picture(
-            "sinusoidal_positional_encoding as a heatmap (positions down, features across; column 0 is sin, 0 at "
-            "position 0)",
+            N_("sinusoidal_positional_encoding as a heatmap (positions down, features across; column 0 is sin, 0 at "
+               "position 0)"),
             ("test_even_columns_are_sines", "test_odd_columns_are_cosines", "test_position_zero",
              "test_shift_is_a_rotation")),
     },
     "patch_embedding": {
         "patch_order": Picture(
-            "patchify of a 2-channel image: which patch (colour) each pixel lands in, and its slot (number) in the "
-            "patch vector",
+            N_("patchify of a 2-channel image: which patch (colour) each pixel lands in, and its slot (number) in the "
+               "patch vector"),
             ("test_patchify_matches_unfold",)),
     },
     "kv_cache": {
         "kv_cache_growth": Picture(
-            "KVCache.update over decode steps (a prefill, then one token at a time): the positions the returned "
-            "keys hold, one row per step, and len(cache)",
+            N_("KVCache.update over decode steps (a prefill, then one token at a time): the positions the returned "
+               "keys hold, one row per step, and len(cache)"),
             ("test_cache_update_appends_along_the_sequence", "test_cache_length_grows_with_tokens")),
     },
     "rope": {
         "rope_rotation": Picture(
-            "apply_rope on pairs (1, 0) with rope_angles(16, 8, base=100): the angle each feature pair is turned by, "
-            "per position, and its length",
+            N_("apply_rope on pairs (1, 0) with rope_angles(16, 8, base=100): the angle each feature pair is turned by, "
+               "per position, and its length"),
             ("test_rope_angles_values", "test_apply_rope_matches_complex_rotation", "test_keeps_norms")),
     },
     "grouped_query_attention": {
         "gqa_heads": Picture(
-            "repeat_kv: which key/value head each query head reads",
+            N_("repeat_kv: which key/value head each query head reads"),
             ("test_repeat_kv_matches_repeat_interleave",)),
     },
     "swin_windows": {
         "swin_windows": Picture(
-            "window_partition: which window (colour) and slot (number) each cell of the map goes to",
+            N_("window_partition: which window (colour) and slot (number) each cell of the map goes to"),
             ("test_window_partition_matches_loops", "test_windows_ordered_by_image_then_row_major")),
         "swin_mask": Picture(
-            "shifted_window_mask: per window, which tokens may attend which after the cyclic shift",
+            N_("shifted_window_mask: per window, which tokens may attend which after the cyclic shift"),
             ("test_shifted_window_mask_matches_swin_labels", "test_mask_matches_the_rolled_coordinates",
              "test_mask_is_symmetric_with_a_true_diagonal")),
     },

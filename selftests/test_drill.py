@@ -437,3 +437,26 @@ def test_hint_without_a_name_moves_on_to_the_next_failing_component_with_hints_l
     state.update(last_status={"scaling": "passed", "masking": "failed"}, hints_used={"masking": 1})
     (workspace / "drill.json").write_text(json.dumps(state))
     assert "masking, hint 2/" in drills("hint").stdout  # a passing component is skipped, hints left or not
+
+
+def test_a_chinese_drill_holds_no_english_prose(drills):
+    """start, hint, check, reveal and history in Chinese. The reveal's panels hold code (the reference's,
+    with its English docstring and comments, and the learner's) and are left out; their titles are read."""
+    from selftests.test_i18n import english_prose
+
+    started = drills("--lang", "zh", "start", "masking")
+    assert started.returncode == 0, started.stderr
+    [workspace] = workspaces(drills.root)
+    hint = drills("--lang", "zh", "hint")
+    shutil.copy(ROOT / "solutions" / "attention.py", workspace / "attention.py")
+    passed = drills("--lang", "zh", "check")
+    revealed = drills("--lang", "zh", "reveal")
+    shown = drills("--lang", "zh", "history")
+    for run in (started, hint, passed, revealed, shown):
+        assert run.returncode == 0, run.stdout + run.stderr
+    assert "练习开始" in started.stdout and "提示 1/" in hint.stdout and "通过" in passed.stdout
+    assert "参考实现：attention.causal_mask" in revealed.stdout
+    assert "你的：attention.apply_mask" in revealed.stdout
+    outside_panels = "\n".join(line for line in revealed.stdout.splitlines() if not line.lstrip().startswith("│"))
+    for text in (started.stdout, hint.stdout, passed.stdout, outside_panels, shown.stdout):
+        assert english_prose(text) == [], text

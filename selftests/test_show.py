@@ -9,6 +9,7 @@ browser where one is installed (Debian's chromium).
 from __future__ import annotations
 
 import base64
+import html
 import io
 import re
 import shutil
@@ -24,6 +25,7 @@ from grader.results import CheckResult, ComponentResult, Report
 from selftests.bugs import ROOT, all_bugs, materialize
 
 PNG = b"\x89PNG\r\n\x1a\n"
+CJK = re.compile(r"[\u4e00-\u9fff]")
 
 
 def bug_folder(bug_id: str, dest: Path) -> Path:
@@ -178,6 +180,9 @@ def test_show_writes_the_figures_and_names_those_that_exist(tmp_path):
                           text=True, timeout=60)
     assert none.returncode == 2
     assert "scaling has no figure" in none.stderr and all(c in none.stderr for c in FIGURES)
+    missing = subprocess.run([sys.executable, "-m", "grader", "show", "masking", "--target", str(tmp_path / "none")],
+                             cwd=ROOT, capture_output=True, text=True, timeout=60)
+    assert missing.returncode == 2 and f"no such folder: {tmp_path / 'none'}" in missing.stderr
 
 
 def test_a_failing_core_check_names_the_figure_and_other_failures_do_not(tmp_path):
@@ -288,3 +293,117 @@ def test_a_notebook_kernel_shows_the_figures_of_a_failing_component(tmp_path):
 def test_the_readme_lists_the_components_with_figures():
     readme = (ROOT / "README.md").read_text().split("| component | what the figure shows |", 1)[1].split("\n\n", 1)[0]
     assert re.findall(r"^   \| `(\w+)` \|", readme, re.MULTILINE) == list(FIGURES)
+
+
+# --------------------------------------------------------------------------- in Chinese
+
+@pytest.fixture
+def chinese():
+    from grader import i18n
+
+    i18n.set_language("zh")
+    try:
+        yield
+    finally:
+        i18n.set_language(None)
+
+
+def _texts(canvas) -> list[str]:
+    """Every text a matplotlib figure holds: its title, and each panel's title, axis labels and words."""
+    from matplotlib.text import Text
+
+    return [t.get_text() for t in canvas.findobj(Text) if t.get_text()]
+
+
+def test_a_chinese_figure_has_chinese_words_and_every_glyph(chinese, reference_figures):
+    """The title, panel titles and labels come from the catalogue, drawn with a CJK font that has their glyphs
+    (a missing glyph is a warning, an error under this suite's filterwarnings); without such a font the figure
+    keeps to English and `show` says why."""
+    from grader.show import draw
+    from selftests.test_i18n import english_prose
+
+    if draw.cjk_font() is None:
+        assert "fonts-noto-cjk" in draw.font_note()
+        texts = _texts(draw.canvas(reference_figures["masking"][0]))
+        assert "expected: causal_mask(5)" in texts and not any(CJK.search(t) for t in texts)
+        pytest.skip("no font with CJK glyphs here (apt-get install fonts-wqy-microhei): the figures keep to English")
+    assert draw.font_note() == ""
+    from grader.show.pictures import learner_figures
+
+    stub = learner_figures(ROOT / "exercises", ["masking"])["masking"][0]  # made in Chinese: its reason too
+    assert stub.why.startswith("not started") and stub.why_text().startswith("未开始")
+    for figure in (reference_figures["masking"][0], reference_figures["head_splitting"][0], stub):
+        canvas = draw.canvas(figure)
+        title = canvas.get_suptitle()
+        assert title.startswith(f"{figure.component}: {figure.name}\n")
+        assert CJK.search(title) and figure.caption not in title.replace("\n", " ")
+        assert english_prose("\n".join(_texts(canvas))) == [], _texts(canvas)
+        assert draw.png(figure).startswith(PNG)
+    texts = _texts(draw.canvas(reference_figures["masking"][0]))
+    assert "期望：causal_mask(5)" in texts and "键 j" in texts and "查询 i" in texts
+    assert "你的：头 0" in _texts(draw.canvas(reference_figures["multi_head_attention"][0]))
+
+
+def test_without_a_cjk_font_a_chinese_figure_keeps_to_english(chinese, monkeypatch, reference_figures):
+    from grader.show import draw
+
+    monkeypatch.setattr(draw, "cjk_font", lambda: None)
+    texts = _texts(draw.canvas(reference_figures["masking"][0]))
+    assert "expected: causal_mask(5)" in texts and "key j" in texts and not any(CJK.search(t) for t in texts)
+    assert draw.png(reference_figures["masking"][0]).startswith(PNG)  # no glyph missing: no warning, no error
+    assert "fonts-noto-cjk" in draw.font_note() and CJK.search(draw.font_note())
+    from grader.channels.formats import to_html
+
+    page = to_html(chinese_report(str(ROOT / "solutions")))
+    assert page.count(html.escape(draw.font_note())) == len(FIGURES["sinusoidal_encoding"])  # the page says why
+
+
+def test_wrapping_breaks_between_cjk_characters():
+    from grader.show.draw import wrap
+
+    text = "causal_mask(q_len) 与 causal_mask(q_len, k_len)（深色：可以关注，空白：被掩码），以及权重"
+    lines = wrap(text, 30)
+    assert all(len(line) <= 30 for line in lines) and len(lines) > 2
+    assert "".join(lines).replace(" ", "") == text.replace(" ", "")  # nothing lost, broken between characters
+    assert wrap("one two three", 8) == ["one two", "three"]
+
+
+def test_a_chinese_show_lists_its_figures_in_chinese(tmp_path):
+    from selftests.test_i18n import english_prose
+
+    result = subprocess.run([sys.executable, "-m", "grader", "--lang", "zh", "show", "swin_windows", "--target",
+                             str(ROOT / "solutions"), "--out", str(tmp_path)],
+                            cwd=ROOT, capture_output=True, text=True, timeout=120)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.count("你的与期望结果一致") == len(FIGURES["swin_windows"])
+    assert "window_partition：" in result.stdout  # the caption
+    assert english_prose(result.stdout + result.stderr) == [], result.stdout
+
+
+def chinese_report(target: str) -> Report:
+    """A report as a Chinese grading leaves it: course.yml's English title and hint (translated where shown),
+    messages already in Chinese."""
+    from grader.course import load_course
+
+    course = load_course().component("sinusoidal_encoding")
+    message = "偶数列应为正弦\n" + see_line("sinusoidal_encoding", list(FIGURES["sinusoidal_encoding"]))
+    checks = [CheckResult("test_even_columns_are_sines", "sinusoidal_encoding", "failed", 0, 5, 0, 2, message),
+              CheckResult("test_shape_and_dtype", "sinusoidal_encoding", "passed", 5, 5, 2, 2)]
+    return Report(target, [
+        ComponentResult("sinusoidal_encoding", course.title, "failed", 5, 10, checks,
+                        f"test_even_columns_are_sines: {message}", course.hint, list(FIGURES["sinusoidal_encoding"])),
+        ComponentResult("masking", load_course().component("masking").title, "not started", 0, 12, []),
+    ], 1.5, "namespaces")
+
+
+def test_a_chinese_html_page_holds_no_english_prose(chinese, tmp_path):
+    from grader.channels.formats import to_html
+    from selftests.test_i18n import english_prose, visible_text
+
+    page = to_html(chinese_report(str(bug_folder("sinusoidal_encoding:sin_cos_swapped", tmp_path / "impl"))))
+    assert '<html lang="zh-CN">' in page
+    text = visible_text(page)
+    assert "正弦位置编码" in text and "你的与期望结果不同。" in text and "个检查项" in text
+    assert english_prose(text) == [], text
+    images = re.findall(r'src="data:image/png;base64,([A-Za-z0-9+/=]+)"', page)
+    assert len(images) == len(FIGURES["sinusoidal_encoding"])

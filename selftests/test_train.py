@@ -47,3 +47,15 @@ def test_train_stops_code_that_never_returns(tmp_path):
     result = train("--target", str(folder), "--steps", "3", "--out", str(tmp_path / "c.png"), "--timeout", "5")
     assert result.returncode == 1
     assert "stopped after 5 s" in result.stderr
+
+
+def test_a_chinese_training_holds_no_english_prose(tmp_path):
+    from selftests.test_i18n import english_prose
+
+    trained = train("--lang", "zh", "--target", str(ROOT / "solutions"), "--steps", "3",
+                    "--out", str(tmp_path / "c.png"))
+    stubs = train("--lang", "zh", "--out", str(tmp_path / "s.png"))
+    assert trained.returncode == 0 and stubs.returncode == 1, trained.stderr + stubs.stderr
+    assert "损失" in trained.stdout and "未开始" in stubs.stdout
+    for run in (trained, stubs):
+        assert english_prose(run.stdout + run.stderr) == [], run.stdout + run.stderr

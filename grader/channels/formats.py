@@ -10,7 +10,7 @@ from typing import TextIO
 from ..figures import FIGURES, show_command
 from ..results import ERROR, FAILED, NOT_STARTED, PASSED, TIMEOUT, ComponentResult, Report
 from ..files import write_atomic
-from ..i18n import N_, _, course_text
+from ..i18n import LANGUAGES, N_, _, course_text, language, ngettext
 from .generated import template
 
 STYLE = {PASSED: "green", FAILED: "red", ERROR: "red", TIMEOUT: "magenta", NOT_STARTED: "yellow"}
@@ -110,7 +110,13 @@ def _indent(text: str) -> str:
 
 
 def to_json(report: Report) -> str:
-    return json.dumps(report.to_dict(), indent=2)
+    """The report as JSON: ids and statuses as the results hold them; the words a person reads (messages,
+    titles, hints) in the language in use."""
+    data = report.to_dict()
+    for component in data["components"]:
+        component["title"] = course_text(component["id"], component["title"])
+        component["hint"] = course_text(component["id"], component["hint"])
+    return json.dumps(data, indent=2)
 
 
 def to_gradescope(report: Report) -> dict:
@@ -256,11 +262,17 @@ def to_html(report: Report, figures: str = "failing") -> str:
     drawn, failed = _draw(report, wanted)
     components = [_component(c, drawn.get(c.id, []), failed if c.id in wanted else "") for c in report.components]
     environment = jinja2.Environment(autoescape=True, undefined=jinja2.StrictUndefined, trim_blocks=True,
-                                     lstrip_blocks=True)
+                                     lstrip_blocks=True, extensions=["jinja2.ext.i18n"])
+    environment.install_gettext_callables(_, ngettext, newstyle=False)  # plain str: escaped like any text
     page = environment.from_string(template("report.html"))
     return page.render(report=report, components=components, total=format_points(report.score, report.max_score),
-                       duration=f"{report.duration_s:.1f} s" if report.duration_s else "",
+                       duration=f"{report.duration_s:.1f}" if report.duration_s else "", lang=html_lang(),
                        protection=protection_line(report), unprotected=_unprotected(report))
+
+
+def html_lang() -> str:
+    """The page's `<html lang>`: the language in use as a BCP 47 tag ("en", "zh-CN")."""
+    return (LANGUAGES[language()] or language()).replace("_", "-")
 
 
 def _draw(report: Report, components: dict[str, list[str]]) -> tuple[dict[str, list[dict]], str]:
@@ -268,17 +280,19 @@ def _draw(report: Report, components: dict[str, list[str]]) -> tuple[dict[str, l
     if not components:
         return {}, ""
     if not Path(report.target).is_dir():
-        return {}, f"no such folder: {report.target}"
+        return {}, _("no such folder: {path}").format(path=report.target)
     from ..show.draw import png
     from ..show.pictures import learner_figures
+
+    from ..show.draw import font_note
 
     drawn: dict[str, list[dict]] = {}
     for component, figures in learner_figures(report.target, components).items():
         drawn[component] = [{
-            "name": f.name, "caption": f.caption, "command": show_command(component),
+            "name": f.name, "caption": f.caption_text(), "command": show_command(component),
             "png": base64.b64encode(png(f)).decode("ascii"),
             "verdict": "same" if f.matches else "differs" if f.matches is False else "none",
-            "why": f.why,
+            "why": f.why_text(), "note": font_note(),
         } for f in figures]
     return drawn, ""
 
@@ -290,12 +304,15 @@ def _css(status: str) -> str:
 def _component(result: ComponentResult, figures: list[dict], failed: str) -> dict:
     """What the page shows of one component (`failed`: why its figures could not be drawn)."""
     checks = [{
-        "name": check.name, "status": check.status, "css": _css(check.status),
+        "name": check.name, "label": status_label(check.status), "css": _css(check.status),
         "points": format_points(check.score, check.max_score),
-        "cases": f"{check.cases_passed}/{check.cases_total} cases" if check.cases_total > 1 else "",
+        "cases": _("{passed}/{total} cases").format(passed=check.cases_passed, total=check.cases_total)
+        if check.cases_total > 1 else "",
         "message": "" if check.status == PASSED and not check.gated else check.student_message,
     } for check in result.checks]
     return {"result": result, "css": _css(result.status), "points": format_points(result.score, result.max_score),
+            "status": status_label(result.status), "title": course_text(result.id, result.title),
+            "hint": course_text(result.id, result.hint),
             "percent": round(100 * result.score / result.max_score) if result.max_score else 0,
             "checks": checks, "figures": figures, "figures_failed": failed}
 

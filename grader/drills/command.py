@@ -587,17 +587,19 @@ def _print_side_by_side(component: str, module: str, name: str, workspace: Path,
     from rich.panel import Panel
     from rich.syntax import Syntax
 
-    reference = definition_source((SOLUTIONS / f"{module}.py").read_text(), name) or "(not in the reference)"
+    reference = definition_source((SOLUTIONS / f"{module}.py").read_text(), name) or _("(not in the reference)")
     try:
         yours = learners_code((workspace / f"{module}.py").read_text(), name)
     except (OSError, SyntaxError, ValueError) as exc:
-        yours = f"(could not read your {module}.py: {exc})"
+        yours = _("(could not read your {file}: {error})").format(file=f"{module}.py", error=exc)
     if yours is None:
-        yours = f"(not found in your {module}.py)"
+        yours = _("(not found in your {file})").format(file=f"{module}.py")
     elif not yours:
-        yours = f"(nothing written: your {name} still holds only the stub's docstring and raise NotImplementedError)"
-    panels = [Panel(Syntax(text, "python", theme="ansi_dark", word_wrap=True), title=title, title_align="left")
-              for title, text in ((f"reference: {module}.{name}", reference), (f"yours: {module}.{name}", yours))]
+        yours = _("(nothing written: your {name} still holds only the stub's docstring and raise "
+                  "NotImplementedError)").format(name=name)
+    sides = ((_("reference: {name}"), reference), (_("yours: {name}"), yours))
+    panels = [Panel(Syntax(text, "python", theme="ansi_dark", word_wrap=True),
+                    title=title.format(name=f"{module}.{name}"), title_align="left") for title, text in sides]
     out.print(f"\n[bold]{component}[/bold]: {module}.{name}", markup=True)
     if out.console.width >= 160:
         out.print(Columns(panels, equal=True, expand=True))

@@ -34,17 +34,28 @@ def _show(args: argparse.Namespace) -> int:
     if args.component not in FIGURES:
         print(without_figures(args.component), file=sys.stderr)
         return 2
-    from .draw import png
+    if not Path(args.target).is_dir():
+        print(_("no such folder: {path}").format(path=args.target), file=sys.stderr)
+        return 2
+    from .draw import font_note, png
     from .pictures import learner_figures
 
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
+    note = font_note()
+    if note:
+        print(note, file=sys.stderr)
     for figure in learner_figures(args.target, [args.component], timeout=args.timeout)[args.component]:
         path = out / figure_file(figure.component, figure.name)
         path.write_bytes(png(figure))
-        if figure.yours is None:
-            state = _("expected only; yours: {why}").format(why=figure.why.splitlines()[0] if figure.why else _("nothing"))
-        else:
-            state = _("yours matches the expected") if figure.matches else _("yours differs from the expected")
-        print(f"{path}: {state}")
+        print(f"{path}: {figure_state(figure)}")
+        print(f"  {figure.caption_text()}")
     return 0
+
+
+def figure_state(figure) -> str:
+    """One line on a drawn figure (a grader.show.data.Figure): whether the learner's panels match the expected."""
+    if figure.yours is None:
+        why = figure.why_text()
+        return _("expected only; yours: {why}").format(why=why.splitlines()[0] if why else _("nothing"))
+    return _("yours matches the expected") if figure.matches else _("yours differs from the expected")

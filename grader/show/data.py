@@ -7,6 +7,11 @@ process, and once from the learner's code, reached only through
 tests/checklib/adapters.py on a `Target` whose worker is confined as in a
 grading (grader/engine/remote.py). Student code never runs in this process.
 Inputs are fixed (seeded), so a figure is the same on every run.
+
+The words are English source text (marked `N_`, with `fields` to fill in), as
+are the expected panels a release stores; they are translated where they are
+shown (`Panel.title_text`, `Figure.caption_text`, ..., draw.py), so that the
+drawing can keep to English where no font has CJK glyphs (draw.py).
 """
 from __future__ import annotations
 
@@ -23,7 +28,10 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor
 
+from ..check_text import translated
 from ..figures import FIGURES
+from .. import i18n
+from ..i18n import N_, _
 from ..paths import CHECKS_DIR
 from ..sandbox import standins
 from ..sandbox.protocol import NotStarted, StudentError
@@ -35,13 +43,18 @@ MASK, HEAT, CLASSES, SIGNED = "mask", "heat", "classes", "signed"  # how a panel
 class Panel:
     """One 2-D array drawn as a grid of cells; `labels` (same shape) are written in the cells."""
 
-    title: str
+    title: str  # English, with {fields}; title_text() is what a learner reads
     values: np.ndarray  # (rows, columns): bool for MASK, ints for CLASSES (-1: nothing there), floats otherwise
     kind: str = HEAT
     labels: np.ndarray | None = None
     xlabel: str = ""
     ylabel: str = ""
     scale: tuple[float, float] | None = None  # the colour scale's ends (default: the expected panel's range)
+    fields: dict[str, Any] = field(default_factory=dict)  # what the title's {placeholders} stand for
+
+    def title_text(self, gettext: Callable[[str], str] = _) -> str:
+        """The title in the language of `gettext` (default: the language in use)."""
+        return gettext(self.title).format(**self.fields) if self.fields else gettext(self.title)
 
     def same_as(self, other: "Panel") -> bool:
         """Equal values (close, for floats) and, where the values are whole, equal labels (the numbers in cells)."""
@@ -62,11 +75,20 @@ class Figure:
 
     component: str
     name: str
-    caption: str
+    caption: str  # English (grader/figures.py); caption_text() is what a learner reads
     expected: list[Panel]
     yours: list[Panel] | None = None
-    why: str = ""  # why there are no panels of the learner's
-    notes: list[str] = field(default_factory=list)
+    why: str = ""  # why there are no panels of the learner's, in English
+    why_shown: str = ""  # the same in the language in use when the figure was made
+    notes: list[str] = field(default_factory=list)  # English source texts
+
+    def caption_text(self, gettext: Callable[[str], str] = _) -> str:
+        """The caption in the language of `gettext` (default: the language in use)."""
+        return gettext(self.caption)
+
+    def why_text(self, english: bool = False) -> str:
+        """Why the learner's panels are missing, in the language in use (or in English)."""
+        return self.why if english else self.why_shown or self.why
 
     @property
     def matches(self) -> bool | None:
@@ -77,7 +99,16 @@ class Figure:
 
 
 class Unreadable(Exception):
-    """The learner's code returned something the figure cannot be drawn from (the message says what)."""
+    """The learner's code returned something the figure cannot be drawn from: `problem` (English, with {fields})
+    says what."""
+
+    def __init__(self, problem: str, **fields: Any) -> None:
+        self.problem, self.fields = problem, fields
+        super().__init__(problem.format(**fields))
+
+    def text(self) -> str:
+        """The problem in the language in use."""
+        return _(self.problem).format(**self.fields)
 
 
 def _checklib():
@@ -97,12 +128,14 @@ def _gen(seed: int) -> torch.Generator:
 def _array(value: Any, what: str, shape: tuple[int, ...] | None = None) -> np.ndarray:
     """`value` (a tensor) as a numpy array, of `shape` where given."""
     if not isinstance(value, Tensor):
-        raise Unreadable(f"{what} returned {type(value).__name__}, not a tensor")
+        raise Unreadable(N_("{call} returned {type}, not a tensor"), call=what, type=type(value).__name__)
     if shape is not None and tuple(value.shape) != shape:
-        raise Unreadable(f"{what} returned shape {tuple(value.shape)}, expected {shape}")
+        raise Unreadable(N_("{call} returned shape {got}, expected {expected}"), call=what, got=tuple(value.shape),
+                         expected=shape)
     value = value.detach()
     if value.is_complex() or value.device.type != "cpu":
-        raise Unreadable(f"{what} returned a {value.dtype} tensor on {value.device}")
+        raise Unreadable(N_("{call} returned a {dtype} tensor on {device}"), call=what, dtype=value.dtype,
+                         device=value.device)
     return value.numpy() if value.dtype == torch.bool else value.to(torch.float64).numpy()
 
 
@@ -117,9 +150,9 @@ def masking(causal_mask: Callable, apply_mask: Callable) -> list[Panel]:
     right = torch.ones(3, 6, dtype=torch.bool).tril(3)
     masked = _array(apply_mask(scores, right), "apply_mask(scores (3, 6), mask)", (3, 6))
     weights = torch.softmax(torch.from_numpy(masked), -1).numpy()
-    return [Panel("causal_mask(5)", square, MASK, xlabel="key j", ylabel="query i"),
-            Panel("causal_mask(3, k_len=6)", offset, MASK, xlabel="key j", ylabel="query i (the last 3 of 6)"),
-            Panel("softmax(apply_mask(scores, mask))", weights, HEAT, _numbers(weights), "key j", "query i",
+    return [Panel("causal_mask(5)", square, MASK, xlabel=N_("key j"), ylabel=N_("query i")),
+            Panel("causal_mask(3, k_len=6)", offset, MASK, xlabel=N_("key j"), ylabel=N_("query i (the last 3 of 6)")),
+            Panel("softmax(apply_mask(scores, mask))", weights, HEAT, _numbers(weights), N_("key j"), N_("query i"),
                   (0.0, 1.0))]
 
 
@@ -148,17 +181,17 @@ def head_split(split_heads: Callable, merge_heads: Callable) -> list[Panel]:
                ((HEAD_H, (-1, 1, 1)), (HEAD_T, (1, -1, 1)), (dh, (1, 1, -1))))
     split = (100 * t + h * dh + d)[None]  # (1, H, T, Dh): head h holds features h*Dh .. (h+1)*Dh - 1
     merged = _array(merge_heads(split), f"merge_heads(heads {tuple(split.shape)})", (1, HEAD_T, HEAD_D))[0]
-    panels = [_feature_panel(f"head {h}", heads[h], "feature of the head") for h in range(HEAD_H)]
-    return panels + [_feature_panel("merge_heads (all heads)", merged, "feature")]
+    panels = [_feature_panel(N_("head {h}"), heads[h], N_("feature of the head"), h=h) for h in range(HEAD_H)]
+    return panels + [_feature_panel(N_("merge_heads (all heads)"), merged, N_("feature"))]
 
 
-def _feature_panel(title: str, values: np.ndarray, xlabel: str) -> Panel:
+def _feature_panel(title: str, values: np.ndarray, xlabel: str, **fields: Any) -> Panel:
     """Cells holding 100 t + f: coloured by the position t, numbered by the feature f ("?": neither)."""
     whole = np.rint(values).astype(int)
     exact = np.isclose(values, whole) & (whole >= 0) & (whole % 100 < HEAD_D) & (whole // 100 < HEAD_T)
     position = np.where(exact, whole // 100, -1)
     labels = np.where(exact, (whole % 100).astype(str), "?")
-    return Panel(title, position, CLASSES, labels, xlabel, "position t (colour)")
+    return Panel(title, position, CLASSES, labels, xlabel, N_("position t (colour)"), fields=fields)
 
 
 # --------------------------------------------------------------------------- multi_head_attention
@@ -167,8 +200,8 @@ ATT_D, ATT_H, ATT_T = 16, 4, 6
 
 
 def _heads(weights: np.ndarray) -> list[Panel]:
-    return [Panel(f"head {h}", weights[h], HEAT, _numbers(weights[h], 1), "key", "query", (0.0, 1.0))
-            for h in range(weights.shape[0])]
+    return [Panel(N_("head {h}"), weights[h], HEAT, _numbers(weights[h], 1), N_("key"), N_("query"), (0.0, 1.0),
+                  fields={"h": h}) for h in range(weights.shape[0])]
 
 
 def attention_heads(new_attention: Callable) -> list[Panel]:
@@ -180,7 +213,7 @@ def attention_heads(new_attention: Callable) -> list[Panel]:
     out, weights = new_attention(lib.weights.mha_state(ATT_D, gen=gen))(x)
     weights = _array(weights, "last_attention after MultiHeadAttention(16, 4)(x)", (1, ATT_H, ATT_T, ATT_T))[0]
     out = _array(out, "MultiHeadAttention(16, 4)(x)", (1, ATT_T, ATT_D))[0]
-    return _heads(weights) + [Panel("the output", out, SIGNED, xlabel="feature", ylabel="position")]
+    return _heads(weights) + [Panel(N_("the output"), out, SIGNED, xlabel=N_("feature"), ylabel=N_("position"))]
 
 
 class _LastAttention:
@@ -217,10 +250,11 @@ def sdpa_weights(sdpa: Callable) -> list[Panel]:
     mask = torch.ones(ATT_T, ATT_T, dtype=torch.bool).tril()
     result = sdpa(q, k, v, mask)
     if not isinstance(result, tuple) or len(result) != 2:
-        raise Unreadable(f"scaled_dot_product_attention returned {type(result).__name__}, not (out, weights)")
+        raise Unreadable(N_("{call} returned {type}, not (out, weights)"), call="scaled_dot_product_attention",
+                         type=type(result).__name__)
     weights = _array(result[1], "scaled_dot_product_attention(q, k, v, mask)[1]", (1, ATT_H, ATT_T, ATT_T))[0]
     out = _array(result[0], "scaled_dot_product_attention(q, k, v, mask)[0]", (1, ATT_H, ATT_T, 4))[0, 0]
-    return _heads(weights) + [Panel("head 0's output", out, SIGNED, _numbers(out, 1), "feature", "query")]
+    return _heads(weights) + [Panel(N_("head 0's output"), out, SIGNED, _numbers(out, 1), N_("feature"), N_("query"))]
 
 
 def _expected_sdpa(q: Tensor, k: Tensor, v: Tensor, mask: Tensor) -> tuple[Tensor, Tensor]:
@@ -237,7 +271,7 @@ def sinusoidal(encoding: Callable) -> list[Panel]:
     """sinusoidal_positional_encoding(48, 32) as a heatmap."""
     table = _array(encoding(PE_LEN, PE_D), f"sinusoidal_positional_encoding({PE_LEN}, {PE_D})", (PE_LEN, PE_D))
     return [Panel(f"sinusoidal_positional_encoding({PE_LEN}, {PE_D})", table, SIGNED,
-                  xlabel="feature (even: sin, odd: cos)", ylabel="position")]
+                  xlabel=N_("feature (even: sin, odd: cos)"), ylabel=N_("position"))]
 
 
 # --------------------------------------------------------------------------- patch_embedding
@@ -259,8 +293,8 @@ def patch_order(patchify: Callable) -> list[Panel]:
             channel, pixel = divmod(value, 100)
             if np.isclose(out[p, s], value) and 0 <= channel < CHANNELS and pixel < IMG * IMG:
                 patch[channel, pixel], slot[channel, pixel] = p, s
-    return [Panel(f"channel {c}: patch (colour), slot (number)", patch[c].reshape(IMG, IMG), CLASSES,
-                  np.where(slot[c] >= 0, slot[c].astype(str), "?").reshape(IMG, IMG), "x", "y")
+    return [Panel(N_("channel {c}: patch (colour), slot (number)"), patch[c].reshape(IMG, IMG), CLASSES,
+                  np.where(slot[c] >= 0, slot[c].astype(str), "?").reshape(IMG, IMG), "x", "y", fields={"c": c})
             for c in range(CHANNELS)]
 
 
@@ -284,17 +318,19 @@ def kv_cache_growth(new_cache: Callable) -> list[Panel]:
         k = torch.arange(start, start + size, dtype=torch.float32).view(1, 1, size, 1).expand(1, 2, size, 2)
         result = cache.update(k.contiguous(), (-k).contiguous())
         if not isinstance(result, tuple) or len(result) != 2:
-            raise Unreadable(f"cache.update(k, v) returned {type(result).__name__}, not (k_all, v_all)")
-        keys = _array(result[0], f"cache.update(k, v) at step {step + 1}")
+            raise Unreadable(N_("{call} returned {type}, not (k_all, v_all)"), call="cache.update(k, v)",
+                             type=type(result).__name__)
+        keys = _array(result[0], f"cache.update(k, v) #{step + 1}")
         if keys.ndim != 4 or keys.shape[-2] > total:
-            raise Unreadable(f"cache.update(k, v) at step {step + 1} returned keys of shape {keys.shape}")
+            raise Unreadable(N_("{call} at step {step} returned keys of shape {shape}"), call="cache.update(k, v)",
+                             step=step + 1, shape=keys.shape)
         held[step, :keys.shape[-2]] = np.rint(keys[0, 0, :, 0]).astype(int)
         lengths.append(len(cache))
         start += size
     sizes = np.array([lengths])
-    return [Panel("positions in the keys update returns", held, CLASSES, np.where(held >= 0, held.astype(str), ""),
-                  "slot in the returned keys", "decode step"),
-            Panel("len(cache): new, then after each step", sizes, HEAT, sizes.astype(str), "step", "",
+    return [Panel(N_("positions in the keys update returns"), held, CLASSES,
+                  np.where(held >= 0, held.astype(str), ""), N_("slot in the returned keys"), N_("decode step")),
+            Panel(N_("len(cache): new, then after each step"), sizes, HEAT, sizes.astype(str), N_("step"), "",
                   (0.0, float(total)))]
 
 
@@ -313,9 +349,10 @@ def rope_rotation(rope_angles: Callable, apply_rope: Callable) -> list[Panel]:
                  (1, 1, ROPE_T, ROPE_D))[0, 0]
     angle = np.degrees(np.arctan2(out[:, 1::2], out[:, 0::2]))
     radius = np.hypot(out[:, 1::2], out[:, 0::2])
-    return [Panel("angle of pair i at position p (degrees)", angle, SIGNED, _numbers(angle, 0), "pair i", "position p"),
-            Panel("length of each pair (1: a rotation)", radius, HEAT, _numbers(radius, 1), "pair i", "position p",
-                  (0.0, 2.0))]
+    return [Panel(N_("angle of pair i at position p (degrees)"), angle, SIGNED, _numbers(angle, 0), N_("pair i"),
+                  N_("position p")),
+            Panel(N_("length of each pair (1: a rotation)"), radius, HEAT, _numbers(radius, 1), N_("pair i"),
+                  N_("position p"), (0.0, 2.0))]
 
 
 # --------------------------------------------------------------------------- grouped_query_attention
@@ -329,8 +366,8 @@ def gqa_heads(repeat_kv: Callable) -> list[Panel]:
     out = _array(repeat_kv(x, GQA_REP), f"repeat_kv(x (1, {GQA_KV}, 1, 1), {GQA_REP})", (1, GQA_KV * GQA_REP, 1, 1))
     reads = np.rint(out[0, :, 0, 0]).astype(int)
     grid = reads[:, None] == np.arange(GQA_KV)[None, :]
-    return [Panel(f"query head (of {GQA_KV * GQA_REP}) reads key/value head (of {GQA_KV})", grid, MASK,
-                  xlabel="key/value head", ylabel="query head")]
+    return [Panel(N_("query head (of {queries}) reads key/value head (of {kv})"), grid, MASK,
+                  xlabel=N_("key/value head"), ylabel=N_("query head"), fields={"queries": GQA_KV * GQA_REP, "kv": GQA_KV})]
 
 
 def _expected_repeat_kv(x: Tensor, n_rep: int) -> Tensor:
@@ -354,8 +391,8 @@ def swin_windows(window_partition: Callable) -> list[Panel]:
             if np.isclose(value, round(value)) and 0 <= round(value) < SWIN * SWIN:
                 window[round(value)], slot[round(value)] = w, s
     window, slot = window.reshape(SWIN, SWIN), slot.reshape(SWIN, SWIN)
-    return [Panel("window (colour) and slot (number) of each cell", window, CLASSES,
-                  np.where(slot >= 0, slot.astype(str), "?"), "column", "row")]
+    return [Panel(N_("window (colour) and slot (number) of each cell"), window, CLASSES,
+                  np.where(slot >= 0, slot.astype(str), "?"), N_("column"), N_("row"))]
 
 
 def swin_mask(shifted_window_mask: Callable) -> list[Panel]:
@@ -363,7 +400,8 @@ def swin_mask(shifted_window_mask: Callable) -> list[Panel]:
     n = (SWIN // WS) ** 2
     mask = _array(shifted_window_mask(SWIN, SWIN, WS, SHIFT), f"shifted_window_mask({SWIN}, {SWIN}, {WS}, {SHIFT})",
                   (n, WS * WS, WS * WS)).astype(bool)
-    return [Panel(f"window {w}", mask[w], MASK, xlabel="key token", ylabel="query token") for w in range(n)]
+    return [Panel(N_("window {w}"), mask[w], MASK, xlabel=N_("key token"), ylabel=N_("query token"), fields={"w": w})
+            for w in range(n)]
 
 
 # --------------------------------------------------------------------------- the catalogue
@@ -412,7 +450,7 @@ STORED = Path(__file__).with_name("expected.npz")
 
 def expected_panels(name: str) -> list[Panel]:
     """The expected panels of figure `name`: from the stand-ins, else as a release stored them."""
-    make, reference, _ = BUILDERS[name]
+    make, reference, _learner = BUILDERS[name]
     try:
         return make(*reference())
     except NoReference:
@@ -428,10 +466,10 @@ def expected_figure(component: str, name: str) -> Figure:
         return Figure(component, name, FIGURES[component][name].caption, expected_panels(name))
     except NoReference:
         return Figure(component, name, FIGURES[component][name].caption, [],
-                      notes=["no expected panels: this copy of the grader has neither the stand-ins nor stored ones"])
+                      notes=[N_("no expected panels: this copy of the grader has neither the stand-ins nor stored ones")])
 
 
-_META = ("title", "kind", "xlabel", "ylabel", "scale")
+_META = ("title", "kind", "xlabel", "ylabel", "scale", "fields")
 
 
 def save_expected(path: Path) -> None:
@@ -460,26 +498,32 @@ def _stored() -> dict[str, list[Panel]]:
                 labels = data.get(f"{name}/{index}/labels")
                 panels.setdefault(name, {})[int(index)] = Panel(
                     meta["title"], data[f"{name}/{index}/values"], meta["kind"], labels, meta["xlabel"],
-                    meta["ylabel"], tuple(meta["scale"]) if meta["scale"] else None)
+                    meta["ylabel"], tuple(meta["scale"]) if meta["scale"] else None, meta.get("fields", {}))
     return {name: [by_index[i] for i in sorted(by_index)] for name, by_index in panels.items()}
+
+
+CANNOT = N_("cannot draw yours: {problem}")
 
 
 def figure(component: str, name: str, impl) -> Figure:
     """The figure, with the learner's panels made from `impl` (a Target) where their code lets it."""
     result = expected_figure(component, name)
-    make, _, learner = BUILDERS[name]
+    make, _trusted, learner = BUILDERS[name]
     try:
         result.yours = make(*learner(impl))
-    except NotStarted as exc:
+    except NotStarted as exc:  # the stub's words are English code: another language names the error only
         result.why = str(exc)
+        result.why_shown = result.why if i18n.language() == i18n.DEFAULT else _(
+            "not started: your code raises NotImplementedError")
     except StudentError as exc:  # raised, hung, crashed, failed to load: as a check would say it
-        result.why = str(exc)
+        result.why, result.why_shown = str(exc), translated(str(exc))
     except Unreadable as exc:
-        result.why = f"cannot draw yours: {exc}"
+        result.why, result.why_shown = CANNOT.format(problem=exc), _(CANNOT).format(problem=exc.text())
     except Exception as exc:  # noqa: BLE001 - what came back does not fit the drawing: say so, draw the rest
-        result.why = f"cannot draw yours: {type(exc).__name__}: {exc}"
+        problem = f"{type(exc).__name__}: {exc}"
+        result.why, result.why_shown = CANNOT.format(problem=problem), _(CANNOT).format(problem=problem)
     if result.matches is False:
-        result.notes.append("yours differs from the expected")
+        result.notes.append(N_("yours differs from the expected"))
     return result
 
 

@@ -19,7 +19,7 @@ from pathlib import Path
 import torch
 
 from ..engine.training import TASK, Task, TrainingFailed, expected_continuation, motifs, prompts, repeated, schedule, train
-from ..i18n import _, language, set_language
+from ..i18n import DEFAULT, N_, _, language, set_language
 from ..paths import EXERCISES, ROOT
 
 
@@ -60,7 +60,7 @@ def _child(args: argparse.Namespace) -> int:
         also = _("; not started yet: {components}").format(components=", ".join(waiting)) if waiting else ""
         explained = _("the training runs your whole model (gpt.py and every part it is built on) and your "
                       "lr_at{also}\n  finish them first (python -m grader check COMPONENT)").format(also=also)
-        console.print(f"[bold red]{escape(str(exc))}[/]\n  {escape(explained)}", highlight=False)
+        console.print(f"[bold red]{escape(_said(exc))}[/]\n  {escape(explained)}", highlight=False)
         return 1
     except (StudentError, TrainingFailed) as exc:
         label = escape(_("the training failed:"))
@@ -94,6 +94,13 @@ def _not_started(folder: str) -> list[str]:
     return waiting
 
 
+def _said(exc: Exception) -> str:
+    """A NotStarted as the learner reads it: the stub's own (English) words in English, the error's name else."""
+    if language() == DEFAULT:
+        return str(exc)
+    return _("not started: your code raises NotImplementedError")
+
+
 def _plot(losses: list[float], out: Path, task: Task, console) -> None:
     try:
         import matplotlib
@@ -103,17 +110,21 @@ def _plot(losses: list[float], out: Path, task: Task, console) -> None:
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    fig, ax = plt.subplots(figsize=(6, 3.5))
-    ax.plot(range(len(losses)), losses, label="your TinyLM")
-    ax.axhline(math.log(task.vocab_size), color="grey", linestyle="--", label="guessing (log V)")
-    ax.set_xlabel("step")
-    ax.set_ylabel("cross-entropy loss")
-    ax.set_title("TinyLM on repeated motifs")
-    ax.legend()
-    fig.tight_layout()
-    out.parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(out, dpi=100)
-    plt.close(fig)
+    from ..show.draw import english_only, fonts
+
+    tr = (lambda text: text) if english_only() else _  # English where no font has the language's glyphs
+    with fonts():
+        fig, ax = plt.subplots(figsize=(6, 3.5))
+        ax.plot(range(len(losses)), losses, label=tr(N_("your TinyLM")))
+        ax.axhline(math.log(task.vocab_size), color="grey", linestyle="--", label=tr(N_("guessing (log V)")))
+        ax.set_xlabel(tr(N_("step")))
+        ax.set_ylabel(tr(N_("cross-entropy loss")))
+        ax.set_title(tr(N_("TinyLM on repeated motifs")))
+        ax.legend()
+        fig.tight_layout()
+        out.parent.mkdir(parents=True, exist_ok=True)
+        fig.savefig(out, dpi=100)
+        plt.close(fig)
     console.print(_("loss curve saved to {path}").format(path=out), markup=False, highlight=False)
 
 
@@ -125,7 +136,7 @@ def _continue(target, model, task: Task, console) -> None:
     try:
         out = target.fn("sampling.generate")(model, prompt, length - prompt.size(1))
     except NotStarted as exc:
-        console.print(_("no continuation: sampling is {error}").format(error=exc), markup=False, highlight=False)
+        console.print(_("no continuation: sampling is {error}").format(error=_said(exc)), markup=False, highlight=False)
         return
     except StudentError as exc:
         console.print(_("no continuation: generate failed: {error}").format(error=exc), markup=False,

@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import argparse
 import ast
+import json
 import re
 from pathlib import Path
 
@@ -41,6 +42,19 @@ from ..generated import python_string, render
 from ...syntax import DEFINITIONS, raises_not_implemented, start_line
 
 SUB = "submission"
+
+
+def _setup_cell() -> str:
+    """The notebook's first code cell (templates/nbgrader_setup_cell.py), its words in the language in use."""
+    about = _("Setup (do not edit): imports the grader and creates the folder your code is written to.\n"
+              "The grader is found in the folder named by the environment variable DRILLS_GRADER\n"
+              "(the course's checkout or its student release), else as an installed package.")
+    not_found = _("the grader was not found: set DRILLS_GRADER to the folder holding grader/ (the course's "
+                  "checkout or release) before starting Jupyter")
+    return render("nbgrader_setup_cell.py", sub=python_string(SUB),
+                  about="\n# ".join(about.splitlines()),
+                  not_found=json.dumps(not_found, ensure_ascii=False)[1:-1],  # the words as written, not \u escapes
+                  lang=language())  # the feedback in the notebook's language, whatever the kernel's locale
 
 
 def _stub_source(file: str) -> str:
@@ -365,7 +379,7 @@ def build_notebook(assignment):
                  "work* grade each component; their value is the points earned.") + "\n\n"
              + "| {} | {} |\n|---|---|\n".format(_("component"), _("points"))
              + "\n".join(f"| {course_text(c.id, c.title)} (`{c.id}`) | {c.points:g} |" for c in components))
-    cells = [_md(intro), _code_cell(render("nbgrader_setup_cell.py", sub=python_string(SUB)), _meta("setup", locked=True))]
+    cells = [_md(intro), _code_cell(_setup_cell(), _meta("setup", locked=True))]
     for file in files:
         file_cells, _ids = _file_cells(file, selected, course)
         cells += file_cells

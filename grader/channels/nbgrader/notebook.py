@@ -25,7 +25,11 @@ import subprocess
 import sys
 import tempfile
 from pathlib import Path
+
+from ... import i18n
+from ...i18n import _
 from ...paths import ROOT
+from ..formats import status_label
 
 SUBMISSION = "submission"
 
@@ -50,11 +54,12 @@ def grade_folder(folder: str | Path = SUBMISSION) -> dict:
     if key not in _cache:
         with tempfile.TemporaryDirectory(prefix="drills-notebook-") as tmp:
             results = Path(tmp) / "results.json"
-            proc = subprocess.run([sys.executable, "-m", "grader", "grade", str(folder), "--results", str(results),
-                                   "--format", "json"], cwd=ROOT, env=_grader_env(), capture_output=True, text=True)
+            proc = subprocess.run([sys.executable, "-m", "grader", "--lang", i18n.language(), "grade", str(folder),
+                                   "--results", str(results), "--format", "json"], cwd=ROOT, env=_grader_env(),
+                                  capture_output=True, text=True)
             if proc.returncode != 0 or not results.exists():
-                raise NotebookGradingError(f"the grader failed (exit {proc.returncode}):\n{proc.stderr[-2000:]}"
-                                           f"{proc.stdout[-2000:]}")
+                raise NotebookGradingError(_("the grader failed (exit {code}):").format(code=proc.returncode)
+                                           + f"\n{proc.stderr[-2000:]}{proc.stdout[-2000:]}")
             _cache[key] = json.loads(results.read_text())
     return _cache[key]
 
@@ -79,11 +84,11 @@ def show_figures(component_id: str, folder: str | Path = SUBMISSION) -> int:
     if get_ipython() is None:
         return 0
     with tempfile.TemporaryDirectory(prefix="drills-figures-") as tmp:
-        proc = subprocess.run([sys.executable, "-m", "grader", "show", component_id, "--target",
-                               str(Path(folder).resolve()), "--out", tmp], cwd=ROOT, env=_grader_env(),
+        proc = subprocess.run([sys.executable, "-m", "grader", "--lang", i18n.language(), "show", component_id,
+                               "--target", str(Path(folder).resolve()), "--out", tmp], cwd=ROOT, env=_grader_env(),
                               capture_output=True, text=True)
         if proc.returncode != 0:
-            print(f"  (the figures could not be drawn: {(proc.stderr or proc.stdout).strip()[-300:]})")
+            print("  " + _("figures could not be drawn: {why}").format(why=(proc.stderr or proc.stdout).strip()[-300:]))
             return 0
         pictures = sorted(Path(tmp).glob("*.png"))
         for path in pictures:
@@ -112,7 +117,7 @@ def grade_component(component_id: str, *, hidden: bool | None = None, folder: st
     report = grade_folder(folder)
     component = next((c for c in report["components"] if c["id"] == component_id), None)
     if component is None:
-        raise NotebookGradingError(f"unknown component {component_id!r}")
+        raise NotebookGradingError(_("unknown component {component!r}").format(component=component_id))
     checks = [c for c in component["checks"] if hidden or not c.get("hidden")]
     score = round(sum(c["score"] for c in checks), 6)
     if show:
@@ -121,19 +126,22 @@ def grade_component(component_id: str, *, hidden: bool | None = None, folder: st
             passed = all(c["status"] == "passed" for c in checks)
             status = "passed" if passed else status if status != "passed" else "failed"
         most = sum(c["max_score"] for c in checks) if checks else component["max_score"]
-        print(f"{component_id}: {score:.2f} of {most:g} points ({status})")
+        print(_("{component}: {score} of {most} points ({status})").format(
+            component=component_id, score=f"{score:.2f}", most=f"{most:g}", status=status_label(status)))
         left_out = component["max_score"] - most
         if left_out > 1e-9:
-            print(f"  (hidden checks, worth {left_out:g} points more, count when the course staff grade)")
+            print("  " + _("(hidden checks, worth {points} points more, count when the course staff grade)").format(
+                points=f"{left_out:g}"))
         if not checks and component.get("message"):
             print(_indented(component["message"], "    "))
         for check in checks:
-            outcome = check["status"]
+            outcome = status_label(check["status"])
             if check.get("hidden"):  # as CheckResult.student_message: passed or failed, nothing more
-                outcome = "passed (hidden check)" if outcome == "passed" else "failed (hidden check)"
+                outcome = _("passed (hidden check)") if check["status"] == "passed" else _("failed (hidden check)")
             print(f"  {check['name']}: {check['score']:.2f}/{check['max_score']:.2f} {outcome}")
             message = (check.get("message") or "").strip()
-            if outcome != "passed" and not check.get("hidden") and message.rstrip(":") != outcome:
+            if check["status"] != "passed" and not check.get("hidden") and message.rstrip(":") not in (
+                    check["status"], outcome):
                 print(_indented(message, "      "))
         if component.get("figures"):
             show_figures(component_id, folder)
