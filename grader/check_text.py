@@ -22,66 +22,55 @@ from .results import AMBIGUOUS, DIAGNOSIS, HINT
 
 CONTEXT = "check"  # the message context of the checks' sentences in the catalogue
 LABELS = {DIAGNOSIS: i18n.N_("  diagnosis: "), HINT: i18n.N_("  hint: ")}
-# How tests/checklib/compare.py, checklib/student.py and the sandbox's errors word what went wrong, at the end
-# of a failing check's first line ("<what was called>: <problem>"); the call itself stays as it is.
+# How the grader words a part of a failing check's message where student code raised, outside the checks
+# (grader/i18n_extract.py extracts the checks' own wording, tests/checklib/compare.py's problems included).
 PROBLEMS = (
-    i18n.N_("{count} of {total} {dtype} values differ (largest error {error}, allowed {atol} + {rtol}·|expected|); "
-            "first at index {index}: expected {expected}, got {got}"),
-    i18n.N_("{count} of {total} {dtype} values differ; first at index {index}: expected {expected}, got {got}"),
-    i18n.N_("expected shape {expected}, got {got}"),
-    i18n.N_("expected dtype {expected}, got {got}"),
-    i18n.N_("expected a torch.Tensor, got {got}"),
-    i18n.N_("expected a tensor on device {expected}, got one on {got}"),
-    i18n.N_("expected the two results to differ, but they are equal"),
-    i18n.N_("expected a ValueError, but it returned {got}"),
-    i18n.N_("expected a ValueError, got {got}"),
+    # grader/sandbox/protocol.py: an error raised by student code, at the end of a check's first line
     i18n.N_("your code raised {error} while running `{call}`"),
+    # grader/sandbox/executor.py: where student code raised, and weights the contract names that it lacks
+    i18n.N_("  at {file}:{line} in {function}: {source}"),
+    i18n.N_("the checks load weights by the contract's names into your {module}, but it has no parameters named "
+            "{names} (its parameters: {own})"),
+    # grader/engine/scratch.py: a library call that does the exercise (a line of the from-scratch check's message)
+    i18n.N_("  {file}:{line} in {where} uses {name}"),
 )
 
 
 def translated(message: str) -> str:
-    """`message` with its diagnosis and hint lines in the language in use (English: unchanged)."""
+    """`message` in the language in use (English: unchanged), line by line; a line, or a part of one, that the
+    catalogue does not know stays as it is."""
     if i18n.language() == i18n.DEFAULT or not message:
         return message
     try:
-        return "\n".join(_line(line) for line in message.split("\n"))
+        lines = message.split("\n")
+        return "\n".join(_line(line, i18n.language(), n == 0) for n, line in enumerate(lines))
     except (IndexError, KeyError, re.error):  # a translation that does not fit its English: show the English
         return message
 
 
-def _line(line: str) -> str:
-    if not line.startswith(" "):  # a check's first line: the call, then what went wrong
-        for pattern, problem in _problems(i18n.language()):
-            match = pattern.search(line)
-            if match:
-                return line[:match.start()] + ": " + FIELD.sub(lambda field: match[_group(field[1])], problem)
-        return line
+def _line(line: str, lang: str, first: bool) -> str:
     for label, shown in LABELS.items():
         if line.startswith(label):
             body = line[len(label):]
-            text = _ambiguous(body[len(AMBIGUOUS):]) if body.startswith(AMBIGUOUS) else _sentence(body)
+            text = _ambiguous(body[len(AMBIGUOUS):], lang) if body.startswith(AMBIGUOUS) else _phrase(body, lang)
             return i18n._(shown) + text if text is not None else line
-    return line
-
-
-def _sentence(text: str) -> str | None:
-    """One sentence's translation, or None where the catalogue has none."""
-    found = i18n.pgettext(CONTEXT, text)
-    if found != text:
+    found = _phrase(line, lang)  # a check's first line (the call, then what went wrong), where an error was
+    if found is not None:
         return found
-    for pattern, translation in _templates(i18n.language()):
-        match = pattern.fullmatch(text)
-        if match:
-            return FIELD.sub(lambda field: match[_group(field[1])], translation)
-    return None
+    if first or line.startswith("  ") or not line.strip():
+        return line
+    # Another line of an error's text (torch's, the learner's own): quoted as it came, 「...」, as the
+    # translations quote the error's first line.
+    indent = line[:len(line) - len(line.lstrip())]
+    return f"{indent}「{line.strip()}」"
 
 
-def _ambiguous(text: str) -> str | None:
+def _ambiguous(text: str, lang: str) -> str | None:
     """The sentences of a 'more than one' line ('; '-separated; a sentence may hold '; ' itself)."""
     parts, rest = [], text
     while rest:
         for end in [m.start() for m in re.finditer("; ", rest)] + [len(rest)]:
-            found = _sentence(rest[:end])
+            found = _phrase(rest[:end], lang)
             if found is not None:
                 parts.append(found)
                 rest = rest[end + 2:]
@@ -91,41 +80,160 @@ def _ambiguous(text: str) -> str | None:
     return i18n._(AMBIGUOUS) + "；".join(parts)
 
 
+@lru_cache(maxsize=8192)
+def _phrase(text: str, lang: str) -> str | None:
+    """The translation of `text`, or None where the catalogue knows no part of it.
+
+    An entry of the catalogue, or a template of it filled in (each field's value translated in turn where
+    the catalogue knows it: a call in a call); else "<what>: <problem>", split at the first ': ' outside
+    brackets after which a text the catalogue knows follows (the call translated where it is known, kept
+    otherwise); else a '; '-separated list of known items. Fields first may not hold a ': ', then they may
+    (an error's text), the split tried first: a call's description never swallows the problem after it.
+    """
+    for spanning in (False, True):
+        found = None if spanning else _filled(text, lang, spanning)
+        at = -1
+        while found is None and (at := text.find(": ", at + 1)) >= 0:
+            what, problem = text[:at], text[at + 2:]
+            found = _filled(problem, lang, spanning) if _balanced(what) else None
+            if found is not None:
+                found = (_phrase(what, lang) or what) + ": " + found
+        if found is None and not spanning and len(parts := text.split("; ")) > 1:
+            items = [_phrase(part, lang) for part in parts]  # a list ("call 0: held 0, ...; call 1: ...")
+            found = "；".join(items) if all(item is not None for item in items) else None
+        found = found if found is not None or not spanning else _filled(text, lang, spanning)
+        if found is not None:
+            return found
+    return None
+
+
+def _filled(text: str, lang: str, spanning: bool) -> str | None:
+    """An entry of the catalogue for `text`, or the first template that matches it whole, filled in."""
+    found = _exact(lang).get(text)
+    if found is not None:
+        return found
+    for template in _templates(lang):
+        if template.chunk in text:
+            match = template.pattern(spanning).fullmatch(text)
+            values = match.groupdict().values() if match else ()
+            if match and (template.precise or all(_balanced(value) for value in values)) and \
+                    (template.specific or all(_known(value, lang) for value in values)):
+                return FIELD.sub(lambda field: _field(match[_group(field[1])], lang), template.translation)
+    return None
+
+
+def _known(value: str, lang: str) -> bool:
+    """Whether a field's value is code (no space outside its brackets: `MultiHeadAttention(8, 2)(x (2, 5, 8))`)
+    or a text the catalogue knows."""
+    return " " not in _outside_brackets(value) or _phrase(value, lang) is not None
+
+
+def _outside_brackets(text: str) -> str:
+    out, depth = [], 0
+    for char in text:
+        depth -= char in ")]}"
+        if depth == 0 and char not in ")]}":
+            out.append(char)
+        depth += char in "([{"
+    return "".join(out)
+
+
+def _field(value: str, lang: str) -> str:
+    """A template's field as it is shown: translated where the catalogue knows it (a call in a call, a text
+    in quotes as its repr shows it)."""
+    if not re.search("[A-Za-z]{2}", value):
+        return value
+    quoted = re.fullmatch(r"(['\"])(.*)\1", value)
+    if quoted:
+        found = _phrase(quoted[2], lang)
+        return value if found is None else quoted[1] + found + quoted[1]
+    return _phrase(value, lang) or value
+
+
+def _balanced(text: str) -> bool:
+    depth = 0
+    for char in text:
+        depth += (char in "([{") - (char in ")]}")
+        if depth < 0:
+            return False
+    return depth == 0
+
+
 FIELD = re.compile(r"\{([^{}:!]*)[^{}]*\}")  # a template's field, `{fill:g}`: its name is group 1
+
+
+def _nested(depth: int) -> str:
+    """A regex of one character that is not a bracket, or of a bracketed group (brackets nested `depth` deep)."""
+    inner = r"[^()\[\]{}]"
+    for _ in range(depth):
+        inner = rf"(?:[^()\[\]{{}}]|\((?:{inner})*\)|\[(?:{inner})*\]|\{{(?:{inner})*\}})"
+    return inner
+
+
+# A field's value: brackets balanced (a shape or a call is never cut in two); `{}` holds a lookahead that
+# keeps ': ' out of it outside brackets (a call's description before its problem), or nothing.
+VALUE = "(?:{}" + _nested(4).replace("{", "{{").replace("}", "}}") + ")*?"
 
 
 def _group(name: str) -> str:
     return "f_" + re.sub(r"\W", "_", name)
 
 
-@lru_cache(maxsize=None)
-def _problems(lang: str) -> list[tuple[re.Pattern, str]]:
-    """(regex of ': <problem>' at a line's end, the problem's translation) for each of PROBLEMS."""
-    return [(re.compile(": " + _pattern(template) + "$"), i18n._(template)) for template in PROBLEMS
-            if i18n._(template) != template]
+class _Template:
+    """A catalogue text with `{fields}`, matched against a text with them filled in."""
+
+    def __init__(self, template: str, translation: str, specific: bool = False) -> None:
+        self.translation = translation
+        literals = FIELD.split(template)[::2]
+        self.chunk = max(literals, key=len)  # a text it matches holds this (a quick test before the regex)
+        # A template that says little ("{name} of {call}") could match any English: it applies only where
+        # each of its fields is code or known ("k of MultiHeadAttention(...)", not "The size of tensor a").
+        self.precise = specific
+        self.specific = specific or len(re.findall(r"\w", "".join(literals))) >= 8
+        self._source = template
+        self._patterns: dict[bool, re.Pattern] = {}
+
+    def pattern(self, spanning: bool) -> re.Pattern:
+        if spanning not in self._patterns:
+            # a precise template (PROBLEMS) takes any value, a source line cut short say; the others balanced ones
+            value = (".*?" if spanning else "(?:(?!: ).)*?") if self.precise else \
+                VALUE.format("" if spanning else "(?!: )")
+            self._patterns[spanning] = re.compile(_pattern(self._source, value))
+        return self._patterns[spanning]
 
 
-def _pattern(template: str) -> str:
-    """A regex matching `template` with its fields filled in (a field seen twice must repeat its value)."""
+def _pattern(template: str, value: str = ".+?") -> str:
+    """A regex matching `template` with its fields filled in (a field seen twice must repeat its value; one
+    right before another is not empty, or it would leave its value to the next)."""
     pattern, seen, at = "", set(), 0
     for field in FIELD.finditer(template):
         pattern += re.escape(template[at:field.start()])
         group = _group(field[1])
-        pattern += f"(?P={group})" if group in seen else f"(?P<{group}>.+?)"
+        shown = value[:-2] + "+?" if value.endswith("*?") and template.startswith("{", field.end()) else value
+        pattern += f"(?P={group})" if group in seen else f"(?P<{group}>{shown})"
         seen.add(group)
         at = field.end()
     return pattern + re.escape(template[at:])
 
 
 @lru_cache(maxsize=None)
-def _templates(lang: str) -> list[tuple[re.Pattern, str]]:
-    """(regex of a filled-in template, its translation) for the catalogue's template sentences."""
-    out = []
-    for (context, template), translation in _entries(lang).items():
-        if context != CONTEXT or not FIELD.search(template) or not translation:
-            continue
-        out.append((re.compile(_pattern(template)), translation))
+def _exact(lang: str) -> dict[str, str]:
+    """English -> translation of the texts without fields: the catalogue's (context CONTEXT) and PROBLEMS'."""
+    out = {template: i18n._(template) for template in PROBLEMS if not FIELD.search(template)}
+    out.update({text: translation for (context, text), translation in _entries(lang).items()
+                if context == CONTEXT and translation and not FIELD.search(text)})
     return out
+
+
+@lru_cache(maxsize=None)
+def _templates(lang: str) -> list[_Template]:
+    """The catalogue's texts with fields (context CONTEXT) and PROBLEMS (each precise, however little it
+    says), the most literal text first (a template that says more is tried before one that says less)."""
+    templates = [_Template(text, translation) for (context, text), translation in _entries(lang).items()
+                 if context == CONTEXT and translation and FIELD.search(text)
+                 and FIELD.sub("", text).strip(" :;,.")]  # not a bare field: it would match anything
+    templates += [_Template(text, i18n._(text), specific=True) for text in PROBLEMS if FIELD.search(text)]
+    return sorted(templates, key=lambda t: -len(FIELD.sub("", t._source)))
 
 
 def _entries(lang: str) -> dict[tuple[str | None, str], str]:

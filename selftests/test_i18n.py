@@ -15,6 +15,7 @@ import re
 import string
 import subprocess
 import sys
+from functools import lru_cache
 from pathlib import Path
 
 import pytest
@@ -150,10 +151,15 @@ def test_lang_option_beats_the_locale_before_or_after_the_verb():
 # Words that are code or names, not English prose (besides identifiers of the contract and the checks).
 CODE_WORDS = {"True", "False", "None", "softmax", "dtype", "inf", "Python", "PID", "NotImplementedError", "TCP",
               "TODO", "TinyLM", "ViT", "Swin", "RoPE", "LayerNorm", "RMSNorm", "SwiGLU", "AdamW", "GQA", "NONE",
-              "dim", "sin", "cos", "exp", "log", "sqrt", "argmax"}  # math and tensor vocabulary, as in code
+              "bool", "dim", "sin", "cos", "exp", "log", "sqrt", "argmax",  # math and tensor vocabulary, as in code
+              "logits", "idx", "lr", "eps", "ws", "wd", "kv", "nan", "NaN", "meta", "SDPA", "MLP", "GELU", "ReLU",
+              "Linear", "dropout", "ValueError", "NoneType", "int", "float", "list", "dict", "tuple", "len", "max",
+              "return", "view", "reshape", "eval", "out", "weights", "Tq", "Dh", "xj", "yj",  # as code writes them
+              "Adam", "nanoGPT", "LLaMA", "RoFormer", "Hugging", "Face", "Meta"}  # names of works and makers
 
 
-def _identifiers() -> set[str]:
+@lru_cache(maxsize=None)
+def _identifiers() -> frozenset[str]:
     names = set(COMPONENTS) | {"transformer", "drills", "namespaces", "landlock", "users", "none"}
     for module, owners in OWNERS.items():
         names.add(module)
@@ -161,12 +167,24 @@ def _identifiers() -> set[str]:
             names.update(qualname.split("."))
     for component in load_course().components:
         names.update(component.checks)
-    return names
+    for folder in ("exercises", "solutions"):  # the contract's parameters, attributes and methods (mask, head, ...)
+        for path in (ROOT / folder).glob("*.py"):
+            for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+                if isinstance(node, ast.arg):
+                    names.add(node.arg)
+                elif isinstance(node, (ast.FunctionDef, ast.ClassDef)):
+                    names.add(node.name)
+                elif isinstance(node, ast.Attribute) and isinstance(node.ctx, ast.Store) and \
+                        isinstance(node.value, ast.Name) and node.value.id == "self":
+                    names.add(node.attr)
+    return frozenset(names)
 
 
 def english_prose(text: str) -> list[str]:
-    """The English words of `text` that are not code: tokens holding only letters, not identifiers."""
-    text = re.sub(r"`[^`]*`", " ", text)
+    """The English words of `text` that are not code: tokens holding only letters, not identifiers. Code in
+    backticks is not prose, nor is an error's own text that a Chinese message quotes as it came, 「...」 (what
+    torch or the learner's code raised, which no catalogue translates)."""
+    text = re.sub(r"`[^`\n]*`|「[^」]*」", " ", text)
     allowed = _identifiers() | CODE_WORDS
     words = []
     for token in re.split(r"[\s\u3000-\u303f\uff00-\uffef\u4e00-\u9fff“”‘’…]+", text):
