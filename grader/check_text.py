@@ -1,16 +1,18 @@
-"""The checks' diagnoses and hints in the learner's language, translated where the grader scores them.
+"""The checks' messages in the learner's language, translated where the grader scores them.
 
-The checks write their messages in English (tests/): what was called, what came
-back, then `  diagnosis: <sentence>` and `  hint: <text>` lines (grader/results.py
-words those). The results the checks leave (and the result cache) stay English;
-grader/engine/scoring.py passes each message through `translated` once the
-language is known, so every channel shows the same text. A sentence is found in
-the catalogue under the message context CONTEXT (grader/i18n_extract.py's
-`extract_checks` puts every known mistake's sentence and every constant hint
-there); a known mistake whose sentence is a template (`{fill:g}`) is matched with
-its fields filled in. Of a check's first line ("<the call>: <problem>") the
-problem is translated where it is one of PROBLEMS, the call kept. A line the
-catalogue does not know stays as it is.
+The checks write their messages in English (tests/): a first line "<the call>:
+<what went wrong>", then `  diagnosis: <sentence>` and `  hint: <text>` lines
+(grader/results.py words those). The results the checks leave (and the result
+cache) stay English; grader/engine/scoring.py passes each message through
+`translated` once the language is known, so every channel shows the same text.
+The texts are found in the catalogue under the message context CONTEXT, where
+grader/i18n_extract.py's `extract_checks` puts them from the checks' source:
+every known mistake's sentence, every hint, every call a check describes and
+every problem it words (f-strings become templates, `{fields}` matched filled in,
+a field's value translated in turn: a call in a call); PROBLEMS adds what the
+grader words outside the checks. The text of an error that student code (or
+torch) raised is quoted as it came, 「...」. A part the catalogue does not know
+stays as it is.
 """
 from __future__ import annotations
 
@@ -27,6 +29,7 @@ LABELS = {DIAGNOSIS: i18n.N_("  diagnosis: "), HINT: i18n.N_("  hint: ")}
 PROBLEMS = (
     # grader/sandbox/protocol.py: an error raised by student code, at the end of a check's first line
     i18n.N_("your code raised {error} while running `{call}`"),
+    i18n.N_("your code raised {error}"),
     # grader/sandbox/executor.py: where student code raised, and weights the contract names that it lacks
     i18n.N_("  at {file}:{line} in {function}: {source}"),
     i18n.N_("the checks load weights by the contract's names into your {module}, but it has no parameters named "
@@ -87,24 +90,21 @@ def _phrase(text: str, lang: str) -> str | None:
     An entry of the catalogue, or a template of it filled in (each field's value translated in turn where
     the catalogue knows it: a call in a call); else "<what>: <problem>", split at the first ': ' outside
     brackets after which a text the catalogue knows follows (the call translated where it is known, kept
-    otherwise); else a '; '-separated list of known items. Fields first may not hold a ': ', then they may
-    (an error's text), the split tried first: a call's description never swallows the problem after it.
+    otherwise); else a '; '-separated list of known items. A field may hold a ': ' (an error's text) only
+    once the rest has failed: a call's description never swallows the problem after it.
     """
+    found = _filled(text, lang, False)
     for spanning in (False, True):
-        found = None if spanning else _filled(text, lang, spanning)
         at = -1
         while found is None and (at := text.find(": ", at + 1)) >= 0:
             what, problem = text[:at], text[at + 2:]
             found = _filled(problem, lang, spanning) if _balanced(what) else None
             if found is not None:
                 found = (_phrase(what, lang) or what) + ": " + found
-        if found is None and not spanning and len(parts := text.split("; ")) > 1:
-            items = [_phrase(part, lang) for part in parts]  # a list ("call 0: held 0, ...; call 1: ...")
-            found = "；".join(items) if all(item is not None for item in items) else None
-        found = found if found is not None or not spanning else _filled(text, lang, spanning)
-        if found is not None:
-            return found
-    return None
+    if found is None and len(parts := text.split("; ")) > 1:
+        items = [_phrase(part, lang) for part in parts]  # a list ("call 0: held 0, ...; call 1: ...")
+        found = "；".join(items) if all(item is not None for item in items) else None
+    return found if found is not None else _filled(text, lang, True)
 
 
 def _filled(text: str, lang: str, spanning: bool) -> str | None:
@@ -115,17 +115,20 @@ def _filled(text: str, lang: str, spanning: bool) -> str | None:
     for template in _templates(lang):
         if template.chunk in text:
             match = template.pattern(spanning).fullmatch(text)
-            values = match.groupdict().values() if match else ()
-            if match and (template.precise or all(_balanced(value) for value in values)) and \
-                    (template.specific or all(_known(value, lang) for value in values)):
+            if match and (template.precise or all(_balanced(value) and (name in template.quoted or
+                                                                         _known(value, lang))
+                                                      for name, value in match.groupdict().items())):
                 return FIELD.sub(lambda field: _field(match[_group(field[1])], lang), template.translation)
     return None
 
 
 def _known(value: str, lang: str) -> bool:
-    """Whether a field's value is code (no space outside its brackets: `MultiHeadAttention(8, 2)(x (2, 5, 8))`)
-    or a text the catalogue knows."""
-    return " " not in _outside_brackets(value) or _phrase(value, lang) is not None
+    """Whether a field's value is code (outside its brackets no word followed by another: `MultiHeadAttention(8,
+    2)(x (2, 5, 8))`, `temperature=0.8, top_k=4`) or a text the catalogue knows."""
+    return not PROSE.search(_outside_brackets(value)) or _field(value, lang) != value
+
+
+PROSE = re.compile(r"[A-Za-z]{2,} (?![(\[])\S")  # a word and what follows it: not a call, shape or list
 
 
 def _outside_brackets(text: str) -> str:
@@ -182,29 +185,30 @@ def _group(name: str) -> str:
 class _Template:
     """A catalogue text with `{fields}`, matched against a text with them filled in."""
 
-    def __init__(self, template: str, translation: str, specific: bool = False) -> None:
+    def __init__(self, template: str, translation: str, precise: bool = False) -> None:
         self.translation = translation
         literals = FIELD.split(template)[::2]
         self.chunk = max(literals, key=len)  # a text it matches holds this (a quick test before the regex)
-        # A template that says little ("{name} of {call}") could match any English: it applies only where
-        # each of its fields is code or known ("k of MultiHeadAttention(...)", not "The size of tensor a").
-        self.precise = specific
-        self.specific = specific or len(re.findall(r"\w", "".join(literals))) >= 8
-        self._source = template
+        # A field holds code, a text the catalogue knows, or one the translation quotes as it came (「{got}」):
+        # "{name} of {call}" matches "k of MultiHeadAttention(...)", not "The size of tensor a (3) ...".
+        # A precise template (PROBLEMS) takes any value.
+        self.precise = precise
+        self.quoted = {_group(field[1]) for span in re.findall("「[^」]*」", translation)
+                       for field in FIELD.finditer(span)}
+        self.source = template
         self._patterns: dict[bool, re.Pattern] = {}
 
     def pattern(self, spanning: bool) -> re.Pattern:
         if spanning not in self._patterns:
-            # a precise template (PROBLEMS) takes any value, a source line cut short say; the others balanced ones
             value = (".*?" if spanning else "(?:(?!: ).)*?") if self.precise else \
-                VALUE.format("" if spanning else "(?!: )")
-            self._patterns[spanning] = re.compile(_pattern(self._source, value))
+                VALUE.format("" if spanning else "(?!: )")  # precise: a source line cut short, say
+            self._patterns[spanning] = re.compile(_pattern(self.source, value))
         return self._patterns[spanning]
 
 
-def _pattern(template: str, value: str = ".+?") -> str:
-    """A regex matching `template` with its fields filled in (a field seen twice must repeat its value; one
-    right before another is not empty, or it would leave its value to the next)."""
+def _pattern(template: str, value: str) -> str:
+    """A regex matching `template` with its fields filled in, each by `value` (a field seen twice must repeat
+    its value; one right before another is not empty, or it would leave its value to the next)."""
     pattern, seen, at = "", set(), 0
     for field in FIELD.finditer(template):
         pattern += re.escape(template[at:field.start()])
@@ -232,8 +236,8 @@ def _templates(lang: str) -> list[_Template]:
     templates = [_Template(text, translation) for (context, text), translation in _entries(lang).items()
                  if context == CONTEXT and translation and FIELD.search(text)
                  and FIELD.sub("", text).strip(" :;,.")]  # not a bare field: it would match anything
-    templates += [_Template(text, i18n._(text), specific=True) for text in PROBLEMS if FIELD.search(text)]
-    return sorted(templates, key=lambda t: -len(FIELD.sub("", t._source)))
+    templates += [_Template(text, i18n._(text), precise=True) for text in PROBLEMS if FIELD.search(text)]
+    return sorted(templates, key=lambda t: -len(FIELD.sub("", t.source)))
 
 
 def _entries(lang: str) -> dict[tuple[str | None, str], str]:

@@ -3,10 +3,16 @@
 Each course.yml text becomes a catalogue entry whose message context is its
 component's or assignment's id (`grader.i18n.course_context`), so that the
 translation is keyed by id and an English edit shows up in `pybabel update` as a
-changed entry. The checks' diagnoses (every known mistake's sentence,
-tests/checklib/catalogue.py) and hints (each check's constant `hint=` text) get
-the context `grader.check_text.CONTEXT`; grader/check_text.py translates them.
-Only Babel's extraction imports this module.
+changed entry. The checks' messages get the context `grader.check_text.CONTEXT`
+(grader/check_text.py translates them): every known mistake's sentence
+(tests/checklib/catalogue.py) and the texts that fill its fields, each hint, and
+each part of a failing check's first line that a check words, the call it
+describes (`what`) and the problem (`fail(what, problem)`, an AssertionError's
+text), read from the checks' source: f-strings become templates whose other
+values are `{fields}`, a name stands for the texts assigned to it, a function
+called for what it returns, a field for the texts passed to it. Texts without an
+English word (`causal_mask({q_len}, {k_len})`) are left out. Only Babel's
+extraction imports this module.
 """
 from __future__ import annotations
 
@@ -46,7 +52,9 @@ def extract_course(fileobj: BinaryIO, keywords, comment_tags, options) -> Iterat
 
 
 def extract_checks(fileobj: BinaryIO, keywords, comment_tags, options) -> Iterator[tuple]:
-    """Yield the check sentences of one file: every known mistake's (mistakes.py), or each constant hint."""
+    """Yield the check texts of one file: every known mistake's sentence and what fills its fields
+    (mistakes.py), or each hint and each text of a failing check's first line; for a grader module (the
+    training tasks), its texts marked for gettext as well."""
     from .check_text import CONTEXT
 
     path = Path(getattr(fileobj, "name", ""))
@@ -61,8 +69,8 @@ def extract_checks(fileobj: BinaryIO, keywords, comment_tags, options) -> Iterat
             yield 0, "pgettext", (CONTEXT, entry.sentence), [entry.id]
         tree = ast.parse(path.read_text(encoding="utf-8"))
         texts = _Texts(tree, {})
-        for node in ast.walk(tree):  # what fills a sentence's field: bind(..., order="strips of rows")
-            if isinstance(node, ast.Call) and _callee(node) == "bind":
+        for node in ast.walk(tree):  # what fills a sentence's field: bind(..., order="..."), ENTRY.text(fix="...")
+            if isinstance(node, ast.Call) and _callee(node) in ("bind", "text"):
                 for text in (t for k in node.keywords if k.arg for t in texts(k.value)):
                     if has_prose(text):
                         yield node.lineno, "pgettext", (CONTEXT, text), []
@@ -167,12 +175,14 @@ def _message_parts(tree: ast.Module, signatures: dict[str, dict[str, tuple[int, 
 
 def _field_values(tree: ast.Module, parts: list[ast.expr]) -> list[ast.expr]:
     """The texts given to a parameter that a message's f-string shows as a field (`f"the {phase} of ..."`):
-    the arguments of this file's calls of the function, and the values of its `pytest.mark.parametrize`."""
-    fields = {value.value.id for part in parts for node in ast.walk(part)
-              if isinstance(node, ast.FormattedValue) and isinstance(value := node, ast.FormattedValue)
-              and isinstance(node.value, ast.Name)}
-    found: list[ast.expr] = []
+    the arguments of this file's calls of the function and the values of its `pytest.mark.parametrize`; and
+    what a function of the file returns where a field calls it (`f"... {span(start, stop)} ..."`)."""
+    shown = [node.value for part in parts for node in ast.walk(part) if isinstance(node, ast.FormattedValue)]
+    fields = {value.id for value in shown if isinstance(value, ast.Name)}
     functions = [n for n in ast.walk(tree) if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))]
+    called = {value.func.id for value in shown if isinstance(value, ast.Call) and isinstance(value.func, ast.Name)}
+    found: list[ast.expr] = [n.value for f in functions if f.name in called  # f"... {span(start, stop)} ..."
+                             for n in ast.walk(f) if isinstance(n, ast.Return) and n.value is not None]
     for function in functions:
         positional = [a.arg for a in function.args.posonlyargs + function.args.args]
         shown = fields & set(positional + [a.arg for a in function.args.kwonlyargs])
@@ -183,13 +193,14 @@ def _field_values(tree: ast.Module, parts: list[ast.expr]) -> list[ast.expr]:
                 found += [arg for i, arg in enumerate(node.args) if i < len(positional) and positional[i] in shown]
                 found += [k.value for k in node.keywords if k.arg in shown]
         for decorator in function.decorator_list:
-            if isinstance(decorator, ast.Call) and _callee(decorator) == "parametrize" and len(decorator.args) >= 2 \
-                    and isinstance(decorator.args[0], ast.Constant) and isinstance(decorator.args[1], (ast.List, ast.Tuple)):
+            if isinstance(decorator, ast.Call) and _callee(decorator) == "parametrize" and \
+                    len(decorator.args) >= 2 and isinstance(decorator.args[0], ast.Constant) and \
+                    isinstance(decorator.args[1], (ast.List, ast.Tuple)):
                 names = [n.strip() for n in str(decorator.args[0].value).split(",")]
                 for row in decorator.args[1].elts:
                     values = row.elts if isinstance(row, (ast.Tuple, ast.List)) and len(names) > 1 else [row]
                     found += [v for name, v in zip(names, values) if name in shown]
-    return [value for value in found if isinstance(value, (ast.Constant, ast.JoinedStr, ast.BinOp))]
+    return [value for value in found if isinstance(value, (ast.Constant, ast.JoinedStr, ast.BinOp, ast.IfExp))]
 
 
 class _Texts:
