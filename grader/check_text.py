@@ -200,8 +200,8 @@ class _Template:
 
     def pattern(self, spanning: bool) -> re.Pattern:
         if spanning not in self._patterns:
-            value = (".*?" if spanning else "(?:(?!: ).)*?") if self.precise else \
-                VALUE.format("" if spanning else "(?!: )")  # precise: a source line cut short, say
+            # a precise template takes any value (an error's text, a source line cut short) in both passes
+            value = ".*?" if self.precise else VALUE.format("" if spanning else "(?!: )")
             self._patterns[spanning] = re.compile(_pattern(self.source, value))
         return self._patterns[spanning]
 
