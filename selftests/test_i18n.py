@@ -329,7 +329,7 @@ def test_a_chinese_check_names_the_mistake_in_chinese(tmp_path, bug_id):
 
 
 # One catalogued bug for each check that some bug of the catalogue fails (a greedy cover, from the catalogue
-# graded in English; test_the_chinese_sample_covers_every_failing_check keeps it one).
+# graded in English; test_the_chinese_sample_covers_every_failing_check_... below keeps it one).
 CHINESE_SAMPLE = (
     "cross_entropy:log_softmax_max_added_back", "cross_entropy:logsumexp_method", "cross_entropy:no_shape_check",
     "cross_entropy:softmax_max_without_keepdim", "grouped_query_attention:full_width_kv",
