@@ -20,10 +20,11 @@ if any(os.environ.get(var, "").lower().startswith("zh") for var in ("LC_ALL", "L
     os.environ["LC_ALL"] = "C.UTF-8"
 
 
-def grade_folders(folders: list[Path], out_dir: Path) -> dict[str, dict]:
-    """Grade folders in parallel subprocesses; returns {folder: report dict}."""
+def grade_folders(folders: list[Path | str], out_dir: Path, env: dict[str, str] | None = None) -> dict[str, dict]:
+    """Grade folders (or `folder::component`, selftests/grade_many.py) in parallel subprocesses (`env`: variables
+    to set, LC_ALL say); returns {folder: report dict}."""
     chunks = [folders[i::WORKERS] for i in range(WORKERS) if folders[i::WORKERS]]
-    env = {**os.environ, "PYTHONDONTWRITEBYTECODE": "1"}
+    env = {**os.environ, "PYTHONDONTWRITEBYTECODE": "1", **(env or {})}
     procs = []
     for i, chunk in enumerate(chunks):
         out = out_dir / f"reports-{i}.json"

@@ -1,7 +1,8 @@
 """Grade many implementation folders in one process: `python -m selftests.grade_many OUT.json DIR ...`.
 
 Writes {dir: report dict}. Used by the project's tests to grade the bug
-catalogue without paying for a fresh interpreter per folder.
+catalogue without paying for a fresh interpreter per folder. `DIR::COMPONENT`
+grades that component only (a catalogue bug fails its own component alone).
 """
 from __future__ import annotations
 
@@ -17,7 +18,11 @@ def main(argv: list[str]) -> int:
     out, *folders = argv
     cache = ResultCache()  # a catalogue bug changes one component: the others repeat the reference's results
     # processes=1: the project's tests run two of these side by side already
-    reports = {folder: run_checks(folder, cache=cache, processes=1).to_dict() for folder in folders}
+    reports = {}
+    for argument in folders:
+        folder, _, component = argument.partition("::")
+        reports[argument] = run_checks(folder, [component] if component else None, cache=cache,
+                                       processes=1).to_dict()
     Path(out).write_text(json.dumps(reports))
     return 0
 

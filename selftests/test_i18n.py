@@ -1,9 +1,9 @@
 """Chinese and English (grader/i18n.py): complete catalogues, the language's selection, Chinese output and
 stubs that hold the same code, and scores that do not depend on the language.
 
-Out of scope for now: the checks' own messages (tests/*.py, tests/checklib/mistakes.py) are not wrapped yet,
-so a Chinese run of a failing check still prints them in English; the tests here grade code that passes or
-has not started, whose output holds none of them.
+A failing check's message (grader/check_text.py translates it where the grader scores) is checked on a
+sample of the bug catalogue graded in Chinese, one bug for each check that some bug fails, and on the whole
+catalogue's English reports translated in-process.
 """
 from __future__ import annotations
 
@@ -15,6 +15,7 @@ import re
 import string
 import subprocess
 import sys
+from functools import lru_cache
 from pathlib import Path
 
 import pytest
@@ -150,10 +151,17 @@ def test_lang_option_beats_the_locale_before_or_after_the_verb():
 # Words that are code or names, not English prose (besides identifiers of the contract and the checks).
 CODE_WORDS = {"True", "False", "None", "softmax", "dtype", "inf", "Python", "PID", "NotImplementedError", "TCP",
               "TODO", "TinyLM", "ViT", "Swin", "RoPE", "LayerNorm", "RMSNorm", "SwiGLU", "AdamW", "GQA", "NONE",
-              "dim", "sin", "cos", "exp", "log", "sqrt", "argmax"}  # math and tensor vocabulary, as in code
+              "bool", "dim", "sin", "cos", "exp", "log", "sqrt", "argmax",  # math and tensor vocabulary, as in code
+              "logits", "idx", "lr", "eps", "ws", "wd", "kv", "nan", "NaN", "meta", "SDPA", "MLP", "GELU", "ReLU",
+              "Linear", "dropout", "ValueError", "NoneType", "int", "float", "list", "dict", "tuple", "len", "max",
+              "return", "view", "reshape", "eval", "out", "weights", "Tq", "Dh", "xj", "yj",  # as code writes them
+              "silu", "sigmoid", "gather", "stack", "squeeze", "expand", "triu", "mean", "var", "pi", "kth", "xi", "yi",
+              "nW", "start", "torch", "Tensor", "Parameter", "cpu", "GLU", "GeGLU", "ReGLU",
+              "Adam", "nanoGPT", "LLaMA", "RoFormer", "Hugging", "Face", "Meta", "Transformer"}  # works, makers
 
 
-def _identifiers() -> set[str]:
+@lru_cache(maxsize=None)
+def _identifiers() -> frozenset[str]:
     names = set(COMPONENTS) | {"transformer", "drills", "namespaces", "landlock", "users", "none"}
     for module, owners in OWNERS.items():
         names.add(module)
@@ -161,12 +169,24 @@ def _identifiers() -> set[str]:
             names.update(qualname.split("."))
     for component in load_course().components:
         names.update(component.checks)
-    return names
+    for folder in ("exercises", "solutions"):  # the contract's parameters, attributes and methods (mask, head, ...)
+        for path in (ROOT / folder).glob("*.py"):
+            for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+                if isinstance(node, ast.arg):
+                    names.add(node.arg)
+                elif isinstance(node, (ast.FunctionDef, ast.ClassDef)):
+                    names.add(node.name)
+                elif isinstance(node, ast.Attribute) and isinstance(node.ctx, ast.Store) and \
+                        isinstance(node.value, ast.Name) and node.value.id == "self":
+                    names.add(node.attr)
+    return frozenset(names)
 
 
 def english_prose(text: str) -> list[str]:
-    """The English words of `text` that are not code: tokens holding only letters, not identifiers."""
-    text = re.sub(r"`[^`]*`", " ", text)
+    """The English words of `text` that are not code: tokens holding only letters, not identifiers. Code in
+    backticks is not prose, nor is an error's own text that a Chinese message quotes as it came, 「...」 (what
+    torch or the learner's code raised, which no catalogue translates)."""
+    text = re.sub(r"`[^`\n]*`|「[^」]*」", " ", text)
     allowed = _identifiers() | CODE_WORDS
     words = []
     for token in re.split(r"[\s\u3000-\u303f\uff00-\uffef\u4e00-\u9fff“”‘’…]+", text):
@@ -201,6 +221,30 @@ def test_a_chinese_check_holds_no_english_prose(tmp_path):
     assert "通过" in solved.stdout and "未开始" in stubs.stdout and "提示：" in stubs.stdout
 
 
+def test_code_that_does_not_load_hangs_or_crashes_is_told_so_in_chinese(tmp_path):
+    """The grader's own words for a file that does not import, a call that hangs, a worker that dies and a
+    missing file, in Chinese (the error's own text quoted as it came, 「...」)."""
+    import shutil
+
+    folder = tmp_path / "impl"
+    shutil.copytree(ROOT / "solutions", folder, ignore=shutil.ignore_patterns("__pycache__"))
+    (folder / "ffn.py").write_text((folder / "ffn.py").read_text() + "\ndef oops(:\n")
+    norms = (folder / "norms.py").read_text()
+    ms = "ms = x.pow(2).mean(dim=-1, keepdim=True)  # (..., 1)"
+    assert ms in norms
+    (folder / "norms.py").write_text(norms.replace(ms, ms + "\n        while True: pass"))
+    rope = (folder / "rope.py").read_text()
+    (folder / "rope.py").write_text(rope.replace("def apply_rope(", "def apply_rope(*args, **kwargs):\n"
+                                                 "    import os; os._exit(3)\n\n\ndef _unused(", 1))
+    (folder / "sampling.py").unlink()
+    result = grader("--lang", "zh", "check", "swiglu", "rms_norm", "rope", "sampling", "--timeout", "1",
+                    "--target", str(folder))
+    assert result.returncode == 0, result.stderr
+    for words in ("导入失败", "超时", "进程以状态 3 退出", "提交中缺少 sampling.py"):
+        assert words in result.stdout, result.stdout
+    assert english_prose(result.stdout) == [], result.stdout
+
+
 # Names of models, people's tools and products, written as they are in Chinese too (course titles, README).
 NAMES = {"Transformer", "Softmax", "Vision", "PyTorch", "Gradescope", "nbgrader", "GitHub", "Classroom", "CPU",
          "zip", "torch", "Jupyter"}
@@ -217,19 +261,9 @@ def _kept_in_course_texts() -> set[str]:
     return words
 
 
-def _first_lines(report: dict) -> list[str]:
-    """The first line of every message of a JSON report, longest first: "<what was called>: <problem>"."""
-    messages = [c["message"] for c in report["components"]]
-    messages += [check["message"] for c in report["components"] for check in c["checks"]]
-    return sorted({m.splitlines()[0] for m in messages if m.strip()}, key=len, reverse=True)
-
-
 def test_a_chinese_grade_holds_no_english_prose_in_any_format(tmp_path):
-    """Every format of `grade` in Chinese: the words a person reads (ids, statuses as ids, tags aside).
-
-    For now the lines holding a check's first line ("<the call>: <problem>", written by tests/ and being
-    translated on another branch) are left out: their problem is translated, their call is not yet.
-    """
+    """Every format of `grade` in Chinese: the words a person reads (ids, statuses as ids, tags aside), a
+    failing check's first line ("<the call>: <problem>") and a not-started one's included."""
     import xml.etree.ElementTree as ET
 
     from selftests.bugs import all_bugs, materialize
@@ -259,10 +293,8 @@ def test_a_chinese_grade_holds_no_english_prose_in_any_format(tmp_path):
     }
     assert "正弦位置编码" in texts["json"] and "未开始" in texts["gradescope"] and 'lang="zh-CN"' in \
         out["html"].read_text(encoding="utf-8")
-    firsts, kept = _first_lines(report), _kept_in_course_texts() | NAMES
+    kept = _kept_in_course_texts() | NAMES
     for fmt, text in texts.items():
-        for line in firsts:
-            text = text.replace(line, " ")
         assert [w for w in english_prose(text) if w not in kept] == [], (fmt, text)
 
 
@@ -415,9 +447,8 @@ def test_a_chinese_check_names_the_mistake_in_chinese(tmp_path, bug_id):
 
 
 def test_a_chinese_notebooks_grading_cell_holds_no_english_prose(tmp_path, capsys):
-    """What grade_component prints in a Chinese course's kernel (its setup cell sets the language). The checks'
-    own messages of a not-started component ("not started: <the stub's words>") are left out for now, as in
-    the grade test above."""
+    """What grade_component prints in a Chinese course's kernel (its setup cell sets the language), the checks'
+    messages of a not-started component included."""
     import shutil
 
     from grader.channels.nbgrader import notebook
@@ -434,6 +465,80 @@ def test_a_chinese_notebooks_grading_cell_holds_no_english_prose(tmp_path, capsy
         i18n.set_language(None)
     printed = capsys.readouterr().out
     assert "masking：12.00 分，满分 12（通过）" in printed and "未开始" in printed
-    for line in _first_lines(report):
-        printed = printed.replace(line, " ")
     assert english_prose(printed) == [], printed
+
+
+# One catalogued bug for each check that some bug of the catalogue fails (a greedy cover, from the catalogue
+# graded in English; test_the_chinese_sample_covers_every_failing_check_... below keeps it one).
+CHINESE_SAMPLE = (
+    "cross_entropy:log_softmax_max_added_back", "cross_entropy:logsumexp_method", "cross_entropy:no_shape_check",
+    "cross_entropy:softmax_max_without_keepdim", "grouped_query_attention:full_width_kv",
+    "grouped_query_attention:repeat_along_sequence", "head_splitting:head_count_as_width",
+    "head_splitting:merge_interleaved", "head_splitting:no_divisibility_check",
+    "head_splitting:resizes_input_in_place", "kv_cache:appends_twice", "kv_cache:cache_forgets",
+    "kv_cache:len_of_empty_cache", "kv_cache:mask_with_cache_accepted", "layer_norm:library_layer_norm",
+    "layer_norm:plain_tensor_parameters", "lr_schedule:accepts_total_equal_warmup",
+    "lr_schedule:cosine_without_one", "lr_schedule:nanogpt_warmup", "lr_schedule:zero_after_total",
+    "masking:fill_with_minus_1e4", "masking:float_mask", "masking:library_causal_mask", "masking:mask_none_crashes",
+    "masking:masked_fill_in_place", "masking:no_k_len_check", "multi_head_attention:keys_and_queries_swapped",
+    "multi_head_attention:library_attention", "multi_head_attention:returns_weights_first",
+    "optimizer:adam_l2_decay", "optimizer:clip_per_parameter", "optimizer:no_value_checks",
+    "patch_embedding:assumes_square_images", "patch_embedding:no_divisibility_check",
+    "patch_embedding:num_patches_precedence", "patch_embedding:proj_input_size", "pre_ln_block:dropout_always_on",
+    "pre_ln_block:library_encoder_layer", "pre_ln_block:squeezes_the_batch", "qkv_projection:bias_flag_ignored",
+    "qkv_projection:d_k_true_division", "qkv_projection:no_divisibility_check", "rms_norm:eps_added_to_output",
+    "rms_norm:library_rms_norm", "rms_norm:weight_starts_at_zeros", "rope:complex_table",
+    "rope:negative_positions_wrap", "rope:rotated_in_place", "sampling:greedy_argmax_dim0",
+    "sampling:kth_without_keepdim", "sampling:max_len_one_past", "sampling:returns_new_tokens_only",
+    "sampling:temperature_multiplied", "scaling:k_dot_T", "sinusoidal_encoding:batch_dimension_added",
+    "sinusoidal_encoding:no_odd_d_model_check", "sinusoidal_encoding:no_positivity_check",
+    "swiglu:w_down_transposed", "swin_windows:official_float_mask", "swin_windows:reverse_grid_column_major",
+    "swin_windows:view_without_permute", "tiny_lm:attn_residual_from_normed", "tiny_lm:head_with_bias",
+    "tiny_lm:rope_head_dim_d_model", "tiny_lm:shared_cache_object", "vit_classifier:cls_token_2d",
+    "window_attention:index_axes_swapped", "window_attention:mask_interleaved",
+    "window_attention:mlp_ratio_ignored", "window_attention:mlp_without_norm2",
+)
+
+
+def _failing_messages(report: dict) -> dict[tuple[str, str], str]:
+    return {(check["component"], check["name"]): check["message"] for component in report["components"]
+            for check in component["checks"] if check["status"] != "passed" and check["message"]}
+
+
+def test_failing_checks_graded_in_chinese_hold_no_english_prose(tmp_path):
+    """Every part of a failing check's message in Chinese: the call it describes, what went wrong, the
+    diagnosis and the hint (code, numbers and the quoted text of an error raised by the code aside)."""
+    from selftests.bugs import all_bugs, materialize
+    from selftests.conftest import grade_folders
+
+    bugs = {bug.id: bug for bug in all_bugs()}
+    graded = {bug_id: f"{materialize(bugs[bug_id], tmp_path / bug_id.replace(':', '__'))}::{bugs[bug_id].component}"
+              for bug_id in CHINESE_SAMPLE}  # a bug fails its own component only
+    reports = grade_folders(list(graded.values()), tmp_path, env={"LC_ALL": "zh_CN.UTF-8"})
+    prose = {}
+    for bug_id, graded_as in graded.items():
+        failing = _failing_messages(reports[graded_as])
+        assert failing, f"{bug_id} fails no check"
+        for check, message in failing.items():
+            assert CJK.search(message), (bug_id, check, message)
+            if english_prose(message):
+                prose[bug_id, check] = (english_prose(message), message)
+    assert prose == {}
+
+
+def test_the_chinese_sample_covers_every_failing_check_and_the_catalogue_reads_in_chinese(graded):
+    """The sample above fails every check that some bug fails; and every failing message of the whole
+    catalogue (the `graded` reports, in English) translated as a Chinese run shows it holds no English prose."""
+    from grader.check_text import translated
+
+    bugs = {label.removeprefix("bug:"): report for label, report in graded.items() if label.startswith("bug:")}
+    failing = {check for report in bugs.values() for check in _failing_messages(report)}
+    covered = {check for bug_id in CHINESE_SAMPLE for check in _failing_messages(bugs[bug_id])}
+    assert failing - covered == set(), "add a bug that fails these checks to CHINESE_SAMPLE"
+    messages = {message for report in bugs.values() for message in _failing_messages(report).values()}
+    i18n.set_language("zh")
+    try:
+        prose = {message: words for message in messages if (words := english_prose(translated(message)))}
+    finally:
+        i18n.set_language(None)
+    assert prose == {}, f"{len(prose)} of {len(messages)} messages, e.g. {next(iter(prose.items()), None)}"

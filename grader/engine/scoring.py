@@ -37,7 +37,7 @@ def score_component(component: Component, cases: list[CaseResult], load_errors: 
     Component.gated) also times the fraction of the points its component's core checks earn,
     so code that does not do the work earns nothing from properties that such code keeps.
     """
-    broken = [load_errors[f] for f in FILES[component.id] if f in load_errors]
+    broken = [translated(load_errors[f]) for f in FILES[component.id] if f in load_errors]
     own = [c for c in cases if c.component == component.id]
     units = component.check_units()
     outcomes: dict[str, tuple[str, int, int, str]] = {}  # name -> status, cases passed, cases run, message
@@ -47,7 +47,7 @@ def score_component(component: Component, cases: list[CaseResult], load_errors: 
             outcomes[name] = (ERROR, 0, len(runs), broken[0])
             continue
         if not runs:
-            outcomes[name] = (ERROR, 0, 0, "check did not run")
+            outcomes[name] = (ERROR, 0, 0, translated("check did not run"))
             continue
         passed = sum(c.status == PASSED for c in runs)
         failing = next((c for c in runs if c.status != PASSED), None)

@@ -18,6 +18,7 @@ from pathlib import Path
 
 import torch
 
+from ..check_text import translated
 from ..engine.training import TASK, Task, TrainingFailed, expected_continuation, motifs, prompts, repeated, schedule, train
 from ..i18n import DEFAULT, N_, _, language, set_language
 from ..paths import EXERCISES, ROOT
@@ -43,7 +44,7 @@ def _child(args: argparse.Namespace) -> int:
         console.print(f"[bold red]{label}[/] {escape(str(exc))}", highlight=False)
         return 1
     console.print(_("training {task}\n  code: {target}; {steps} steps of torch.optim.AdamW, learning rates from "
-                    "your lr_at").format(task=task.describe(), target=args.target, steps=steps),
+                    "your lr_at").format(task=translated(task.describe()), target=args.target, steps=steps),
                   markup=False, highlight=False)
     try:
         lr = schedule(task, target.fn("training.lr_at"), steps)
