@@ -18,6 +18,7 @@ Models compute in float64; the comparison uses the check's own tolerance.
 from __future__ import annotations
 
 import ast
+import itertools
 import math
 import re
 from typing import Any, Callable, NamedTuple
@@ -42,6 +43,30 @@ def mismatched_sizes(message: str) -> set[int] | None:
 def mapped(mistakes: Mistakes, fn: Callable[[Any], Any]) -> Mistakes:
     """The same mistakes seen through `fn` (e.g. a slice, or a row sum), still lazy."""
     return {sentence: (lambda m=model: fn(m() if callable(m) else m)) for sentence, model in mistakes.items()}
+
+
+def besides(named: Mistakes, family: Mistakes, got: Any = None) -> Mistakes:
+    """`named` and a fitted `family`. Where a member gives what a named mistake gives, and that is what came
+    back (`got`; unknown: assumed), the member says nothing (None): the named sentence is the one that
+    teaches there; where it is not what came back, the member is ruled out as usual. Still lazy: the named
+    outputs are computed once, when the first member is weighed."""
+    outputs: list[Any] = []
+
+    def named_outputs() -> list[Any]:
+        if not outputs:
+            for model in named.values():
+                try:
+                    outputs.append(model() if callable(model) else model)
+                except Exception:  # noqa: BLE001 - a mistake that does not apply to these inputs
+                    outputs.append(None)
+        return outputs
+
+    def member(model: Any) -> Any:
+        mine = model() if callable(model) else model
+        shared = any(_same(mine, other) for other in named_outputs())
+        return None if shared and (got is None or _same(mine, got)) else mine
+
+    return {**named, **{s: (lambda m=m: member(m)) for s, m in family.items()}}
 
 
 # --- scaling -----------------------------------------------------------------------------------------
@@ -162,6 +187,8 @@ CAUSAL_MASK_MISTAKES = (
             lambda q_len, k_len: ~_ones(q_len, k_len).tril(diagonal=k_len - q_len)),
     mistake("masking", "transposed", "your mask is transposed: it should be (q_len, k_len), one row per query",
             lambda q_len, k_len: _ones(k_len, q_len).tril(diagonal=q_len - k_len)),
+    mistake("masking", "all_true", "your mask is all True, so every query sees the future: keep the lower "
+            "triangle, ones.tril(diagonal=k_len - q_len)", lambda q_len, k_len: _ones(q_len, k_len)),
 )
 MASKED_WHERE_ALLOWED = mistake(
     "masking", "masked_where_allowed",
@@ -187,8 +214,39 @@ MASK_NONE_FAILS = recognised("masking", "mask_none_fails",
                              "the scores come back unchanged (if mask is None: return scores)")
 
 
-def causal_mask_mistakes(q_len: int, k_len: int) -> Mistakes:
-    return bind(CAUSAL_MASK_MISTAKES, q_len, k_len)
+# Families fitted to what came back: any diagonal of a tril, as a shift of the right one or as a fixed one.
+# Each value is its own sentence, so a case that rules a value out rules it out for the whole check.
+DIAGONAL_SHIFTED = mistake(
+    "masking", "diagonal_shifted",
+    "your mask is tril(diagonal=k_len - q_len {shift}): its diagonal is {amount} off, so {effect}; "
+    "the causal mask is tril(diagonal=k_len - q_len), j <= i + (k_len - q_len)",
+    lambda q_len, k_len, shift: _ones(q_len, k_len).tril(diagonal=k_len - q_len + shift))
+DIAGONAL_FIXED = mistake(
+    "masking", "diagonal_fixed",
+    "your mask is tril(diagonal={diagonal}) whatever the lengths: the diagonal moves with them, "
+    "tril(diagonal=k_len - q_len), since the queries are the LAST q_len of the k_len positions",
+    lambda q_len, k_len, diagonal: _ones(q_len, k_len).tril(diagonal=diagonal))
+SHIFTS = (-3, -2, 1, 2, 3)  # 0 is right; -1 is diagonal_excluded
+DIAGONALS = (-3, -2, -1, 1, 2, 3)  # 0 is offset_ignored
+
+
+def _shift_fields(shift: int) -> dict[str, str]:
+    def positions(n: int) -> str:
+        return "position" if n == 1 else f"{n} positions"
+    effect = f"each query also sees the next {positions(shift)}" if shift > 0 else \
+        f"each query misses its own position and the {positions(-shift - 1)} before it"
+    return dict(shift=f"{'+' if shift > 0 else '-'} {abs(shift)}", amount=f"{abs(shift)} position"
+                + ("s" if abs(shift) > 1 else ""), effect=effect)
+
+
+def causal_mask_mistakes(q_len: int, k_len: int, got: Any = None) -> Mistakes:
+    """For causal_mask(q_len, k_len) (which gave `got`); also every tril of another diagonal (on a square mask,
+    only as a shift: the two read the same there)."""
+    family = {DIAGONAL_SHIFTED.text(**_shift_fields(s)): DIAGONAL_SHIFTED.on(q_len, k_len, s) for s in SHIFTS}
+    if q_len != k_len:
+        family.update({DIAGONAL_FIXED.text(diagonal=d): DIAGONAL_FIXED.on(q_len, k_len, d) for d in DIAGONALS
+                       if d != q_len - k_len})  # offset_reversed
+    return besides(bind(CAUSAL_MASK_MISTAKES, q_len, k_len), family, got)
 
 
 def _masked_value(values: Tensor) -> float | None:
@@ -258,8 +316,50 @@ RESIZED_INPUT = mistake("head_splitting", "resized_input",
                         lambda x, n_heads: x.reshape(*x.shape[:-1], n_heads, x.size(-1) // n_heads))
 
 
-def split_mistakes(x: Tensor, n_heads: int) -> Mistakes:
-    return bind(SPLIT_MISTAKES, x, n_heads)
+# Families: any view of D's sizes followed by any permutation (split), any permutation before the join (merge).
+SPLIT_LAYOUT = mistake(
+    "head_splitting", "split_layout",
+    "your split_heads gives x.reshape(B, {view}).permute(0, {order}), a (B, {result}) layout: the split is "
+    "x.view(B, T, H, Dh).transpose(1, 2), (B, H, T, Dh), head h holding the features h*Dh .. (h+1)*Dh - 1",
+    lambda x, n_heads, view, order: _split_as(x, n_heads, view, order))
+MERGE_LAYOUT = mistake(
+    "head_splitting", "merge_layout",
+    "your merge_heads gives heads.permute(0, {order}).reshape(B, T, D): it reshapes a (B, {layout}) layout, and "
+    "merge_heads undoes split_heads, heads.transpose(1, 2).reshape(B, T, H * Dh)",
+    lambda heads, order: heads.permute(0, *order).reshape(heads.shape[0], heads.shape[2],
+                                                         heads.shape[1] * heads.shape[3]))
+SPLIT_NAMED = {("T", "H", "Dh"): {(2, 1, 3), (1, 2, 3)}, ("H", "T", "Dh"): {(1, 2, 3)},  # right, or an entry
+               ("T", "Dh", "H"): {(3, 1, 2), (2, 1, 3)}}
+MERGE_NAMED = {(2, 1, 3), (1, 2, 3), (2, 3, 1)}
+AXES = ("H", "T", "Dh")  # of (B, H, T, Dh), after the batch
+
+
+def _split_as(x: Tensor, n_heads: int, view: tuple[str, ...], order: tuple[int, ...]) -> Tensor:
+    sizes = dict(T=x.shape[1], H=n_heads, Dh=x.shape[2] // n_heads)
+    return x.reshape(x.shape[0], *(sizes[name] for name in view)).permute(0, *order)
+
+
+def _identifiable(*sizes: int) -> bool:
+    """Whether every layout of axes of these sizes differs from every other (no size 1, no two the same)."""
+    return min(sizes) > 1 and len(set(sizes)) == len(sizes)
+
+
+def _split_family(x: Tensor, n_heads: int) -> Mistakes:
+    family: dict[str, Callable[[], Any]] = {}
+    if x.dim() != 3 or not _identifiable(x.shape[1], n_heads, x.shape[2] // n_heads):
+        return family
+    for view in itertools.permutations(("T", "H", "Dh")):
+        for order in itertools.permutations((1, 2, 3)):
+            if order not in SPLIT_NAMED.get(view, ()):
+                text = SPLIT_LAYOUT.text(view=", ".join(view), order=", ".join(map(str, order)),
+                                         result=", ".join(view[i - 1] for i in order))
+                family[text] = SPLIT_LAYOUT.on(x, n_heads, view, order)
+    return family
+
+
+def split_mistakes(x: Tensor, n_heads: int, got: Any = None) -> Mistakes:
+    """For split_heads(x, n_heads) (which gave `got`); also every other view of (T, H, Dh) and permutation of it."""
+    return besides(bind(SPLIT_MISTAKES, x, n_heads), _split_family(x, n_heads), got)
 
 
 def split_in_place_mistakes(x: Tensor, n_heads: int) -> Mistakes:
@@ -267,8 +367,13 @@ def split_in_place_mistakes(x: Tensor, n_heads: int) -> Mistakes:
     return bind([RESIZED_INPUT], x, n_heads)
 
 
-def merge_mistakes(heads: Tensor) -> Mistakes:
-    return bind(MERGE_MISTAKES, heads)
+def merge_mistakes(heads: Tensor, got: Any = None) -> Mistakes:
+    """For merge_heads(heads) (which gave `got`); also every other permutation of (H, T, Dh) before the join."""
+    family = {MERGE_LAYOUT.text(order=", ".join(map(str, order)), layout=", ".join(AXES[i - 1] for i in order)):
+              MERGE_LAYOUT.on(heads, order)
+              for order in itertools.permutations((1, 2, 3)) if order not in MERGE_NAMED
+              and heads.dim() == 4 and _identifiable(*heads.shape[1:])}
+    return besides(bind(MERGE_MISTAKES, heads), family, got)
 
 
 # --- qkv_projection ----------------------------------------------------------------------------------
