@@ -1519,17 +1519,22 @@ def clip_grads_mistakes(grads: list[Tensor], max_norm: float, index: int) -> Mis
 
 # --- lr_schedule -------------------------------------------------------------------------------------
 
-def schedule(steps: list[int], max_lr: float, min_lr: float, warmup: int, total: int, variant: str = "") -> Tensor:
-    """lr at each step (float64), with the mistake `variant` switched on."""
+def schedule(steps: list[int], max_lr: float, min_lr: float, warmup: int, total: int, variant: str = "", *,
+             warmup_offsets: tuple[int, int] = (0, 0), progress_offsets: tuple[int, int] = (0, 0)) -> Tensor:
+    """lr at each step (float64), with the mistake `variant` switched on, or the warmup's fraction
+    (step + a) / (warmup_steps + b) and the cosine's progress (step - warmup_steps + a) / (total_steps -
+    warmup_steps + b) off by the offsets (a, b) given."""
     out = []
+    (wa, wb), (pa, pb) = warmup_offsets, progress_offsets
     for s in steps:
         if s < warmup:
             lr = {"plus_one": max_lr * (s + 1) / warmup, "nanogpt": max_lr * (s + 1) / (warmup + 1),
-                  "to_one": s / warmup, "int_division": max_lr * (s // warmup)}.get(variant, max_lr * s / warmup)
+                  "to_one": s / warmup, "int_division": max_lr * (s // warmup)}.get(variant,
+                                                                                    max_lr * (s + wa) / (warmup + wb))
         elif s > total:
             lr = 0.0 if variant == "zero_after" else max_lr if variant == "max_after" else min_lr
         else:
-            progress = (s - warmup) / (total - warmup)
+            progress = (s - warmup + pa) / (total - warmup + pb)
             if variant == "progress_from_0":
                 progress = s / total
             elif variant == "over_total":
@@ -1583,8 +1588,36 @@ def tensor_lr_mistakes(right: float) -> Mistakes:
     return bind([LR_AS_TENSOR], right)
 
 
-def schedule_mistakes(steps: list[int], max_lr: float, min_lr: float, warmup: int, total: int) -> Mistakes:
-    return simulated(SCHEDULE_MISTAKES, lambda variant: schedule(steps, max_lr, min_lr, warmup, total, variant))
+# Families: the warmup's fraction and the cosine's progress each off by one in numerator and/or denominator.
+WARMUP_OFF_BY_ONE = mistake(
+    "lr_schedule", "warmup_offsets",
+    "your warmup is max_lr * ({numerator}) / ({denominator}): the contract's is max_lr * step / warmup_steps, "
+    "0 at step 0 and max_lr at step warmup_steps",
+    lambda steps, max_lr, min_lr, warmup, total, offsets: schedule(steps, max_lr, min_lr, warmup, total,
+                                                                   warmup_offsets=offsets))
+PROGRESS_OFF_BY_ONE = mistake(
+    "lr_schedule", "progress_offsets",
+    "your cosine's progress is ({numerator}) / ({denominator}): the contract's is (step - warmup_steps) / "
+    "(total_steps - warmup_steps), 0 at the end of the warmup and 1 at total_steps",
+    lambda steps, max_lr, min_lr, warmup, total, offsets: schedule(steps, max_lr, min_lr, warmup, total,
+                                                                   progress_offsets=offsets))
+OFFSETS = [(a, b) for a in (-1, 0, 1) for b in (-1, 0, 1) if (a, b) != (0, 0)]
+
+
+def _plus(term: str, offset: int) -> str:
+    return term + (f" + {offset}" if offset > 0 else f" - {-offset}" if offset < 0 else "")
+
+
+def schedule_mistakes(steps: list[int], max_lr: float, min_lr: float, warmup: int, total: int,
+                      got: Any = None) -> Mistakes:
+    """For lr_at at `steps` (which gave `got`); also the warmup and the progress off by one (OFFSETS)."""
+    config = (steps, max_lr, min_lr, warmup, total)
+    family = {WARMUP_OFF_BY_ONE.text(numerator=_plus("step", a), denominator=_plus("warmup_steps", b)):
+              WARMUP_OFF_BY_ONE.on(*config, (a, b)) for a, b in OFFSETS if (a, b) not in ((1, 0), (1, 1))}
+    family.update({PROGRESS_OFF_BY_ONE.text(numerator=_plus("step - warmup_steps", a),
+                                            denominator=_plus("total_steps - warmup_steps", b)):
+                   PROGRESS_OFF_BY_ONE.on(*config, (a, b)) for a, b in OFFSETS})
+    return besides(simulated(SCHEDULE_MISTAKES, lambda variant: schedule(*config, variant)), family, got)
 
 
 # --- rope --------------------------------------------------------------------------------------------
