@@ -90,7 +90,7 @@ def compare_steps(got, expected, values, grads, per_param, lrs, what: str) -> No
         for i, (out, ref) in enumerate(zip(got_step, expected_step)):
             assert_close(out, ref, what=f"{what}: parameter {i} {tuple(ref.shape)} after step {s + 1}",
                          rtol=RTOL, atol=ATOL, hint=WHERE,
-                         mistakes=mistakes.adamw_mistakes(values, grads, per_param, lrs, s, i))
+                         mistakes=mistakes.adamw_mistakes(values, grads, per_param, lrs, s, i, out))
 
 
 @pytest.mark.parametrize("dtype", DTYPES)

@@ -1406,8 +1406,9 @@ def closure_mistakes() -> Mistakes:
 
 
 def adamw_run(values: list[Tensor], grads: list[list[Tensor | None]], groups: list[dict], lrs: list[list[float]],
-              variant: str = "") -> list[list[Tensor]]:
-    """Every step's parameters (float64) of the contract's AdamW, with the mistake `variant` switched on.
+              variant: str = "", bias_steps: tuple[int, int] = (0, 0)) -> list[list[Tensor]]:
+    """Every step's parameters (float64) of the contract's AdamW, with the mistake `variant` switched on, or
+    the bias corrections 1 - b1**(t + k1), 1 - b2**(t + k2) of `bias_steps` (k1, k2).
 
     `groups[i]` holds parameter i's settings (lr, betas, eps, weight_decay) at construction; `lrs[s][i]` is
     its lr at step s; `grads[s][i]` its gradient at step s, or None.
@@ -1442,7 +1443,8 @@ def adamw_run(values: list[Tensor], grads: list[list[Tensor | None]], groups: li
                 m[i], v[i], t = torch.zeros_like(p[i]), torch.zeros_like(p[i]), 1
             m[i] = m_beta * m[i] + (1.0 if variant == "m_without_1_minus_b1" else 1 - m_beta) * g
             v[i] = b2 * v[i] + (1.0 if variant == "v_without_1_minus_b2" else 1 - b2) * (g if variant == "v_of_g" else g * g)
-            c1, c2 = (1.0, 1.0) if variant == "no_bias_correction" else (1 - b1**t, 1 - b2**t)
+            c1, c2 = (1.0, 1.0) if variant == "no_bias_correction" else (1 - b1**(t + bias_steps[0]),
+                                                                          1 - b2**(t + bias_steps[1]))
             num = g if variant == "no_momentum" else m[i] / c1
             if variant == "eps_inside":
                 denom = (v[i] / c2 + eps).sqrt()
@@ -1457,16 +1459,27 @@ def adamw_run(values: list[Tensor], grads: list[list[Tensor | None]], groups: li
     return history
 
 
-def adamw_mistakes(values, grads, groups, lrs, step: int, index: int) -> Mistakes:
-    """For parameter `index` after step `step` (from 0)."""
-    cache: dict[str, list] = {}
+# A family: the step of either bias correction shifted (t - 1, t + 1), each pair its own sentence.
+BIAS_STEPS = mistake(
+    "optimizer", "bias_steps",
+    "your bias corrections are 1 - b1**({t1}) and 1 - b2**({t2}): both use t, the parameter's own update "
+    "count, which is 1 at its first update (state['step'] += 1 before it is used)", dict())
+BIAS_SHIFTS = [(k1, k2) for k1 in (-1, 0, 1) for k2 in (-1, 0, 1) if (k1, k2) != (0, 0)]
 
-    def model(variant):
-        if variant not in cache:
-            cache[variant] = adamw_run(values, grads, groups, lrs, variant)
-        return cache[variant][step][index]
 
-    return simulated(ADAMW_MISTAKES, model)
+def adamw_mistakes(values, grads, groups, lrs, step: int, index: int, got: Any = None) -> Mistakes:
+    """For parameter `index` after step `step` (from 0), which came back as `got`; also the bias corrections'
+    steps shifted (BIAS_SHIFTS)."""
+    cache: dict[Any, list] = {}
+
+    def model(variant="", bias_steps=(0, 0)):
+        if (variant, bias_steps) not in cache:
+            cache[variant, bias_steps] = adamw_run(values, grads, groups, lrs, variant, bias_steps)
+        return cache[variant, bias_steps][step][index]
+
+    family = {BIAS_STEPS.text(t1=_plus("t", k1), t2=_plus("t", k2)): (lambda k=(k1, k2): model(bias_steps=k))
+              for k1, k2 in BIAS_SHIFTS}
+    return besides(simulated(ADAMW_MISTAKES, model), family, got)
 
 
 def _norm(grads: list[Tensor]) -> Tensor:
