@@ -2975,8 +2975,13 @@ def swin_attention(state: dict[str, Tensor], x: Tensor, n_heads: int, ws: int, m
     return F.linear(out, w["proj.weight"], w.get("proj.bias"))
 
 
-def swin_block(state: dict[str, Tensor], x: Tensor, n_heads: int, ws: int, shift: int, *, variant: str = "") -> Tensor:
-    """SwinBlock's output (B, H, W, C) in float64."""
+Roll = tuple[int, tuple[int, ...]]  # (sign of the shift, the dims rolled): (-1, (1, 2)) is roll(y, (-s, -s), (1, 2))
+
+
+def swin_block(state: dict[str, Tensor], x: Tensor, n_heads: int, ws: int, shift: int, *, variant: str = "",
+               rolls: tuple[Roll, Roll] | None = None) -> Tensor:
+    """SwinBlock's output (B, H, W, C) in float64; `rolls` (before the windows, after them) replaces the
+    contract's ((-1, (1, 2)), (+1, (1, 2)))."""
     w = {k: v.double() for k, v in state.items()}
     x = x.double()
     _, H, W, C = x.shape
@@ -2987,12 +2992,18 @@ def swin_block(state: dict[str, Tensor], x: Tensor, n_heads: int, ws: int, shift
     first, back = {"roll_wrong_way": (shift, -shift), "rolled_back_same_way": (-shift, -shift)}.get(
         variant, (-shift, shift))
     y = norm(x, "norm1")
-    if shift:
+    if rolls is not None:
+        (sign, dims), after = rolls
+        y = torch.roll(y, (sign * shift,) * len(dims), dims) if dims else y
+    elif shift:
         y = torch.roll(y, (first, first), dims=(1, 2))
     mask = swin_region_mask(H, W, ws, shift) if shift and variant != "mask_not_passed" else None
     y = _swin_reverse(swin_attention(w, _swin_partition(y, ws), n_heads, ws, mask, variant=variant, prefix="attn."),
                       ws, H, W)
-    if shift and variant != "no_roll_back":
+    if rolls is not None:
+        sign, dims = after
+        y = torch.roll(y, (sign * shift,) * len(dims), dims) if dims else y
+    elif shift and variant != "no_roll_back":
         y = torch.roll(y, (back, back), dims=(1, 2))
     x = (norm(x, "norm1") if variant == "residual_from_normed" else x) + y
     h = x if variant == "mlp_without_norm2" else norm(x, "norm2")
@@ -3077,9 +3088,37 @@ def swin_attention_mistakes(state: dict[str, Tensor], x: Tensor, n_heads: int, w
                      lambda variant: swin_attention(state, x, n_heads, ws, mask, variant=variant))
 
 
-def swin_block_mistakes(state: dict[str, Tensor], x: Tensor, n_heads: int, ws: int, shift: int) -> Mistakes:
-    return simulated([*_swin_index_entries(ws), *SWIN_ATTENTION_MISTAKES, *SWIN_BLOCK_MISTAKES],
-                     lambda variant: swin_block(state, x, n_heads, ws, shift, variant=variant))
+# A family: any direction and axes of either roll (or none), each pair its own sentence.
+ROLLS = mistake(
+    "window_attention", "rolls",
+    "your block rolls the map {before} before window_partition and {after} after window_reverse: the roll is "
+    "by (-shift_size, -shift_size) over dims (1, 2) before, and by (shift_size, shift_size) after", dict())
+ROLLS_BEFORE: tuple[Roll, ...] = ((-1, (1, 2)), (1, (1, 2)), (0, ()), (-1, (1,)), (-1, (2,)))
+ROLLS_AFTER: tuple[Roll, ...] = ((1, (1, 2)), (-1, (1, 2)), (0, ()), (1, (1,)), (1, (2,)))
+ROLLS_NAMED = {((-1, (1, 2)), (1, (1, 2))), ((1, (1, 2)), (-1, (1, 2))), ((-1, (1, 2)), (-1, (1, 2))),
+               ((-1, (1, 2)), (0, ()))}  # right, roll_wrong_way, rolled_back_same_way, no_roll_back
+
+
+def _roll_words(roll: Roll) -> str:
+    sign, dims = roll
+    if not dims:
+        return "not at all"
+    amount = "-shift_size" if sign < 0 else "shift_size"
+    if len(dims) == 1:
+        return f"by {amount} over dim {dims[0]} only (the {'rows' if dims[0] == 1 else 'columns'})"
+    return f"by ({amount}, {amount}) over dims (1, 2)"
+
+
+def swin_block_mistakes(state: dict[str, Tensor], x: Tensor, n_heads: int, ws: int, shift: int,
+                        got: Any = None) -> Mistakes:
+    """For SwinBlock (which gave `got`); with a shift, also every other pair of rolls (ROLLS_BEFORE, ROLLS_AFTER)."""
+    named = simulated([*_swin_index_entries(ws), *SWIN_ATTENTION_MISTAKES, *SWIN_BLOCK_MISTAKES],
+                      lambda variant: swin_block(state, x, n_heads, ws, shift, variant=variant))
+    family = {ROLLS.text(before=_roll_words(before), after=_roll_words(after)):
+              (lambda r=(before, after): swin_block(state, x, n_heads, ws, shift, rolls=r))
+              for before in ROLLS_BEFORE for after in ROLLS_AFTER
+              if shift and (before, after) not in ROLLS_NAMED}
+    return besides(named, family, got)
 
 
 def swin_rolled_mistakes(state: dict[str, Tensor], x: Tensor, n_heads: int, ws: int, shift: int,
