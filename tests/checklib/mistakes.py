@@ -28,6 +28,7 @@ import torch.nn.functional as F
 from torch import Tensor
 
 from .catalogue import Mistake, Mistakes, bind, mistake, recognised, simulated, variants
+from .compare import _matches
 
 
 # torch's words when two tensors' sizes do not broadcast (the mistakes below that students' errors reveal)
@@ -45,28 +46,41 @@ def mapped(mistakes: Mistakes, fn: Callable[[Any], Any]) -> Mistakes:
     return {sentence: (lambda m=model: fn(m() if callable(m) else m)) for sentence, model in mistakes.items()}
 
 
-def besides(named: Mistakes, family: Mistakes, got: Any = None) -> Mistakes:
+def besides(named: Mistakes, family: Mistakes, got: Any = None, *, prefer_named: bool = True) -> Mistakes:
     """`named` and a fitted `family`. Where a member gives what a named mistake gives, and that is what came
     back (`got`; unknown: assumed), the member says nothing (None): the named sentence is the one that
-    teaches there; where it is not what came back, the member is ruled out as usual. Still lazy: the named
-    outputs are computed once, when the first member is weighed."""
-    outputs: list[Any] = []
+    teaches there (or, `prefer_named=False`, neither says anything: a diagnosis is never a guess); where it
+    is not what came back, both are weighed as usual. Still lazy: the outputs are computed once, when the
+    first is weighed."""
+    outputs: dict[str, Any] = {}
 
-    def named_outputs() -> list[Any]:
-        if not outputs:
-            for model in named.values():
+    def computed(models: Mistakes) -> dict[str, Any]:
+        for sentence, model in models.items():
+            if sentence not in outputs:
                 try:
-                    outputs.append(model() if callable(model) else model)
+                    outputs[sentence] = model() if callable(model) else model
                 except Exception:  # noqa: BLE001 - a mistake that does not apply to these inputs
-                    outputs.append(None)
-        return outputs
+                    outputs[sentence] = None
+        return {s: outputs[s] for s in models}
 
-    def member(model: Any) -> Any:
-        mine = model() if callable(model) else model
-        shared = any(_same(mine, other) for other in named_outputs())
-        return None if shared and (got is None or _same(mine, got)) else mine
+    def shared(mine: Any, others: Mistakes) -> bool:
+        """Whether `mine` and another model would both match what came back (as the check weighs them)."""
+        if got is None:
+            return any(_same(mine, o) for o in computed(others).values())
+        return _matches(got, mine, None, None) and any(_matches(got, o, None, None)
+                                                        for o in computed(others).values())
 
-    return {**named, **{s: (lambda m=m: member(m)) for s, m in family.items()}}
+    def member(sentence: str) -> Any:
+        mine = computed({sentence: family[sentence]})[sentence]
+        return None if shared(mine, named) else mine
+
+    def named_one(sentence: str) -> Any:
+        mine = computed({sentence: named[sentence]})[sentence]
+        return None if shared(mine, family) else mine
+
+    if prefer_named:
+        return {**named, **{s: (lambda s=s: member(s)) for s in family}}
+    return {**{s: (lambda s=s: named_one(s)) for s in named}, **{s: (lambda s=s: member(s)) for s in family}}
 
 
 # --- scaling -----------------------------------------------------------------------------------------
@@ -1036,9 +1050,27 @@ INITIAL_VALUE = mistake("layer_norm", "initial_value",
                         lambda d, bad: torch.full((d,), bad))
 
 
-def layer_norm_mistakes(x: Tensor, state: dict[str, Tensor], eps: float, *, default_eps: bool = False) -> Mistakes:
-    return simulated([*LAYER_NORM_MISTAKES, *([DEFAULT_EPS] if default_eps else [])],
-                     lambda variant: layer_norm(x, state["weight"], state["bias"], eps, variant=variant))
+# A family of both norms: an eps written into the code, whatever eps the norm is given.
+FIXED_EPS = mistake("layer_norm", "fixed_eps",
+                    "your eps is {eps} whatever eps the norm is given: use the one passed to __init__ (self.eps)",
+                    dict())
+FIXED_EPS_VALUES = (1e-5, 1e-6, 1e-8, 1e-3)
+
+
+def _fixed_eps(norm: Callable[[float], Tensor], named: Mistakes, got: Any, default_eps: bool) -> Mistakes:
+    """`named` and the FIXED_EPS family; 1e-6 is DEFAULT_EPS's where the default is used. An eps next to 0 is
+    no eps on most inputs: where the two give the same, neither is named."""
+    family = {FIXED_EPS.text(eps=f"{value:g}".replace("e-0", "e-")): (lambda value=value: norm(value))
+              for value in FIXED_EPS_VALUES if not (default_eps and value == 1e-6)}
+    return besides(named, family, got, prefer_named=False)
+
+
+def layer_norm_mistakes(x: Tensor, state: dict[str, Tensor], eps: float, *, default_eps: bool = False,
+                        got: Any = None) -> Mistakes:
+    """For LayerNorm(x) with this eps (which gave `got`); also an eps of FIXED_EPS_VALUES written into the code."""
+    named = simulated([*LAYER_NORM_MISTAKES, *([DEFAULT_EPS] if default_eps else [])],
+                      lambda variant: layer_norm(x, state["weight"], state["bias"], eps, variant=variant))
+    return _fixed_eps(lambda value: layer_norm(x, state["weight"], state["bias"], value), named, got, default_eps)
 
 
 def statistics_detached_x_grad(x: Tensor, state: dict[str, Tensor], eps: float, grad_output: Tensor, *,
@@ -1148,13 +1180,16 @@ def scaled_in_place_mistakes(x: Tensor) -> Mistakes:
     return bind([SCALED_IN_PLACE], x)
 
 
-def rms_norm_mistakes(x: Tensor, state: dict[str, Tensor], eps: float, *, default_eps: bool = False) -> Mistakes:
+def rms_norm_mistakes(x: Tensor, state: dict[str, Tensor], eps: float, *, default_eps: bool = False,
+                      got: Any = None) -> Mistakes:
+    """For RMSNorm(x) with this eps (which gave `got`); also an eps of FIXED_EPS_VALUES written into the code."""
     entries = list(RMS_NORM_MISTAKES)
     if bool((x > 0).all()):  # mean(|x|) is mean(x) there: the two mistakes cannot be told apart
         entries = [m for m in entries if m.model["variant"] not in ("abs_mean", "square_of_mean")]
     if default_eps:
         entries.append(DEFAULT_EPS)
-    return simulated(entries, lambda variant: rms_norm(x, state["weight"], eps, variant=variant))
+    named = simulated(entries, lambda variant: rms_norm(x, state["weight"], eps, variant=variant))
+    return _fixed_eps(lambda value: rms_norm(x, state["weight"], value), named, got, default_eps)
 
 
 # --- swiglu ------------------------------------------------------------------------------------------
