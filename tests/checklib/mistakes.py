@@ -18,6 +18,7 @@ Models compute in float64; the comparison uses the check's own tolerance.
 from __future__ import annotations
 
 import ast
+import functools
 import itertools
 import math
 import re
@@ -359,16 +360,17 @@ def _identifiable(*sizes: int) -> bool:
 
 
 def _split_family(x: Tensor, n_heads: int) -> Mistakes:
-    family: dict[str, Callable[[], Any]] = {}
     if x.dim() != 3 or not _identifiable(x.shape[1], n_heads, x.shape[2] // n_heads):
-        return family
-    for view in itertools.permutations(("T", "H", "Dh")):
-        for order in itertools.permutations((1, 2, 3)):
-            if order not in SPLIT_NAMED.get(view, ()):
-                text = SPLIT_LAYOUT.text(view=", ".join(view), order=", ".join(map(str, order)),
-                                         result=", ".join(view[i - 1] for i in order))
-                family[text] = SPLIT_LAYOUT.on(x, n_heads, view, order)
-    return family
+        return {}
+    return {text: SPLIT_LAYOUT.on(x, n_heads, view, order) for text, view, order in _split_texts()}
+
+
+@functools.cache
+def _split_texts() -> tuple[tuple[str, tuple[str, ...], tuple[int, ...]], ...]:
+    return tuple((SPLIT_LAYOUT.text(view=", ".join(view), order=", ".join(map(str, order)),
+                                    result=", ".join(view[i - 1] for i in order)), view, order)
+                 for view in itertools.permutations(("T", "H", "Dh")) for order in itertools.permutations((1, 2, 3))
+                 if order not in SPLIT_NAMED.get(view, ()))
 
 
 def split_mistakes(x: Tensor, n_heads: int, got: Any = None) -> Mistakes:
@@ -790,13 +792,41 @@ def square_assumed(message: str, images_shape: tuple[int, ...], patch: int) -> b
     return any(dims == [b, c, side // patch, patch, side // patch, patch] for side in (height, width))
 
 
-def patchify_mistakes(images: Tensor, patch: int) -> Mistakes:
-    return {**simulated(PATCH_MISTAKES, lambda order: patches(images, patch, order)),
-            **bind([UNFOLD_LAYOUT], images, patch)}
+# A family: the view (B, C, H/P, Py, W/P, Px) flattened in any other order, each order its own sentence.
+PATCH_ORDER = mistake(
+    "patch_embedding", "patch_order",
+    "your patchify flattens the view (B, C, H/P, Py, W/P, Px) in the order ({names}), permute(0, {order}) "
+    "(Py, Px: a pixel's row and column in its patch): the patches are (B, H/P, W/P, C, Py, Px) flattened, "
+    "permute(0, 2, 4, 1, 3, 5), row-major patches of (C, P, P) each", dict())
+PATCH_AXES = ("B", "C", "H/P", "Py", "W/P", "Px")
+PATCH_NAMED = {(0, 2, 4, 1, 3, 5), *(m.model["order"] for m in PATCH_MISTAKES)}
 
 
-def embedding_mistakes(images: Tensor, patch: int, state: dict[str, Tensor]) -> Mistakes:
-    return simulated(PATCH_MISTAKES, lambda order: linear(patches(images, patch, order), state, "proj"))
+def _patch_orders(images: Tensor, patch: int, model: Callable[[tuple[int, ...]], Any]) -> Mistakes:
+    """The PATCH_ORDER family, where no axis of the view has size 1 (then every order gives its own patches)."""
+    b, c, height, width = images.shape
+    if min(b, c, height // patch, patch, width // patch) < 2:
+        return {}
+    return {text: (lambda order=order: model(order)) for text, order in _patch_order_texts()}
+
+
+@functools.cache
+def _patch_order_texts() -> tuple[tuple[str, tuple[int, ...]], ...]:
+    return tuple((PATCH_ORDER.text(names=", ".join(PATCH_AXES[i] for i in (0, *rest)), order=", ".join(map(str, rest))),
+                  (0, *rest)) for rest in itertools.permutations(range(1, 6)) if (0, *rest) not in PATCH_NAMED)
+
+
+def patchify_mistakes(images: Tensor, patch: int, got: Any = None) -> Mistakes:
+    """For patchify(images, patch) (which gave `got`); also every other order of the view (PATCH_ORDER)."""
+    named = {**simulated(PATCH_MISTAKES, lambda order: patches(images, patch, order)),
+             **bind([UNFOLD_LAYOUT], images, patch)}
+    return besides(named, _patch_orders(images, patch, lambda order: patches(images, patch, order)), got)
+
+
+def embedding_mistakes(images: Tensor, patch: int, state: dict[str, Tensor], got: Any = None) -> Mistakes:
+    def model(order):
+        return linear(patches(images, patch, order), state, "proj")
+    return besides(simulated(PATCH_MISTAKES, model), _patch_orders(images, patch, model), got)
 
 
 def num_patches_mistakes(img_size: int, patch: int) -> Mistakes:
