@@ -567,15 +567,16 @@ def mha_weights_mistakes(state: dict[str, Tensor], x: Tensor, mask: Tensor | Non
 # --- sinusoidal_encoding -----------------------------------------------------------------------------
 
 def table(max_len: int, d_model: int, *, base: float = 10000.0, exponent: str = "2i", first: int = 0,
-          even=torch.sin, odd=torch.cos, angle: str = "p*w", denominator: int = 0) -> Tensor:
-    """(max_len, d_model) in float64, with one mistake switched on."""
+          even=torch.sin, odd=torch.cos, angle: str = "p*w", denominator: int = 0, numerator: int = 0) -> Tensor:
+    """(max_len, d_model) in float64, with one mistake switched on (the exponent is (2i + numerator) /
+    (d_model + denominator))."""
     pairs = torch.arange(0, d_model, 2, dtype=torch.float64)
     if exponent == "i":
         pairs = pairs / 2
     position = torch.arange(first, first + max_len, dtype=torch.float64).unsqueeze(1)
     pe = torch.zeros(max_len, d_model, dtype=torch.float64)
     for parity, fn in ((0, even), (1, odd)):
-        exps = pairs + (parity if exponent == "column" else 0)
+        exps = pairs + (parity if exponent == "column" else 0) + numerator
         w = torch.pow(base, -exps / (d_model + denominator))
         a = {"p*w": position * w, "p+w": position + w, "w": w.expand(max_len, -1)}[angle]
         pe[:, parity::2] = fn(a)
@@ -619,10 +620,19 @@ OTHER_BASE = mistake("sinusoidal_encoding", "other_base",
                      lambda max_len, d_model, base: table(max_len, d_model, base=base))
 
 
+TABLE_EXPONENT = mistake(
+    "sinusoidal_encoding", "exponent_offsets",
+    "your frequencies are 10000**(-{numerator} / {denominator}): they are 10000**(-2i / d_model), i counting "
+    "the pairs from 0, so columns 0 and 1 turn by 1 radian a position", dict())
+
+
 def table_mistakes(max_len: int, d_model: int, got: Any = None) -> Mistakes:
-    """For the (max_len, d_model) table; given what came back, also a base no entry names, fitted to it."""
+    """For the (max_len, d_model) table; given what came back, also a base no entry names, fitted to it, and
+    the exponent off by EXPONENT_OFFSETS (exponent_over_d_minus_1 is (0, -1))."""
+    family = {text: (lambda k=k: table(max_len, d_model, numerator=k[0], denominator=k[1]))
+              for text, k in _exponent_texts(TABLE_EXPONENT, "d_model", {(0, -1)}).items()}
     return {**simulated(TABLE_MISTAKES, lambda **switches: table(max_len, d_model, **switches)),
-            **_other_base(max_len, d_model, got)}
+            **_other_base(max_len, d_model, got), **family}
 
 
 def _other_base(max_len: int, d_model: int, got: Any) -> Mistakes:
@@ -633,7 +643,10 @@ def _other_base(max_len: int, d_model: int, got: Any) -> Mistakes:
     if not 0 < value < math.sin(1.0):  # a base above 1 turns pair 1 by less than a radian a position
         return {}
     base = math.asin(value) ** (-d_model / 2)
-    if not math.isfinite(base) or any(math.isclose(base, b, rel_tol=1e-2) for b in (10000.0, 1000.0)):
+    # another denominator d_model + k is the base 10000 ** (d_model / (d_model + k)), whose value depends on
+    # d_model: the entry that names the denominator is the one that holds for every case
+    denominators = [10000.0 ** (d_model / (d_model + k)) for k in {b for _, b in EXPONENT_OFFSETS} if d_model + k > 0]
+    if not math.isfinite(base) or any(math.isclose(base, b, rel_tol=1e-2) for b in (10000.0, 1000.0, *denominators)):
         return {}
     return bind([OTHER_BASE], max_len, d_model, base, base=base)
 
@@ -1700,14 +1713,17 @@ def schedule_mistakes(steps: list[int], max_lr: float, min_lr: float, warmup: in
 
 # --- rope --------------------------------------------------------------------------------------------
 
-def rope_tables(max_len: int, head_dim: int, base: float = 10000.0, *, variant: str = "") -> tuple[Tensor, Tensor]:
-    """(cos, sin), each (max_len, head_dim / 2), in float64, with the mistake `variant` switched on.
+def rope_tables(max_len: int, head_dim: int, base: float = 10000.0, *, variant: str = "",
+                exponent_offsets: tuple[int, int] = (0, 0)) -> tuple[Tensor, Tensor]:
+    """(cos, sin), each (max_len, head_dim / 2), in float64, with the mistake `variant` switched on, or the
+    exponent (2i + a) / (head_dim + b) of `exponent_offsets` (a, b).
 
     `float16` computes the angles as that mistake does (float16 positions times float16 frequencies),
     and `no_minus` in float32: their angles are large, so the rounding of the mistake's own dtype decides.
     """
     features = torch.arange(0, head_dim, 2, dtype=torch.float64)  # 2i
-    exponent = {"pair_index": features / 2, "off_by_one": features - 2}.get(variant, features) / head_dim
+    a, b = exponent_offsets
+    exponent = {"pair_index": features / 2, "off_by_one": features - 2}.get(variant, features + a) / (head_dim + b)
     base = 10000.0 if variant == "base_ignored" else base
     freqs = base ** (exponent if variant == "no_minus" else -exponent)
     positions = torch.arange(max_len, dtype=torch.float64) + (1 if variant == "from_one" else 0)
@@ -1751,9 +1767,28 @@ FLOAT64_TABLE = mistake("rope", "float64_table",
                         ".to(torch.float32)", lambda table: table.double() if table.dtype == torch.float64 else None)
 
 
+# Families of both encodings: the exponent 2i / d off by a little in its numerator and/or denominator.
+EXPONENT_OFFSETS = [(a, b) for a in (-2, -1, 0, 1, 2) for b in (-2, -1, 0, 1, 2) if (a, b) != (0, 0)]
+ROPE_EXPONENT = mistake(
+    "rope", "exponent_offsets",
+    "your frequencies are base**(-{numerator} / {denominator}): they are base**(-2i / head_dim), i counting "
+    "the pairs from 0, so pair 0 turns by 1 radian a position", dict())
+
+
+def _exponent_texts(entry: Mistake, d: str, skip: set[tuple[int, int]]) -> dict[str, tuple[int, int]]:
+    def term(name: str, offset: int) -> str:
+        return f"({_plus(name, offset)})" if offset else name
+    return {entry.text(numerator=term("2i", a), denominator=term(d, b)): (a, b)
+            for a, b in EXPONENT_OFFSETS if (a, b) not in skip}
+
+
 def rope_table_mistakes(max_len: int, head_dim: int, base: float = 10000.0) -> Mistakes:
-    """For the pair (cos, sin) of rope_angles; see them one at a time with `mapped`."""
-    return simulated(ROPE_TABLE_MISTAKES, lambda variant: rope_tables(max_len, head_dim, base, variant=variant))
+    """For the pair (cos, sin) of rope_angles; see them one at a time with `mapped`. Also the exponent off by
+    EXPONENT_OFFSETS (off_by_one is (-2, 0))."""
+    named = simulated(ROPE_TABLE_MISTAKES, lambda variant: rope_tables(max_len, head_dim, base, variant=variant))
+    family = {text: (lambda k=k: rope_tables(max_len, head_dim, base, exponent_offsets=k))
+              for text, k in _exponent_texts(ROPE_EXPONENT, "head_dim", {(-2, 0)}).items()}
+    return {**named, **family}
 
 
 def rope_table_shape_mistakes(max_len: int, head_dim: int) -> Mistakes:
