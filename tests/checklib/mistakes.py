@@ -1415,12 +1415,30 @@ MAX_SUBTRACTED_IN_PLACE = mistake("cross_entropy", "max_subtracted_in_place",
                                   "compute a new tensor instead", lambda x, dim: x - x.amax(dim=dim, keepdim=True))
 
 
-def softmax_mistakes(x: Tensor, dim: int) -> Mistakes:
-    return bind(SOFTMAX_MISTAKES, x, dim)
+# Families: a dim written into the code, whatever `dim` says (the last one is softmax_last_dim's).
+SOFTMAX_FIXED_DIM = mistake("cross_entropy", "softmax_fixed_dim",
+                            "your softmax always normalises over dim={dim}, whatever `dim` says: normalise over the "
+                            "dim given", dict())
+LOG_SOFTMAX_FIXED_DIM = mistake("cross_entropy", "log_softmax_fixed_dim",
+                                "your log_softmax always normalises over dim={dim}, whatever `dim` says: normalise "
+                                "over the dim given", dict())
+FIXED_DIMS = (0, 1, -2)
 
 
-def log_softmax_mistakes(x: Tensor, dim: int) -> Mistakes:
-    return bind(LOG_SOFTMAX_MISTAKES, x, dim)
+def _fixed_dims(entry: Mistake, x: Tensor, fn: Callable[[Tensor, int], Tensor]) -> Mistakes:
+    """Each fixed dim that x has (one that is x's last dim too is weighed: it rules out what it does not match)."""
+    return {entry.text(dim=k): (lambda k=k: fn(x.double(), k)) for k in FIXED_DIMS if -x.dim() <= k < x.dim()}
+
+
+def softmax_mistakes(x: Tensor, dim: int, got: Any = None) -> Mistakes:
+    """For softmax(x, dim) (which gave `got`); also a fixed dim of FIXED_DIMS."""
+    return besides(bind(SOFTMAX_MISTAKES, x, dim), _fixed_dims(SOFTMAX_FIXED_DIM, x, torch.softmax), got)
+
+
+def log_softmax_mistakes(x: Tensor, dim: int, got: Any = None) -> Mistakes:
+    """For log_softmax(x, dim) (which gave `got`); also a fixed dim of FIXED_DIMS."""
+    return besides(bind(LOG_SOFTMAX_MISTAKES, x, dim), _fixed_dims(LOG_SOFTMAX_FIXED_DIM, x, torch.log_softmax),
+                   got)
 
 
 def cross_entropy_mistakes(logits: Tensor, targets: Tensor, ignore_index: int) -> Mistakes:
