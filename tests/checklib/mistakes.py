@@ -2876,9 +2876,36 @@ PARTITION_MISTAKES = (
 )
 
 
+# Families: the grid view flattened (partition) or permuted back (reverse) in any other order, C staying last.
+PARTITION_ORDER = mistake(
+    "swin_windows", "partition_order",
+    "your window_partition flattens the view (B, H/ws, y, W/ws, x, C) in the order ({names}), permute({order}) "
+    "(y, x: a pixel's row and column in its window): the windows are (B, H/ws, W/ws, y, x, C) flattened, "
+    "permute(0, 1, 3, 2, 4, 5)", dict())
+REVERSE_ORDER = mistake(
+    "swin_windows", "reverse_order",
+    "your window_reverse permutes the windows' view (B, H/ws, W/ws, y, x, C) to ({names}), permute({order}), "
+    "before the reshape to (B, H, W, C): undo window_partition with permute(0, 1, 3, 2, 4, 5), to (B, H/ws, y, "
+    "W/ws, x, C)", dict())
+PARTITION_AXES = ("B", "H/ws", "y", "W/ws", "x", "C")
+REVERSE_AXES = ("B", "H/ws", "W/ws", "y", "x", "C")
+
+
+@functools.cache
+def _window_order_texts(entry_name: str) -> tuple[tuple[str, tuple[int, ...]], ...]:
+    entry, axes, named = {
+        "partition": (PARTITION_ORDER, PARTITION_AXES,
+                      {(0, 1, 3, 2, 4), (0, 3, 1, 2, 4), (0, 1, 3, 4, 2), (0, 3, 1, 4, 2), (0, 1, 2, 3, 4),
+                       (1, 3, 0, 2, 4)}),
+        "reverse": (REVERSE_ORDER, REVERSE_AXES, {(0, 1, 3, 2, 4), (0, 1, 4, 2, 3), (0, 1, 2, 3, 4)})}[entry_name]
+    return tuple((entry.text(names=", ".join(axes[i] for i in (*order, 5)), order=", ".join(map(str, (*order, 5)))),
+                  (*order, 5)) for order in itertools.permutations(range(5)) if order not in named)
+
+
 def partition_mistakes(x: Tensor, ws: int) -> Mistakes:
-    """window_partition(x, ws) as common mistakes compute it."""
-    return _unambiguous(bind(PARTITION_MISTAKES, x, ws))
+    """window_partition(x, ws) as common mistakes compute it, and in every other order (PARTITION_ORDER)."""
+    family = {text: (lambda order=order: _permuted(x, ws, *order)) for text, order in _window_order_texts("partition")}
+    return _unambiguous({**bind(PARTITION_MISTAKES, x, ws), **family})
 
 
 def _regrouped(windows: Tensor, view: tuple[int, ...], order: tuple[int, ...], shape: tuple[int, int]) -> Tensor:
@@ -2914,8 +2941,11 @@ REVERSE_MISTAKES = (
 
 
 def reverse_mistakes(windows: Tensor, ws: int, H: int, W: int) -> Mistakes:
-    """window_reverse(windows, ws, H, W) as common mistakes compute it."""
-    return _unambiguous(bind(REVERSE_MISTAKES, windows, ws, H, W))
+    """window_reverse(windows, ws, H, W) as common mistakes compute it, and in every other order (REVERSE_ORDER)."""
+    view = (H // ws, W // ws, ws, ws)
+    family = {text: (lambda order=order: _regrouped(windows, view, order, (H, W)))
+              for text, order in _window_order_texts("reverse")}
+    return _unambiguous({**bind(REVERSE_MISTAKES, windows, ws, H, W), **family})
 
 
 def _slice_labels(n: int, cuts: list[int]) -> Tensor:
