@@ -2321,8 +2321,9 @@ def _sorted_mass(p: Tensor, inclusive: bool) -> Tensor:
 
 
 def filtered(logits: Tensor, temperature: float = 1.0, top_k: int | None = None, top_p: float | None = None,
-             variant: str = "") -> Tensor:
-    """filter_logits with the mistake `variant` switched on."""
+             variant: str = "", k_offset: int = 0) -> Tensor | None:
+    """filter_logits with the mistake `variant` switched on, or top-k keeping top_k + k_offset entries (None
+    where that is not a count of entries below the vocabulary's)."""
     if variant == "temperature_times":
         x = logits * temperature
     elif variant in ("no_temperature", "temperature_last"):
@@ -2330,6 +2331,10 @@ def filtered(logits: Tensor, temperature: float = 1.0, top_k: int | None = None,
     else:
         x = logits / temperature
     scaled = x
+    if k_offset:
+        if top_k is None or not 1 <= top_k + k_offset < x.shape[-1] or top_k >= x.shape[-1]:
+            return None
+        top_k += k_offset
     if top_k is not None and top_k < x.shape[-1]:
         if variant == "topk_exact":
             keep = torch.zeros_like(x, dtype=torch.bool).scatter(-1, x.topk(top_k, dim=-1).indices, True)
@@ -2373,6 +2378,9 @@ FILTER_MISTAKES = variants("sampling", {
     "(or sum, for each token, the probabilities greater than its own)": "topp_unsorted",
     "your top-p works on the probabilities before top-k: take the softmax of what top-k left": "topp_before_topk",
 })
+TOP_K_OFF_BY_ONE = mistake("sampling", "top_k_off_by_one",
+                           "your top-k keeps the {kept} largest logits: it keeps the top_k largest (and any tied "
+                           "with the top_k-th), logits.topk(top_k).values[..., -1:] being the smallest kept", dict())
 FINITE_FILL = mistake("sampling", "finite_fill",
                       "your filter fills the removed entries with {fill:g}: the contract's are -inf, so that their "
                       "softmax weight is exactly 0", lambda want, fill: want.masked_fill(want == NEG_INF, fill))
@@ -2433,8 +2441,10 @@ EMPTY_ROW = recognised("sampling", "empty_row",
 def filter_mistakes(logits: Tensor, got: Any, want: Tensor, temperature: float = 1.0, top_k: int | None = None,
                     top_p: float | None = None) -> Mistakes:
     """For filter_logits(logits, ...): `got` is what came back, `want` the right answer."""
-    mistakes = unambiguous(simulated(FILTER_MISTAKES, lambda variant: filtered(logits, temperature, top_k, top_p,
-                                                                               variant)))
+    family = {TOP_K_OFF_BY_ONE.text(kept=_plus("top_k", k)): (lambda k=k: filtered(logits, temperature, top_k, top_p,
+                                                                                  k_offset=k)) for k in (-1, 1)}
+    mistakes = unambiguous({**simulated(FILTER_MISTAKES, lambda variant: filtered(logits, temperature, top_k, top_p,
+                                                                                variant)), **family})
     fill = _finite_fill(got, want)
     if fill is not None:
         mistakes.update(bind([FINITE_FILL], want, fill, fill=fill))
