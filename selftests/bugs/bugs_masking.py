@@ -77,7 +77,7 @@ BUGS += [
     Bug("masking", "diagonal_one_too_far", "attention.py", "return ones.tril(diagonal=k_len - q_len)",
         "return ones.tril(diagonal=k_len - q_len + 1)",
         "off by one the other way: each query also sees the next position",
-        diagnosis=("your mask is tril(diagonal=k_len - q_len + 1)",)),
+        diagnosis=("your mask is tril(diagonal=k_len - q_len + 1): each query also sees",)),
     Bug("masking", "diagonal_fixed_at_one", "attention.py", "return ones.tril(diagonal=k_len - q_len)",
         "return ones.tril(diagonal=1)",
         "writes a fixed diagonal of 1",

@@ -108,8 +108,8 @@ BUGS += [
     Bug("window_attention", "rolls_rows_only", "swin.py", "y = torch.roll(y, (-s, -s), dims=(1, 2))",
         "y = torch.roll(y, -s, dims=1)",
         "rolls the map along the rows only before the windows",
-        diagnosis=("your block rolls the map by -shift_size over dim 1 only (the rows) before window_partition",)),
+        diagnosis=("your block rolls the map with torch.roll(y, -shift_size, dims=1) before window_partition",)),
     Bug("window_attention", "rolls_back_only", "swin.py", "y = torch.roll(y, (-s, -s), dims=(1, 2))", "y = y",
         "forgets the first roll but rolls the output back",
-        diagnosis=("your block rolls the map not at all before window_partition",)),
+        diagnosis=("your block rolls the map with torch.roll(y, (0, 0), dims=(1, 2)) before window_partition",)),
 ]

@@ -229,11 +229,16 @@ MASK_NONE_FAILS = recognised("masking", "mask_none_fails",
                              "the scores come back unchanged (if mask is None: return scores)")
 
 
-# Families fitted to what came back: any diagonal of a tril, as a shift of the right one or as a fixed one.
+# Families: any diagonal of a tril, as a shift of the right one (late or early) or as a fixed one.
 # Each value is its own sentence, so a case that rules a value out rules it out for the whole check.
-DIAGONAL_SHIFTED = mistake(
-    "masking", "diagonal_shifted",
-    "your mask is tril(diagonal=k_len - q_len {shift}): its diagonal is {amount} off, so {effect}; "
+DIAGONAL_LATE = mistake(
+    "masking", "diagonal_late",
+    "your mask is tril(diagonal=k_len - q_len + {n}): each query also sees the next {n} key(s), from the future; "
+    "the causal mask is tril(diagonal=k_len - q_len), j <= i + (k_len - q_len)",
+    lambda q_len, k_len, shift: _ones(q_len, k_len).tril(diagonal=k_len - q_len + shift))
+DIAGONAL_EARLY = mistake(
+    "masking", "diagonal_early",
+    "your mask is tril(diagonal=k_len - q_len - {n}): each query misses its own key and the {before} before it; "
     "the causal mask is tril(diagonal=k_len - q_len), j <= i + (k_len - q_len)",
     lambda q_len, k_len, shift: _ones(q_len, k_len).tril(diagonal=k_len - q_len + shift))
 DIAGONAL_FIXED = mistake(
@@ -245,19 +250,15 @@ SHIFTS = (-3, -2, 1, 2, 3)  # 0 is right; -1 is diagonal_excluded
 DIAGONALS = (-3, -2, -1, 1, 2, 3)  # 0 is offset_ignored
 
 
-def _shift_fields(shift: int) -> dict[str, str]:
-    def positions(n: int) -> str:
-        return "position" if n == 1 else f"{n} positions"
-    effect = f"each query also sees the next {positions(shift)}" if shift > 0 else \
-        f"each query misses its own position and the {positions(-shift - 1)} before it"
-    return dict(shift=f"{'+' if shift > 0 else '-'} {abs(shift)}", amount=f"{abs(shift)} position"
-                + ("s" if abs(shift) > 1 else ""), effect=effect)
+def _shifted(q_len: int, k_len: int, shift: int) -> tuple[str, Callable[[], Tensor]]:
+    entry = DIAGONAL_LATE if shift > 0 else DIAGONAL_EARLY
+    return entry.text(n=abs(shift), before=-shift - 1), entry.on(q_len, k_len, shift)
 
 
 def causal_mask_mistakes(q_len: int, k_len: int, got: Any = None) -> Mistakes:
     """For causal_mask(q_len, k_len) (which gave `got`); also every tril of another diagonal (on a square mask,
     only as a shift: the two read the same there)."""
-    family = {DIAGONAL_SHIFTED.text(**_shift_fields(s)): DIAGONAL_SHIFTED.on(q_len, k_len, s) for s in SHIFTS}
+    family = dict(_shifted(q_len, k_len, s) for s in SHIFTS)
     if q_len != k_len:
         family.update({DIAGONAL_FIXED.text(diagonal=d): DIAGONAL_FIXED.on(q_len, k_len, d) for d in DIAGONALS
                        if d != q_len - k_len})  # offset_reversed
@@ -3249,8 +3250,9 @@ def swin_attention_mistakes(state: dict[str, Tensor], x: Tensor, n_heads: int, w
 # A family: any direction and axes of either roll (or none), each pair its own sentence.
 ROLLS = mistake(
     "window_attention", "rolls",
-    "your block rolls the map {before} before window_partition and {after} after window_reverse: the roll is "
-    "by (-shift_size, -shift_size) over dims (1, 2) before, and by (shift_size, shift_size) after", dict())
+    "your block rolls the map with {before} before window_partition and with {after} after window_reverse: "
+    "the rolls are torch.roll(y, (-shift_size, -shift_size), dims=(1, 2)) before and torch.roll(y, (shift_size, "
+    "shift_size), dims=(1, 2)) after", dict())
 ROLLS_BEFORE: tuple[Roll, ...] = ((-1, (1, 2)), (1, (1, 2)), (0, ()), (-1, (1,)), (-1, (2,)))
 ROLLS_AFTER: tuple[Roll, ...] = ((1, (1, 2)), (-1, (1, 2)), (0, ()), (1, (1,)), (1, (2,)))
 ROLLS_NAMED = {((-1, (1, 2)), (1, (1, 2))), ((1, (1, 2)), (-1, (1, 2))), ((-1, (1, 2)), (-1, (1, 2))),
@@ -3258,13 +3260,14 @@ ROLLS_NAMED = {((-1, (1, 2)), (1, (1, 2))), ((1, (1, 2)), (-1, (1, 2))), ((-1, (
 
 
 def _roll_words(roll: Roll) -> str:
+    """The roll as code: torch.roll(y, (0, 0), dims=(1, 2)) for none."""
     sign, dims = roll
     if not dims:
-        return "not at all"
+        return "torch.roll(y, (0, 0), dims=(1, 2))"
     amount = "-shift_size" if sign < 0 else "shift_size"
     if len(dims) == 1:
-        return f"by {amount} over dim {dims[0]} only (the {'rows' if dims[0] == 1 else 'columns'})"
-    return f"by ({amount}, {amount}) over dims (1, 2)"
+        return f"torch.roll(y, {amount}, dims={dims[0]})"
+    return f"torch.roll(y, ({amount}, {amount}), dims=(1, 2))"
 
 
 def swin_block_mistakes(state: dict[str, Tensor], x: Tensor, n_heads: int, ws: int, shift: int,
