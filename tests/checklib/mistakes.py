@@ -2275,8 +2275,26 @@ def gqa_mistakes(state: dict[str, Tensor], x: Tensor, n_heads: int, n_kv_heads: 
                                                                chunks=chunks, variant=variant)[0]))
 
 
+# A family: the copies' new axis at another place before the reshape (at 1 it is repeat_kv_tiled).
+REPEAT_KV_AXIS = mistake(
+    "grouped_query_attention", "repeat_kv_axis",
+    "your repeat_kv puts the n_rep copies on a new axis {axis} (x.unsqueeze({axis}).expand(...)) before the reshape "
+    "to (B, Hkv * n_rep, T, Dh): the copies' axis comes right after the heads, x[:, :, None].expand(B, Hkv, n_rep, "
+    "T, Dh)", lambda x, n_rep, axis: _expanded(x, n_rep, axis))
+
+
+def _expanded(x: Tensor, n_rep: int, axis: int) -> Tensor:
+    new = x.unsqueeze(axis)
+    sizes = list(new.shape)
+    sizes[axis] = n_rep
+    B, H, T, Dh = x.shape
+    return new.expand(*sizes).reshape(B, H * n_rep, T, Dh)
+
+
 def repeat_kv_mistakes(x: Tensor, n_rep: int) -> Mistakes:
-    return bind(REPEAT_KV_MISTAKES, x, n_rep)
+    """For repeat_kv(x, n_rep); also the copies' axis anywhere but after the heads (REPEAT_KV_AXIS)."""
+    family = {REPEAT_KV_AXIS.text(axis=axis): REPEAT_KV_AXIS.on(x, n_rep, axis) for axis in (0, 3, 4)}
+    return besides(bind(REPEAT_KV_MISTAKES, x, n_rep), family)
 
 
 def gqa_key_mistakes(expected: set[str], bias: bool) -> Mistakes:
@@ -2662,8 +2680,8 @@ ROW_MAJOR = (0, 2, 4, 1, 3, 5)  # `patches` in the contract's order: row-major p
 
 
 def vit(state: dict[str, Tensor], images: Tensor, *, patch_size: int, n_heads: int, n_layers: int,
-        variant: str = "") -> Tensor:
-    """ViT's logits (B, n_classes) in eval mode, float64."""
+        variant: str = "", read: int = 0) -> Tensor:
+    """ViT's logits (B, n_classes) in eval mode, float64; the head reads token `read` (0: the class token)."""
     s = {k: v.double() for k, v in state.items()}
     x = linear(patches(images.double(), patch_size, ROW_MAJOR), s, "patch_embed.proj")
     batch, n, d_model = x.shape
@@ -2696,7 +2714,7 @@ def vit(state: dict[str, Tensor], images: Tensor, *, patch_size: int, n_heads: i
     elif variant in ("head_last", "appended_head_last"):
         pooled = x[:, -1]
     else:
-        pooled = x[:, 0]
+        pooled = x[:, read]
     return linear(pooled, s, "head")
 
 
@@ -2728,10 +2746,20 @@ VIT_MISTAKES = variants("vit_classifier", ((sentence, variant) for variant, sent
 VIT_VARIANTS = {m.name: m.sentence for m in VIT_MISTAKES}  # variant -> sentence
 
 
+# A family: the head reading another token than the class token (the last one is head_last's).
+VIT_READS = mistake("vit_classifier", "reads_token",
+                    "your head reads token {index}, x[:, {index}]: the class token is prepended at position 0, and "
+                    "the head reads it, head(norm(x)[:, 0])", dict())
+
+
 def vit_mistakes(state: dict[str, Tensor], images: Tensor, *, patch_size: int, n_heads: int, n_layers: int
                  ) -> Mistakes:
-    return simulated(VIT_MISTAKES, lambda variant: vit(state, images, patch_size=patch_size, n_heads=n_heads,
-                                                       n_layers=n_layers, variant=variant))
+    """For the ViT's logits; also the head reading token 1 or -2 (VIT_READS)."""
+    def model(variant: str = "", read: int = 0) -> Tensor:
+        return vit(state, images, patch_size=patch_size, n_heads=n_heads, n_layers=n_layers, variant=variant,
+                   read=read)
+    family = {VIT_READS.text(index=index): (lambda index=index: model(read=index)) for index in (1, 2, -2)}
+    return besides(simulated(VIT_MISTAKES, model), family)
 
 
 CLS_WITHOUT_POSITION = mistake("vit_classifier", "cls_without_position",
