@@ -447,8 +447,9 @@ def d_k_mistakes(d_model: int, n_heads: int) -> Mistakes:
 
 def attention(q: Tensor, k: Tensor, v: Tensor, mask: Tensor | None, *, scale: bool = True, softmax_dim: int = -1,
               mask_mode: str = "fill", swap_qk: bool = False, transpose_weights: bool = False,
-              normalise: bool = True) -> tuple[Tensor, Tensor]:
-    """(out, weights) of scaled dot-product attention in float64, with one mistake switched on."""
+              normalise: bool = True, divisor: float | None = None) -> tuple[Tensor, Tensor]:
+    """(out, weights) of scaled dot-product attention in float64, with one mistake switched on (`divisor`:
+    the scores divided by it instead of by √d)."""
     if mask is not None and mask_mode == "fill_weights":  # in the inputs' dtype: what a huge fill becomes there
         weights = (q @ k.transpose(-2, -1) / math.sqrt(q.shape[-1])).softmax(dim=-1)
         weights = torch.where(mask, weights, torch.finfo(weights.dtype).min)
@@ -456,7 +457,7 @@ def attention(q: Tensor, k: Tensor, v: Tensor, mask: Tensor | None, *, scale: bo
     q, k, v = q.double(), k.double(), v.double()
     if swap_qk:
         q, k = k, q
-    s = q @ k.transpose(-2, -1) / (math.sqrt(q.shape[-1]) if scale else 1.0)
+    s = q @ k.transpose(-2, -1) / (divisor if divisor is not None else math.sqrt(q.shape[-1]) if scale else 1.0)
     if mask is not None and mask_mode == "fill":
         s = s.masked_fill(~mask, float("-inf"))
     elif mask is not None and mask_mode == "inverted":
@@ -555,14 +556,34 @@ MHA_MISTAKES = (
 )
 
 
+# A family: the scores divided by another width than the head's.
+MHA_DIVISOR = mistake("multi_head_attention", "mha_divisor",
+                      "your scores are divided by {divisor} instead of √Dh, the square root of one head's width "
+                      "(Dh = d_model // n_heads)", dict())
+
+
+def _mha_divisors(state: dict[str, Tensor], x: Tensor, mask: Tensor | None, n_heads: int, part: int) -> Mistakes:
+    d_model = x.shape[-1]
+    d_head = d_model // n_heads
+    if n_heads == 1:  # d_model is Dh
+        return {}
+    return {MHA_DIVISOR.text(divisor=words): (lambda value=value: mha(state, x, mask, n_heads, divisor=value)[part])
+            for words, value in (("√d_model", math.sqrt(d_model)), ("Dh", float(d_head)), ("d_model", float(d_model)))
+            if not math.isclose(value, math.sqrt(d_head))}
+
+
 def mha_out_mistakes(state: dict[str, Tensor], x: Tensor, mask: Tensor | None, n_heads: int) -> Mistakes:
-    return simulated([m for m in MHA_MISTAKES if "average_heads" not in m.model],
-                     lambda **switches: mha(state, x, mask, n_heads, **switches)[0])
+    """For MultiHeadAttention's output; also the scores divided by another width (MHA_DIVISOR)."""
+    return besides(simulated([m for m in MHA_MISTAKES if "average_heads" not in m.model],
+                             lambda **switches: mha(state, x, mask, n_heads, **switches)[0]),
+                   _mha_divisors(state, x, mask, n_heads, 0))
 
 
 def mha_weights_mistakes(state: dict[str, Tensor], x: Tensor, mask: Tensor | None, n_heads: int) -> Mistakes:
-    return simulated([m for m in MHA_MISTAKES if "out_proj" not in m.model],
-                     lambda **switches: mha(state, x, mask, n_heads, **switches)[1])
+    """For MultiHeadAttention's weights; also the scores divided by another width (MHA_DIVISOR)."""
+    return besides(simulated([m for m in MHA_MISTAKES if "out_proj" not in m.model],
+                             lambda **switches: mha(state, x, mask, n_heads, **switches)[1]),
+                   _mha_divisors(state, x, mask, n_heads, 1))
 
 
 # --- sinusoidal_encoding -----------------------------------------------------------------------------
