@@ -994,10 +994,36 @@ def cache_len_mistakes(shape: tuple[int, ...], calls: int, positions: int) -> Mi
     return bind(CACHE_LEN_MISTAKES, shape, calls, positions)
 
 
+# A family: the cached forward's causal mask with another diagonal than k_len - q_len (the cached positions).
+CACHED_MASK_DIAGONAL = mistake(
+    "kv_cache", "cached_mask_diagonal",
+    "your cached forward's causal mask is tril(diagonal={diagonal}) over the (new, cached + new) scores: with a "
+    "cache the queries are the last q_len of k_len positions, so the mask is causal_mask(q_len, k_len), "
+    "tril(diagonal=k_len - q_len)",
+    lambda state, x, start, stop, n_heads, at, diagonal: mha(
+        state, x[:, :stop], _rows_masked(start, stop, diagonal), n_heads)[0][:, at])
+CACHED_DIAGONALS = {"0": lambda start: 0, "k_len - q_len + 1": lambda start: start + 1,
+                    "k_len - q_len - 1": lambda start: start - 1}
+
+
+def _rows_masked(start: int, stop: int, diagonal: int) -> Tensor:
+    """(stop, stop): causal rows for the cached positions, tril(diagonal) of (new, stop) for the new ones."""
+    mask = torch.ones(stop, stop, dtype=torch.bool).tril()
+    mask[start:] = torch.ones(stop - start, stop, dtype=torch.bool).tril(diagonal=diagonal)
+    return mask
+
+
 def decoding_mistakes(state: dict[str, Tensor], x: Tensor, start: int, stop: int, n_heads: int,
                       at: int) -> Mistakes:
-    """For output position `at` of a cached forward over the chunk x[:, start:stop] after x[:, :start] was cached."""
-    return bind(DECODING_MISTAKES, state, x, start, stop, n_heads, at)
+    """For output position `at` of a cached forward over the chunk x[:, start:stop] after x[:, :start] was cached;
+    also the mask's diagonal off (CACHED_DIAGONALS), where something is cached."""
+    diagonals: dict[int, str] = {}  # one sentence a diagonal: with one position cached, k_len - q_len - 1 is 0
+    for words, diagonal in CACHED_DIAGONALS.items():
+        diagonals.setdefault(diagonal(start), words)
+    family = {CACHED_MASK_DIAGONAL.text(diagonal=words): CACHED_MASK_DIAGONAL.on(state, x, start, stop, n_heads, at,
+                                                                                 diagonal)
+              for diagonal, words in diagonals.items() if start > 0}
+    return besides(bind(DECODING_MISTAKES, state, x, start, stop, n_heads, at), family)
 
 
 def block_decoding_mistakes(states: list[dict[str, Tensor]], x: Tensor, start: int, stop: int, n_heads: int,
