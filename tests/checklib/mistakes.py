@@ -2483,8 +2483,17 @@ def _same(a: Any, b: Any) -> bool:
 
 def judged_whole(mistakes: Mistakes, got: Any, fn: Callable[[Any], Any]) -> Mistakes:
     """For a check of `fn(got)` (a part of what came back): a mistake is named only where the whole of `got`
-    matches its output, not where the part happens to."""
-    return {s: (lambda m=m: fn(got) if _same(got, m() if callable(m) else m) else None) for s, m in mistakes.items()}
+    matches its output, not where the part happens to; one whose part differs from `got`'s is weighed (and
+    so ruled out) on its part."""
+    def part(model: Any) -> Any:
+        whole = model() if callable(model) else model
+        if _same(got, whole):
+            return fn(got)
+        if whole is None:
+            return None
+        mine = fn(whole)
+        return None if _same(mine, fn(got)) else mine
+    return {s: (lambda m=m: part(m)) for s, m in mistakes.items()}
 
 
 def unambiguous(mistakes: Mistakes) -> Mistakes:
