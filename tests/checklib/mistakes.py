@@ -246,8 +246,8 @@ DIAGONAL_FIXED = mistake(
     "your mask is tril(diagonal={diagonal}) whatever the lengths: the diagonal moves with them, "
     "tril(diagonal=k_len - q_len), since the queries are the LAST q_len of the k_len positions",
     lambda q_len, k_len, diagonal: _ones(q_len, k_len).tril(diagonal=diagonal))
-SHIFTS = (-3, -2, 1, 2, 3)  # 0 is right; -1 is diagonal_excluded
-DIAGONALS = (-3, -2, -1, 1, 2, 3)  # 0 is offset_ignored
+SHIFTS = (-4, -3, -2, 1, 2, 3, 4)  # 0 is right; -1 is diagonal_excluded
+DIAGONALS = (-4, -3, -2, -1, 1, 2, 3, 4)  # 0 is offset_ignored
 
 
 def _shifted(q_len: int, k_len: int, shift: int) -> tuple[str, Callable[[], Tensor]]:
@@ -2810,11 +2810,11 @@ VIT_READS = mistake("vit_classifier", "reads_token",
 
 def vit_mistakes(state: dict[str, Tensor], images: Tensor, *, patch_size: int, n_heads: int, n_layers: int
                  ) -> Mistakes:
-    """For the ViT's logits; also the head reading token 1 or -2 (VIT_READS)."""
+    """For the ViT's logits; also the head reading token 1, 2, 3 or -2 (VIT_READS)."""
     def model(variant: str = "", read: int = 0) -> Tensor:
         return vit(state, images, patch_size=patch_size, n_heads=n_heads, n_layers=n_layers, variant=variant,
                    read=read)
-    family = {VIT_READS.text(index=index): (lambda index=index: model(read=index)) for index in (1, 2, -2)}
+    family = {VIT_READS.text(index=index): (lambda index=index: model(read=index)) for index in (1, 2, 3, -2)}
     return besides(simulated(VIT_MISTAKES, model), family)
 
 
