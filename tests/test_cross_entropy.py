@@ -42,7 +42,7 @@ def test_softmax_matches_torch(impl, gen, case, dtype):
     out = adapters.softmax(impl)(x, dim)
     check_tensor(out, what=what, shape=shape, dtype=dtype, hint="softmax keeps the input's shape and dtype")
     assert_close(out, torch.softmax(x.double(), dim).to(dtype), what=what, rtol=RTOL, atol=ATOL,
-                 hint=f"exp(x) / sum(exp(x)) along dim={dim}; {STABLE}", mistakes=mistakes.softmax_mistakes(x, dim))
+                 hint=f"exp(x) / sum(exp(x)) along dim={dim}; {STABLE}", mistakes=mistakes.softmax_mistakes(x, dim, out))
 
 
 @pytest.mark.parametrize("dtype", DTYPES)
@@ -54,7 +54,7 @@ def test_log_softmax_matches_torch(impl, gen, case, dtype):
     out = adapters.log_softmax(impl)(x, dim)
     check_tensor(out, what=what, shape=shape, dtype=dtype, hint="log_softmax keeps the input's shape and dtype")
     assert_close(out, torch.log_softmax(x.double(), dim).to(dtype), what=what, rtol=RTOL, atol=ATOL,
-                 hint="x - max - log(sum(exp(x - max))) along dim", mistakes=mistakes.log_softmax_mistakes(x, dim))
+                 hint="x - max - log(sum(exp(x - max))) along dim", mistakes=mistakes.log_softmax_mistakes(x, dim, out))
 
 
 @pytest.mark.parametrize("dtype", DTYPES)
@@ -68,7 +68,7 @@ def test_large_scores_stay_finite(impl, gen, name, dtype):
     out = getattr(adapters, name)(impl)(x, -1)
     check_tensor(out, what=what, shape=x.shape, dtype=dtype)
     expected = getattr(torch, name)(x.double(), -1).to(dtype)
-    model = mistakes.softmax_mistakes(x, -1) if name == "softmax" else mistakes.log_softmax_mistakes(x, -1)
+    model = mistakes.softmax_mistakes(x, -1, out) if name == "softmax" else mistakes.log_softmax_mistakes(x, -1, out)
     assert_close(out, expected, what=what, rtol=RTOL, atol=ATOL, mistakes=model,
                  hint=STABLE if name == "softmax" else
                  "log(softmax(x)) is -inf where the softmax underflows: compute x - max - log(sum(exp(x - max)))")

@@ -37,9 +37,9 @@ def test_split_heads_layout(impl, gen, shape, dtype):
         check_tensor(out, what=f"split_heads(x {tuple(x.shape)}, n_heads={n_heads})",
                      shape=(batch, n_heads, length, d_model // n_heads), dtype=dtype,
                      hint="the result is (B, H, T, Dh): heads come before the sequence",
-                     mistakes=mistakes.split_mistakes(x, n_heads))
+                     mistakes=mistakes.split_mistakes(x, n_heads, out))
         assert_equal(out, expected_split(x, n_heads), what=f"split_heads(x {tuple(x.shape)}, n_heads={n_heads})",
-                     hint=WHERE, mistakes=mistakes.split_mistakes(x, n_heads))
+                     hint=WHERE, mistakes=mistakes.split_mistakes(x, n_heads, out))
 
 
 @pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
@@ -51,7 +51,7 @@ def test_merge_heads_layout(impl, gen, shape, dtype):
         out = adapters.merge_heads(impl)(heads)
         assert_equal(out, x, what=f"merge_heads(x {tuple(heads.shape)})",
                      hint="merge_heads undoes split_heads: swap H and T back, then join H and Dh into D",
-                     mistakes=mistakes.merge_mistakes(heads))
+                     mistakes=mistakes.merge_mistakes(heads, out))
 
 
 @pytest.mark.parametrize("shape", SHAPES, ids=lambda s: "B{}-T{}-D{}-H{}".format(*s))

@@ -77,9 +77,10 @@ def test_matches_torch_layer_norm(impl, gen, shape, dtype, eps, kind):
     x = inputs(shape, kind, gen=gen, dtype=dtype)
     m = new_norm(impl, d, state, eps)
     used = 1e-5 if eps is None else eps
-    assert_close(m(x), expected_output(state, x, used), what=f"{call(d, eps, x)} vs nn.LayerNorm with the same weights",
+    got = m(x)
+    assert_close(got, expected_output(state, x, used), what=f"{call(d, eps, x)} vs nn.LayerNorm with the same weights",
                  hint=WHERE + ("; the default eps is 1e-5" if eps is None else ""),
-                 mistakes=mistakes.layer_norm_mistakes(x, state, used, default_eps=eps is None))
+                 mistakes=mistakes.layer_norm_mistakes(x, state, used, default_eps=eps is None, got=got))
 
 
 OFFSET_CASES = [((4, 6, 16), torch.float32), ((3, 32), torch.float32), ((4, 6, 16), torch.float64)]
@@ -94,11 +95,12 @@ def test_large_offset_inputs(impl, gen, shape, dtype):
     m = new_norm(impl, d, state, 1e-5)
     # float32 holds 100 + noise to about 1e-5, which a correct float32 LayerNorm carries into its output
     atol = 1e-4 if dtype == torch.float32 else None
-    assert_close(m(x), expected_output(state, x, 1e-5), atol=atol,
+    got = m(x)
+    assert_close(got, expected_output(state, x, 1e-5), atol=atol,
                  what=f"{call(d, 1e-5, x)} with inputs around {x.mean().item():.0f} vs nn.LayerNorm",
                  hint="subtract the mean first, then average the squared deviations (x - mean)**2: "
                       "E[x²] - E[x]² loses every digit of float32 when x is far from zero",
-                 mistakes=mistakes.layer_norm_mistakes(x, state, 1e-5))
+                 mistakes=mistakes.layer_norm_mistakes(x, state, 1e-5, got=got))
 
 
 @pytest.mark.parametrize("shape", [(2, 5, 8), (3, 6)], ids=lambda s: "x".join(map(str, s)))

@@ -52,7 +52,7 @@ def check_phase(impl, steps, config, phase: str) -> None:
     got = schedule(impl, steps, *config, what)
     want = torch.tensor([expected(s, *config) for s in steps], dtype=torch.float64)
     assert_close(got, want, what=f"{what} at steps {steps[0]}..{steps[-1]}", rtol=1e-9, atol=1e-12 * max_lr,
-                 hint=WHERE, mistakes=mistakes.schedule_mistakes(steps, *config))
+                 hint=WHERE, mistakes=mistakes.schedule_mistakes(steps, *config, got))
 
 
 @pytest.mark.parametrize("config", [c for c in CONFIGS if c[2] > 0], ids=config_id)

@@ -44,7 +44,7 @@ def test_causal_mask_square(impl, q_len):
                      hint="k_len defaults to q_len; the mask is a bool tensor (True = may attend)")
         assert_equal(out, expected_causal(size, size), what=what,
                      hint="query i may attend keys 0..i: True on and below the diagonal",
-                     mistakes=mistakes.causal_mask_mistakes(size, size))
+                     mistakes=mistakes.causal_mask_mistakes(size, size, out))
 
 
 @pytest.mark.parametrize("q_len, k_len", [(1, 1), (1, 5), (3, 7), (4, 4), (2, 6), (5, 6)])
@@ -55,9 +55,9 @@ def test_causal_mask_with_k_len(impl, q_len, k_len):
         for out in (causal_mask(q_len, k_len), causal_mask(q_len, k_len=k_len)):
             check_tensor(out, what=what, shape=(q_len, k_len), dtype=torch.bool,
                          hint="the mask is a bool tensor of shape (q_len, k_len)",
-                         mistakes=mistakes.causal_mask_mistakes(q_len, k_len))
+                         mistakes=mistakes.causal_mask_mistakes(q_len, k_len, out))
             assert_equal(out, expected_causal(q_len, k_len), what=what,
-                         mistakes=mistakes.causal_mask_mistakes(q_len, k_len),
+                         mistakes=mistakes.causal_mask_mistakes(q_len, k_len, out),
                          hint="the queries are the LAST q_len of the k_len positions: mask[i, j] is True exactly "
                               "when j <= i + (k_len - q_len), so the diagonal is shifted right by k_len - q_len")
 

@@ -95,13 +95,14 @@ def compare_steps(got, expected, values, grads, per_param, lrs, what: str) -> No
             where = f"{what}: parameter {i} {tuple(ref.shape)} after step {s + 1}"
             if not whole:
                 assert_close(out, ref, what=where, rtol=RTOL, atol=ATOL, hint=WHERE,
-                             mistakes=mistakes.adamw_mistakes(values, grads, per_param, lrs, s, i))
+                             mistakes=mistakes.adamw_mistakes(values, grads, per_param, lrs, s, i, out))
                 continue
             try:
                 assert_close(out, ref, what=where, rtol=RTOL, atol=ATOL, hint=WHERE)
             except CheckFailure as failure:
+                run = mistakes.flat_run(got)
                 raise rediagnosed(failure, diagnose(
-                    mistakes.flat_run(got), mistakes.adamw_run_mistakes(values, grads, per_param, lrs),
+                    run, mistakes.adamw_run_mistakes(values, grads, per_param, lrs, run),
                     expected=mistakes.flat_run(expected), rtol=RTOL, atol=ATOL)) from None
 
 

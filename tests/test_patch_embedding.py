@@ -48,7 +48,7 @@ def test_patchify_matches_unfold(impl, gen, shape, dtype):
                            lambda exc: mistakes.square_assumed(exc.message, tuple(images.shape), patch)):
             out = adapters.patchify(impl)(images, patch)
         n_patches = (height // patch) * (width // patch)
-        patch_mistakes = mistakes.patchify_mistakes(images, patch)
+        patch_mistakes = mistakes.patchify_mistakes(images, patch, out)
         check_tensor(out, what=what, shape=(batch, n_patches, channels * patch * patch), dtype=dtype,
                      hint="the result is (B, N, C*P*P) with N = (H/P)*(W/P), in the images' dtype",
                      mistakes=patch_mistakes)
@@ -93,7 +93,7 @@ def test_patch_embedding_matches_strided_conv(impl, gen, sizes, dtype):
     assert_close(out, expected, what=what,
                  hint="a linear map of each flattened patch is a convolution with kernel and stride P; "
                       "proj must take the patches exactly as patchify lays them out: " + ORDER,
-                 mistakes=mistakes.embedding_mistakes(images, patch, state))
+                 mistakes=mistakes.embedding_mistakes(images, patch, state, out))
 
 
 @pytest.mark.parametrize("sizes", EMBEDDINGS, ids=embedding_ids)

@@ -75,9 +75,10 @@ def test_matches_torch_rms_norm(impl, gen, shape, dtype, eps, kind):
     x = inputs(shape, kind, gen=gen, dtype=dtype)
     m = new_norm(impl, d, state, eps)
     used = 1e-5 if eps is None else eps
-    assert_close(m(x), expected_output(state, x, used), what=f"{call(d, eps, x)} vs nn.RMSNorm with the same weight",
+    got = m(x)
+    assert_close(got, expected_output(state, x, used), what=f"{call(d, eps, x)} vs nn.RMSNorm with the same weight",
                  hint=WHERE + ("; the default eps is 1e-5" if eps is None else ""),
-                 mistakes=mistakes.rms_norm_mistakes(x, state, used, default_eps=eps is None))
+                 mistakes=mistakes.rms_norm_mistakes(x, state, used, default_eps=eps is None, got=got))
 
 
 OFFSET_CASES = [((4, 6, 16), torch.float32), ((3, 32), torch.float64)]
@@ -90,10 +91,11 @@ def test_large_offset_inputs(impl, gen, shape, dtype):
     state = norm_state(d, gen=gen, dtype=dtype, bias=False)
     x = inputs(shape, "offset", gen=gen, dtype=dtype)
     m = new_norm(impl, d, state, 1e-5)
-    assert_close(m(x), expected_output(state, x, 1e-5),
+    got = m(x)
+    assert_close(got, expected_output(state, x, 1e-5),
                  what=f"{call(d, 1e-5, x)} with inputs around {x.mean().item():.0f} vs nn.RMSNorm",
                  hint="RMSNorm does not centre x: divide x itself by the root of mean(x**2) + eps",
-                 mistakes=mistakes.rms_norm_mistakes(x, state, 1e-5))
+                 mistakes=mistakes.rms_norm_mistakes(x, state, 1e-5, got=got))
 
 
 @pytest.mark.parametrize("shape", [(2, 5, 8), (3, 6)], ids=lambda s: "x".join(map(str, s)))

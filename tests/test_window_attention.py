@@ -318,10 +318,11 @@ def test_block_matches_composition(impl, gen, batch, H, W, dim, n_heads, ws, shi
     state = block_state(dim, n_heads, ws, mlp_ratio, gen=gen, dtype=dtype)
     x = randn(batch, H, W, dim, gen=gen, dtype=dtype)
     m = loaded(BLOCK(impl, dim, n_heads, ws, shift, mlp_ratio=mlp_ratio), state)
-    assert_close(m(x), reference_block(state, x, n_heads, ws, shift).to(dtype),
+    got = m(x)
+    assert_close(got, reference_block(state, x, n_heads, ws, shift).to(dtype),
                  what=f"{block_call(dim, n_heads, ws, shift, mlp_ratio)}(x {tuple(x.shape)}) vs F.layer_norm, "
                       "torch.roll, windows by loops, Swin's region mask, per-window SDPA and a GELU MLP",
-                 hint=BLOCK_WHERE, mistakes=mistakes.swin_block_mistakes(state, x, n_heads, ws, shift))
+                 hint=BLOCK_WHERE, mistakes=mistakes.swin_block_mistakes(state, x, n_heads, ws, shift, got))
 
 
 @pytest.mark.parametrize("batch, H, W, dim, n_heads, ws", [(2, 8, 12, 16, 2, 4), (1, 6, 9, 12, 3, 3)],

@@ -80,3 +80,20 @@ BUGS += [
         "normalises the log-probabilities over dim 0",
         diagnosis=('normalised over the first dimension',)),
 ]
+
+# Members of the fitted fixed-dim families (mistakes.SOFTMAX_FIXED_DIM, LOG_SOFTMAX_FIXED_DIM) that no single
+# entry names.
+BUGS += [
+    Bug("cross_entropy", "softmax_over_dim_0", "training.py",
+        "e = torch.exp(x - x.amax(dim=dim, keepdim=True))\n    return e / e.sum(dim=dim, keepdim=True)",
+        "e = torch.exp(x - x.amax(dim=0, keepdim=True))\n    return e / e.sum(dim=0, keepdim=True)",
+        "normalises over dim 0 whatever dim says, as if x were always (classes, ...)",
+        diagnosis=("your softmax always normalises over dim=0",)),
+    Bug("cross_entropy", "log_softmax_over_dim_minus_2", "training.py",
+        "shifted = x - x.amax(dim=dim, keepdim=True)  # every entry <= 0, the largest exactly 0\n"
+        "    return shifted - torch.log(torch.exp(shifted).sum(dim=dim, keepdim=True))",
+        "shifted = x - x.amax(dim=-2, keepdim=True)  # every entry <= 0, the largest exactly 0\n"
+        "    return shifted - torch.log(torch.exp(shifted).sum(dim=-2, keepdim=True))",
+        "normalises over dim -2 whatever dim says",
+        diagnosis=("your log_softmax always normalises over dim=-2",)),
+]

@@ -90,3 +90,12 @@ BUGS = [
         "splits the keys and values into heads with a plain reshape, without swapping T and the heads",
         diagnosis=("you split the keys and values with a plain",)),
 ]
+
+# A member of the fitted axis family (mistakes.REPEAT_KV_AXIS) that no single entry names.
+BUGS += [
+    Bug("grouped_query_attention", "repeat_kv_copies_after_sequence", "gqa.py",
+        "return x[:, :, None].expand(B, H, n_rep, T, Dh).reshape(B, H * n_rep, T, Dh)",
+        "return x[:, :, :, None].expand(B, H, T, n_rep, Dh).reshape(B, H * n_rep, T, Dh)",
+        "puts the copies' axis after the sequence, so the reshape mixes positions into the heads",
+        diagnosis=("your repeat_kv puts the n_rep copies on a new axis 3",)),
+]

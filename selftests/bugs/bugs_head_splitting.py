@@ -57,3 +57,17 @@ BUGS += [
         "gives einops the head count as the head width (d=n_heads instead of h=n_heads)",
         diagnosis=("you made n_heads the width of a head",)),
 ]
+
+# Members of the fitted layout families (mistakes.SPLIT_LAYOUT, MERGE_LAYOUT) that no single entry names.
+BUGS += [
+    Bug("head_splitting", "split_puts_time_last", "attention.py",
+        'return rearrange(x, "b t (h d) -> b h t d", h=n_heads)',
+        'return rearrange(x, "b t (h d) -> b h d t", h=n_heads)',
+        "returns (B, H, Dh, T), the layout of kᵀ, instead of (B, H, T, Dh)",
+        diagnosis=("your split_heads gives x.reshape(B, T, H, Dh).permute(0, 2, 3, 1)",)),
+    Bug("head_splitting", "merge_swaps_heads_and_width", "attention.py",
+        'return rearrange(x, "b h t d -> b t (h d)")',
+        'b, h, t, d = x.shape\n    return x.transpose(1, 3).reshape(b, t, h * d)',
+        "swaps the wrong pair of axes, H and Dh, before the reshape",
+        diagnosis=("your merge_heads gives heads.permute(0, 3, 2, 1).reshape(B, T, D)",)),
+]

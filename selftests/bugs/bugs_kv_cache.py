@@ -83,3 +83,12 @@ BUGS += [
         "puts the new keys and values before the cached ones",
         diagnosis=('before the cached ones', 'in the order new, then cached')),
 ]
+
+# Members of the fitted cached-mask family (mistakes.CACHED_MASK_DIAGONAL) that no single entry names.
+BUGS += [
+    Bug("kv_cache", "cached_mask_without_offset", "attention.py",
+        "mask = causal_mask(q.size(-2), k.size(-2), device=x.device)",
+        "mask = torch.ones(q.size(-2), k.size(-2), dtype=torch.bool, device=x.device).tril()",
+        "builds the cached forward's mask as a plain tril, without the offset of the cached positions",
+        diagnosis=("your cached forward's causal mask is tril(diagonal=0)",)),
+]

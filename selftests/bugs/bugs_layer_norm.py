@@ -80,3 +80,11 @@ BUGS += [
         "takes the mean over dimension 0 instead of the features",
         diagnosis=('mean is taken over dimension 0',)),
 ]
+
+# A member of the fitted eps family (mistakes.FIXED_EPS) that no single entry names.
+BUGS += [
+    Bug("layer_norm", "eps_written_in", "norms.py", LN_RETURN,
+        "return (x - mean) / torch.sqrt(var + 1e-5) * self.weight + self.bias",
+        "writes the default eps into the formula instead of using self.eps",
+        diagnosis=("your eps is 1e-5 whatever eps the norm is given",)),
+]

@@ -66,3 +66,16 @@ BUGS += [
         "forgets the 1 + of the cosine",
         diagnosis=('cosine lacks the 1 +',)),
 ]
+
+# Members of the fitted off-by-one families (mistakes.WARMUP_OFF_BY_ONE, PROGRESS_OFF_BY_ONE) that no single
+# entry names.
+BUGS += [
+    Bug("lr_schedule", "progress_over_one_step_less", "training.py", PROGRESS,
+        "progress = (step - warmup_steps) / (total_steps - warmup_steps - 1)  # 0 .. 1",
+        "counts the decay's steps one short, so the cosine reaches min_lr a step early and overshoots",
+        diagnosis=("your cosine's progress is (step - warmup_steps) / (total_steps - warmup_steps - 1)",)),
+    Bug("lr_schedule", "warmup_over_one_step_less", "training.py", WARMUP,
+        "return max_lr * step / (warmup_steps - 1)",
+        "divides the warmup by warmup_steps - 1, so it reaches max_lr a step early",
+        diagnosis=("your warmup is max_lr * (step) / (warmup_steps - 1)",)),
+]

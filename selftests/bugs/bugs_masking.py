@@ -71,3 +71,20 @@ BUGS += [
         "shifts the diagonal by q_len - k_len, the wrong way",
         diagnosis=('diagonal moves the wrong way',)),
 ]
+
+# Members of the fitted diagonal families (mistakes.DIAGONAL_SHIFTED, DIAGONAL_FIXED) that no single entry names.
+BUGS += [
+    Bug("masking", "diagonal_one_too_far", "attention.py", "return ones.tril(diagonal=k_len - q_len)",
+        "return ones.tril(diagonal=k_len - q_len + 1)",
+        "off by one the other way: each query also sees the next position",
+        diagnosis=("your mask is tril(diagonal=k_len - q_len + 1): each query also sees",)),
+    Bug("masking", "diagonal_fixed_at_one", "attention.py", "return ones.tril(diagonal=k_len - q_len)",
+        "return ones.tril(diagonal=1)",
+        "writes a fixed diagonal of 1",
+        diagnosis=("your mask is tril(diagonal=1) whatever the lengths", "your mask is tril(diagonal=k_len - q_len + 1)")),
+]
+BUGS += [
+    Bug("masking", "tril_forgotten", "attention.py", "return ones.tril(diagonal=k_len - q_len)", "return ones",
+        "builds the ones but forgets to keep their lower triangle",
+        diagnosis=("your mask is all True, so every query sees the future",)),
+]

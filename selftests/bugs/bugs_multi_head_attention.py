@@ -84,3 +84,13 @@ BUGS += [
         "exponentiates the scores but never divides by their sum",
         diagnosis=("exp(scores) without dividing by their sum",)),
 ]
+
+# A member of the fitted divisor family (mistakes.MHA_DIVISOR) that no single entry names.
+BUGS += [
+    Bug("multi_head_attention", "scaled_by_d_model", "attention.py",
+        "        out, weights = scaled_dot_product_attention(q, k, v, mask)\n        self.last_attention",
+        "        weights = apply_mask(q @ k.transpose(-2, -1) / math.sqrt(self.d_model), mask).softmax(dim=-1)\n"
+        "        out = weights @ v\n        self.last_attention",
+        "writes the scores inline and scales them by √d_model instead of the head width's root",
+        diagnosis=("your scores are divided by √d_model instead of √Dh",)),
+]

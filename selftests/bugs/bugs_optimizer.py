@@ -113,3 +113,14 @@ BUGS += [
         "adds the whole gradient to m, forgetting the (1 - b1) factor",
         diagnosis=('first moment adds the whole gradient',)),
 ]
+
+# Members of the fitted bias-step family (mistakes.BIAS_STEPS) that no single entry names.
+BUGS += [
+    Bug("optimizer", "step_counter_starts_at_one", "training.py", 'state["step"] = 0\n', 'state["step"] = 1\n',
+        "starts the step counter at 1 and increments it before the first update, so t is one ahead",
+        diagnosis=("your bias corrections are 1 - b1**(t + 1) and 1 - b2**(t + 1)",)),
+    Bug("optimizer", "v_correction_one_step_ahead", "training.py",
+        "denom = (v / (1 - b2**t)).sqrt_().add_(eps)", "denom = (v / (1 - b2**(t + 1))).sqrt_().add_(eps)",
+        "corrects v with the next step's 1 - b2**(t + 1)",
+        diagnosis=("your bias corrections are 1 - b1**(t) and 1 - b2**(t + 1)",)),
+]

@@ -50,3 +50,16 @@ BUGS = [
         "takes the number of patches per side from the height alone, as if every image were square",
         diagnosis=("as if every image were square",)),
 ]
+
+# Members of the fitted order family (mistakes.PATCH_ORDER) that no single entry names.
+BUGS += [
+    Bug("patch_embedding", "unfold_without_permute", "vit.py", "return " + PATTERN,
+        "b, c = images.shape[:2]\n    return images.unfold(2, patch_size, patch_size).unfold(3, patch_size, patch_size)"
+        ".reshape(b, -1, c * patch_size ** 2)",
+        "cuts the patches with unfold, (B, C, H/P, W/P, P, P), and reshapes without moving the channels after the grid",
+        diagnosis=("in the order (B, C, H/P, W/P, Py, Px), permute(0, 1, 2, 4, 3, 5)",)),
+    Bug("patch_embedding", "columns_first_channels_last", "vit.py", PATTERN,
+        PATTERN.replace("(h w) (c p1 p2)", "(w h) (p1 p2 c)"),
+        "numbers the patches column by column and flattens each with the channels innermost",
+        diagnosis=("in the order (B, W/P, H/P, Py, Px, C)",)),
+]

@@ -87,3 +87,10 @@ BUGS += [
         "divides the sum of squares by D - 1, as an unbiased variance would",
         diagnosis=("divides the sum of squares by D - 1",)),
 ]
+
+# A member of the fitted eps family (mistakes.FIXED_EPS) that no single entry names.
+BUGS += [
+    Bug("rms_norm", "eps_written_in", "norms.py", RMS_RETURN, "return x * torch.rsqrt(ms + 1e-8) * self.weight",
+        "writes Adam's habitual 1e-8 into the formula instead of using self.eps",
+        diagnosis=("your eps is 1e-8 whatever eps the norm is given",)),
+]

@@ -99,3 +99,14 @@ BUGS = [
         "decorates apply_rope with torch.no_grad(), as Hugging Face's rotary-embedding module is",
         diagnosis=("your apply_rope's output is not computed from x",)),
 ]
+
+# Members of the fitted exponent family (mistakes.ROPE_EXPONENT) that no single entry names.
+BUGS += [
+    Bug("rope", "exponent_over_head_dim_plus_2", "rope.py", "/ head_dim)  # (Dh/2,)", "/ (head_dim + 2))  # (Dh/2,)",
+        "divides the exponent by head_dim + 2",
+        diagnosis=("your frequencies are base**(-2i / (head_dim + 2))",)),
+    Bug("rope", "odd_features_exponent", "rope.py", "torch.arange(0, head_dim, 2, dtype=torch.float32)",
+        "torch.arange(1, head_dim + 1, 2, dtype=torch.float32)",
+        "counts the exponent's features from 1, (2i + 1) / head_dim",
+        diagnosis=("your frequencies are base**(-(2i + 1) / head_dim)",)),
+]

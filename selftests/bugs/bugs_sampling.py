@@ -122,3 +122,11 @@ BUGS += [
         "takes the top_k-th value without keeping its dimension",
         diagnosis=('threshold lost its dimension',)),
 ]
+
+# A member of the fitted top-k family (mistakes.TOP_K_OFF_BY_ONE) that no single entry names.
+BUGS += [
+    Bug("sampling", "top_k_keeps_one_more", "sampling.py", "kth = logits.topk(top_k, dim=-1).values[..., -1:]",
+        "kth = logits.topk(top_k + 1, dim=-1).values[..., -1:]",
+        "takes the (top_k + 1)-th value as the threshold, keeping one entry too many",
+        diagnosis=("your top-k keeps the top_k + 1 largest logits",)),
+]

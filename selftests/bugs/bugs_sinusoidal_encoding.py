@@ -67,3 +67,11 @@ BUGS += [
         "writes the base with an extra zero, 100000",
         diagnosis=("your wavelengths use the base 1e+05",)),
 ]
+
+# A member of the fitted exponent family (mistakes.TABLE_EXPONENT) that no single entry names.
+BUGS += [
+    Bug("sinusoidal_encoding", "exponent_over_d_plus_1", "positional.py", "(-math.log(10000.0) / d_model)",
+        "(-math.log(10000.0) / (d_model + 1))",
+        "divides the exponent by d_model + 1",
+        diagnosis=("your frequencies are 10000**(-2i / (d_model + 1))",)),
+]

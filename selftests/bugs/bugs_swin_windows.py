@@ -96,3 +96,15 @@ BUGS = [
         "(tph-yolov5 issue 28)",
         diagnosis=("your first slice is the tuple (0, H - ws), not",)),
 ]
+
+# Members of the fitted order families (mistakes.PARTITION_ORDER, REVERSE_ORDER) that no single entry names.
+BUGS += [
+    Bug("swin_windows", "partition_strided_windows", "swin.py", PERMUTE,
+        "return x.permute(0, 2, 4, 1, 3, 5).reshape(-1, ws * ws, C)",
+        "puts the in-window axes first, so each 'window' gathers pixels ws apart all over the map",
+        diagnosis=("in the order (B, y, x, H/ws, W/ws, C), permute(0, 2, 4, 1, 3, 5)",)),
+    Bug("swin_windows", "reverse_columns_before_rows", "swin.py", "return x.permute(0, 1, 3, 2, 4, 5).reshape(-1, H, W, C)",
+        "return x.permute(0, 1, 3, 4, 2, 5).reshape(-1, H, W, C)",
+        "moves the grid column after the pixel's row and column when it puts the windows back",
+        diagnosis=("to (B, H/ws, y, x, W/ws, C), permute(0, 1, 3, 4, 2, 5)",)),
+]

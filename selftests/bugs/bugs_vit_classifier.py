@@ -94,3 +94,11 @@ BUGS = [
         "does not pass dropout on to the blocks, which then drop out with their own default of 0.1",
         diagnosis=("your ViT drops values in train mode with its",)),
 ]
+
+# A member of the fitted readout family (mistakes.VIT_READS) that no single entry names.
+BUGS += [
+    Bug("vit_classifier", "head_reads_first_patch", "vit.py", "return self.head(self.norm(x)[:, 0])",
+        "return self.head(self.norm(x)[:, 1])",
+        "reads token 1, the first patch, as if the class token were at 1",
+        diagnosis=("your head reads token 1, x[:, 1]",)),
+]

@@ -102,3 +102,14 @@ BUGS += [
         "rolls the output back the same way it rolled the map",
         diagnosis=('rolls the output back the same way',)),
 ]
+
+# Members of the fitted roll family (mistakes.ROLLS) that no single entry names.
+BUGS += [
+    Bug("window_attention", "rolls_rows_only", "swin.py", "y = torch.roll(y, (-s, -s), dims=(1, 2))",
+        "y = torch.roll(y, -s, dims=1)",
+        "rolls the map along the rows only before the windows",
+        diagnosis=("your block rolls the map with torch.roll(y, -shift_size, dims=1) before window_partition",)),
+    Bug("window_attention", "rolls_back_only", "swin.py", "y = torch.roll(y, (-s, -s), dims=(1, 2))", "y = y",
+        "forgets the first roll but rolls the output back",
+        diagnosis=("your block rolls the map with torch.roll(y, (0, 0), dims=(1, 2)) before window_partition",)),
+]

@@ -18,6 +18,8 @@ Models compute in float64; the comparison uses the check's own tolerance.
 from __future__ import annotations
 
 import ast
+import functools
+import itertools
 import math
 import re
 from typing import Any, Callable, NamedTuple
@@ -27,6 +29,7 @@ import torch.nn.functional as F
 from torch import Tensor
 
 from .catalogue import Mistake, Mistakes, bind, mistake, recognised, simulated, variants
+from .compare import _matches
 
 
 # torch's words when two tensors' sizes do not broadcast (the mistakes below that students' errors reveal)
@@ -42,6 +45,43 @@ def mismatched_sizes(message: str) -> set[int] | None:
 def mapped(mistakes: Mistakes, fn: Callable[[Any], Any]) -> Mistakes:
     """The same mistakes seen through `fn` (e.g. a slice, or a row sum), still lazy."""
     return {sentence: (lambda m=model: fn(m() if callable(m) else m)) for sentence, model in mistakes.items()}
+
+
+def besides(named: Mistakes, family: Mistakes, got: Any = None, *, prefer_named: bool = True) -> Mistakes:
+    """`named` and a fitted `family`. Where a member gives what a named mistake gives, and that is what came
+    back (`got`; unknown: assumed), the member says nothing (None): the named sentence is the one that
+    teaches there (or, `prefer_named=False`, neither says anything: a diagnosis is never a guess); where it
+    is not what came back, both are weighed as usual. Still lazy: the outputs are computed once, when the
+    first is weighed."""
+    outputs: dict[str, Any] = {}
+
+    def computed(models: Mistakes) -> dict[str, Any]:
+        for sentence, model in models.items():
+            if sentence not in outputs:
+                try:
+                    outputs[sentence] = model() if callable(model) else model
+                except Exception:  # noqa: BLE001 - a mistake that does not apply to these inputs
+                    outputs[sentence] = None
+        return {s: outputs[s] for s in models}
+
+    def shared(mine: Any, others: Mistakes) -> bool:
+        """Whether `mine` and another model would both match what came back (as the check weighs them)."""
+        if got is None:
+            return any(_same(mine, o) for o in computed(others).values())
+        return _matches(got, mine, None, None) and any(_matches(got, o, None, None)
+                                                        for o in computed(others).values())
+
+    def member(sentence: str) -> Any:
+        mine = computed({sentence: family[sentence]})[sentence]
+        return None if shared(mine, named) else mine
+
+    def named_one(sentence: str) -> Any:
+        mine = computed({sentence: named[sentence]})[sentence]
+        return None if shared(mine, family) else mine
+
+    if prefer_named:
+        return {**named, **{s: (lambda s=s: member(s)) for s in family}}
+    return {**{s: (lambda s=s: named_one(s)) for s in named}, **{s: (lambda s=s: member(s)) for s in family}}
 
 
 # --- scaling -----------------------------------------------------------------------------------------
@@ -162,6 +202,8 @@ CAUSAL_MASK_MISTAKES = (
             lambda q_len, k_len: ~_ones(q_len, k_len).tril(diagonal=k_len - q_len)),
     mistake("masking", "transposed", "your mask is transposed: it should be (q_len, k_len), one row per query",
             lambda q_len, k_len: _ones(k_len, q_len).tril(diagonal=q_len - k_len)),
+    mistake("masking", "all_true", "your mask is all True, so every query sees the future: keep the lower "
+            "triangle, ones.tril(diagonal=k_len - q_len)", lambda q_len, k_len: _ones(q_len, k_len)),
 )
 MASKED_WHERE_ALLOWED = mistake(
     "masking", "masked_where_allowed",
@@ -187,8 +229,40 @@ MASK_NONE_FAILS = recognised("masking", "mask_none_fails",
                              "the scores come back unchanged (if mask is None: return scores)")
 
 
-def causal_mask_mistakes(q_len: int, k_len: int) -> Mistakes:
-    return bind(CAUSAL_MASK_MISTAKES, q_len, k_len)
+# Families: any diagonal of a tril, as a shift of the right one (late or early) or as a fixed one.
+# Each value is its own sentence, so a case that rules a value out rules it out for the whole check.
+DIAGONAL_LATE = mistake(
+    "masking", "diagonal_late",
+    "your mask is tril(diagonal=k_len - q_len + {n}): each query also sees the next {n} key(s), from the future; "
+    "the causal mask is tril(diagonal=k_len - q_len), j <= i + (k_len - q_len)",
+    lambda q_len, k_len, shift: _ones(q_len, k_len).tril(diagonal=k_len - q_len + shift))
+DIAGONAL_EARLY = mistake(
+    "masking", "diagonal_early",
+    "your mask is tril(diagonal=k_len - q_len - {n}): each query misses its own key and the {before} before it; "
+    "the causal mask is tril(diagonal=k_len - q_len), j <= i + (k_len - q_len)",
+    lambda q_len, k_len, shift: _ones(q_len, k_len).tril(diagonal=k_len - q_len + shift))
+DIAGONAL_FIXED = mistake(
+    "masking", "diagonal_fixed",
+    "your mask is tril(diagonal={diagonal}) whatever the lengths: the diagonal moves with them, "
+    "tril(diagonal=k_len - q_len), since the queries are the LAST q_len of the k_len positions",
+    lambda q_len, k_len, diagonal: _ones(q_len, k_len).tril(diagonal=diagonal))
+SHIFTS = (-4, -3, -2, 1, 2, 3, 4)  # 0 is right; -1 is diagonal_excluded
+DIAGONALS = (-4, -3, -2, -1, 1, 2, 3, 4)  # 0 is offset_ignored
+
+
+def _shifted(q_len: int, k_len: int, shift: int) -> tuple[str, Callable[[], Tensor]]:
+    entry = DIAGONAL_LATE if shift > 0 else DIAGONAL_EARLY
+    return entry.text(n=abs(shift), before=-shift - 1), entry.on(q_len, k_len, shift)
+
+
+def causal_mask_mistakes(q_len: int, k_len: int, got: Any = None) -> Mistakes:
+    """For causal_mask(q_len, k_len) (which gave `got`); also every tril of another diagonal (on a square mask,
+    only as a shift: the two read the same there)."""
+    family = dict(_shifted(q_len, k_len, s) for s in SHIFTS)
+    if q_len != k_len:
+        family.update({DIAGONAL_FIXED.text(diagonal=d): DIAGONAL_FIXED.on(q_len, k_len, d) for d in DIAGONALS
+                       if d != q_len - k_len})  # offset_reversed
+    return besides(bind(CAUSAL_MASK_MISTAKES, q_len, k_len), family, got)
 
 
 def _masked_value(values: Tensor) -> float | None:
@@ -258,8 +332,51 @@ RESIZED_INPUT = mistake("head_splitting", "resized_input",
                         lambda x, n_heads: x.reshape(*x.shape[:-1], n_heads, x.size(-1) // n_heads))
 
 
-def split_mistakes(x: Tensor, n_heads: int) -> Mistakes:
-    return bind(SPLIT_MISTAKES, x, n_heads)
+# Families: any view of D's sizes followed by any permutation (split), any permutation before the join (merge).
+SPLIT_LAYOUT = mistake(
+    "head_splitting", "split_layout",
+    "your split_heads gives x.reshape(B, {view}).permute(0, {order}), a (B, {result}) layout: the split is "
+    "x.view(B, T, H, Dh).transpose(1, 2), (B, H, T, Dh), head h holding the features h*Dh .. (h+1)*Dh - 1",
+    lambda x, n_heads, view, order: _split_as(x, n_heads, view, order))
+MERGE_LAYOUT = mistake(
+    "head_splitting", "merge_layout",
+    "your merge_heads gives heads.permute(0, {order}).reshape(B, T, D): it reshapes a (B, {layout}) layout, and "
+    "merge_heads undoes split_heads, heads.transpose(1, 2).reshape(B, T, H * Dh)",
+    lambda heads, order: heads.permute(0, *order).reshape(heads.shape[0], heads.shape[2],
+                                                         heads.shape[1] * heads.shape[3]))
+SPLIT_NAMED = {("T", "H", "Dh"): {(2, 1, 3), (1, 2, 3)}, ("H", "T", "Dh"): {(1, 2, 3)},  # right, or an entry
+               ("T", "Dh", "H"): {(3, 1, 2), (2, 1, 3)}}
+MERGE_NAMED = {(2, 1, 3), (1, 2, 3), (2, 3, 1)}
+AXES = ("H", "T", "Dh")  # of (B, H, T, Dh), after the batch
+
+
+def _split_as(x: Tensor, n_heads: int, view: tuple[str, ...], order: tuple[int, ...]) -> Tensor:
+    sizes = dict(T=x.shape[1], H=n_heads, Dh=x.shape[2] // n_heads)
+    return x.reshape(x.shape[0], *(sizes[name] for name in view)).permute(0, *order)
+
+
+def _identifiable(*sizes: int) -> bool:
+    """Whether every layout of axes of these sizes differs from every other (no size 1, no two the same)."""
+    return min(sizes) > 1 and len(set(sizes)) == len(sizes)
+
+
+def _split_family(x: Tensor, n_heads: int) -> Mistakes:
+    if x.dim() != 3 or not _identifiable(x.shape[1], n_heads, x.shape[2] // n_heads):
+        return {}
+    return {text: SPLIT_LAYOUT.on(x, n_heads, view, order) for text, view, order in _split_texts()}
+
+
+@functools.cache
+def _split_texts() -> tuple[tuple[str, tuple[str, ...], tuple[int, ...]], ...]:
+    return tuple((SPLIT_LAYOUT.text(view=", ".join(view), order=", ".join(map(str, order)),
+                                    result=", ".join(view[i - 1] for i in order)), view, order)
+                 for view in itertools.permutations(("T", "H", "Dh")) for order in itertools.permutations((1, 2, 3))
+                 if order not in SPLIT_NAMED.get(view, ()))
+
+
+def split_mistakes(x: Tensor, n_heads: int, got: Any = None) -> Mistakes:
+    """For split_heads(x, n_heads) (which gave `got`); also every other view of (T, H, Dh) and permutation of it."""
+    return besides(bind(SPLIT_MISTAKES, x, n_heads), _split_family(x, n_heads), got)
 
 
 def split_in_place_mistakes(x: Tensor, n_heads: int) -> Mistakes:
@@ -267,8 +384,13 @@ def split_in_place_mistakes(x: Tensor, n_heads: int) -> Mistakes:
     return bind([RESIZED_INPUT], x, n_heads)
 
 
-def merge_mistakes(heads: Tensor) -> Mistakes:
-    return bind(MERGE_MISTAKES, heads)
+def merge_mistakes(heads: Tensor, got: Any = None) -> Mistakes:
+    """For merge_heads(heads) (which gave `got`); also every other permutation of (H, T, Dh) before the join."""
+    family = {MERGE_LAYOUT.text(order=", ".join(map(str, order)), layout=", ".join(AXES[i - 1] for i in order)):
+              MERGE_LAYOUT.on(heads, order)
+              for order in itertools.permutations((1, 2, 3)) if order not in MERGE_NAMED
+              and heads.dim() == 4 and _identifiable(*heads.shape[1:])}
+    return besides(bind(MERGE_MISTAKES, heads), family, got)
 
 
 # --- qkv_projection ----------------------------------------------------------------------------------
@@ -325,8 +447,9 @@ def d_k_mistakes(d_model: int, n_heads: int) -> Mistakes:
 
 def attention(q: Tensor, k: Tensor, v: Tensor, mask: Tensor | None, *, scale: bool = True, softmax_dim: int = -1,
               mask_mode: str = "fill", swap_qk: bool = False, transpose_weights: bool = False,
-              normalise: bool = True) -> tuple[Tensor, Tensor]:
-    """(out, weights) of scaled dot-product attention in float64, with one mistake switched on."""
+              normalise: bool = True, divisor: float | None = None) -> tuple[Tensor, Tensor]:
+    """(out, weights) of scaled dot-product attention in float64, with one mistake switched on (`divisor`:
+    the scores divided by it instead of by √d)."""
     if mask is not None and mask_mode == "fill_weights":  # in the inputs' dtype: what a huge fill becomes there
         weights = (q @ k.transpose(-2, -1) / math.sqrt(q.shape[-1])).softmax(dim=-1)
         weights = torch.where(mask, weights, torch.finfo(weights.dtype).min)
@@ -334,7 +457,7 @@ def attention(q: Tensor, k: Tensor, v: Tensor, mask: Tensor | None, *, scale: bo
     q, k, v = q.double(), k.double(), v.double()
     if swap_qk:
         q, k = k, q
-    s = q @ k.transpose(-2, -1) / (math.sqrt(q.shape[-1]) if scale else 1.0)
+    s = q @ k.transpose(-2, -1) / (divisor if divisor is not None else math.sqrt(q.shape[-1]) if scale else 1.0)
     if mask is not None and mask_mode == "fill":
         s = s.masked_fill(~mask, float("-inf"))
     elif mask is not None and mask_mode == "inverted":
@@ -433,28 +556,49 @@ MHA_MISTAKES = (
 )
 
 
+# A family: the scores divided by another width than the head's.
+MHA_DIVISOR = mistake("multi_head_attention", "mha_divisor",
+                      "your scores are divided by {divisor} instead of √Dh, the square root of one head's width "
+                      "(Dh = d_model // n_heads)", dict())
+
+
+def _mha_divisors(state: dict[str, Tensor], x: Tensor, mask: Tensor | None, n_heads: int, part: int) -> Mistakes:
+    d_model = x.shape[-1]
+    d_head = d_model // n_heads
+    if n_heads == 1:  # d_model is Dh
+        return {}
+    return {MHA_DIVISOR.text(divisor=words): (lambda value=value: mha(state, x, mask, n_heads, divisor=value)[part])
+            for words, value in (("√d_model", math.sqrt(d_model)), ("Dh", float(d_head)), ("d_model", float(d_model)))
+            if not math.isclose(value, math.sqrt(d_head))}
+
+
 def mha_out_mistakes(state: dict[str, Tensor], x: Tensor, mask: Tensor | None, n_heads: int) -> Mistakes:
-    return simulated([m for m in MHA_MISTAKES if "average_heads" not in m.model],
-                     lambda **switches: mha(state, x, mask, n_heads, **switches)[0])
+    """For MultiHeadAttention's output; also the scores divided by another width (MHA_DIVISOR)."""
+    return besides(simulated([m for m in MHA_MISTAKES if "average_heads" not in m.model],
+                             lambda **switches: mha(state, x, mask, n_heads, **switches)[0]),
+                   _mha_divisors(state, x, mask, n_heads, 0))
 
 
 def mha_weights_mistakes(state: dict[str, Tensor], x: Tensor, mask: Tensor | None, n_heads: int) -> Mistakes:
-    return simulated([m for m in MHA_MISTAKES if "out_proj" not in m.model],
-                     lambda **switches: mha(state, x, mask, n_heads, **switches)[1])
+    """For MultiHeadAttention's weights; also the scores divided by another width (MHA_DIVISOR)."""
+    return besides(simulated([m for m in MHA_MISTAKES if "out_proj" not in m.model],
+                             lambda **switches: mha(state, x, mask, n_heads, **switches)[1]),
+                   _mha_divisors(state, x, mask, n_heads, 1))
 
 
 # --- sinusoidal_encoding -----------------------------------------------------------------------------
 
 def table(max_len: int, d_model: int, *, base: float = 10000.0, exponent: str = "2i", first: int = 0,
-          even=torch.sin, odd=torch.cos, angle: str = "p*w", denominator: int = 0) -> Tensor:
-    """(max_len, d_model) in float64, with one mistake switched on."""
+          even=torch.sin, odd=torch.cos, angle: str = "p*w", denominator: int = 0, numerator: int = 0) -> Tensor:
+    """(max_len, d_model) in float64, with one mistake switched on (the exponent is (2i + numerator) /
+    (d_model + denominator))."""
     pairs = torch.arange(0, d_model, 2, dtype=torch.float64)
     if exponent == "i":
         pairs = pairs / 2
     position = torch.arange(first, first + max_len, dtype=torch.float64).unsqueeze(1)
     pe = torch.zeros(max_len, d_model, dtype=torch.float64)
     for parity, fn in ((0, even), (1, odd)):
-        exps = pairs + (parity if exponent == "column" else 0)
+        exps = pairs + (parity if exponent == "column" else 0) + numerator
         w = torch.pow(base, -exps / (d_model + denominator))
         a = {"p*w": position * w, "p+w": position + w, "w": w.expand(max_len, -1)}[angle]
         pe[:, parity::2] = fn(a)
@@ -498,10 +642,19 @@ OTHER_BASE = mistake("sinusoidal_encoding", "other_base",
                      lambda max_len, d_model, base: table(max_len, d_model, base=base))
 
 
+TABLE_EXPONENT = mistake(
+    "sinusoidal_encoding", "exponent_offsets",
+    "your frequencies are 10000**(-{numerator} / {denominator}): they are 10000**(-2i / d_model), i counting "
+    "the pairs from 0, so columns 0 and 1 turn by 1 radian a position", dict())
+
+
 def table_mistakes(max_len: int, d_model: int, got: Any = None) -> Mistakes:
-    """For the (max_len, d_model) table; given what came back, also a base no entry names, fitted to it."""
+    """For the (max_len, d_model) table; given what came back, also a base no entry names, fitted to it, and
+    the exponent off by EXPONENT_OFFSETS (exponent_over_d_minus_1 is (0, -1))."""
+    family = {text: (lambda k=k: table(max_len, d_model, numerator=k[0], denominator=k[1]))
+              for text, k in _exponent_texts(TABLE_EXPONENT, "d_model", {(0, -1)}).items()}
     return {**simulated(TABLE_MISTAKES, lambda **switches: table(max_len, d_model, **switches)),
-            **_other_base(max_len, d_model, got)}
+            **_other_base(max_len, d_model, got), **family}
 
 
 def _other_base(max_len: int, d_model: int, got: Any) -> Mistakes:
@@ -512,7 +665,10 @@ def _other_base(max_len: int, d_model: int, got: Any) -> Mistakes:
     if not 0 < value < math.sin(1.0):  # a base above 1 turns pair 1 by less than a radian a position
         return {}
     base = math.asin(value) ** (-d_model / 2)
-    if not math.isfinite(base) or any(math.isclose(base, b, rel_tol=1e-2) for b in (10000.0, 1000.0)):
+    # another denominator d_model + k is the base 10000 ** (d_model / (d_model + k)), whose value depends on
+    # d_model: the entry that names the denominator is the one that holds for every case
+    denominators = [10000.0 ** (d_model / (d_model + k)) for k in {b for _, b in EXPONENT_OFFSETS} if d_model + k > 0]
+    if not math.isfinite(base) or any(math.isclose(base, b, rel_tol=1e-2) for b in (10000.0, 1000.0, *denominators)):
         return {}
     return bind([OTHER_BASE], max_len, d_model, base, base=base)
 
@@ -671,13 +827,41 @@ def square_assumed(message: str, images_shape: tuple[int, ...], patch: int) -> b
     return any(dims == [b, c, side // patch, patch, side // patch, patch] for side in (height, width))
 
 
-def patchify_mistakes(images: Tensor, patch: int) -> Mistakes:
-    return {**simulated(PATCH_MISTAKES, lambda order: patches(images, patch, order)),
-            **bind([UNFOLD_LAYOUT], images, patch)}
+# A family: the view (B, C, H/P, Py, W/P, Px) flattened in any other order, each order its own sentence.
+PATCH_ORDER = mistake(
+    "patch_embedding", "patch_order",
+    "your patchify flattens the view (B, C, H/P, Py, W/P, Px) in the order ({names}), permute(0, {order}) "
+    "(Py, Px: a pixel's row and column in its patch): the patches are (B, H/P, W/P, C, Py, Px) flattened, "
+    "permute(0, 2, 4, 1, 3, 5), row-major patches of (C, P, P) each", dict())
+PATCH_AXES = ("B", "C", "H/P", "Py", "W/P", "Px")
+PATCH_NAMED = {(0, 2, 4, 1, 3, 5), *(m.model["order"] for m in PATCH_MISTAKES)}
 
 
-def embedding_mistakes(images: Tensor, patch: int, state: dict[str, Tensor]) -> Mistakes:
-    return simulated(PATCH_MISTAKES, lambda order: linear(patches(images, patch, order), state, "proj"))
+def _patch_orders(images: Tensor, patch: int, model: Callable[[tuple[int, ...]], Any]) -> Mistakes:
+    """The PATCH_ORDER family, where no axis of the view has size 1 (then every order gives its own patches)."""
+    b, c, height, width = images.shape
+    if min(b, c, height // patch, patch, width // patch) < 2:
+        return {}
+    return {text: (lambda order=order: model(order)) for text, order in _patch_order_texts()}
+
+
+@functools.cache
+def _patch_order_texts() -> tuple[tuple[str, tuple[int, ...]], ...]:
+    return tuple((PATCH_ORDER.text(names=", ".join(PATCH_AXES[i] for i in (0, *rest)), order=", ".join(map(str, rest))),
+                  (0, *rest)) for rest in itertools.permutations(range(1, 6)) if (0, *rest) not in PATCH_NAMED)
+
+
+def patchify_mistakes(images: Tensor, patch: int, got: Any = None) -> Mistakes:
+    """For patchify(images, patch) (which gave `got`); also every other order of the view (PATCH_ORDER)."""
+    named = {**simulated(PATCH_MISTAKES, lambda order: patches(images, patch, order)),
+             **bind([UNFOLD_LAYOUT], images, patch)}
+    return besides(named, _patch_orders(images, patch, lambda order: patches(images, patch, order)), got)
+
+
+def embedding_mistakes(images: Tensor, patch: int, state: dict[str, Tensor], got: Any = None) -> Mistakes:
+    def model(order):
+        return linear(patches(images, patch, order), state, "proj")
+    return besides(simulated(PATCH_MISTAKES, model), _patch_orders(images, patch, model), got)
 
 
 def num_patches_mistakes(img_size: int, patch: int) -> Mistakes:
@@ -810,10 +994,36 @@ def cache_len_mistakes(shape: tuple[int, ...], calls: int, positions: int) -> Mi
     return bind(CACHE_LEN_MISTAKES, shape, calls, positions)
 
 
+# A family: the cached forward's causal mask with another diagonal than k_len - q_len (the cached positions).
+CACHED_MASK_DIAGONAL = mistake(
+    "kv_cache", "cached_mask_diagonal",
+    "your cached forward's causal mask is tril(diagonal={diagonal}) over the (new, cached + new) scores: with a "
+    "cache the queries are the last q_len of k_len positions, so the mask is causal_mask(q_len, k_len), "
+    "tril(diagonal=k_len - q_len)",
+    lambda state, x, start, stop, n_heads, at, diagonal: mha(
+        state, x[:, :stop], _rows_masked(start, stop, diagonal), n_heads)[0][:, at])
+CACHED_DIAGONALS = {"0": lambda start: 0, "k_len - q_len + 1": lambda start: start + 1,
+                    "k_len - q_len - 1": lambda start: start - 1}
+
+
+def _rows_masked(start: int, stop: int, diagonal: int) -> Tensor:
+    """(stop, stop): causal rows for the cached positions, tril(diagonal) of (new, stop) for the new ones."""
+    mask = torch.ones(stop, stop, dtype=torch.bool).tril()
+    mask[start:] = torch.ones(stop - start, stop, dtype=torch.bool).tril(diagonal=diagonal)
+    return mask
+
+
 def decoding_mistakes(state: dict[str, Tensor], x: Tensor, start: int, stop: int, n_heads: int,
                       at: int) -> Mistakes:
-    """For output position `at` of a cached forward over the chunk x[:, start:stop] after x[:, :start] was cached."""
-    return bind(DECODING_MISTAKES, state, x, start, stop, n_heads, at)
+    """For output position `at` of a cached forward over the chunk x[:, start:stop] after x[:, :start] was cached;
+    also the mask's diagonal off (CACHED_DIAGONALS), where something is cached."""
+    diagonals: dict[int, str] = {}  # one sentence a diagonal: with one position cached, k_len - q_len - 1 is 0
+    for words, diagonal in CACHED_DIAGONALS.items():
+        diagonals.setdefault(diagonal(start), words)
+    family = {CACHED_MASK_DIAGONAL.text(diagonal=words): CACHED_MASK_DIAGONAL.on(state, x, start, stop, n_heads, at,
+                                                                                 diagonal)
+              for diagonal, words in diagonals.items() if start > 0}
+    return besides(bind(DECODING_MISTAKES, state, x, start, stop, n_heads, at), family)
 
 
 def block_decoding_mistakes(states: list[dict[str, Tensor]], x: Tensor, start: int, stop: int, n_heads: int,
@@ -931,9 +1141,27 @@ INITIAL_VALUE = mistake("layer_norm", "initial_value",
                         lambda d, bad: torch.full((d,), bad))
 
 
-def layer_norm_mistakes(x: Tensor, state: dict[str, Tensor], eps: float, *, default_eps: bool = False) -> Mistakes:
-    return simulated([*LAYER_NORM_MISTAKES, *([DEFAULT_EPS] if default_eps else [])],
-                     lambda variant: layer_norm(x, state["weight"], state["bias"], eps, variant=variant))
+# A family of both norms: an eps written into the code, whatever eps the norm is given.
+FIXED_EPS = mistake("layer_norm", "fixed_eps",
+                    "your eps is {eps} whatever eps the norm is given: use the one passed to __init__ (self.eps)",
+                    dict())
+FIXED_EPS_VALUES = (1e-5, 1e-6, 1e-8, 1e-3)
+
+
+def _fixed_eps(norm: Callable[[float], Tensor], named: Mistakes, got: Any, default_eps: bool) -> Mistakes:
+    """`named` and the FIXED_EPS family; 1e-6 is DEFAULT_EPS's where the default is used. An eps next to 0 is
+    no eps on most inputs: where the two give the same, neither is named."""
+    family = {FIXED_EPS.text(eps=f"{value:g}".replace("e-0", "e-")): (lambda value=value: norm(value))
+              for value in FIXED_EPS_VALUES if not (default_eps and value == 1e-6)}
+    return besides(named, family, got, prefer_named=False)
+
+
+def layer_norm_mistakes(x: Tensor, state: dict[str, Tensor], eps: float, *, default_eps: bool = False,
+                        got: Any = None) -> Mistakes:
+    """For LayerNorm(x) with this eps (which gave `got`); also an eps of FIXED_EPS_VALUES written into the code."""
+    named = simulated([*LAYER_NORM_MISTAKES, *([DEFAULT_EPS] if default_eps else [])],
+                      lambda variant: layer_norm(x, state["weight"], state["bias"], eps, variant=variant))
+    return _fixed_eps(lambda value: layer_norm(x, state["weight"], state["bias"], value), named, got, default_eps)
 
 
 def statistics_detached_x_grad(x: Tensor, state: dict[str, Tensor], eps: float, grad_output: Tensor, *,
@@ -1043,13 +1271,16 @@ def scaled_in_place_mistakes(x: Tensor) -> Mistakes:
     return bind([SCALED_IN_PLACE], x)
 
 
-def rms_norm_mistakes(x: Tensor, state: dict[str, Tensor], eps: float, *, default_eps: bool = False) -> Mistakes:
+def rms_norm_mistakes(x: Tensor, state: dict[str, Tensor], eps: float, *, default_eps: bool = False,
+                      got: Any = None) -> Mistakes:
+    """For RMSNorm(x) with this eps (which gave `got`); also an eps of FIXED_EPS_VALUES written into the code."""
     entries = list(RMS_NORM_MISTAKES)
     if bool((x > 0).all()):  # mean(|x|) is mean(x) there: the two mistakes cannot be told apart
         entries = [m for m in entries if m.model["variant"] not in ("abs_mean", "square_of_mean")]
     if default_eps:
         entries.append(DEFAULT_EPS)
-    return simulated(entries, lambda variant: rms_norm(x, state["weight"], eps, variant=variant))
+    named = simulated(entries, lambda variant: rms_norm(x, state["weight"], eps, variant=variant))
+    return _fixed_eps(lambda value: rms_norm(x, state["weight"], value), named, got, default_eps)
 
 
 # --- swiglu ------------------------------------------------------------------------------------------
@@ -1232,12 +1463,30 @@ MAX_SUBTRACTED_IN_PLACE = mistake("cross_entropy", "max_subtracted_in_place",
                                   "compute a new tensor instead", lambda x, dim: x - x.amax(dim=dim, keepdim=True))
 
 
-def softmax_mistakes(x: Tensor, dim: int) -> Mistakes:
-    return bind(SOFTMAX_MISTAKES, x, dim)
+# Families: a dim written into the code, whatever `dim` says (the last one is softmax_last_dim's).
+SOFTMAX_FIXED_DIM = mistake("cross_entropy", "softmax_fixed_dim",
+                            "your softmax always normalises over dim={dim}, whatever `dim` says: normalise over the "
+                            "dim given", dict())
+LOG_SOFTMAX_FIXED_DIM = mistake("cross_entropy", "log_softmax_fixed_dim",
+                                "your log_softmax always normalises over dim={dim}, whatever `dim` says: normalise "
+                                "over the dim given", dict())
+FIXED_DIMS = (0, 1, -2)
 
 
-def log_softmax_mistakes(x: Tensor, dim: int) -> Mistakes:
-    return bind(LOG_SOFTMAX_MISTAKES, x, dim)
+def _fixed_dims(entry: Mistake, x: Tensor, fn: Callable[[Tensor, int], Tensor]) -> Mistakes:
+    """Each fixed dim that x has (one that is x's last dim too is weighed: it rules out what it does not match)."""
+    return {entry.text(dim=k): (lambda k=k: fn(x.double(), k)) for k in FIXED_DIMS if -x.dim() <= k < x.dim()}
+
+
+def softmax_mistakes(x: Tensor, dim: int, got: Any = None) -> Mistakes:
+    """For softmax(x, dim) (which gave `got`); also a fixed dim of FIXED_DIMS."""
+    return besides(bind(SOFTMAX_MISTAKES, x, dim), _fixed_dims(SOFTMAX_FIXED_DIM, x, torch.softmax), got)
+
+
+def log_softmax_mistakes(x: Tensor, dim: int, got: Any = None) -> Mistakes:
+    """For log_softmax(x, dim) (which gave `got`); also a fixed dim of FIXED_DIMS."""
+    return besides(bind(LOG_SOFTMAX_MISTAKES, x, dim), _fixed_dims(LOG_SOFTMAX_FIXED_DIM, x, torch.log_softmax),
+                   got)
 
 
 def cross_entropy_mistakes(logits: Tensor, targets: Tensor, ignore_index: int) -> Mistakes:
@@ -1301,8 +1550,9 @@ def closure_mistakes() -> Mistakes:
 
 
 def adamw_run(values: list[Tensor], grads: list[list[Tensor | None]], groups: list[dict], lrs: list[list[float]],
-              variant: str = "") -> list[list[Tensor]]:
-    """Every step's parameters (float64) of the contract's AdamW, with the mistake `variant` switched on.
+              variant: str = "", bias_steps: tuple[int, int] = (0, 0)) -> list[list[Tensor]]:
+    """Every step's parameters (float64) of the contract's AdamW, with the mistake `variant` switched on, or
+    the bias corrections 1 - b1**(t + k1), 1 - b2**(t + k2) of `bias_steps` (k1, k2).
 
     `groups[i]` holds parameter i's settings (lr, betas, eps, weight_decay) at construction; `lrs[s][i]` is
     its lr at step s; `grads[s][i]` its gradient at step s, or None.
@@ -1337,7 +1587,8 @@ def adamw_run(values: list[Tensor], grads: list[list[Tensor | None]], groups: li
                 m[i], v[i], t = torch.zeros_like(p[i]), torch.zeros_like(p[i]), 1
             m[i] = m_beta * m[i] + (1.0 if variant == "m_without_1_minus_b1" else 1 - m_beta) * g
             v[i] = b2 * v[i] + (1.0 if variant == "v_without_1_minus_b2" else 1 - b2) * (g if variant == "v_of_g" else g * g)
-            c1, c2 = (1.0, 1.0) if variant == "no_bias_correction" else (1 - b1**t, 1 - b2**t)
+            c1, c2 = (1.0, 1.0) if variant == "no_bias_correction" else (1 - b1**(t + bias_steps[0]),
+                                                                          1 - b2**(t + bias_steps[1]))
             num = g if variant == "no_momentum" else m[i] / c1
             if variant == "eps_inside":
                 denom = (v[i] / c2 + eps).sqrt()
@@ -1352,11 +1603,29 @@ def adamw_run(values: list[Tensor], grads: list[list[Tensor | None]], groups: li
     return history
 
 
-def adamw_run_mistakes(values, grads, groups, lrs) -> Mistakes:
-    """For a whole run: every step's parameters, flattened in order (see `flat_run`). One step alone may not
-    tell two mistakes apart (with betas (0.9, 0.99) an m without (1 - b1) and a v without its bias
-    correction both scale the first step by 10); the run does."""
-    return simulated(ADAMW_MISTAKES, lambda variant: flat_run(adamw_run(values, grads, groups, lrs, variant)))
+# A family: the step of either bias correction shifted (t - 1, t + 1), each pair its own sentence.
+BIAS_STEPS = mistake(
+    "optimizer", "bias_steps",
+    "your bias corrections are 1 - b1**({t1}) and 1 - b2**({t2}): both use t, the parameter's own update "
+    "count, which is 1 at its first update (state['step'] += 1 before it is used)", dict())
+BIAS_SHIFTS = [(k1, k2) for k1 in (-1, 0, 1) for k2 in (-1, 0, 1) if (k1, k2) != (0, 0)]
+
+
+def adamw_run_mistakes(values, grads, groups, lrs, got: Any = None) -> Mistakes:
+    """For a whole run, which came back as `got`: every step's parameters, flattened in order (see
+    `flat_run`); also the bias corrections' steps shifted (BIAS_SHIFTS). One step alone may not tell two
+    mistakes apart (with betas (0.9, 0.99) an m without (1 - b1) and a v without its bias correction both
+    scale the first step by 10); the run does."""
+    cache: dict[Any, Tensor | None] = {}
+
+    def model(variant="", bias_steps=(0, 0)):
+        if (variant, bias_steps) not in cache:
+            cache[variant, bias_steps] = flat_run(adamw_run(values, grads, groups, lrs, variant, bias_steps))
+        return cache[variant, bias_steps]
+
+    family = {BIAS_STEPS.text(t1=_plus("t", k1), t2=_plus("t", k2)): (lambda k=(k1, k2): model(bias_steps=k))
+              for k1, k2 in BIAS_SHIFTS}
+    return besides(simulated(ADAMW_MISTAKES, model), family, got)
 
 
 def flat_run(steps: list[list[Any]]) -> Tensor | None:
@@ -1366,16 +1635,19 @@ def flat_run(steps: list[list[Any]]) -> Tensor | None:
     return torch.cat([t.detach().double().flatten() for step in steps for t in step])
 
 
-def adamw_mistakes(values, grads, groups, lrs, step: int, index: int) -> Mistakes:
-    """For parameter `index` after step `step` (from 0)."""
-    cache: dict[str, list] = {}
+def adamw_mistakes(values, grads, groups, lrs, step: int, index: int, got: Any = None) -> Mistakes:
+    """For parameter `index` after step `step` (from 0), which came back as `got`; also the bias corrections'
+    steps shifted (BIAS_SHIFTS)."""
+    cache: dict[Any, list] = {}
 
-    def model(variant):
-        if variant not in cache:
-            cache[variant] = adamw_run(values, grads, groups, lrs, variant)
-        return cache[variant][step][index]
+    def model(variant="", bias_steps=(0, 0)):
+        if (variant, bias_steps) not in cache:
+            cache[variant, bias_steps] = adamw_run(values, grads, groups, lrs, variant, bias_steps)
+        return cache[variant, bias_steps][step][index]
 
-    return simulated(ADAMW_MISTAKES, model)
+    family = {BIAS_STEPS.text(t1=_plus("t", k1), t2=_plus("t", k2)): (lambda k=(k1, k2): model(bias_steps=k))
+              for k1, k2 in BIAS_SHIFTS}
+    return besides(simulated(ADAMW_MISTAKES, model), family, got)
 
 
 def _norm(grads: list[Tensor]) -> Tensor:
@@ -1428,17 +1700,22 @@ def clip_grads_mistakes(grads: list[Tensor], max_norm: float, index: int) -> Mis
 
 # --- lr_schedule -------------------------------------------------------------------------------------
 
-def schedule(steps: list[int], max_lr: float, min_lr: float, warmup: int, total: int, variant: str = "") -> Tensor:
-    """lr at each step (float64), with the mistake `variant` switched on."""
+def schedule(steps: list[int], max_lr: float, min_lr: float, warmup: int, total: int, variant: str = "", *,
+             warmup_offsets: tuple[int, int] = (0, 0), progress_offsets: tuple[int, int] = (0, 0)) -> Tensor:
+    """lr at each step (float64), with the mistake `variant` switched on, or the warmup's fraction
+    (step + a) / (warmup_steps + b) and the cosine's progress (step - warmup_steps + a) / (total_steps -
+    warmup_steps + b) off by the offsets (a, b) given."""
     out = []
+    (wa, wb), (pa, pb) = warmup_offsets, progress_offsets
     for s in steps:
         if s < warmup:
             lr = {"plus_one": max_lr * (s + 1) / warmup, "nanogpt": max_lr * (s + 1) / (warmup + 1),
-                  "to_one": s / warmup, "int_division": max_lr * (s // warmup)}.get(variant, max_lr * s / warmup)
+                  "to_one": s / warmup, "int_division": max_lr * (s // warmup)}.get(variant,
+                                                                                    max_lr * (s + wa) / (warmup + wb))
         elif s > total:
             lr = 0.0 if variant == "zero_after" else max_lr if variant == "max_after" else min_lr
         else:
-            progress = (s - warmup) / (total - warmup)
+            progress = (s - warmup + pa) / (total - warmup + pb)
             if variant == "progress_from_0":
                 progress = s / total
             elif variant == "over_total":
@@ -1492,20 +1769,51 @@ def tensor_lr_mistakes(right: float) -> Mistakes:
     return bind([LR_AS_TENSOR], right)
 
 
-def schedule_mistakes(steps: list[int], max_lr: float, min_lr: float, warmup: int, total: int) -> Mistakes:
-    return simulated(SCHEDULE_MISTAKES, lambda variant: schedule(steps, max_lr, min_lr, warmup, total, variant))
+# Families: the warmup's fraction and the cosine's progress each off by one in numerator and/or denominator.
+WARMUP_OFF_BY_ONE = mistake(
+    "lr_schedule", "warmup_offsets",
+    "your warmup is max_lr * ({numerator}) / ({denominator}): the contract's is max_lr * step / warmup_steps, "
+    "0 at step 0 and max_lr at step warmup_steps",
+    lambda steps, max_lr, min_lr, warmup, total, offsets: schedule(steps, max_lr, min_lr, warmup, total,
+                                                                   warmup_offsets=offsets))
+PROGRESS_OFF_BY_ONE = mistake(
+    "lr_schedule", "progress_offsets",
+    "your cosine's progress is ({numerator}) / ({denominator}): the contract's is (step - warmup_steps) / "
+    "(total_steps - warmup_steps), 0 at the end of the warmup and 1 at total_steps",
+    lambda steps, max_lr, min_lr, warmup, total, offsets: schedule(steps, max_lr, min_lr, warmup, total,
+                                                                   progress_offsets=offsets))
+OFFSETS = [(a, b) for a in (-1, 0, 1) for b in (-1, 0, 1) if (a, b) != (0, 0)]
+
+
+def _plus(term: str, offset: int) -> str:
+    return term + (f" + {offset}" if offset > 0 else f" - {-offset}" if offset < 0 else "")
+
+
+def schedule_mistakes(steps: list[int], max_lr: float, min_lr: float, warmup: int, total: int,
+                      got: Any = None) -> Mistakes:
+    """For lr_at at `steps` (which gave `got`); also the warmup and the progress off by one (OFFSETS)."""
+    config = (steps, max_lr, min_lr, warmup, total)
+    family = {WARMUP_OFF_BY_ONE.text(numerator=_plus("step", a), denominator=_plus("warmup_steps", b)):
+              WARMUP_OFF_BY_ONE.on(*config, (a, b)) for a, b in OFFSETS if (a, b) not in ((1, 0), (1, 1))}
+    family.update({PROGRESS_OFF_BY_ONE.text(numerator=_plus("step - warmup_steps", a),
+                                            denominator=_plus("total_steps - warmup_steps", b)):
+                   PROGRESS_OFF_BY_ONE.on(*config, (a, b)) for a, b in OFFSETS})
+    return besides(simulated(SCHEDULE_MISTAKES, lambda variant: schedule(*config, variant)), family, got)
 
 
 # --- rope --------------------------------------------------------------------------------------------
 
-def rope_tables(max_len: int, head_dim: int, base: float = 10000.0, *, variant: str = "") -> tuple[Tensor, Tensor]:
-    """(cos, sin), each (max_len, head_dim / 2), in float64, with the mistake `variant` switched on.
+def rope_tables(max_len: int, head_dim: int, base: float = 10000.0, *, variant: str = "",
+                exponent_offsets: tuple[int, int] = (0, 0)) -> tuple[Tensor, Tensor]:
+    """(cos, sin), each (max_len, head_dim / 2), in float64, with the mistake `variant` switched on, or the
+    exponent (2i + a) / (head_dim + b) of `exponent_offsets` (a, b).
 
     `float16` computes the angles as that mistake does (float16 positions times float16 frequencies),
     and `no_minus` in float32: their angles are large, so the rounding of the mistake's own dtype decides.
     """
     features = torch.arange(0, head_dim, 2, dtype=torch.float64)  # 2i
-    exponent = {"pair_index": features / 2, "off_by_one": features - 2}.get(variant, features) / head_dim
+    a, b = exponent_offsets
+    exponent = {"pair_index": features / 2, "off_by_one": features - 2}.get(variant, features + a) / (head_dim + b)
     base = 10000.0 if variant == "base_ignored" else base
     freqs = base ** (exponent if variant == "no_minus" else -exponent)
     positions = torch.arange(max_len, dtype=torch.float64) + (1 if variant == "from_one" else 0)
@@ -1549,9 +1857,28 @@ FLOAT64_TABLE = mistake("rope", "float64_table",
                         ".to(torch.float32)", lambda table: table.double() if table.dtype == torch.float64 else None)
 
 
+# Families of both encodings: the exponent 2i / d off by a little in its numerator and/or denominator.
+EXPONENT_OFFSETS = [(a, b) for a in (-2, -1, 0, 1, 2) for b in (-2, -1, 0, 1, 2) if (a, b) != (0, 0)]
+ROPE_EXPONENT = mistake(
+    "rope", "exponent_offsets",
+    "your frequencies are base**(-{numerator} / {denominator}): they are base**(-2i / head_dim), i counting "
+    "the pairs from 0, so pair 0 turns by 1 radian a position", dict())
+
+
+def _exponent_texts(entry: Mistake, d: str, skip: set[tuple[int, int]]) -> dict[str, tuple[int, int]]:
+    def term(name: str, offset: int) -> str:
+        return f"({_plus(name, offset)})" if offset else name
+    return {entry.text(numerator=term("2i", a), denominator=term(d, b)): (a, b)
+            for a, b in EXPONENT_OFFSETS if (a, b) not in skip}
+
+
 def rope_table_mistakes(max_len: int, head_dim: int, base: float = 10000.0) -> Mistakes:
-    """For the pair (cos, sin) of rope_angles; see them one at a time with `mapped`."""
-    return simulated(ROPE_TABLE_MISTAKES, lambda variant: rope_tables(max_len, head_dim, base, variant=variant))
+    """For the pair (cos, sin) of rope_angles; see them one at a time with `mapped`. Also the exponent off by
+    EXPONENT_OFFSETS (off_by_one is (-2, 0))."""
+    named = simulated(ROPE_TABLE_MISTAKES, lambda variant: rope_tables(max_len, head_dim, base, variant=variant))
+    family = {text: (lambda k=k: rope_tables(max_len, head_dim, base, exponent_offsets=k))
+              for text, k in _exponent_texts(ROPE_EXPONENT, "head_dim", {(-2, 0)}).items()}
+    return {**named, **family}
 
 
 def rope_table_shape_mistakes(max_len: int, head_dim: int) -> Mistakes:
@@ -2019,8 +2346,26 @@ def gqa_mistakes(state: dict[str, Tensor], x: Tensor, n_heads: int, n_kv_heads: 
                                                                chunks=chunks, variant=variant)[0]))
 
 
+# A family: the copies' new axis at another place before the reshape (at 1 it is repeat_kv_tiled).
+REPEAT_KV_AXIS = mistake(
+    "grouped_query_attention", "repeat_kv_axis",
+    "your repeat_kv puts the n_rep copies on a new axis {axis} (x.unsqueeze({axis}).expand(...)) before the reshape "
+    "to (B, Hkv * n_rep, T, Dh): the copies' axis comes right after the heads, x[:, :, None].expand(B, Hkv, n_rep, "
+    "T, Dh)", lambda x, n_rep, axis: _expanded(x, n_rep, axis))
+
+
+def _expanded(x: Tensor, n_rep: int, axis: int) -> Tensor:
+    new = x.unsqueeze(axis)
+    sizes = list(new.shape)
+    sizes[axis] = n_rep
+    B, H, T, Dh = x.shape
+    return new.expand(*sizes).reshape(B, H * n_rep, T, Dh)
+
+
 def repeat_kv_mistakes(x: Tensor, n_rep: int) -> Mistakes:
-    return bind(REPEAT_KV_MISTAKES, x, n_rep)
+    """For repeat_kv(x, n_rep); also the copies' axis anywhere but after the heads (REPEAT_KV_AXIS)."""
+    family = {REPEAT_KV_AXIS.text(axis=axis): REPEAT_KV_AXIS.on(x, n_rep, axis) for axis in (0, 3, 4)}
+    return besides(bind(REPEAT_KV_MISTAKES, x, n_rep), family)
 
 
 def gqa_key_mistakes(expected: set[str], bias: bool) -> Mistakes:
@@ -2066,8 +2411,9 @@ def _sorted_mass(p: Tensor, inclusive: bool) -> Tensor:
 
 
 def filtered(logits: Tensor, temperature: float = 1.0, top_k: int | None = None, top_p: float | None = None,
-             variant: str = "") -> Tensor:
-    """filter_logits with the mistake `variant` switched on."""
+             variant: str = "", k_offset: int = 0) -> Tensor | None:
+    """filter_logits with the mistake `variant` switched on, or top-k keeping top_k + k_offset entries (None
+    where that is not a count of entries below the vocabulary's)."""
     if variant == "temperature_times":
         x = logits * temperature
     elif variant in ("no_temperature", "temperature_last"):
@@ -2075,6 +2421,10 @@ def filtered(logits: Tensor, temperature: float = 1.0, top_k: int | None = None,
     else:
         x = logits / temperature
     scaled = x
+    if k_offset:
+        if top_k is None or not 1 <= top_k + k_offset < x.shape[-1] or top_k >= x.shape[-1]:
+            return None
+        top_k += k_offset
     if top_k is not None and top_k < x.shape[-1]:
         if variant == "topk_exact":
             keep = torch.zeros_like(x, dtype=torch.bool).scatter(-1, x.topk(top_k, dim=-1).indices, True)
@@ -2118,6 +2468,9 @@ FILTER_MISTAKES = variants("sampling", {
     "(or sum, for each token, the probabilities greater than its own)": "topp_unsorted",
     "your top-p works on the probabilities before top-k: take the softmax of what top-k left": "topp_before_topk",
 })
+TOP_K_OFF_BY_ONE = mistake("sampling", "top_k_off_by_one",
+                           "your top-k keeps the {kept} largest logits: it keeps the top_k largest (and any tied "
+                           "with the top_k-th), logits.topk(top_k).values[..., -1:] being the smallest kept", dict())
 FINITE_FILL = mistake("sampling", "finite_fill",
                       "your filter fills the removed entries with {fill:g}: the contract's are -inf, so that their "
                       "softmax weight is exactly 0", lambda want, fill: want.masked_fill(want == NEG_INF, fill))
@@ -2154,8 +2507,17 @@ def _same(a: Any, b: Any) -> bool:
 
 def judged_whole(mistakes: Mistakes, got: Any, fn: Callable[[Any], Any]) -> Mistakes:
     """For a check of `fn(got)` (a part of what came back): a mistake is named only where the whole of `got`
-    matches its output, not where the part happens to."""
-    return {s: (lambda m=m: fn(got) if _same(got, m() if callable(m) else m) else None) for s, m in mistakes.items()}
+    matches its output, not where the part happens to; one whose part differs from `got`'s is weighed (and
+    so ruled out) on its part."""
+    def part(model: Any) -> Any:
+        whole = model() if callable(model) else model
+        if _same(got, whole):
+            return fn(got)
+        if whole is None:
+            return None
+        mine = fn(whole)
+        return None if _same(mine, fn(got)) else mine
+    return {s: (lambda m=m: part(m)) for s, m in mistakes.items()}
 
 
 def unambiguous(mistakes: Mistakes) -> Mistakes:
@@ -2178,8 +2540,10 @@ EMPTY_ROW = recognised("sampling", "empty_row",
 def filter_mistakes(logits: Tensor, got: Any, want: Tensor, temperature: float = 1.0, top_k: int | None = None,
                     top_p: float | None = None) -> Mistakes:
     """For filter_logits(logits, ...): `got` is what came back, `want` the right answer."""
-    mistakes = unambiguous(simulated(FILTER_MISTAKES, lambda variant: filtered(logits, temperature, top_k, top_p,
-                                                                               variant)))
+    family = {TOP_K_OFF_BY_ONE.text(kept=_plus("top_k", k)): (lambda k=k: filtered(logits, temperature, top_k, top_p,
+                                                                                  k_offset=k)) for k in (-1, 1)}
+    mistakes = unambiguous({**simulated(FILTER_MISTAKES, lambda variant: filtered(logits, temperature, top_k, top_p,
+                                                                                variant)), **family})
     fill = _finite_fill(got, want)
     if fill is not None:
         mistakes.update(bind([FINITE_FILL], want, fill, fill=fill))
@@ -2396,8 +2760,8 @@ ROW_MAJOR = (0, 2, 4, 1, 3, 5)  # `patches` in the contract's order: row-major p
 
 
 def vit(state: dict[str, Tensor], images: Tensor, *, patch_size: int, n_heads: int, n_layers: int,
-        variant: str = "") -> Tensor:
-    """ViT's logits (B, n_classes) in eval mode, float64."""
+        variant: str = "", read: int = 0) -> Tensor:
+    """ViT's logits (B, n_classes) in eval mode, float64; the head reads token `read` (0: the class token)."""
     s = {k: v.double() for k, v in state.items()}
     x = linear(patches(images.double(), patch_size, ROW_MAJOR), s, "patch_embed.proj")
     batch, n, d_model = x.shape
@@ -2430,7 +2794,7 @@ def vit(state: dict[str, Tensor], images: Tensor, *, patch_size: int, n_heads: i
     elif variant in ("head_last", "appended_head_last"):
         pooled = x[:, -1]
     else:
-        pooled = x[:, 0]
+        pooled = x[:, read]
     return linear(pooled, s, "head")
 
 
@@ -2462,10 +2826,20 @@ VIT_MISTAKES = variants("vit_classifier", ((sentence, variant) for variant, sent
 VIT_VARIANTS = {m.name: m.sentence for m in VIT_MISTAKES}  # variant -> sentence
 
 
+# A family: the head reading another token than the class token (the last one is head_last's).
+VIT_READS = mistake("vit_classifier", "reads_token",
+                    "your head reads token {index}, x[:, {index}]: the class token is prepended at position 0, and "
+                    "the head reads it, head(norm(x)[:, 0])", dict())
+
+
 def vit_mistakes(state: dict[str, Tensor], images: Tensor, *, patch_size: int, n_heads: int, n_layers: int
                  ) -> Mistakes:
-    return simulated(VIT_MISTAKES, lambda variant: vit(state, images, patch_size=patch_size, n_heads=n_heads,
-                                                       n_layers=n_layers, variant=variant))
+    """For the ViT's logits; also the head reading token 1, 2, 3 or -2 (VIT_READS)."""
+    def model(variant: str = "", read: int = 0) -> Tensor:
+        return vit(state, images, patch_size=patch_size, n_heads=n_heads, n_layers=n_layers, variant=variant,
+                   read=read)
+    family = {VIT_READS.text(index=index): (lambda index=index: model(read=index)) for index in (1, 2, 3, -2)}
+    return besides(simulated(VIT_MISTAKES, model), family)
 
 
 CLS_WITHOUT_POSITION = mistake("vit_classifier", "cls_without_position",
@@ -2621,9 +2995,36 @@ PARTITION_MISTAKES = (
 )
 
 
+# Families: the grid view flattened (partition) or permuted back (reverse) in any other order, C staying last.
+PARTITION_ORDER = mistake(
+    "swin_windows", "partition_order",
+    "your window_partition flattens the view (B, H/ws, y, W/ws, x, C) in the order ({names}), permute({order}) "
+    "(y, x: a pixel's row and column in its window): the windows are (B, H/ws, W/ws, y, x, C) flattened, "
+    "permute(0, 1, 3, 2, 4, 5)", dict())
+REVERSE_ORDER = mistake(
+    "swin_windows", "reverse_order",
+    "your window_reverse permutes the windows' view (B, H/ws, W/ws, y, x, C) to ({names}), permute({order}), "
+    "before the reshape to (B, H, W, C): undo window_partition with permute(0, 1, 3, 2, 4, 5), to (B, H/ws, y, "
+    "W/ws, x, C)", dict())
+PARTITION_AXES = ("B", "H/ws", "y", "W/ws", "x", "C")
+REVERSE_AXES = ("B", "H/ws", "W/ws", "y", "x", "C")
+
+
+@functools.cache
+def _window_order_texts(entry_name: str) -> tuple[tuple[str, tuple[int, ...]], ...]:
+    entry, axes, named = {
+        "partition": (PARTITION_ORDER, PARTITION_AXES,
+                      {(0, 1, 3, 2, 4), (0, 3, 1, 2, 4), (0, 1, 3, 4, 2), (0, 3, 1, 4, 2), (0, 1, 2, 3, 4),
+                       (1, 3, 0, 2, 4)}),
+        "reverse": (REVERSE_ORDER, REVERSE_AXES, {(0, 1, 3, 2, 4), (0, 1, 4, 2, 3), (0, 1, 2, 3, 4)})}[entry_name]
+    return tuple((entry.text(names=", ".join(axes[i] for i in (*order, 5)), order=", ".join(map(str, (*order, 5)))),
+                  (*order, 5)) for order in itertools.permutations(range(5)) if order not in named)
+
+
 def partition_mistakes(x: Tensor, ws: int) -> Mistakes:
-    """window_partition(x, ws) as common mistakes compute it."""
-    return _unambiguous(bind(PARTITION_MISTAKES, x, ws))
+    """window_partition(x, ws) as common mistakes compute it, and in every other order (PARTITION_ORDER)."""
+    family = {text: (lambda order=order: _permuted(x, ws, *order)) for text, order in _window_order_texts("partition")}
+    return _unambiguous({**bind(PARTITION_MISTAKES, x, ws), **family})
 
 
 def _regrouped(windows: Tensor, view: tuple[int, ...], order: tuple[int, ...], shape: tuple[int, int]) -> Tensor:
@@ -2659,8 +3060,11 @@ REVERSE_MISTAKES = (
 
 
 def reverse_mistakes(windows: Tensor, ws: int, H: int, W: int) -> Mistakes:
-    """window_reverse(windows, ws, H, W) as common mistakes compute it."""
-    return _unambiguous(bind(REVERSE_MISTAKES, windows, ws, H, W))
+    """window_reverse(windows, ws, H, W) as common mistakes compute it, and in every other order (REVERSE_ORDER)."""
+    view = (H // ws, W // ws, ws, ws)
+    family = {text: (lambda order=order: _regrouped(windows, view, order, (H, W)))
+              for text, order in _window_order_texts("reverse")}
+    return _unambiguous({**bind(REVERSE_MISTAKES, windows, ws, H, W), **family})
 
 
 def _slice_labels(n: int, cuts: list[int]) -> Tensor:
@@ -2838,8 +3242,13 @@ def swin_attention(state: dict[str, Tensor], x: Tensor, n_heads: int, ws: int, m
     return F.linear(out, w["proj.weight"], w.get("proj.bias"))
 
 
-def swin_block(state: dict[str, Tensor], x: Tensor, n_heads: int, ws: int, shift: int, *, variant: str = "") -> Tensor:
-    """SwinBlock's output (B, H, W, C) in float64."""
+Roll = tuple[int, tuple[int, ...]]  # (sign of the shift, the dims rolled): (-1, (1, 2)) is roll(y, (-s, -s), (1, 2))
+
+
+def swin_block(state: dict[str, Tensor], x: Tensor, n_heads: int, ws: int, shift: int, *, variant: str = "",
+               rolls: tuple[Roll, Roll] | None = None) -> Tensor:
+    """SwinBlock's output (B, H, W, C) in float64; `rolls` (before the windows, after them) replaces the
+    contract's ((-1, (1, 2)), (+1, (1, 2)))."""
     w = {k: v.double() for k, v in state.items()}
     x = x.double()
     _, H, W, C = x.shape
@@ -2850,12 +3259,18 @@ def swin_block(state: dict[str, Tensor], x: Tensor, n_heads: int, ws: int, shift
     first, back = {"roll_wrong_way": (shift, -shift), "rolled_back_same_way": (-shift, -shift)}.get(
         variant, (-shift, shift))
     y = norm(x, "norm1")
-    if shift:
+    if rolls is not None:
+        (sign, dims), after = rolls
+        y = torch.roll(y, (sign * shift,) * len(dims), dims) if dims else y
+    elif shift:
         y = torch.roll(y, (first, first), dims=(1, 2))
     mask = swin_region_mask(H, W, ws, shift) if shift and variant != "mask_not_passed" else None
     y = _swin_reverse(swin_attention(w, _swin_partition(y, ws), n_heads, ws, mask, variant=variant, prefix="attn."),
                       ws, H, W)
-    if shift and variant != "no_roll_back":
+    if rolls is not None:
+        sign, dims = after
+        y = torch.roll(y, (sign * shift,) * len(dims), dims) if dims else y
+    elif shift and variant != "no_roll_back":
         y = torch.roll(y, (back, back), dims=(1, 2))
     x = (norm(x, "norm1") if variant == "residual_from_normed" else x) + y
     h = x if variant == "mlp_without_norm2" else norm(x, "norm2")
@@ -2940,9 +3355,39 @@ def swin_attention_mistakes(state: dict[str, Tensor], x: Tensor, n_heads: int, w
                      lambda variant: swin_attention(state, x, n_heads, ws, mask, variant=variant))
 
 
-def swin_block_mistakes(state: dict[str, Tensor], x: Tensor, n_heads: int, ws: int, shift: int) -> Mistakes:
-    return simulated([*_swin_index_entries(ws), *SWIN_ATTENTION_MISTAKES, *SWIN_BLOCK_MISTAKES],
-                     lambda variant: swin_block(state, x, n_heads, ws, shift, variant=variant))
+# A family: any direction and axes of either roll (or none), each pair its own sentence.
+ROLLS = mistake(
+    "window_attention", "rolls",
+    "your block rolls the map with {before} before window_partition and with {after} after window_reverse: "
+    "the rolls are torch.roll(y, (-shift_size, -shift_size), dims=(1, 2)) before and torch.roll(y, (shift_size, "
+    "shift_size), dims=(1, 2)) after", dict())
+ROLLS_BEFORE: tuple[Roll, ...] = ((-1, (1, 2)), (1, (1, 2)), (0, ()), (-1, (1,)), (-1, (2,)))
+ROLLS_AFTER: tuple[Roll, ...] = ((1, (1, 2)), (-1, (1, 2)), (0, ()), (1, (1,)), (1, (2,)))
+ROLLS_NAMED = {((-1, (1, 2)), (1, (1, 2))), ((1, (1, 2)), (-1, (1, 2))), ((-1, (1, 2)), (-1, (1, 2))),
+               ((-1, (1, 2)), (0, ()))}  # right, roll_wrong_way, rolled_back_same_way, no_roll_back
+
+
+def _roll_words(roll: Roll) -> str:
+    """The roll as code: torch.roll(y, (0, 0), dims=(1, 2)) for none."""
+    sign, dims = roll
+    if not dims:
+        return "torch.roll(y, (0, 0), dims=(1, 2))"
+    amount = "-shift_size" if sign < 0 else "shift_size"
+    if len(dims) == 1:
+        return f"torch.roll(y, {amount}, dims={dims[0]})"
+    return f"torch.roll(y, ({amount}, {amount}), dims=(1, 2))"
+
+
+def swin_block_mistakes(state: dict[str, Tensor], x: Tensor, n_heads: int, ws: int, shift: int,
+                        got: Any = None) -> Mistakes:
+    """For SwinBlock (which gave `got`); with a shift, also every other pair of rolls (ROLLS_BEFORE, ROLLS_AFTER)."""
+    named = simulated([*_swin_index_entries(ws), *SWIN_ATTENTION_MISTAKES, *SWIN_BLOCK_MISTAKES],
+                      lambda variant: swin_block(state, x, n_heads, ws, shift, variant=variant))
+    family = {ROLLS.text(before=_roll_words(before), after=_roll_words(after)):
+              (lambda r=(before, after): swin_block(state, x, n_heads, ws, shift, rolls=r))
+              for before in ROLLS_BEFORE for after in ROLLS_AFTER
+              if shift and (before, after) not in ROLLS_NAMED}
+    return besides(named, family, got)
 
 
 def swin_rolled_mistakes(state: dict[str, Tensor], x: Tensor, n_heads: int, ws: int, shift: int,
