@@ -107,10 +107,20 @@ def test_one_case_with_two_matching_mistakes_says_so():
                                  "  diagnosis: mistake A\n  hint: look"
 
 
-def test_a_mistake_that_gives_the_expected_output_says_nothing():
+def test_a_mistake_that_gives_the_expected_output_is_ruled_out_and_one_that_cannot_be_computed_says_nothing():
+    """On a failing case, a mistake whose output is the expected one would have passed: the code does
+    something else (a proj sized for one channel is right where in_channels is 1, so a proj of the wrong
+    size there is not that mistake)."""
     expected = torch.ones(3)
     assert diagnose(torch.zeros(3), {A: expected.clone(), B: torch.zeros(3), C: lambda: 1 / 0},
-                    expected=expected) == ([B], [])
+                    expected=expected) == ([B], [A])
+
+
+def test_a_shape_check_rules_out_a_shape_mistake_that_gives_the_expected_shape():
+    one_channel = torch.Size((7, 16))  # PatchEmbedding(12, 4, 1, 7): one channel, so 16 is right
+    with pytest.raises(CheckFailure) as failure:
+        check_tensor(torch.zeros(7, 8), what="proj.weight", shape=(7, 16), mistakes={A: one_channel})
+    assert (failure.value.matched, failure.value.ruled_out) == ([], [A])
 
 
 def test_a_float_mask_does_not_match_a_bool_mistake_on_values():

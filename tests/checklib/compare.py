@@ -120,7 +120,8 @@ def _matches(actual: Any, candidate: Any, rtol: float | None, atol: float | None
     if candidate is None:
         return False
     if isinstance(candidate, torch.Size):
-        return isinstance(actual, Tensor) and actual.shape == candidate
+        shape = actual if isinstance(actual, torch.Size) else actual.shape if isinstance(actual, Tensor) else None
+        return shape == candidate
     if isinstance(candidate, Tensor):
         if not isinstance(actual, Tensor) or actual.shape != candidate.shape or actual.device != candidate.device:
             return False
@@ -149,10 +150,12 @@ def diagnose(actual: Any, mistakes: Mistakes | None, *, expected: Any = None, rt
              atol: float | None = None, dtype_failed: bool = False) -> Diagnosis:
     """Weigh every mistake against what came back (`actual`) on one failing case.
 
-    A mistake that gives the expected result on these inputs says nothing, and so does
-    one whose model cannot be computed for them (it raises, or gives None): a diagnosis
-    only ever adds a line to a failure, it never causes or hides one. A mistake is ruled
-    out only where the expected result is known. Where the check failed on the dtype
+    A mistake whose model cannot be computed for these inputs (it raises, or gives None)
+    says nothing: a diagnosis only ever adds a line to a failure, it never causes or hides
+    one. A mistake is ruled out only where the expected result is known: where its output
+    is neither what came back nor the expected one, and where it gives the expected result
+    (the case failed, so the code does something else; but on the dtype alone, a mistake
+    of values neither matches nor is ruled out). Where the check failed on the dtype
     (`dtype_failed`), a model of another dtype than `actual`'s does not match on values
     alone (nor is it ruled out by them).
     """
@@ -162,7 +165,11 @@ def diagnose(actual: Any, mistakes: Mistakes | None, *, expected: Any = None, rt
         sentence = key.sentence if isinstance(key, Mistake) else key
         try:
             candidate = model() if callable(model) else model
-            if candidate is None or (expected is not None and _matches(expected, candidate, rtol, atol)):
+            if candidate is None:
+                continue
+            if expected is not None and _matches(expected, candidate, rtol, atol):
+                if not dtype_failed and not _matches(actual, candidate, rtol, atol):
+                    ruled_out.append(sentence)  # this mistake would have passed this case
                 continue
             same = _matches(actual, candidate, rtol, atol)
         except Exception:  # noqa: BLE001 - a mistake that does not apply to these inputs
@@ -187,7 +194,9 @@ def check_tensor(actual, *, what: str, shape=None, dtype: torch.dtype | None = N
     """Fail unless `actual` is a plain tensor of the given shape, dtype and device."""
     problem = _tensor_problem(actual, shape, dtype, device)
     if problem is not None:
-        _fail(what, problem, hint, diagnose(actual, mistakes, dtype_failed=_dtype_failed(actual, shape, dtype)))
+        expected = torch.Size(shape) if shape is not None and None not in tuple(shape) else None
+        _fail(what, problem, hint, diagnose(actual, mistakes, expected=expected,
+                                            dtype_failed=_dtype_failed(actual, shape, dtype)))
     return actual
 
 
