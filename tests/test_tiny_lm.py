@@ -133,14 +133,17 @@ def run(call, what: str, cfg: dict, *args, fills_max_len: bool = False, **kwargs
     except StudentError as exc:
         if type(exc) is not StudentError:
             raise
-        sentence = (mistakes.rope_error_mistake(exc.message, cfg["d_model"], cfg["n_heads"])
-                    or mistakes.mask_with_cache_mistake(exc.message)
+        problem = f"your code raised {exc.type_name}: {exc.message}\n{exc.where}".rstrip()
+        width = mistakes.rope_width(exc.message)
+        if width is not None:  # the tables' width against what each divisor mistake makes it
+            fail(what, problem, hint=WHERE, actual=width, expected=cfg["d_model"] // cfg["n_heads"],
+                 mistakes=mistakes.rope_width_mistakes(cfg["d_model"], cfg["n_heads"], cfg["n_kv_heads"]))
+        sentence = (mistakes.mask_with_cache_mistake(exc.message)
                     or (mistakes.max_len_off_by_one_mistake(cfg["max_len"]) if fills_max_len
                         and "ValueError" in exc.kinds else None))
         if sentence is None:
             raise
-        fail(what, f"your code raised {exc.type_name}: {exc.message}\n{exc.where}".rstrip(), hint=WHERE,
-             mistakes={sentence: True}, actual=True)
+        fail(what, problem, hint=WHERE, mistakes={sentence: True}, actual=True)
 
 
 def tokens(batch: int, length: int, vocab_size: int, gen) -> Tensor:

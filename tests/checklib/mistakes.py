@@ -2168,9 +2168,14 @@ ROPE_TABLES_SAVED = recognised("tiny_lm", "rope_tables_saved",
                                "the RoPE tables are in your state dict: register them with register_buffer(name, table, "
                                "persistent=False); they are computed from max_len, not learned, so a checkpoint need "
                                "not hold them")
-ROPE_FOR_D_MODEL = recognised("tiny_lm", "rope_for_d_model",
-                              "your RoPE tables are for head_dim = d_model ({d_model}); they rotate each head, so build "
-                              "them with rope_angles(max_len, d_model // n_heads) ({d_head})")
+# The width the RoPE tables were built for, read from the stand-in's error, against what a divisor mistake gives.
+ROPE_WIDTH_MISTAKES = (
+    mistake("tiny_lm", "rope_for_d_model", "your RoPE tables are for head_dim = d_model: they rotate each head, so "
+            "build them with rope_angles(max_len, d_model // n_heads)", lambda d_model, n_heads, n_kv_heads: d_model),
+    mistake("tiny_lm", "rope_for_kv_heads", "your RoPE tables are for d_model // n_kv_heads features: they rotate "
+            "each head, d_model // n_heads wide (the key/value heads are fewer, not wider)",
+            lambda d_model, n_heads, n_kv_heads: d_model // n_kv_heads),
+)
 MAX_LEN_OFF_BY_ONE = recognised("tiny_lm", "max_len_off_by_one",
                                 "your TinyLM rejects a sequence that ends at position max_len - 1 ({last}): positions "
                                 "0 .. max_len - 1 all have RoPE tables; raise only when start + T > max_len")
@@ -2194,11 +2199,15 @@ def tiny_lm_key_diagnosis(got: dict[str, Tensor], expected: set[str], max_len: i
     return None
 
 
-def rope_error_mistake(message: str, d_model: int, n_heads: int) -> str | None:
-    """A diagnosis for an error that apply_rope raised inside the model, by the table width it names."""
-    if f"tables are for {d_model}" in message and n_heads > 1:
-        return ROPE_FOR_D_MODEL.text(d_model=d_model, d_head=d_model // n_heads)
-    return None
+def rope_width(message: str) -> int | None:
+    """The width the RoPE tables are for, from the error the stand-in apply_rope raised inside the model."""
+    found = re.search(r"the tables are for (\d+)", message)
+    return int(found[1]) if found else None
+
+
+def rope_width_mistakes(d_model: int, n_heads: int, n_kv_heads: int) -> Mistakes:
+    """Against `rope_width`: each mistake's width (the expected one is d_model // n_heads)."""
+    return bind(ROPE_WIDTH_MISTAKES, d_model, n_heads, n_kv_heads)
 
 
 def max_len_off_by_one_mistake(max_len: int) -> str:
@@ -2874,9 +2883,12 @@ MISSING_KEY = recognised("vit_classifier", "missing_key",
                          "your {key} is not in the state dict: a plain tensor attribute is neither saved nor learned; "
                          "make it an nn.Parameter named {key}")
 DROPOUT_BY_DEFAULT = recognised("vit_classifier", "dropout_by_default",
-                                "your ViT drops values in train mode with its default dropout=0.0: pass dropout on to "
-                                "every TransformerBlock(d_model, n_heads, d_ff, dropout) (the block's own default is "
-                                "0.1), and add no dropout of your own")
+                                "your ViT drops values in train mode even with dropout=0.0: pass dropout on to every "
+                                "TransformerBlock(d_model, n_heads, d_ff, dropout) (the block's own default is 0.1), "
+                                "and add no dropout of your own")
+DROPOUT_DEFAULT_NOT_ZERO = recognised("vit_classifier", "dropout_default_not_zero",
+                                      "your ViT's dropout does not default to 0.0: ViT(...) drops values in train "
+                                      "mode, ViT(..., dropout=0.0) does not; the contract's default is dropout=0.0")
 DROPOUT_IGNORED = recognised("vit_classifier", "dropout_ignored",
                              "your ViT ignores dropout: with dropout=0.5 two calls in train mode gave the same logits; "
                              "pass it on to every TransformerBlock(d_model, n_heads, d_ff, dropout)")
@@ -2920,8 +2932,12 @@ def vit_missing_key_diagnosis(missing: set[str]) -> str | None:
     return None
 
 
-def vit_dropout_diagnosis(default: bool) -> str:
-    return (DROPOUT_BY_DEFAULT if default else DROPOUT_IGNORED).text()
+def vit_dropout_diagnosis(default: bool, zero_drops: bool = True) -> str:
+    """Why a ViT's dropout misbehaves: with its default (`default`), where an explicit dropout=0.0 drops values
+    too (`zero_drops`) or does not; or a dropout of 0.5 that drops nothing."""
+    if not default:
+        return DROPOUT_IGNORED.text()
+    return (DROPOUT_BY_DEFAULT if zero_drops else DROPOUT_DEFAULT_NOT_ZERO).text()
 
 
 # --- swin_windows ------------------------------------------------------------------------------------
@@ -3349,10 +3365,35 @@ def swin_index_mistakes(ws: int) -> Mistakes:
     return simulated(_swin_index_entries(ws), lambda variant: swin_relative_index(ws, variant))
 
 
+# What an index transposed gives, where the index is right (its own check passes): the bias moved with the
+# query and key axes swapped.
+BIAS_TRANSPOSED = mistake("window_attention", "bias_transposed",
+                          "your bias is transposed, query and key swapped: table[index] is (N, N, n_heads) with the "
+                          "query along dim 0 and the key along dim 1; move the heads first with permute(2, 0, 1), "
+                          "not transpose(0, 2)", dict(variant="index_transposed"))
+
+
 def swin_attention_mistakes(state: dict[str, Tensor], x: Tensor, n_heads: int, ws: int,
-                            mask: Tensor | None = None) -> Mistakes:
-    return simulated([*_swin_index_entries(ws), *SWIN_ATTENTION_MISTAKES, SWIN_MASK_IGNORED],
-                     lambda variant: swin_attention(state, x, n_heads, ws, mask, variant=variant))
+                            mask: Tensor | None = None, index_ok: Callable[[], bool] | None = None) -> Mistakes:
+    """WindowAttention's known mistakes on these inputs. `index_ok` (asked only when the check fails) says
+    whether the student's relative_position_index is right: then a mistake of the index is none of theirs,
+    and the same output is the bias moved the wrong way."""
+    def attention(variant: str) -> Tensor:
+        return swin_attention(state, x, n_heads, ws, mask, variant=variant)
+
+    return {**_index_or_bias(ws, attention, index_ok), **simulated([*SWIN_ATTENTION_MISTAKES, SWIN_MASK_IGNORED],
+                                                                   attention)}
+
+
+def _index_or_bias(ws: int, simulate: Callable[[str], Tensor], index_ok: Callable[[], bool] | None) -> Mistakes:
+    """The index's mistakes through `simulate(variant)`; where `index_ok()` says the student's index is right,
+    instead the bias moved with query and key swapped (which gives what a transposed index gives)."""
+    index = simulated(_swin_index_entries(ws), simulate)
+    if index_ok is None:
+        return index
+    ok = functools.cache(index_ok)
+    index = {sentence: (lambda model=model: None if ok() else model()) for sentence, model in index.items()}
+    return {**index, BIAS_TRANSPOSED.sentence: lambda: simulate("index_transposed") if ok() else None}
 
 
 # A family: any direction and axes of either roll (or none), each pair its own sentence.
@@ -3379,10 +3420,14 @@ def _roll_words(roll: Roll) -> str:
 
 
 def swin_block_mistakes(state: dict[str, Tensor], x: Tensor, n_heads: int, ws: int, shift: int,
-                        got: Any = None) -> Mistakes:
-    """For SwinBlock (which gave `got`); with a shift, also every other pair of rolls (ROLLS_BEFORE, ROLLS_AFTER)."""
-    named = simulated([*_swin_index_entries(ws), *SWIN_ATTENTION_MISTAKES, *SWIN_BLOCK_MISTAKES],
-                      lambda variant: swin_block(state, x, n_heads, ws, shift, variant=variant))
+                        got: Any = None, index_ok: Callable[[], bool] | None = None) -> Mistakes:
+    """For SwinBlock (which gave `got`); with a shift, also every other pair of rolls (ROLLS_BEFORE, ROLLS_AFTER);
+    `index_ok` as for swin_attention_mistakes."""
+    def block(variant: str) -> Tensor:
+        return swin_block(state, x, n_heads, ws, shift, variant=variant)
+
+    named = {**_index_or_bias(ws, block, index_ok), **simulated([*SWIN_ATTENTION_MISTAKES, *SWIN_BLOCK_MISTAKES],
+                                                                block)}
     family = {ROLLS.text(before=_roll_words(before), after=_roll_words(after)):
               (lambda r=(before, after): swin_block(state, x, n_heads, ws, shift, rolls=r))
               for before in ROLLS_BEFORE for after in ROLLS_AFTER
