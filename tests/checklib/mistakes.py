@@ -652,7 +652,7 @@ def table_mistakes(max_len: int, d_model: int, got: Any = None) -> Mistakes:
     """For the (max_len, d_model) table; given what came back, also a base no entry names, fitted to it, and
     the exponent off by EXPONENT_OFFSETS (exponent_over_d_minus_1 is (0, -1))."""
     family = {text: (lambda k=k: table(max_len, d_model, numerator=k[0], denominator=k[1]))
-              for text, k in _exponent_texts(TABLE_EXPONENT, "d_model", {(0, -1)}).items()}
+              for text, k in _exponent_texts(TABLE_EXPONENT, "d_model", (0, -1)).items()}
     return {**simulated(TABLE_MISTAKES, lambda **switches: table(max_len, d_model, **switches)),
             **_other_base(max_len, d_model, got), **family}
 
@@ -1769,12 +1769,18 @@ def schedule_mistakes(steps: list[int], max_lr: float, min_lr: float, warmup: in
                       got: Any = None) -> Mistakes:
     """For lr_at at `steps` (which gave `got`); also the warmup and the progress off by one (OFFSETS)."""
     config = (steps, max_lr, min_lr, warmup, total)
-    family = {WARMUP_OFF_BY_ONE.text(numerator=_plus("step", a), denominator=_plus("warmup_steps", b)):
-              WARMUP_OFF_BY_ONE.on(*config, (a, b)) for a, b in OFFSETS if (a, b) not in ((1, 0), (1, 1))}
-    family.update({PROGRESS_OFF_BY_ONE.text(numerator=_plus("step - warmup_steps", a),
-                                            denominator=_plus("total_steps - warmup_steps", b)):
-                   PROGRESS_OFF_BY_ONE.on(*config, (a, b)) for a, b in OFFSETS})
+    family = {text: entry.on(*config, offsets) for text, entry, offsets in _schedule_texts()}
     return besides(simulated(SCHEDULE_MISTAKES, lambda variant: schedule(*config, variant)), family, got)
+
+
+@functools.cache
+def _schedule_texts() -> tuple[tuple[str, Mistake, tuple[int, int]], ...]:
+    warmup = [(WARMUP_OFF_BY_ONE.text(numerator=_plus("step", a), denominator=_plus("warmup_steps", b)),
+               WARMUP_OFF_BY_ONE, (a, b)) for a, b in OFFSETS if (a, b) not in ((1, 0), (1, 1))]  # plus_one, nanogpt
+    progress = [(PROGRESS_OFF_BY_ONE.text(numerator=_plus("step - warmup_steps", a),
+                                          denominator=_plus("total_steps - warmup_steps", b)), PROGRESS_OFF_BY_ONE,
+                 (a, b)) for a, b in OFFSETS]
+    return tuple(warmup + progress)
 
 
 # --- rope --------------------------------------------------------------------------------------------
@@ -1841,11 +1847,13 @@ ROPE_EXPONENT = mistake(
     "the pairs from 0, so pair 0 turns by 1 radian a position", dict())
 
 
-def _exponent_texts(entry: Mistake, d: str, skip: set[tuple[int, int]]) -> dict[str, tuple[int, int]]:
+@functools.cache
+def _exponent_texts(entry: Mistake, d: str, skip: tuple[int, int]) -> dict[str, tuple[int, int]]:
+    """{sentence: (a, b)} of the EXPONENT_OFFSETS but `skip` (a named entry's), formatted once."""
     def term(name: str, offset: int) -> str:
         return f"({_plus(name, offset)})" if offset else name
     return {entry.text(numerator=term("2i", a), denominator=term(d, b)): (a, b)
-            for a, b in EXPONENT_OFFSETS if (a, b) not in skip}
+            for a, b in EXPONENT_OFFSETS if (a, b) != skip}
 
 
 def rope_table_mistakes(max_len: int, head_dim: int, base: float = 10000.0) -> Mistakes:
@@ -1853,7 +1861,7 @@ def rope_table_mistakes(max_len: int, head_dim: int, base: float = 10000.0) -> M
     EXPONENT_OFFSETS (off_by_one is (-2, 0))."""
     named = simulated(ROPE_TABLE_MISTAKES, lambda variant: rope_tables(max_len, head_dim, base, variant=variant))
     family = {text: (lambda k=k: rope_tables(max_len, head_dim, base, exponent_offsets=k))
-              for text, k in _exponent_texts(ROPE_EXPONENT, "head_dim", {(-2, 0)}).items()}
+              for text, k in _exponent_texts(ROPE_EXPONENT, "head_dim", (-2, 0)).items()}
     return {**named, **family}
 
 
