@@ -149,9 +149,18 @@ OTHER_SCALE = mistake("scaling", "other_scale",
                       lambda q, k, factor: scores(q, k, factor))
 
 
+# A family: the scores divided by another power of d (0, 1 and -0.5 are entries of their own).
+POWER_OF_D = mistake("scaling", "power_of_d",
+                     "your scores are q·kᵀ / d**{power}: the scale is 1/√d, q·kᵀ / d**0.5 with d = q.size(-1)",
+                     lambda q, k, power: scores(q, k, q.shape[-1] ** -power))
+POWERS = (2, 1.5, 0.25, 0.75, -1)
+
+
 def scores_mistakes(q: Tensor, k: Tensor, got: Any = None) -> Mistakes:
-    """For attention_scores(q, k); given what came back, also a scale no entry names, fitted to it."""
-    return {**bind(SCORES_MISTAKES, q, k), **_other_scale(q, k, got)}
+    """For attention_scores(q, k); also another power of d (POWERS), and given what came back, a scale no entry
+    names, fitted to it."""
+    family = {POWER_OF_D.text(power=f"{power:g}"): POWER_OF_D.on(q, k, power) for power in POWERS}
+    return {**bind(SCORES_MISTAKES, q, k), **family, **_other_scale(q, k, got)}
 
 
 def _other_scale(q: Tensor, k: Tensor, got: Any) -> Mistakes:
@@ -170,6 +179,7 @@ def _fitted_scale(q: Tensor, k: Tensor, got: Any) -> Tensor | None:
     factor = float((got.double() * raw).sum()) / norm
     d, known = q.shape[-1], [1.0, q.shape[-1] ** -0.5]
     known += [1.0 / d, math.sqrt(d), q.shape[-2] ** -0.5, k.shape[-2] ** -0.5, q.shape[0] ** -0.5]
+    known += [d ** -power for power in POWERS]
     if factor == 0 or any(math.isclose(factor, f, rel_tol=1e-3) for f in known):
         return None
     return OTHER_SCALE.model(q, k, factor)
