@@ -1027,12 +1027,11 @@ def decoding_mistakes(state: dict[str, Tensor], x: Tensor, start: int, stop: int
                       at: int) -> Mistakes:
     """For output position `at` of a cached forward over the chunk x[:, start:stop] after x[:, :start] was cached;
     also the mask's diagonal off (CACHED_DIAGONALS), where something is cached."""
-    diagonals: dict[int, str] = {}  # one sentence a diagonal: with one position cached, k_len - q_len - 1 is 0
-    for words, diagonal in CACHED_DIAGONALS.items():
-        diagonals.setdefault(diagonal(start), words)
+    diagonals = {words: diagonal(start) for words, diagonal in CACHED_DIAGONALS.items()}
     family = {CACHED_MASK_DIAGONAL.text(diagonal=words): CACHED_MASK_DIAGONAL.on(state, x, start, stop, n_heads, at,
                                                                                  diagonal)
-              for diagonal, words in diagonals.items() if start > 0}
+              for words, diagonal in diagonals.items()  # with one position cached, k_len - q_len - 1 is 0: neither
+              if start > 0 and list(diagonals.values()).count(diagonal) == 1}
     return besides(bind(DECODING_MISTAKES, state, x, start, stop, n_heads, at), family)
 
 
