@@ -51,5 +51,12 @@ BUGS += [
 BUGS += [
     Bug("scaling", "divides_by_d_squared", "attention.py", "/ math.sqrt(q.size(-1))", "/ q.size(-1) ** 2",
         "divides the dot products by d squared",
-        diagnosis=("times a constant, but not 1/√d",)),
+        diagnosis=("your scores are q·kᵀ / d**2",)),
+]
+
+# A member of the power family (mistakes.POWER_OF_D) that no single entry names.
+BUGS += [
+    Bug("scaling", "divided_by_d_to_1_5", "attention.py", "/ math.sqrt(q.size(-1))", "/ q.size(-1) ** 1.5",
+        "divides by d ** 1.5, mixing up the power of d",
+        diagnosis=("your scores are q·kᵀ / d**1.5",)),
 ]

@@ -149,9 +149,18 @@ OTHER_SCALE = mistake("scaling", "other_scale",
                       lambda q, k, factor: scores(q, k, factor))
 
 
+# A family: the scores divided by another power of d (0, 1 and -0.5 are entries of their own).
+POWER_OF_D = mistake("scaling", "power_of_d",
+                     "your scores are q·kᵀ / d**{power}: the scale is 1/√d, q·kᵀ / d**0.5 with d = q.size(-1)",
+                     lambda q, k, power: scores(q, k, q.shape[-1] ** -power))
+POWERS = (2, 1.5, 0.25, 0.75, -1)
+
+
 def scores_mistakes(q: Tensor, k: Tensor, got: Any = None) -> Mistakes:
-    """For attention_scores(q, k); given what came back, also a scale no entry names, fitted to it."""
-    return {**bind(SCORES_MISTAKES, q, k), **_other_scale(q, k, got)}
+    """For attention_scores(q, k); also another power of d (POWERS), and given what came back, a scale no entry
+    names, fitted to it."""
+    family = {POWER_OF_D.text(power=f"{power:g}"): POWER_OF_D.on(q, k, power) for power in POWERS}
+    return {**bind(SCORES_MISTAKES, q, k), **family, **_other_scale(q, k, got)}
 
 
 def _other_scale(q: Tensor, k: Tensor, got: Any) -> Mistakes:
@@ -170,6 +179,7 @@ def _fitted_scale(q: Tensor, k: Tensor, got: Any) -> Tensor | None:
     factor = float((got.double() * raw).sum()) / norm
     d, known = q.shape[-1], [1.0, q.shape[-1] ** -0.5]
     known += [1.0 / d, math.sqrt(d), q.shape[-2] ** -0.5, k.shape[-2] ** -0.5, q.shape[0] ** -0.5]
+    known += [d ** -power for power in POWERS]
     if factor == 0 or any(math.isclose(factor, f, rel_tol=1e-3) for f in known):
         return None
     return OTHER_SCALE.model(q, k, factor)
@@ -652,7 +662,7 @@ def table_mistakes(max_len: int, d_model: int, got: Any = None) -> Mistakes:
     """For the (max_len, d_model) table; given what came back, also a base no entry names, fitted to it, and
     the exponent off by EXPONENT_OFFSETS (exponent_over_d_minus_1 is (0, -1))."""
     family = {text: (lambda k=k: table(max_len, d_model, numerator=k[0], denominator=k[1]))
-              for text, k in _exponent_texts(TABLE_EXPONENT, "d_model", {(0, -1)}).items()}
+              for text, k in _exponent_texts(TABLE_EXPONENT, "d_model", (0, -1)).items()}
     return {**simulated(TABLE_MISTAKES, lambda **switches: table(max_len, d_model, **switches)),
             **_other_base(max_len, d_model, got), **family}
 
@@ -1017,12 +1027,11 @@ def decoding_mistakes(state: dict[str, Tensor], x: Tensor, start: int, stop: int
                       at: int) -> Mistakes:
     """For output position `at` of a cached forward over the chunk x[:, start:stop] after x[:, :start] was cached;
     also the mask's diagonal off (CACHED_DIAGONALS), where something is cached."""
-    diagonals: dict[int, str] = {}  # one sentence a diagonal: with one position cached, k_len - q_len - 1 is 0
-    for words, diagonal in CACHED_DIAGONALS.items():
-        diagonals.setdefault(diagonal(start), words)
+    diagonals = {words: diagonal(start) for words, diagonal in CACHED_DIAGONALS.items()}
     family = {CACHED_MASK_DIAGONAL.text(diagonal=words): CACHED_MASK_DIAGONAL.on(state, x, start, stop, n_heads, at,
                                                                                  diagonal)
-              for diagonal, words in diagonals.items() if start > 0}
+              for words, diagonal in diagonals.items()  # with one position cached, k_len - q_len - 1 is 0: neither
+              if start > 0 and list(diagonals.values()).count(diagonal) == 1}
     return besides(bind(DECODING_MISTAKES, state, x, start, stop, n_heads, at), family)
 
 
@@ -1793,12 +1802,18 @@ def schedule_mistakes(steps: list[int], max_lr: float, min_lr: float, warmup: in
                       got: Any = None) -> Mistakes:
     """For lr_at at `steps` (which gave `got`); also the warmup and the progress off by one (OFFSETS)."""
     config = (steps, max_lr, min_lr, warmup, total)
-    family = {WARMUP_OFF_BY_ONE.text(numerator=_plus("step", a), denominator=_plus("warmup_steps", b)):
-              WARMUP_OFF_BY_ONE.on(*config, (a, b)) for a, b in OFFSETS if (a, b) not in ((1, 0), (1, 1))}
-    family.update({PROGRESS_OFF_BY_ONE.text(numerator=_plus("step - warmup_steps", a),
-                                            denominator=_plus("total_steps - warmup_steps", b)):
-                   PROGRESS_OFF_BY_ONE.on(*config, (a, b)) for a, b in OFFSETS})
+    family = {text: entry.on(*config, offsets) for text, entry, offsets in _schedule_texts()}
     return besides(simulated(SCHEDULE_MISTAKES, lambda variant: schedule(*config, variant)), family, got)
+
+
+@functools.cache
+def _schedule_texts() -> tuple[tuple[str, Mistake, tuple[int, int]], ...]:
+    warmup = [(WARMUP_OFF_BY_ONE.text(numerator=_plus("step", a), denominator=_plus("warmup_steps", b)),
+               WARMUP_OFF_BY_ONE, (a, b)) for a, b in OFFSETS if (a, b) not in ((1, 0), (1, 1))]  # plus_one, nanogpt
+    progress = [(PROGRESS_OFF_BY_ONE.text(numerator=_plus("step - warmup_steps", a),
+                                          denominator=_plus("total_steps - warmup_steps", b)), PROGRESS_OFF_BY_ONE,
+                 (a, b)) for a, b in OFFSETS]
+    return tuple(warmup + progress)
 
 
 # --- rope --------------------------------------------------------------------------------------------
@@ -1865,11 +1880,13 @@ ROPE_EXPONENT = mistake(
     "the pairs from 0, so pair 0 turns by 1 radian a position", dict())
 
 
-def _exponent_texts(entry: Mistake, d: str, skip: set[tuple[int, int]]) -> dict[str, tuple[int, int]]:
+@functools.cache
+def _exponent_texts(entry: Mistake, d: str, skip: tuple[int, int]) -> dict[str, tuple[int, int]]:
+    """{sentence: (a, b)} of the EXPONENT_OFFSETS but `skip` (a named entry's), formatted once."""
     def term(name: str, offset: int) -> str:
         return f"({_plus(name, offset)})" if offset else name
     return {entry.text(numerator=term("2i", a), denominator=term(d, b)): (a, b)
-            for a, b in EXPONENT_OFFSETS if (a, b) not in skip}
+            for a, b in EXPONENT_OFFSETS if (a, b) != skip}
 
 
 def rope_table_mistakes(max_len: int, head_dim: int, base: float = 10000.0) -> Mistakes:
@@ -1877,7 +1894,7 @@ def rope_table_mistakes(max_len: int, head_dim: int, base: float = 10000.0) -> M
     EXPONENT_OFFSETS (off_by_one is (-2, 0))."""
     named = simulated(ROPE_TABLE_MISTAKES, lambda variant: rope_tables(max_len, head_dim, base, variant=variant))
     family = {text: (lambda k=k: rope_tables(max_len, head_dim, base, exponent_offsets=k))
-              for text, k in _exponent_texts(ROPE_EXPONENT, "head_dim", {(-2, 0)}).items()}
+              for text, k in _exponent_texts(ROPE_EXPONENT, "head_dim", (-2, 0)).items()}
     return {**named, **family}
 
 
