@@ -650,6 +650,13 @@ TABLE_SHAPE_MISTAKES = (
 OTHER_BASE = mistake("sinusoidal_encoding", "other_base",
                      "your wavelengths use the base {base:.3g} instead of 10000",
                      lambda max_len, d_model, base: table(max_len, d_model, base=base))
+# A base of 10000 ** k is the exponent k times too large (the values cannot tell which was written; this is
+# the mistake people make: an arange(0, d, 2) that already gives 2i, multiplied by 2 again).
+EXPONENT_TIMES = mistake("sinusoidal_encoding", "exponent_times",
+                         "your exponent is {k:g} times too large, 10000^(-{k:g}·2i/d_model) (as if the base were "
+                         "{base:.3g}): it is 2i/d_model, with i counting the pairs (arange(0, d_model, 2) already "
+                         "gives 2i)", lambda max_len, d_model, base: table(max_len, d_model, base=base))
+EXPONENT_FACTORS = (2.0, 3.0, 4.0, 0.5)
 
 
 TABLE_EXPONENT = mistake(
@@ -680,6 +687,9 @@ def _other_base(max_len: int, d_model: int, got: Any) -> Mistakes:
     denominators = [10000.0 ** (d_model / (d_model + k)) for k in {b for _, b in EXPONENT_OFFSETS} if d_model + k > 0]
     if not math.isfinite(base) or any(math.isclose(base, b, rel_tol=1e-2) for b in (10000.0, 1000.0, *denominators)):
         return {}
+    k = next((k for k in EXPONENT_FACTORS if math.isclose(base, 10000.0 ** k, rel_tol=1e-2)), None)
+    if k is not None:
+        return bind([EXPONENT_TIMES], max_len, d_model, 10000.0 ** k, k=k, base=10000.0 ** k)
     return bind([OTHER_BASE], max_len, d_model, base, base=base)
 
 
