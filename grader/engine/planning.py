@@ -1,17 +1,17 @@
 """Sharing the checks out between grading processes."""
 from __future__ import annotations
 
-# A helper process starts later than this one: it forks its own zygote, and gets its share only after
-# the import check (measured: it ends 0.1-0.2 s after this one on equal shares).
-HELPER_START_S = 0.15
-# Seconds each component's checks take on the reference (benchmarks/grade_speed.py's machine, one
-# process, in workers: a component that makes many round trips costs more there than under plain pytest).
-# Only used to share components fairly between grading processes; a stale figure costs speed.
-COST = {"kv_cache": 0.73, "pre_ln_block": 0.42, "multi_head_attention": 0.39, "patch_embedding": 0.14,
-        "qkv_projection": 0.12, "sinusoidal_encoding": 0.10, "masking": 0.08, "head_splitting": 0.08,
-        "scaling": 0.03, "optimizer": 1.0, "cross_entropy": 0.12, "layer_norm": 0.1, "rms_norm": 0.1, "swiglu": 0.1,
-        "lr_schedule": 0.05, "rope": 0.3, "grouped_query_attention": 0.4, "tiny_lm": 1.7, "sampling": 1.0,
-        "vit_classifier": 1.6, "swin_windows": 0.4, "window_attention": 0.6}
+# A helper process starts about when this one does: it forks its own zygote while this one checks the files
+# (measured: both begin their checks within 0.01 s).
+HELPER_START_S = 0.01
+# Seconds each component's checks take on the reference (the time of its items in a grading with processes=1,
+# in workers, on a quiet machine of these, 2026-12-01). Only used to share components fairly between grading
+# processes; a stale figure costs speed.
+COST = {"kv_cache": 0.27, "pre_ln_block": 0.15, "multi_head_attention": 0.15, "patch_embedding": 0.06,
+        "qkv_projection": 0.12, "sinusoidal_encoding": 0.04, "masking": 0.04, "head_splitting": 0.03,
+        "scaling": 0.025, "optimizer": 0.14, "cross_entropy": 0.06, "layer_norm": 0.04, "rms_norm": 0.04,
+        "swiglu": 0.02, "lr_schedule": 0.04, "rope": 0.07, "grouped_query_attention": 0.13, "tiny_lm": 0.26,
+        "sampling": 0.25, "vit_classifier": 0.27, "swin_windows": 0.11, "window_attention": 0.13}
 
 
 def plan_shards(components: list[str], processes: int) -> list[tuple[list[str], int, int]]:
