@@ -245,6 +245,21 @@ def test_code_that_does_not_load_hangs_or_crashes_is_told_so_in_chinese(tmp_path
     assert english_prose(result.stdout) == [], result.stdout
 
 
+@pytest.mark.parametrize("lang", ["zh", "en"])
+def test_gradescope_and_classroom_give_feedback_in_the_bundles_language(tmp_path, lang):
+    """The autograder zip and a release's Classroom workflow grade with the language they were built in (the
+    graders' machines have a locale of their own)."""
+    import zipfile
+
+    assert grader("--lang", lang, "gradescope", str(tmp_path / "autograder.zip")).returncode == 0
+    run = zipfile.ZipFile(tmp_path / "autograder.zip").read("run_autograder").decode()
+    assert f"-m grader --lang {lang} grade" in run
+    assert ("评分器失败了" in run) == (lang == "zh")
+    assert grader("--lang", lang, "release", str(tmp_path / "bundle")).returncode == 0
+    workflow = (tmp_path / "bundle" / ".github" / "workflows" / "classroom.yml").read_text()
+    assert f"python -m grader --lang {lang} classroom exercises" in workflow
+
+
 # Names of models, people's tools and products, written as they are in Chinese too (course titles, README).
 NAMES = {"Transformer", "Softmax", "Vision", "PyTorch", "Gradescope", "nbgrader", "GitHub", "Classroom", "CPU",
          "zip", "torch", "Jupyter"}

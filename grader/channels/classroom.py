@@ -17,6 +17,7 @@ import json
 import os
 import sys
 
+from ..i18n import _
 from ..results import PASSED, Report
 
 
@@ -75,7 +76,7 @@ def _classroom(args: argparse.Namespace) -> int:
 
 
 def register(subparsers) -> None:
-    parser = subparsers.add_parser("classroom", help="GitHub Classroom's grading step (.github/workflows/classroom.yml)")
+    parser = subparsers.add_parser("classroom", help=_("GitHub Classroom's grading step (.github/workflows/classroom.yml)"))
     parser.add_argument("folder", nargs="?", default="exercises", metavar="DIR")
     parser.add_argument("--results", default="results.json", metavar="FILE")
     parser.set_defaults(func=_classroom)

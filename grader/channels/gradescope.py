@@ -22,9 +22,11 @@ from pathlib import Path
 from ..source import find_submission
 from ..paths import COURSE_FILE, PYPROJECT, ROOT
 from ..files import replacing
+from ..i18n import N_, _, catalogue, language
 from .generated import render
 
 CPU_INDEX = "https://download.pytorch.org/whl/cpu"
+FAILED = N_("the grader failed (exit {status}); please tell your instructor")  # run_autograder's last resort
 
 def requirements() -> list[str]:
     """The project's dependencies except torch (setup.sh installs torch's CPU build)."""
@@ -57,11 +59,13 @@ def _add(zf: zipfile.ZipFile, name: str, data: str | bytes, executable: bool = F
     zf.writestr(info, data)
 
 
-def build_autograder(out: Path) -> Path:
-    out = Path(out)
+def build_autograder(out: Path, lang: str | None = None) -> Path:
+    """The autograder zip; the students' feedback in `lang` (default: the language in use, grader/i18n.py)."""
+    out, lang = Path(out), lang or language()
+    failed = catalogue(lang).gettext(FAILED).format(status="$status")
     with replacing(out) as tmp, zipfile.ZipFile(tmp, "w") as zf:
         _add(zf, "setup.sh", render("gradescope_setup.sh", cpu_index=CPU_INDEX), executable=True)
-        _add(zf, "run_autograder", render("gradescope_run_autograder"), executable=True)
+        _add(zf, "run_autograder", render("gradescope_run_autograder", lang=lang, failed=failed), executable=True)
         _add(zf, "requirements.txt", "\n".join(requirements()) + "\n")
         for path, name in _sources():
             _add(zf, name, path.read_bytes())
@@ -77,12 +81,13 @@ def write_failure(results: Path, message: str) -> None:
 
 def _gradescope(args: argparse.Namespace) -> int:
     out = build_autograder(Path(args.zip))
-    print(f"Gradescope autograder written to {out} (upload it as the assignment's autograder zip)")
+    print(_("Gradescope autograder written to {out} (upload it as the assignment's autograder zip; the students' "
+            "feedback in the language it was built in: --lang)").format(out=out))
     return 0
 
 
 def register(subparsers) -> None:
-    parser = subparsers.add_parser("gradescope", help="build a Gradescope autograder zip")
+    parser = subparsers.add_parser("gradescope", help=_("build a Gradescope autograder zip"))
     parser.add_argument("zip", metavar="OUT.zip")
     parser.set_defaults(func=_gradescope)
 

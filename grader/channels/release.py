@@ -20,6 +20,7 @@ import yaml
 
 from ..contract import COMPONENTS, MODULES, OWNERS
 from ..course import Course, load_course
+from ..errors import GraderError
 from ..paths import CHECKS_DIR, COURSE_FILE, GRADER, PYPROJECT, ROOT, SOLUTIONS, STANDINS
 from .generated import render
 from ..i18n import _, course_text, language
@@ -186,8 +187,19 @@ def build_release(out: Path, lang: str | None = None) -> Path:
     workflow = ROOT / ".github" / "workflows" / "classroom.yml"
     if workflow.is_file():  # GitHub Classroom: the bundle is the template repository
         (out / ".github" / "workflows").mkdir(parents=True)
-        shutil.copy(workflow, out / ".github" / "workflows" / "classroom.yml")
+        (out / ".github" / "workflows" / "classroom.yml").write_text(classroom_workflow(workflow.read_text(), lang))
     return out
+
+
+GRADING_STEP = "python -m grader classroom"  # the workflow's grading step (.github/workflows/classroom.yml)
+
+
+def classroom_workflow(text: str, lang: str) -> str:
+    """The Classroom workflow of a bundle: its grading step in the bundle's language, whatever the runner's
+    locale."""
+    if text.count(GRADING_STEP) != 1:
+        raise GraderError(f"the Classroom workflow must run `{GRADING_STEP}` once")
+    return text.replace(GRADING_STEP, f"python -m grader --lang {lang} classroom")
 
 
 def _release(args: argparse.Namespace) -> int:

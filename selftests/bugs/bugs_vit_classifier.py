@@ -92,7 +92,7 @@ BUGS = [
     Bug("vit_classifier", "dropout_not_passed", "vit.py", BLOCKS,
         "        self.blocks = nn.ModuleList(TransformerBlock(d_model, n_heads, d_ff) for _ in range(n_layers))",
         "does not pass dropout on to the blocks, which then drop out with their own default of 0.1",
-        diagnosis=("your ViT drops values in train mode with its",)),
+        diagnosis=("your ViT drops values in train mode even with dropout=0.0",)),
 ]
 
 # A member of the fitted readout family (mistakes.VIT_READS) that no single entry names.
