@@ -153,7 +153,8 @@ def _known(value: str, lang: str) -> bool:
     return not PROSE.search(_outside_brackets(value)) or _field(value, lang) != value
 
 
-PROSE = re.compile(r"[A-Za-z]{2,} (?![(\[])\S")  # a word and what follows it: not a call, shape or list
+# a word and what follows it: not a call, shape, list or an operator (`warmup_steps - 1`, `max_lr * step`)
+PROSE = re.compile(r"[A-Za-z]{2,} (?![(\[+\-*/=<>%])\S")
 
 
 def _outside_brackets(text: str) -> str:

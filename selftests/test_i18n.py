@@ -156,7 +156,7 @@ CODE_WORDS = {"True", "False", "None", "softmax", "dtype", "inf", "Python", "PID
               "Linear", "dropout", "ValueError", "NoneType", "int", "float", "list", "dict", "tuple", "len", "max",
               "return", "view", "reshape", "eval", "out", "weights", "Tq", "Dh", "xj", "yj",  # as code writes them
               "silu", "sigmoid", "gather", "stack", "squeeze", "expand", "triu", "mean", "var", "pi", "kth", "xi", "yi",
-              "nW", "start", "torch", "Tensor", "Parameter", "cpu", "GLU", "GeGLU", "ReGLU",
+              "nW", "Py", "Px", "Hkv", "start", "torch", "Tensor", "Parameter", "cpu", "GLU", "GeGLU", "ReGLU",
               "Adam", "nanoGPT", "LLaMA", "RoFormer", "Hugging", "Face", "Meta", "Transformer"}  # works, makers
 
 
