@@ -23,6 +23,7 @@ from . import i18n
 from .results import AMBIGUOUS, DIAGNOSIS, HINT
 
 CONTEXT = "check"  # the message context of the checks' sentences in the catalogue
+COLON = {"zh": "："}  # what joins "<the call>" and "<what went wrong>" in a language (else ": ")
 LABELS = {DIAGNOSIS: i18n.N_("  diagnosis: "), HINT: i18n.N_("  hint: ")}
 # How the grader words a part of a failing check's message where student code raised, outside the checks
 # (grader/i18n_extract.py extracts the checks' own wording, tests/checklib/compare.py's problems included).
@@ -125,7 +126,7 @@ def _phrase(text: str, lang: str) -> str | None:
             what, problem = text[:at], text[at + 2:]
             found = _filled(problem, lang, spanning) if _balanced(what) else None
             if found is not None:
-                found = (_phrase(what, lang) or what) + ": " + found
+                found = (_phrase(what, lang) or what) + COLON.get(lang, ": ") + found
     if found is None and len(parts := text.split("; ")) > 1:
         items = [_phrase(part, lang) for part in parts]  # a list ("call 0: held 0, ...; call 1: ...")
         found = "；".join(items) if all(item is not None for item in items) else None
