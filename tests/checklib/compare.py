@@ -90,8 +90,7 @@ def diagnosed(message: str, mistake: "Mistake | str") -> CheckFailure:
 def explained(failure: CheckFailure, mistake: "Mistake | str") -> CheckFailure:
     """`failure` explained by a known mistake that the check recognised after it, by a second look at the
     code's behaviour: its diagnosis line replaced by the mistake's."""
-    sentence = mistake.sentence if isinstance(mistake, Mistake) else mistake
-    return CheckFailure(with_diagnosis(str(failure), [sentence]), [sentence])
+    return rediagnosed(failure, Diagnosis([mistake.sentence if isinstance(mistake, Mistake) else mistake], []))
 
 
 def rediagnosed(failure: CheckFailure, diagnosis: "Diagnosis") -> CheckFailure:
@@ -153,11 +152,11 @@ def diagnose(actual: Any, mistakes: Mistakes | None, *, expected: Any = None, rt
     A mistake whose model cannot be computed for these inputs (it raises, or gives None)
     says nothing: a diagnosis only ever adds a line to a failure, it never causes or hides
     one. A mistake is ruled out only where the expected result is known: where its output
-    is neither what came back nor the expected one, and where it gives the expected result
-    (the case failed, so the code does something else; but on the dtype alone, a mistake
-    of values neither matches nor is ruled out). Where the check failed on the dtype
-    (`dtype_failed`), a model of another dtype than `actual`'s does not match on values
-    alone (nor is it ruled out by them).
+    is neither what came back nor the expected one, and where it is the expected one (the
+    case failed, so the code does something else). Where the check failed on the dtype
+    (`dtype_failed`), a mistake is not ruled out for giving the expected values, and a
+    model of another dtype than `actual`'s does not match on values alone (nor is it ruled
+    out by them).
     """
     matched: list[str] = []
     ruled_out: list[str] = []

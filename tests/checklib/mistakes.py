@@ -1630,21 +1630,26 @@ BIAS_STEPS = mistake(
 BIAS_SHIFTS = [(k1, k2) for k1 in (-1, 0, 1) for k2 in (-1, 0, 1) if (k1, k2) != (0, 0)]
 
 
-def adamw_run_mistakes(values, grads, groups, lrs, got: Any = None) -> Mistakes:
-    """For a whole run, which came back as `got`: every step's parameters, flattened in order (see
-    `flat_run`); also the bias corrections' steps shifted (BIAS_SHIFTS). One step alone may not tell two
-    mistakes apart (with betas (0.9, 0.99) an m without (1 - b1) and a v without its bias correction both
-    scale the first step by 10); the run does."""
-    cache: dict[Any, Tensor | None] = {}
+def _adamw_mistakes(values, grads, groups, lrs, pick: Callable[[list[list[Tensor]]], Any], got: Any) -> Mistakes:
+    """ADAMW_MISTAKES and the BIAS_SHIFTS family, each model `pick(run)` of the run it gives (which came back
+    as `got`); each run computed once, when a check fails."""
+    cache: dict[Any, Any] = {}
 
     def model(variant="", bias_steps=(0, 0)):
         if (variant, bias_steps) not in cache:
-            cache[variant, bias_steps] = flat_run(adamw_run(values, grads, groups, lrs, variant, bias_steps))
+            cache[variant, bias_steps] = pick(adamw_run(values, grads, groups, lrs, variant, bias_steps))
         return cache[variant, bias_steps]
 
     family = {BIAS_STEPS.text(t1=_plus("t", k1), t2=_plus("t", k2)): (lambda k=(k1, k2): model(bias_steps=k))
               for k1, k2 in BIAS_SHIFTS}
     return besides(simulated(ADAMW_MISTAKES, model), family, got)
+
+
+def adamw_run_mistakes(values, grads, groups, lrs, got: Any = None) -> Mistakes:
+    """For a whole run, which came back as `got`: every step's parameters, flattened in order (see
+    `flat_run`). One step alone may not tell two mistakes apart (with betas (0.9, 0.99) an m without
+    (1 - b1) and a v without its bias correction both scale the first step by 10); the run does."""
+    return _adamw_mistakes(values, grads, groups, lrs, flat_run, got)
 
 
 def flat_run(steps: list[list[Any]]) -> Tensor | None:
@@ -1655,18 +1660,8 @@ def flat_run(steps: list[list[Any]]) -> Tensor | None:
 
 
 def adamw_mistakes(values, grads, groups, lrs, step: int, index: int, got: Any = None) -> Mistakes:
-    """For parameter `index` after step `step` (from 0), which came back as `got`; also the bias corrections'
-    steps shifted (BIAS_SHIFTS)."""
-    cache: dict[Any, list] = {}
-
-    def model(variant="", bias_steps=(0, 0)):
-        if (variant, bias_steps) not in cache:
-            cache[variant, bias_steps] = adamw_run(values, grads, groups, lrs, variant, bias_steps)
-        return cache[variant, bias_steps][step][index]
-
-    family = {BIAS_STEPS.text(t1=_plus("t", k1), t2=_plus("t", k2)): (lambda k=(k1, k2): model(bias_steps=k))
-              for k1, k2 in BIAS_SHIFTS}
-    return besides(simulated(ADAMW_MISTAKES, model), family, got)
+    """For parameter `index` after step `step` (from 0), which came back as `got`."""
+    return _adamw_mistakes(values, grads, groups, lrs, lambda run: run[step][index], got)
 
 
 def _norm(grads: list[Tensor]) -> Tensor:
