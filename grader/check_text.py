@@ -59,9 +59,7 @@ PROBLEMS = (
     i18n.N_("{file} is missing from the submission"),
     i18n.N_("{file} did not finish importing within {seconds} s (an endless loop at import?)"),
     i18n.N_("{file} crashed the process while importing: {why}"),
-    i18n.N_("no such folder: {folder}"),
-    # grader/engine/scoring.py
-    i18n.N_("check did not run"),
+    i18n.N_("no such folder: {path}"),  # (the same words as show's and the HTML page's)
 )
 
 

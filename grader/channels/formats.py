@@ -281,10 +281,8 @@ def _draw(report: Report, components: dict[str, list[str]]) -> tuple[dict[str, l
         return {}, ""
     if not Path(report.target).is_dir():
         return {}, _("no such folder: {path}").format(path=report.target)
-    from ..show.draw import png
+    from ..show.draw import font_note, png
     from ..show.pictures import learner_figures
-
-    from ..show.draw import font_note
 
     drawn: dict[str, list[dict]] = {}
     for component, figures in learner_figures(report.target, components).items():

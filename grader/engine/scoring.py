@@ -47,7 +47,7 @@ def score_component(component: Component, cases: list[CaseResult], load_errors: 
             outcomes[name] = (ERROR, 0, len(runs), broken[0])
             continue
         if not runs:
-            outcomes[name] = (ERROR, 0, 0, translated("check did not run"))
+            outcomes[name] = (ERROR, 0, 0, _("check did not run"))
             continue
         passed = sum(c.status == PASSED for c in runs)
         failing = next((c for c in runs if c.status != PASSED), None)
