@@ -158,12 +158,12 @@ def _message_parts(tree: ast.Module, signatures: dict[str, dict[str, tuple[int, 
             passed += [k.value for k in node.keywords if k.arg in PARTS]
             if any(k.arg in PARTS for k in node.keywords):  # the function it calls: what that returns is shown
                 called = {a.id for a in node.args if isinstance(a, ast.Name)}
-                passed += [n.value for f in ast.walk(tree) if isinstance(f, ast.FunctionDef) and f.name in called
-                           for n in ast.walk(f) if isinstance(n, ast.Return) and isinstance(n.value, ast.JoinedStr)]
+                passed += [value for f in ast.walk(tree) if isinstance(f, ast.FunctionDef) and f.name in called
+                           for value in _returns(f) if isinstance(value, ast.JoinedStr)]
         elif isinstance(node, ast.Assert) and node.msg is not None:
             passed.append(node.msg)
         elif isinstance(node, ast.FunctionDef) and node.name in ("describe", "shown"):  # a task's, a value's
-            passed += [n.value for n in ast.walk(node) if isinstance(n, ast.Return) and n.value is not None]
+            passed += _returns(node)
     names = {node.id for value in passed for node in ast.walk(value) if isinstance(node, ast.Name)}
     for node in ast.walk(tree):
         if isinstance(node, (ast.Assign, ast.AnnAssign)) and node.value is not None:
@@ -171,6 +171,11 @@ def _message_parts(tree: ast.Module, signatures: dict[str, dict[str, tuple[int, 
             if any(isinstance(t, ast.Name) and t.id in names for t in targets):
                 passed.append(node.value)
     yield from (value for value in passed if not isinstance(value, ast.Name))
+
+
+def _returns(function: ast.AST) -> list[ast.expr]:
+    """What a function returns (every `return` with a value in it, nested functions' too)."""
+    return [node.value for node in ast.walk(function) if isinstance(node, ast.Return) and node.value is not None]
 
 
 def _field_values(tree: ast.Module, parts: list[ast.expr]) -> list[ast.expr]:
@@ -181,8 +186,8 @@ def _field_values(tree: ast.Module, parts: list[ast.expr]) -> list[ast.expr]:
     fields = {value.id for value in shown if isinstance(value, ast.Name)}
     functions = [n for n in ast.walk(tree) if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))]
     called = {value.func.id for value in shown if isinstance(value, ast.Call) and isinstance(value.func, ast.Name)}
-    found: list[ast.expr] = [n.value for f in functions if f.name in called  # f"... {span(start, stop)} ..."
-                             for n in ast.walk(f) if isinstance(n, ast.Return) and n.value is not None]
+    found: list[ast.expr] = [value for f in functions if f.name in called  # f"... {span(start, stop)} ..."
+                             for value in _returns(f)]
     for function in functions:
         positional = [a.arg for a in function.args.posonlyargs + function.args.args]
         shown = fields & set(positional + [a.arg for a in function.args.kwonlyargs])
@@ -214,8 +219,7 @@ class _Texts:
     def __init__(self, tree: ast.Module, constants: dict[str, str]) -> None:
         self.constants = constants
         self.assigned: dict[str, list[ast.expr]] = {}
-        self.returned = {node.name: [n.value for n in ast.walk(node) if isinstance(n, ast.Return) and n.value]
-                         for node in ast.walk(tree) if isinstance(node, ast.FunctionDef)}
+        self.returned = {node.name: _returns(node) for node in ast.walk(tree) if isinstance(node, ast.FunctionDef)}
         for node in ast.walk(tree):
             if isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name):
                 self.assigned.setdefault(node.targets[0].id, []).append(node.value)
