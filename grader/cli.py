@@ -12,6 +12,7 @@ import signal
 import sys
 
 from .i18n import LANGUAGES, N_, _, language_from_argv, set_language, ngettext
+from .sandbox.confine import PROBE
 
 # Modules adding command groups (each has `register(subparsers)`); add one line per group.
 COMMAND_MODULES: list[str] = [
@@ -62,6 +63,7 @@ def _terminated(signum, frame) -> None:
 
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
+    PROBE.start()  # which sandbox works here: found on another core while the parser imports torch
     set_language(language_from_argv(argv))  # before the parser, so that --help speaks the language too
     argparse._, argparse.ngettext = _, ngettext  # argparse's module-level gettext lookups, as gettext.install would
     try:
@@ -98,6 +100,7 @@ def run() -> None:
     code = main()
     sys.stdout.flush()
     sys.stderr.flush()
+    PROBE.close()
     if "grader.sandbox.reaper" in sys.modules:  # it started processes: wait for every one before leaving
         sys.modules["grader.sandbox.reaper"].shutdown()
     os._exit(code)

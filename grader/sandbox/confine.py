@@ -2,7 +2,8 @@
 
 Each worker is its own unit of confinement. The protections are tried in this
 order, and the first that works on the machine is used for every worker of a
-run (`choose`, probed once per process); every report names it.
+run (`choose`, probed once per process, in a child from the start: `PROBE`); every
+report names it.
 
 1. "namespaces" (Linux user, PID, mount, network, IPC and UTS namespaces; as
    root without the user namespace): the worker sees a new root file system
@@ -105,9 +106,71 @@ def describe(protection: str) -> str:
 
 def choose() -> str:
     """The strongest protection that works here (or the one DRILLS_SANDBOX names, where it works)."""
-    wanted = os.environ.get("DRILLS_SANDBOX", "")
+    return PROBE.choice()
+
+
+def _first_that_works(wanted: str) -> str:
     order = ORDER[ORDER.index(wanted):] if wanted in ORDER else ORDER
     return next(p for p in order if works(p))
+
+
+class Probe:
+    """The choice of protection, probed once per process; `start` has a child probe it at once.
+
+    The grader starts it before it imports torch (a second), so that the probe's forks and
+    confinements (tens of milliseconds) run on another core meanwhile, not on the way to the
+    first check. `PROBE` is the process's one Probe (what a forked copy inherits unread, it
+    probes again).
+    """
+
+    def __init__(self) -> None:
+        self._chosen: dict[str, str] = {}  # DRILLS_SANDBOX's value -> the protection chosen for it
+        self._probing: tuple[int, int, int, str] | None = None  # (owner pid, child pid, pipe to read, wanted)
+
+    def start(self) -> None:
+        """Probe in a child process from now (without waiting)."""
+        wanted = os.environ.get("DRILLS_SANDBOX", "")
+        if self._probing is not None or wanted in self._chosen:
+            return
+        read_end, write_end = os.pipe()
+        pid = os.fork()
+        if pid == 0:
+            try:
+                os.close(read_end)
+                os.write(write_end, _first_that_works(wanted).encode())
+            finally:
+                os._exit(0)
+        os.close(write_end)
+        self._probing = (os.getpid(), pid, read_end, wanted)
+
+    def choice(self) -> str:
+        wanted = os.environ.get("DRILLS_SANDBOX", "")
+        if self._probing is not None and self._probing[0] == os.getpid() and self._probing[3] == wanted:
+            self._collect()
+        if wanted not in self._chosen:
+            self._chosen[wanted] = _first_that_works(wanted)
+        return self._chosen[wanted]
+
+    def close(self) -> None:
+        """Wait for a probe still running (a command that never asked for its answer)."""
+        if self._probing is not None and self._probing[0] == os.getpid():
+            self._collect()
+
+    def _collect(self) -> None:
+        assert self._probing is not None
+        _, pid, read_end, wanted = self._probing
+        self._probing = None
+        with os.fdopen(read_end, "rb") as answer:
+            name = answer.read().decode()
+        try:
+            os.waitpid(pid, 0)
+        except ChildProcessError:
+            pass
+        if name in ORDER:  # else the child failed: probe here
+            self._chosen[wanted] = name
+
+
+PROBE = Probe()
 
 
 @lru_cache(maxsize=None)
@@ -178,15 +241,23 @@ def _readable_paths() -> tuple[str, ...]:
     return tuple(readable_paths())
 
 
+def _torch_file() -> str:
+    """torch's __init__.py, found without importing torch (the probe runs while the grader imports it)."""
+    import importlib.util
+
+    spec = importlib.util.find_spec("torch")
+    if spec is None or spec.origin is None:
+        raise ImportError("torch is not installed")
+    return spec.origin
+
+
 def readable_paths() -> list[str]:
     """What a worker needs to read: the system's libraries and the Python installation, never the project
     (a virtual environment inside the project is part of the installation)."""
-    import torch
-
     project, venv = ROOT, Path(sys.prefix).resolve()
     candidates = {"/usr", "/lib", "/lib64", "/lib32", "/libx32", "/bin", "/sbin", "/etc",
                   sys.prefix, sys.base_prefix, sys.exec_prefix, sys.base_exec_prefix,
-                  str(Path(torch.__file__).resolve().parent.parent), *(p for p in sys.path if p)}
+                  str(Path(_torch_file()).resolve().parent.parent), *(p for p in sys.path if p)}
     kept: list[str] = []
     for path in sorted(candidates, key=len):
         if not os.path.lexists(path) or (not os.path.islink(path) and not os.path.isdir(path)):
@@ -388,9 +459,7 @@ HIDDEN = ("solutions", "tests", "selftests", ".git", "drills", "benchmarks")
 
 def _python_world_readable() -> bool:
     """Whether a user who is neither owner nor group can run this Python and torch (a pyenv under /root is not)."""
-    import torch
-
-    for path in (os.__file__, torch.__file__, __file__):
+    for path in (os.__file__, _torch_file(), __file__):
         parts = os.path.realpath(path).split(os.sep)
         for i in range(1, len(parts) + 1):
             try:
