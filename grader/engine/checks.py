@@ -109,7 +109,7 @@ class WorkerPool:
 
     def __init__(self, submission: Submission) -> None:
         self.folder, self.plan, self.limits = submission.folder, submission.plan, submission.limits
-        self.broken = dict(submission.broken)
+        self.broken = dict(submission.known_broken())
         self.workers: dict[tuple[str, tuple[str, ...]], Worker] = {}
 
     def prespawn(self, components: list[str]) -> None:

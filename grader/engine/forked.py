@@ -9,23 +9,25 @@ from ..errors import GraderError
 
 
 class Forked:
-    """A fork of this process that waits for `send(value)`, then runs `fn(value)`; `result()` returns what it gave.
+    """A fork of this process that runs `fn(receive)`, where `receive()` waits for the next `send(value)`;
+    `result()` returns what `fn` gave.
 
     Fork early, while this process has no threads yet, and send the work once it
-    is known. Only the grader's own code runs in the fork (student code stays in
-    workers), so what travels both ways is trusted and goes as a pickle.
+    is known (and what is learnt later, in further sends). Only the grader's own
+    code runs in the fork (student code stays in workers), so what travels both
+    ways is trusted and goes as a pickle.
     """
 
-    def __init__(self, fn: Callable[[Any], Any]) -> None:
-        inbox_read, self._inbox = os.pipe()
+    def __init__(self, fn: Callable[[Callable[[], Any]], Any]) -> None:
+        inbox_read, inbox_write = os.pipe()
         self._outbox, outbox_write = os.pipe()
         self.pid = os.fork()
         if self.pid == 0:
-            os.close(self._inbox)
+            os.close(inbox_write)
             os.close(self._outbox)
             try:
                 with os.fdopen(inbox_read, "rb") as inbox:
-                    payload = {"ok": fn(pickle.load(inbox))}
+                    payload = {"ok": fn(lambda: pickle.load(inbox))}
             except BaseException as exc:  # noqa: BLE001 - reported to the parent, whatever it was
                 payload = {"error": f"{type(exc).__name__}: {exc}"}
             try:
@@ -35,12 +37,14 @@ class Forked:
                 os._exit(0)
         os.close(inbox_read)
         os.close(outbox_write)
+        self._inbox = os.fdopen(inbox_write, "wb")
 
     def send(self, value: Any) -> None:
-        with os.fdopen(self._inbox, "wb") as inbox:
-            pickle.dump(value, inbox)
+        self._inbox.write(pickle.dumps(value))
+        self._inbox.flush()
 
     def result(self) -> Any:
+        self._inbox.close()
         with os.fdopen(self._outbox, "rb") as outbox:
             data = outbox.read()
         try:

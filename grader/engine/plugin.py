@@ -12,9 +12,11 @@ import signal
 import threading
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Callable
 
 import pytest
 
+from ..contract import FILES
 from ..paths import PYPROJECT, ROOT
 from ..results import ERROR, FAILED, MESSAGE_LIMIT, NOT_STARTED, PASSED, TIMEOUT, CaseResult, CheckFailure
 from ..sandbox.confine import Plan
@@ -152,9 +154,35 @@ class Submission:
     plan: Plan
     limits: Limits
     broken: dict[str, str] = field(default_factory=dict)
+    # The loader may still be at work when the session starts: this waits for what it found (then `broken`).
+    pending: Callable[[], dict[str, str]] | None = field(default=None, compare=False, repr=False)
 
     def pytest_configure(self, config: pytest.Config) -> None:
         config.stash[SUBMISSION] = self
+
+    def known_broken(self) -> dict[str, str]:
+        """The files known not to load, once the loader has tried every one."""
+        if self.pending is not None:
+            self.broken, self.pending = dict(self.pending()), None
+        return self.broken
+
+    @pytest.hookimpl(trylast=True)
+    def pytest_collection_modifyitems(self, config: pytest.Config, items: list[pytest.Item]) -> None:
+        """A component whose files do not load is not run: its score says why (grader/engine/scoring.py)."""
+        broken = self.known_broken()
+        if not broken:
+            return
+        kept, dropped = [], []
+        for item in items:
+            marker = item.get_closest_marker("component")
+            unloadable = marker is not None and any(f in broken for f in FILES[marker.args[0]])
+            (dropped if unloadable else kept).append(item)
+        if dropped:
+            config.hook.pytest_deselected(items=dropped)
+            items[:] = kept
+
+    def __getstate__(self) -> dict:  # (to a forked grading process: what is pending there comes by its own pipe)
+        return {**self.__dict__, "pending": None}
 
 
 SUBMISSION = pytest.StashKey[Submission]()

@@ -9,11 +9,12 @@ from __future__ import annotations
 
 import io
 import os
+import threading
 import time
 from contextlib import redirect_stderr, redirect_stdout
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any, Callable
 
 import pytest
 
@@ -119,14 +120,15 @@ def _grade(grading: Grading, cache: ResultCache | None, processes: int, session:
     # the other grading processes fork now, before any worker (and the thread draining its output) exists
     helpers = [Forked(_run_shard_in_fork) for _ in range(1, processes)] if to_run else []
     try:
-        load_errors = _load_errors(grading, grading.files(to_run), loader)
-        load_errors.update({f: why for f, why in grading.unreadable.items() if f in load_errors})
-        runnable = [c for c in to_run if not any(f in load_errors for f in FILES[c.id])]
-        ids = [c.id for c in runnable]
+        loading = Loading(grading, grading.files(to_run), loader)
         if session is not None:
+            load_errors = loading.result()
+            ids = [c.id for c in to_run if not any(f in load_errors for f in FILES[c.id])]
             new = session.run(ids, grading.folder, grading.limits, load_errors, grading.plan) if ids else []
         else:
-            new = _run_shards(grading, ids, helpers, load_errors)
+            new = _run_shards(grading, [c.id for c in to_run], helpers, loading)
+            load_errors = loading.result()
+        runnable = [c for c in to_run if not any(f in load_errors for f in FILES[c.id])]
         cases.update({case.nodeid: case for case in new})
     finally:
         kill_strays()
@@ -137,14 +139,20 @@ def _grade(grading: Grading, cache: ResultCache | None, processes: int, session:
     return Report(grading.target, results, 0.0, grading.plan.protection)
 
 
-def _run_shards(grading: Grading, components: list[str], helpers: list[Forked],
-                load_errors: dict[str, str]) -> list[CaseResult]:
-    """Run the checks of `components`, shared out between this process and the `helpers`."""
-    shards = [grading.shard(group, load_errors, index, count)
-              for group, index, count in plan_shards(components, len(helpers) + 1)]
+def _run_shards(grading: Grading, components: list[str], helpers: list[Forked], loading: "Loading") -> list[CaseResult]:
+    """Run the checks of `components`, shared out between this process and the `helpers`.
+
+    The sessions start while the loader is still at work: each learns which files do not load by the
+    end of its collection (`Submission.known_broken`), and leaves their components' checks out.
+    """
+    shards = [grading.shard(group, {}, index, count) for group, index, count in plan_shards(components, len(helpers) + 1)]
     for helper, shard in zip(helpers, [*shards[1:], *[None] * len(helpers)]):
         helper.send(shard)
-    cases = run_shard(shards[0]) if components else []
+    loading.tell(helpers[:len(shards) - 1])
+    cases = []
+    if components:
+        shards[0].submission.pending = loading.result
+        cases = run_shard(shards[0])
     for helper in helpers:
         cases += helper.result()
     return cases
@@ -159,22 +167,71 @@ def run_shard(shard: Shard) -> list[CaseResult]:
         raise GraderError("the checks could not be collected:\n" + "\n".join(collector.broken_checks))
     if code == pytest.ExitCode.INTERRUPTED:
         raise KeyboardInterrupt
-    if code not in (pytest.ExitCode.OK, pytest.ExitCode.TESTS_FAILED):
+    if code not in (pytest.ExitCode.OK, pytest.ExitCode.TESTS_FAILED, pytest.ExitCode.NO_TESTS_COLLECTED):  # (all left out)
         raise GraderError(f"the checks could not run (pytest exit {int(code)}):\n{err.getvalue()[-2000:]}"
                           f"{out.getvalue()[-2000:]}")
     return list(collector.cases.values())
 
 
-def _run_shard_in_fork(shard: Shard | None) -> list[CaseResult]:
-    """A forked grading process's part (None: nothing left for it)."""
+def _run_shard_in_fork(receive: Callable[[], Any]) -> list[CaseResult]:
+    """A forked grading process's part (None: nothing left for it); the files that do not load come next."""
+    shard = receive()
     if shard is None:
         return []
+    shard.submission.pending = receive
     ZYGOTE.start_own()
     try:
         return run_shard(shard)
     finally:
         kill_strays()
         ZYGOTE.stop()
+
+
+class Loading:
+    """The loader trying every file of the submission, in a thread of its own, while the checks' sessions start.
+
+    It waits on its worker nearly all the time; it is the only user of the zygote until `result()` is
+    taken, and `result()` is taken before any check's worker is asked for (the workers need to know what
+    does not load). `tell(helpers)` has the answer sent on to forked grading processes as well.
+    """
+
+    def __init__(self, grading: Grading, files: list[str], loader: Worker | None) -> None:
+        self._grading, self._files, self._loader = grading, files, loader
+        self._errors: dict[str, str] = {}
+        self._failure: BaseException | None = None
+        self._helpers: list[Forked] = []
+        self._told = threading.Event()
+        self._thread = threading.Thread(target=self._load, daemon=True) if loader is not None or files else None
+        if self._thread is not None:
+            self._thread.start()
+
+    def tell(self, helpers: list[Forked]) -> None:
+        self._helpers = helpers
+        self._told.set()
+
+    def _load(self) -> None:
+        try:
+            errors = _load_errors(self._grading, self._files, self._loader)
+            errors.update({f: why for f, why in self._grading.unreadable.items() if f in errors})
+            self._errors = errors
+        except BaseException as exc:  # noqa: BLE001 - raised again where the result is taken
+            self._failure = exc
+        self._told.wait()
+        for helper in self._helpers:
+            try:
+                helper.send(self._errors)
+            except OSError:  # it has ended already: its result says why
+                pass
+
+    def result(self) -> dict[str, str]:
+        """file name -> why it cannot be graded; waits for the loader."""
+        if self._thread is not None:
+            self._told.set()  # (no helpers told of: none waits for it)
+            self._thread.join()
+            self._thread = None
+        if self._failure is not None:
+            raise self._failure
+        return self._errors
 
 
 def _load_errors(grading: Grading, files: list[str], worker: Worker | None = None) -> dict[str, str]:
