@@ -239,6 +239,9 @@ def assert_close(
                                                                                        expected.dtype)))
     reference = expected.to(torch.float64)
     got = actual.to(torch.float64)
+    if reference.numel() and torch.allclose(got, reference, rtol=rtol, atol=atol * max(1.0, reference.abs().max().item()),
+                                            equal_nan=True):
+        return  # what _bad_values finds nothing in (NaN where NaN, infinities equal), in one call on the passing path
     bad_values, scale = _bad_values(got, reference, rtol, atol)
     if not bad_values.any():
         return
