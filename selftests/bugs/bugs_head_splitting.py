@@ -71,3 +71,18 @@ BUGS += [
         "swaps the wrong pair of axes, H and Dh, before the reshape",
         diagnosis=("your merge_heads gives heads.permute(0, 3, 2, 1).reshape(B, T, D)",)),
 ]
+
+# torch's own error that names the mistake (mistakes.VIEW_NOT_CONTIGUOUS).
+VIEW = ("you called .view on a tensor whose memory is not in row order",)
+BUGS += [
+    Bug("head_splitting", "merge_view_after_transpose", "attention.py",
+        'return rearrange(x, "b h t d -> b t (h d)")',
+        "return x.transpose(1, 2).view(x.size(0), x.size(2), -1)",
+        "merge_heads calls view on the transposed (non-contiguous) tensor: RuntimeError, needs reshape/contiguous",
+        diagnosis=VIEW),
+    Bug("head_splitting", "merge_view_after_permute", "attention.py",
+        'return rearrange(x, "b h t d -> b t (h d)")',
+        "b, h, t, d = x.shape\n    return x.permute(0, 2, 1, 3).view(b, t, h * d)",
+        "merge_heads permutes, then views the permuted tensor",
+        diagnosis=VIEW),
+]

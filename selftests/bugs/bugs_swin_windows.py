@@ -108,3 +108,17 @@ BUGS += [
         "moves the grid column after the pixel's row and column when it puts the windows back",
         diagnosis=("to (B, H/ws, y, x, W/ws, C), permute(0, 1, 3, 4, 2, 5)",)),
 ]
+
+# torch's own error that names the mistake (mistakes.VIEW_NOT_CONTIGUOUS).
+BUGS += [
+    Bug("swin_windows", "partition_view_after_permute", "swin.py",
+        "return x.permute(0, 1, 3, 2, 4, 5).reshape(-1, ws * ws, C)",
+        "return x.permute(0, 1, 3, 2, 4, 5).view(-1, ws * ws, C)",
+        "window_partition views the permuted grid instead of reshaping it",
+        diagnosis=("you called .view on a tensor whose memory is not in row order",)),
+    Bug("swin_windows", "reverse_view_after_permute", "swin.py",
+        "return x.permute(0, 1, 3, 2, 4, 5).reshape(-1, H, W, C)",
+        "return x.permute(0, 1, 3, 2, 4, 5).view(-1, H, W, C)",
+        "window_reverse views the permuted windows instead of reshaping them",
+        diagnosis=("you called .view on a tensor whose memory is not in row order",)),
+]

@@ -28,7 +28,7 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor
 
-from .catalogue import Mistake, Mistakes, bind, mistake, recognised, simulated, variants
+from .catalogue import GENERAL, Mistake, Mistakes, bind, mistake, recognised, simulated, variants
 from .compare import _matches
 
 
@@ -3475,3 +3475,55 @@ def swin_block_shape_mistakes(dim: int, mlp_ratio: float, key: str) -> Mistakes:
 
 def swin_table_shape_mistakes(ws: int, n_heads: int) -> Mistakes:
     return bind(TABLE_SHAPE_MISTAKES_SWIN, ws, n_heads)
+
+
+# === shared: mistakes any component's checks can see ===================================================
+# (GENERAL entries: a dtype the result does not keep, torch's own words for a mistake in student code.)
+
+# The result's dtype is not the one the check asks for, its shape being right (compare.diagnose weighs these:
+# matched where only the dtype is wrong, ruled out where the values are wrong in the right dtype).
+FLOAT_DTYPE_CHANGED = recognised(
+    GENERAL, "float_dtype_changed",
+    "your result changed dtype on the way: a .float() or .double(), a dtype= argument, or a tensor made "
+    "without dtype= (float32 by default) mixed in; compute in the dtype the result must have (the inputs', "
+    "x.dtype, where it follows them), or cast back with .to(...)")
+NOT_BOOL = recognised(
+    GENERAL, "not_bool",
+    "your mask is not a bool tensor: make it with dtype=torch.bool, or by a comparison (j <= i); masked_fill "
+    "and ~ want bool, and 0/1 numbers (uint8, int, float) are no mask")
+NOT_INTEGER = recognised(
+    GENERAL, "not_integer",
+    "your indices are not integers: keep integer arithmetic (arange without a float dtype, // rather than /), "
+    "or convert with .long()")
+
+
+def dtype_changed(want: torch.dtype, got: torch.dtype | None = None) -> Mistake | None:
+    """The entry for a result that should be of dtype `want` and came back in `got` (None: any other dtype
+    that entry is about), or None where no entry is about these two."""
+    if want == torch.bool:
+        return NOT_BOOL
+    if want.is_floating_point:
+        return FLOAT_DTYPE_CHANGED if got is None or got.is_floating_point else None
+    if not want.is_complex:
+        return NOT_INTEGER if got is None or got.is_floating_point or got == torch.bool else None
+    return None
+
+
+# torch's own error messages that name a mistake in the line of student code that raised them.
+VIEW_NOT_CONTIGUOUS = recognised(
+    GENERAL, "view_not_contiguous",
+    "you called .view on a tensor whose memory is not in row order (it was transposed or permuted), and view "
+    "cannot regroup it: use .reshape(...), or .contiguous().view(...)")
+TENSOR_AS_BOOL = recognised(
+    GENERAL, "tensor_as_bool",
+    "you used a tensor as a truth value (if t, not t, t or u, and): a tensor of several values has none. Test "
+    "`t is None` where you mean 'not set yet' (an empty cache), or reduce it with .any() / .all()")
+TORCH_ERRORS = (
+    ("view size is not compatible with input tensor's size and stride", VIEW_NOT_CONTIGUOUS),
+    ("Boolean value of Tensor with more than one value is ambiguous", TENSOR_AS_BOOL),
+)
+
+
+def error_mistake(message: str) -> Mistake | None:
+    """The mistake that torch's error `message` (raised in student code) names, if it names one."""
+    return next((entry for words, entry in TORCH_ERRORS if words in message), None)
