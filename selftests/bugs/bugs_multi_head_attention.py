@@ -94,3 +94,20 @@ BUGS += [
         "writes the scores inline and scales them by √d_model instead of the head width's root",
         diagnosis=("your scores are divided by √d_model instead of √Dh",)),
 ]
+
+# Members of the softmax-axis family (mistakes.SOFTMAX_AXES): the softmax over a fixed axis, not the keys.
+SDPA_SOFTMAX = "apply_mask(attention_scores(q, k), mask).softmax(dim=-1)"
+BUGS += [
+    Bug("multi_head_attention", "softmax_dim_1", "attention.py", SDPA_SOFTMAX,
+        "apply_mask(attention_scores(q, k), mask).softmax(dim=1)",
+        "softmax over dim 1 (the heads of (B, H, T, T) scores) instead of the keys",
+        diagnosis=("your weights are a softmax over dim=1",)),
+    Bug("multi_head_attention", "softmax_dim_2", "attention.py", SDPA_SOFTMAX,
+        "apply_mask(attention_scores(q, k), mask).softmax(dim=2)",
+        "softmax over dim 2, the keys of (B, T, T) scores but the queries of (B, H, T, T) ones",
+        diagnosis=("your weights are a softmax over dim=2", "your weights are normalised over the queries")),
+    Bug("multi_head_attention", "softmax_dim_0", "attention.py", SDPA_SOFTMAX,
+        "apply_mask(attention_scores(q, k), mask).softmax(0)",
+        "softmax over dim 0, the batch",
+        diagnosis=("your weights are a softmax over dim=0",)),
+]

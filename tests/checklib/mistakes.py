@@ -457,9 +457,10 @@ def d_k_mistakes(d_model: int, n_heads: int) -> Mistakes:
 
 def attention(q: Tensor, k: Tensor, v: Tensor, mask: Tensor | None, *, scale: bool = True, softmax_dim: int = -1,
               mask_mode: str = "fill", swap_qk: bool = False, transpose_weights: bool = False,
-              normalise: bool = True, divisor: float | None = None) -> tuple[Tensor, Tensor]:
+              normalise: bool = True, divisor: float | None = None, fill: float = float("-inf")
+              ) -> tuple[Tensor, Tensor]:
     """(out, weights) of scaled dot-product attention in float64, with one mistake switched on (`divisor`:
-    the scores divided by it instead of by √d)."""
+    the scores divided by it instead of by √d; `fill`: the masked scores' value, -inf or a finite one)."""
     if mask is not None and mask_mode == "fill_weights":  # in the inputs' dtype: what a huge fill becomes there
         weights = (q @ k.transpose(-2, -1) / math.sqrt(q.shape[-1])).softmax(dim=-1)
         weights = torch.where(mask, weights, torch.finfo(weights.dtype).min)
@@ -469,7 +470,7 @@ def attention(q: Tensor, k: Tensor, v: Tensor, mask: Tensor | None, *, scale: bo
         q, k = k, q
     s = q @ k.transpose(-2, -1) / (divisor if divisor is not None else math.sqrt(q.shape[-1]) if scale else 1.0)
     if mask is not None and mask_mode == "fill":
-        s = s.masked_fill(~mask, float("-inf"))
+        s = s.masked_fill(~mask, fill)
     elif mask is not None and mask_mode == "inverted":
         s = s.masked_fill(mask, float("-inf"))
     weights = s.softmax(dim=softmax_dim) if normalise else s.exp()
@@ -509,19 +510,59 @@ SDPA_MISTAKES = (
     mistake("multi_head_attention", "sdpa_unscaled", "your scores are not divided by √d before the softmax",
             dict(scale=False)),
 )
+# A family: the softmax over another axis than the keys, as written (a fixed index from habits with other ranks).
+SOFTMAX_AXES = (
+    mistake("multi_head_attention", "softmax_dim_0",
+            "your weights are a softmax over dim=0, the batch (the queries, for 2-D scores): softmax over the keys, "
+            "the last dimension (dim=-1), whatever the rank of the scores", dict(softmax_dim=0)),
+    mistake("multi_head_attention", "softmax_dim_1",
+            "your weights are a softmax over dim=1, the heads of (B, H, Tq, Tk) scores (the queries of (B, Tq, Tk) "
+            "ones): softmax over the keys, the last dimension (dim=-1), whatever the rank of the scores",
+            dict(softmax_dim=1)),
+    mistake("multi_head_attention", "softmax_dim_2",
+            "your weights are a softmax over dim=2, the queries of (B, H, Tq, Tk) scores: softmax over the keys, the "
+            "last dimension (dim=-1), whatever the rank of the scores", dict(softmax_dim=2)),
+)
+
+
+def _softmax_axes(simulate: Callable[..., Any], rank: int) -> Mistakes:
+    """The SOFTMAX_AXES members that are another axis than the keys on scores of this rank."""
+    return simulated([m for m in SOFTMAX_AXES if -rank <= m.model["softmax_dim"] < rank
+                      and m.model["softmax_dim"] % rank != rank - 1], simulate)
+
+
+def _fill_shown(got: Any) -> float:
+    """The masked scores' fill that what came back (`got`) shows: where a softmax over another axis than the
+    keys meets only masked scores, -inf gives NaN and a finite fill (the dtype's lowest, -1e9; the grader's
+    apply_mask) an even spread."""
+    return float("-inf") if not isinstance(got, Tensor) or bool(got.isnan().any()) else torch.finfo(torch.float64).min
+
+
 RESULTS_SWAPPED = mistake("multi_head_attention", "results_swapped",
                           "you returned (weights, out); the contract's order is (out, weights)",
                           lambda q, k, v, mask: attention(q, k, v, mask)[::-1])
 
 
-def sdpa_out_mistakes(q: Tensor, k: Tensor, v: Tensor, mask: Tensor | None) -> Mistakes:
-    return mapped({**simulated(SDPA_MISTAKES, lambda **switches: attention(q, k, v, mask, **switches)),
-                   **bind([RESULTS_SWAPPED], q, k, v, mask)}, lambda result: result[0])
+def _sdpa_mistakes(q: Tensor, k: Tensor, v: Tensor, mask: Tensor | None, part: int, got: Any) -> Mistakes:
+    """For one part of scaled_dot_product_attention's (out, weights); also a softmax over another axis
+    (SOFTMAX_AXES), which says nothing where it is what a named mistake gives."""
+    def simulate(**switches: Any) -> Tensor:
+        return attention(q, k, v, mask, fill=fill, **switches)[part]
+
+    fill = _fill_shown(got)
+    named = {**simulated(SDPA_MISTAKES, simulate),
+             **mapped(bind([RESULTS_SWAPPED], q, k, v, mask), lambda result: result[part])}
+    return besides(named, _softmax_axes(simulate, q.dim()))
 
 
-def sdpa_weights_mistakes(q: Tensor, k: Tensor, v: Tensor, mask: Tensor | None) -> Mistakes:
-    return mapped({**simulated(SDPA_MISTAKES, lambda **switches: attention(q, k, v, mask, **switches)),
-                   **bind([RESULTS_SWAPPED], q, k, v, mask)}, lambda result: result[1])
+def sdpa_out_mistakes(q: Tensor, k: Tensor, v: Tensor, mask: Tensor | None, got: Any = None) -> Mistakes:
+    """For scaled_dot_product_attention's out (which was `got`)."""
+    return _sdpa_mistakes(q, k, v, mask, 0, got)
+
+
+def sdpa_weights_mistakes(q: Tensor, k: Tensor, v: Tensor, mask: Tensor | None, got: Any = None) -> Mistakes:
+    """For scaled_dot_product_attention's weights (which were `got`)."""
+    return _sdpa_mistakes(q, k, v, mask, 1, got)
 
 
 def mha(state: dict[str, Tensor], x: Tensor, mask: Tensor | None, n_heads: int, *, prefix: str = "",
@@ -582,18 +623,22 @@ def _mha_divisors(state: dict[str, Tensor], x: Tensor, mask: Tensor | None, n_he
             if not math.isclose(value, math.sqrt(d_head))}
 
 
-def mha_out_mistakes(state: dict[str, Tensor], x: Tensor, mask: Tensor | None, n_heads: int) -> Mistakes:
-    """For MultiHeadAttention's output; also the scores divided by another width (MHA_DIVISOR)."""
-    return besides(simulated([m for m in MHA_MISTAKES if "average_heads" not in m.model],
-                             lambda **switches: mha(state, x, mask, n_heads, **switches)[0]),
-                   _mha_divisors(state, x, mask, n_heads, 0))
+def mha_out_mistakes(state: dict[str, Tensor], x: Tensor, mask: Tensor | None, n_heads: int,
+                     got: Any = None) -> Mistakes:
+    """For MultiHeadAttention's output (which was `got`); also the scores divided by another width (MHA_DIVISOR)
+    and a softmax over another axis (SOFTMAX_AXES)."""
+    simulate = lambda **switches: mha(state, x, mask, n_heads, fill=_fill_shown(got), **switches)[0]  # noqa: E731
+    return besides(simulated([m for m in MHA_MISTAKES if "average_heads" not in m.model], simulate),
+                   {**_mha_divisors(state, x, mask, n_heads, 0), **_softmax_axes(simulate, 4)})
 
 
-def mha_weights_mistakes(state: dict[str, Tensor], x: Tensor, mask: Tensor | None, n_heads: int) -> Mistakes:
-    """For MultiHeadAttention's weights; also the scores divided by another width (MHA_DIVISOR)."""
-    return besides(simulated([m for m in MHA_MISTAKES if "out_proj" not in m.model],
-                             lambda **switches: mha(state, x, mask, n_heads, **switches)[1]),
-                   _mha_divisors(state, x, mask, n_heads, 1))
+def mha_weights_mistakes(state: dict[str, Tensor], x: Tensor, mask: Tensor | None, n_heads: int,
+                         got: Any = None) -> Mistakes:
+    """For MultiHeadAttention's weights (which were `got`); also the scores divided by another width
+    (MHA_DIVISOR) and a softmax over another axis (SOFTMAX_AXES)."""
+    simulate = lambda **switches: mha(state, x, mask, n_heads, fill=_fill_shown(got), **switches)[1]  # noqa: E731
+    return besides(simulated([m for m in MHA_MISTAKES if "out_proj" not in m.model], simulate),
+                   {**_mha_divisors(state, x, mask, n_heads, 1), **_softmax_axes(simulate, 4)})
 
 
 # --- sinusoidal_encoding -----------------------------------------------------------------------------
