@@ -644,9 +644,10 @@ def mha_weights_mistakes(state: dict[str, Tensor], x: Tensor, mask: Tensor | Non
 # --- sinusoidal_encoding -----------------------------------------------------------------------------
 
 def table(max_len: int, d_model: int, *, base: float = 10000.0, exponent: str = "2i", first: int = 0,
-          even=torch.sin, odd=torch.cos, angle: str = "p*w", denominator: int = 0, numerator: int = 0) -> Tensor:
+          even=torch.sin, odd=torch.cos, angle: str = "p*w", denominator: int = 0, numerator: int = 0,
+          layout: str = "interleaved") -> Tensor:
     """(max_len, d_model) in float64, with one mistake switched on (the exponent is (2i + numerator) /
-    (d_model + denominator))."""
+    (d_model + denominator); `layout` "halves": the even columns' values first, then the odd ones')."""
     pairs = torch.arange(0, d_model, 2, dtype=torch.float64)
     if exponent == "i":
         pairs = pairs / 2
@@ -657,6 +658,8 @@ def table(max_len: int, d_model: int, *, base: float = 10000.0, exponent: str = 
         w = torch.pow(base, -exps / (d_model + denominator))
         a = {"p*w": position * w, "p+w": position + w, "w": w.expand(max_len, -1)}[angle]
         pe[:, parity::2] = fn(a)
+    if layout == "halves":
+        return torch.cat([pe[:, 0::2], pe[:, 1::2]], dim=-1)
     return pe
 
 
@@ -681,6 +684,17 @@ TABLE_MISTAKES = (
     mistake("sinusoidal_encoding", "angle_without_position",
             "your angle leaves the position out, so every row is the same: the angle is position × frequency",
             dict(angle="w")),
+    mistake("sinusoidal_encoding", "exp_without_log",
+            "your frequencies are exp(-10000·2i/d_model), all 0 but the first: exp needs the log of the base, "
+            "exp(-2i·math.log(10000)/d_model) = 10000^(-2i/d_model)", dict(base=math.inf)),
+    mistake("sinusoidal_encoding", "sin_cos_halves",
+            "your table puts the sines in the first half of the columns and the cosines in the second "
+            "(torch.cat([sin, cos], dim=-1)): they are interleaved, the sine of pair i in column 2i (pe[:, 0::2]) "
+            "and its cosine in column 2i+1 (pe[:, 1::2])", dict(layout="halves")),
+    mistake("sinusoidal_encoding", "cos_sin_halves",
+            "your table puts the cosines in the first half of the columns and the sines in the second "
+            "(torch.cat([cos, sin], dim=-1)): they are interleaved, the sine of pair i in column 2i (pe[:, 0::2]) "
+            "and its cosine in column 2i+1 (pe[:, 1::2])", dict(layout="halves", even=torch.cos, odd=torch.sin)),
 )
 TABLE_SHAPE_MISTAKES = (
     mistake("sinusoidal_encoding", "batch_dimension",
