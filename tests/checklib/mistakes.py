@@ -828,6 +828,19 @@ DROPOUT_IN_EVAL = recognised("pre_ln_block", "dropout_in_eval",
                              "your dropout is still on in eval mode: two calls in eval mode gave different results "
                              "(F.dropout(x, p) drops whatever the mode unless given training=self.training; the "
                              "nn.Dropout submodule follows train() and eval())")
+DROPOUT_RATE_IGNORED = mistake(
+    "pre_ln_block", "dropout_rate_ignored",
+    "your block's dropout does not take the rate it is given: TransformerBlock(..., dropout=1.0) made "
+    "nn.Dropout(p={p:g}); pass the argument on, self.dropout = nn.Dropout(dropout)", lambda p: p)
+
+
+def dropout_rate_mistakes(p: Any, asked: float) -> Mistakes:
+    """For the rate `p` of the block's `dropout` submodule, built with dropout=`asked`: a number other than it."""
+    if isinstance(p, bool) or not isinstance(p, (int, float)) or math.isclose(p, asked):
+        return {}
+    return bind([DROPOUT_RATE_IGNORED], p, p=p)
+
+
 ONE_NORM_OBJECT = mistake("pre_ln_block", "one_norm_object",
                           "norm1 and norm2 are the same LayerNorm object: loading norm2's weights overwrote norm1's "
                           "(or the other way round); create two separate nn.LayerNorm(d_model)",
@@ -835,9 +848,70 @@ ONE_NORM_OBJECT = mistake("pre_ln_block", "one_norm_object",
                                                    .replace("@", "norm2")])
 
 
-def block_mistakes(state: dict[str, Tensor], x: Tensor, mask: Tensor | None, n_heads: int) -> Mistakes:
-    return {**simulated(BLOCK_MISTAKES, lambda **switches: block(state, x, mask, n_heads, **switches)),
-            **squeeze_mistakes(x)}
+# A family: the block's dataflow wired another way, each sublayer reading another tensor in scope (x, norm1(x),
+# h = the first residual's sum, the attention's output a): (attention input, first residual, ff input, second
+# residual), as written in the sentence. The right wiring is ("norm1(x)", "x + ", "norm2(h)", "h + ").
+WIRING = mistake(
+    "pre_ln_block", "wiring",
+    "your block computes h = {first}attention({attn_in}), then returns {second}ff({ff_in}): the Pre-LN block's "
+    "residuals are h = x + attention(norm1(x)), then h + ff(norm2(h)), each sublayer reading the stream it adds to",
+    dict())
+WIRING_CHOICES = (("norm1(x)", "x"), ("x + ", "norm1(x) + ", ""), ("norm2(h)", "norm2(x)", "h", "x", "norm1(h)"),
+                  ("h + ", "x + ", "norm2(h) + ", ""))
+RIGHT_WIRING = ("norm1(x)", "x + ", "norm2(h)", "h + ")
+
+
+def wired_block(state: dict[str, Tensor], x: Tensor, mask: Tensor | None, n_heads: int,
+                wiring: tuple[str, str, str, str]) -> Tensor:
+    """The block in eval mode, float64, wired as `wiring` says (WIRING_CHOICES)."""
+    s = {k: v.double() for k, v in state.items()}
+    x = x.double()
+
+    def norm(name: str, t: Tensor) -> Tensor:
+        return F.layer_norm(t, (x.shape[-1],), s[f"{name}.weight"], s[f"{name}.bias"], eps=1e-5)
+
+    def ff(t: Tensor) -> Tensor:
+        return linear(F.relu(linear(t, s, "ff.0")), s, "ff.2")
+
+    attn_in, first, ff_in, second = wiring
+    n1x = norm("norm1", x)
+    a = mha(s, n1x if attn_in == "norm1(x)" else x, mask, n_heads, prefix="attention.")[0]
+    h = {"x + ": x + a, "norm1(x) + ": n1x + a, "": a}[first]
+    f = ff({"norm2(h)": norm("norm2", h), "norm2(x)": norm("norm2", x), "h": h, "x": x,
+            "norm1(h)": norm("norm1", h)}[ff_in])
+    return {"h + ": h + f, "x + ": x + f, "norm2(h) + ": norm("norm2", h) + f, "": f}[second]
+
+
+def _wiring_family(state: dict[str, Tensor], x: Tensor, mask: Tensor | None, n_heads: int) -> Mistakes:
+    return {WIRING.text(attn_in=w[0], first=w[1], ff_in=w[2], second=w[3]):
+            (lambda w=w: wired_block(state, x, mask, n_heads, w))
+            for w in itertools.product(*WIRING_CHOICES) if w != RIGHT_WIRING}
+
+
+def block_mistakes(state: dict[str, Tensor], x: Tensor, mask: Tensor | None, n_heads: int, got: Any = None
+                   ) -> Mistakes:
+    """For the block's output on x (which was `got`); also every other wiring of its dataflow (WIRING), which
+    says nothing where it is what a named mistake gives."""
+    named = {**simulated(BLOCK_MISTAKES, lambda **switches: block(state, x, mask, n_heads, **switches)),
+             **squeeze_mistakes(x)}
+    return besides(named, _wiring_family(state, x, mask, n_heads), got)
+
+
+def block_grad_mistakes(state: dict[str, Tensor], x: Tensor, mask: Tensor | None, n_heads: int,
+                        grad_output: Tensor) -> Mistakes:
+    """For the gradient of sum(block(x) * grad_output) w.r.t. x: what each mistake's block gives there."""
+    def grad_of(model: Callable[[Tensor], Tensor]) -> Tensor:
+        inputs = x.detach().double().requires_grad_(True)
+        with torch.enable_grad():
+            (grad,) = torch.autograd.grad((model(inputs) * grad_output.double()).sum(), inputs)
+        return grad
+
+    named = {entry.sentence: (lambda v=entry.model["variant"]: grad_of(
+        lambda t: block(state, t, mask, n_heads, variant=v))) for entry in BLOCK_MISTAKES}
+    family = {WIRING.text(attn_in=w[0], first=w[1], ff_in=w[2], second=w[3]):
+              (lambda w=w: grad_of(lambda t: wired_block(state, t, mask, n_heads, w)))
+              for w in itertools.product(*WIRING_CHOICES) if w != RIGHT_WIRING}
+    return besides(named, family)
 
 
 def dropped_residual_mistakes(x: Tensor) -> Mistakes:
