@@ -41,7 +41,7 @@ BUGS = [
         "if height % patch_size or width % patch_size:",
         "if height % patch_size:",
         "checks only the height against the patch size (fine for square images only)",
-        named_by="expected a ValueError"),
+        diagnosis=("your check lets an image through when only one of its sides",)),
     Bug("patch_embedding", "assumes_square_images", "vit.py",
         "return " + PATTERN,
         "side = height // patch_size\n"
@@ -62,4 +62,21 @@ BUGS += [
         PATTERN.replace("(h w) (c p1 p2)", "(w h) (p1 p2 c)"),
         "numbers the patches column by column and flattens each with the channels innermost",
         diagnosis=("in the order (B, W/P, H/P, Py, Px, C)",)),
+]
+
+# A divisibility check that lets one bad side through (mistakes.ONE_BAD_SIDE_LET_THROUGH).
+ONE_SIDE = ("your check lets an image through when only one of its sides",)
+BUGS += [
+    Bug("patch_embedding", "check_and_not_or", "vit.py",
+        "if height % patch_size or width % patch_size:", "if height % patch_size and width % patch_size:",
+        "the divisibility check uses and: an image with only one side indivisible passes",
+        diagnosis=ONE_SIDE),
+    Bug("patch_embedding", "check_width_only", "vit.py",
+        "if height % patch_size or width % patch_size:", "if width % patch_size:",
+        "checks the width only, as if images were square",
+        diagnosis=ONE_SIDE),
+    Bug("patch_embedding", "check_pixel_count", "vit.py",
+        "if height % patch_size or width % patch_size:", "if (height * width) % (patch_size * patch_size):",
+        "checks that the pixel count divides into patches, not each side",
+        diagnosis=ONE_SIDE),
 ]

@@ -157,7 +157,8 @@ def diagnose(actual: Any, mistakes: Mistakes | None, *, expected: Any = None, rt
     (`dtype_failed`), a mistake is not ruled out for giving the expected values, and a
     model of another dtype than `actual`'s does not match on values alone (nor is it ruled
     out by them). Given the `dtype` the check asks for, the shared dtype mistake (mistakes.dtype_changed)
-    is weighed too: matched where only the dtype is wrong, ruled out where the values are.
+    is weighed too: matched where only the dtype is wrong (and no mistake of the check's own matched),
+    ruled out where the values are.
     """
     matched: list[str] = []
     ruled_out: list[str] = []
@@ -186,7 +187,8 @@ def diagnose(actual: Any, mistakes: Mistakes | None, *, expected: Any = None, rt
         entry = dtype_changed(dtype, actual.dtype if dtype_failed else None)
         if entry is not None and dtype_failed and (not isinstance(expected, Tensor) or _matches(
                 actual, expected.to(actual.dtype), rtol, atol)):
-            matched.append(entry.sentence)
+            if not matched:  # a check's own mistake of that dtype (an additive float mask, say) says more
+                matched.append(entry.sentence)
         elif entry is not None and isinstance(expected, Tensor) and actual.shape == expected.shape:
             ruled_out.append(entry.sentence)
     return Diagnosis(matched, ruled_out)

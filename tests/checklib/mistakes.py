@@ -965,6 +965,22 @@ PROJ_FOR_ONE_CHANNEL = mistake("patch_embedding", "proj_for_one_channel",
                                "values", lambda patch, d_model: torch.Size((d_model, patch * patch)))
 
 
+ONE_BAD_SIDE_LET_THROUGH = recognised(
+    "patch_embedding", "one_bad_side_let_through",
+    "your check lets an image through when only one of its sides is not a multiple of patch_size: reject it when "
+    "either is, height % patch_size or width % patch_size (an and there lets one bad side through)")
+
+
+def one_bad_side(height: int, width: int, size: int, entry: Mistake) -> dict[Mistake, bool]:
+    """For a check that must reject a (height, width) map not divisible by `size`: `entry` (a check that lets
+    one bad side through) lets this one through where exactly one side is bad."""
+    return {entry: bool(height % size) != bool(width % size)}
+
+
+def patchify_checks(height: int, width: int, patch: int) -> dict[Mistake, bool]:
+    return one_bad_side(height, width, patch, ONE_BAD_SIDE_LET_THROUGH)
+
+
 SQUARE_ASSUMED = recognised("patch_embedding", "square_assumed",
                             "your patchify takes the number of patches per side from one side of the image, as if "
                             "every image were square: there are H / P rows and W / P columns of patches")
@@ -3160,6 +3176,10 @@ PARTITION_MISTAKES = (
     mistake("swin_windows", "partition_grid_first",
             "your windows are ordered by grid position first and image second: all windows of image 0 come first, "
             "then those of image 1 (keep B as the first dimension)", lambda x, ws: _permuted(x, ws, 1, 3, 0, 2, 4, 5)),
+    mistake("swin_windows", "partition_keeps_ws_ws",
+            "your windows keep their ws x ws square, (B * nW, ws, ws, C), as timm's window_partition does: the "
+            "contract's are flattened, (B * nW, ws * ws, C), reshape(-1, ws * ws, C)",
+            lambda x, ws: _permuted(x, ws, 0, 1, 3, 2, 4, 5).reshape(-1, ws, ws, x.shape[-1])),
     mistake("swin_windows", "partition_as_w_h",
             "you split the map as (B, W/ws, ws, H/ws, ws, C), as if it were (B, W, H, C): the map is (B, H, W, C), "
             "rows first", _split_as_transposed),
@@ -3336,6 +3356,16 @@ MASK_DTYPE_MISTAKES = (
 )
 
 
+WINDOW_ONE_BAD_SIDE = recognised(
+    "swin_windows", "one_bad_side_let_through",
+    "your check lets a map through when only one of H and W is not a multiple of window_size: reject it when "
+    "either is, H % window_size or W % window_size (an and there lets one bad side through)")
+
+
+def window_checks(H: int, W: int, ws: int) -> dict[Mistake, bool]:
+    return one_bad_side(H, W, ws, WINDOW_ONE_BAD_SIDE)
+
+
 def shifted_mask_mistakes(H: int, W: int, ws: int, s: int) -> Mistakes:
     """shifted_window_mask(H, W, ws, s) as common mistakes compute it (bool masks)."""
     follows: Mistakes = {}
@@ -3345,9 +3375,17 @@ def shifted_mask_mistakes(H: int, W: int, ws: int, s: int) -> Mistakes:
     return _unambiguous({**follows, **bind(SHIFTED_MASK_MISTAKES, H, W, ws, s)})
 
 
+MASK_OF_SQUARE_WINDOWS = mistake(
+    "swin_windows", "mask_of_square_windows",
+    "your mask is (nW, ws, ws, ws): the labels it compares come from a window_partition that keeps each window a "
+    "ws x ws square, (nW, ws, ws); window_partition flattens them, (B * nW, ws * ws, C) (its own checks say how), "
+    "and the mask follows", lambda H, W, ws: torch.Size(((H // ws) * (W // ws), ws, ws, ws)))
+
+
 def mask_dtype_mistakes(H: int, W: int, ws: int, s: int) -> Mistakes:
-    """The official float mask (0 where the tokens may attend, -100 where not) instead of the bool one."""
-    return bind(MASK_DTYPE_MISTAKES, H, W, ws, s)
+    """The official float mask (0 where the tokens may attend, -100 where not) instead of the bool one; the mask
+    of windows left square."""
+    return {**bind(MASK_DTYPE_MISTAKES, H, W, ws, s), **bind([MASK_OF_SQUARE_WINDOWS], H, W, ws)}
 
 
 # --- window_attention --------------------------------------------------------------------------------
