@@ -121,7 +121,7 @@ def test_state_dict(impl, sizes):
     )
     hint = "proj = nn.Linear(in_channels * patch_size**2, d_model) maps one flattened patch to d_model features"
     check_tensor(state["proj.weight"], what=f"{name}.proj.weight", shape=(d_model, channels * patch * patch), hint=hint,
-                 mistakes=mistakes.proj_shape_mistakes(patch, d_model))
+                 mistakes=mistakes.proj_shape_mistakes(patch, d_model, channels, img_size))
     check_tensor(state["proj.bias"], what=f"{name}.proj.bias", shape=(d_model,), hint=hint)
 
 

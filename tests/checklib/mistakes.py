@@ -453,6 +453,15 @@ def d_k_mistakes(d_model: int, n_heads: int) -> Mistakes:
     return bind([FLOAT_D_K], d_model, n_heads)
 
 
+def qkv_width_mistakes(key: str, d_model: int, n_heads: int) -> Mistakes:
+    """For the shape of state_dict()[key] of MultiHeadAttention(d_model, n_heads): a projection's weight sized
+    with one head's width d_k, or n_heads, where d_model is meant (LINEAR_WIDTHS)."""
+    if not key.endswith(".weight"):
+        return {}
+    widths = {"d_model": d_model, "d_k": d_model // n_heads, "n_heads": n_heads}
+    return linear_width_mistakes(key.removesuffix(".weight"), ("d_model", "d_model"), widths)
+
+
 # --- multi_head_attention ----------------------------------------------------------------------------
 
 def attention(q: Tensor, k: Tensor, v: Tensor, mask: Tensor | None, *, scale: bool = True, softmax_dim: int = -1,
@@ -1037,8 +1046,21 @@ def num_patches_mistakes(img_size: int, patch: int) -> Mistakes:
     return bind(NUM_PATCHES_MISTAKES, img_size, patch)
 
 
-def proj_shape_mistakes(patch: int, d_model: int) -> Mistakes:
-    return bind([PROJ_FOR_ONE_CHANNEL], patch, d_model)
+def proj_shape_mistakes(patch: int, d_model: int, channels: int | None = None, img_size: int | None = None
+                        ) -> Mistakes:
+    """For proj.weight's shape; given the channels and image size, also proj sized with other widths among
+    those of the patches (LINEAR_WIDTHS; proj_for_one_channel is one of them)."""
+    named = bind([PROJ_FOR_ONE_CHANNEL], patch, d_model)
+    if channels is None or img_size is None:
+        return named
+    widths = {"in_channels * patch_size**2": channels * patch * patch, "patch_size**2": patch * patch,
+              "in_channels * patch_size": channels * patch, "in_channels * patch_size * 2": channels * patch * 2,
+              "in_channels": channels, "patch_size": patch, "d_model": d_model, "img_size": img_size,
+              "num_patches": (img_size // patch) ** 2}
+    family = linear_width_mistakes("proj", ("in_channels * patch_size**2", "d_model"), widths)
+    family.pop(LINEAR_WIDTHS.text(layer="proj", got_in="patch_size**2", got_out="d_model",  # proj_for_one_channel
+                                  want_in="in_channels * patch_size**2", want_out="d_model"))
+    return {**named, **family}
 
 
 # --- kv_cache ----------------------------------------------------------------------------------------
@@ -3693,8 +3715,42 @@ TORCH_ERRORS = (
     ("view size is not compatible with input tensor's size and stride", VIEW_NOT_CONTIGUOUS),
     ("Boolean value of Tensor with more than one value is ambiguous", TENSOR_AS_BOOL),
 )
+# load_state_dict's words for a parameter of another shape than the checks' weights (the contract's sizes)
+PARAM_SIZE = re.compile(r"size mismatch for ([\w.]+): copying a param with shape torch\.Size\(\[([\d, ]*)\]\) from "
+                        r"checkpoint, the shape in current model is torch\.Size\(\[([\d, ]*)\]\)")
+LINEAR_FEATURES = recognised(
+    GENERAL, "linear_features",
+    "your {layer} has other {which} than the contract's nn.Linear, so the checks' weights for it do not fit "
+    "(in_features is the width of what the layer reads, out_features of what it gives): size it as the contract "
+    "says")
 
 
-def error_mistake(message: str) -> Mistake | None:
-    """The mistake that torch's error `message` (raised in student code) names, if it names one."""
-    return next((entry for words, entry in TORCH_ERRORS if words in message), None)
+def error_mistake(message: str) -> str | None:
+    """The sentence of the mistake that torch's error `message` (raised in student code) names, if it names one:
+    torch's words for it (TORCH_ERRORS), or a Linear of other sizes than the contract's (the first one named)."""
+    entry = next((entry for words, entry in TORCH_ERRORS if words in message), None)
+    if entry is not None:
+        return entry.sentence
+    size = PARAM_SIZE.search(message)
+    if size is None or not size[1].endswith(".weight"):
+        return None
+    want, got = ([int(n) for n in text.split(",") if n.strip()] for text in (size[2], size[3]))
+    if len(want) != 2 or len(got) != 2:
+        return None
+    which = ("in_features, out_features" if want[0] != got[0] and want[1] != got[1]
+             else "in_features" if want[1] != got[1] else "out_features")
+    return LINEAR_FEATURES.text(layer=size[1].removesuffix(".weight"), which=which)
+
+
+# A family: an nn.Linear sized with other widths among those the contract names (d_model, d_k, ...), each pair
+# of names its own sentence, known by the weight's shape (out_features, in_features).
+LINEAR_WIDTHS = mistake(
+    GENERAL, "linear_widths",
+    "your {layer} is nn.Linear({got_in}, {got_out}): the contract's is nn.Linear({want_in}, {want_out})", dict())
+
+
+def linear_width_mistakes(layer: str, want: tuple[str, str], widths: dict[str, int]) -> Mistakes:
+    """For the weight of the nn.Linear `layer`, whose (in_features, out_features) the contract names `want`:
+    every other pair of the named `widths` (name -> size)."""
+    return {LINEAR_WIDTHS.text(layer=layer, got_in=i, got_out=o, want_in=want[0], want_out=want[1]):
+            torch.Size((widths[o], widths[i])) for i in widths for o in widths if (i, o) != want}
