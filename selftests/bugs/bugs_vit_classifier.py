@@ -102,3 +102,11 @@ BUGS += [
         "reads token 1, the first patch, as if the class token were at 1",
         diagnosis=("your head reads token 1, x[:, 1]",)),
 ]
+
+# A default dropout other than the contract's 0.0, named with the rate it gives the blocks.
+BUGS += [
+    Bug("vit_classifier", "dropout_default_0_1", "vit.py",
+        "d_ff: int, dropout: float = 0.0) -> None:", "d_ff: int, dropout: float = 0.1) -> None:",
+        "ViT's dropout defaults to 0.1 instead of 0.0",
+        diagnosis=("your ViT's dropout defaults to 0.1",)),
+]

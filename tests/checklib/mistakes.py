@@ -3082,6 +3082,10 @@ DROPOUT_BY_DEFAULT = recognised("vit_classifier", "dropout_by_default",
 DROPOUT_DEFAULT_NOT_ZERO = recognised("vit_classifier", "dropout_default_not_zero",
                                       "your ViT's dropout does not default to 0.0: ViT(...) drops values in train "
                                       "mode, ViT(..., dropout=0.0) does not; the contract's default is dropout=0.0")
+DROPOUT_DEFAULT_VALUE = recognised("vit_classifier", "dropout_default_value",
+                                   "your ViT's dropout defaults to {p:g}: ViT(...) builds its blocks with "
+                                   "nn.Dropout(p={p:g}), ViT(..., dropout=0.0) drops nothing; the contract's default "
+                                   "is dropout=0.0")
 DROPOUT_IGNORED = recognised("vit_classifier", "dropout_ignored",
                              "your ViT ignores dropout: with dropout=0.5 two calls in train mode gave the same logits; "
                              "pass it on to every TransformerBlock(d_model, n_heads, d_ff, dropout)")
@@ -3125,12 +3129,17 @@ def vit_missing_key_diagnosis(missing: set[str]) -> str | None:
     return None
 
 
-def vit_dropout_diagnosis(default: bool, zero_drops: bool = True) -> str:
+def vit_dropout_diagnosis(default: bool, zero_drops: bool = True, rate: Any = None) -> str:
     """Why a ViT's dropout misbehaves: with its default (`default`), where an explicit dropout=0.0 drops values
-    too (`zero_drops`) or does not; or a dropout of 0.5 that drops nothing."""
+    too (`zero_drops`) or does not (and the rate its first block's dropout got by default, if read); or a
+    dropout of 0.5 that drops nothing."""
     if not default:
         return DROPOUT_IGNORED.text()
-    return (DROPOUT_BY_DEFAULT if zero_drops else DROPOUT_DEFAULT_NOT_ZERO).text()
+    if zero_drops:
+        return DROPOUT_BY_DEFAULT.text()
+    if isinstance(rate, (int, float)) and not isinstance(rate, bool) and rate != 0:
+        return DROPOUT_DEFAULT_VALUE.text(p=rate)
+    return DROPOUT_DEFAULT_NOT_ZERO.text()
 
 
 # --- swin_windows ------------------------------------------------------------------------------------
