@@ -16,7 +16,7 @@ def pytest_runtest_call(item: pytest.Item):
         from checklib.compare import diagnosed
         from checklib.mistakes import error_mistake
 
-        sentence = error_mistake(exc.message) if type(exc) is StudentError else None
+        sentence = error_mistake(exc.message, exc.where, exc.kinds) if type(exc) is StudentError else None
         if sentence is None:
             raise
         raise diagnosed(exc.describe(), sentence) from None

@@ -86,3 +86,16 @@ BUGS += [
         "merge_heads permutes, then views the permuted tensor",
         diagnosis=VIEW),
 ]
+
+# merge_heads reducing the heads, or joining them along the positions (shape and values).
+BUGS += [
+    Bug("head_splitting", "merge_sums_heads", "attention.py", 'return rearrange(x, "b h t d -> b t (h d)")',
+        "return x.sum(dim=1)", "sums the heads instead of joining them",
+        diagnosis=("your merge_heads gives (B, T, Dh), one head's width",)),
+    Bug("head_splitting", "merge_cat_along_time", "attention.py", 'return rearrange(x, "b h t d -> b t (h d)")',
+        "return torch.cat(x.unbind(1), dim=1)", "concatenates the heads along dim 1, the positions",
+        diagnosis=("your merge_heads joins the heads along the positions",)),
+    Bug("head_splitting", "split_checks_the_length", "attention.py", "if x.size(-1) % n_heads != 0:",
+        "if x.size(1) % n_heads != 0:", "checks the sequence length against n_heads instead of d_model",
+        diagnosis=("your own check raised ValueError on a valid call",)),
+]

@@ -108,3 +108,10 @@ BUGS += [
         "fills the masked scores of a float32 copy, so float64 scores lose their dtype",
         diagnosis=("your result changed dtype on the way",)),
 ]
+
+# The student's own check rejecting a valid call (mistakes.OWN_CHECK_TOO_STRICT).
+BUGS += [
+    Bug("masking", "k_len_check_le", "attention.py", "if k_len < q_len:", "if k_len <= q_len and q_len > 1:",
+        "rejects k_len == q_len too (<= for <)",
+        diagnosis=("your own check raised ValueError on a valid call",)),
+]

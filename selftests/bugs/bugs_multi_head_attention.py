@@ -111,3 +111,25 @@ BUGS += [
         "softmax over dim 0, the batch",
         diagnosis=("your weights are a softmax over dim=0",)),
 ]
+
+# Further slips of the attention formula and of MultiHeadAttention.
+BUGS += [
+    Bug("multi_head_attention", "log_softmax_weights", "attention.py", SDPA_SOFTMAX,
+        "apply_mask(attention_scores(q, k), mask).log_softmax(dim=-1)", "takes log_softmax where softmax is meant",
+        diagnosis=("your weights are log_softmax(scores)",)),
+    Bug("multi_head_attention", "scaled_by_v_width", "attention.py",
+        "apply_mask(attention_scores(q, k), mask).softmax(dim=-1)",
+        "apply_mask(q @ k.transpose(-2, -1) / math.sqrt(v.size(-1)), mask).softmax(dim=-1)",
+        "scales by the square root of v's width", diagnosis=("your scores are divided by √dv",)),
+    Bug("multi_head_attention", "out_proj_weight_untransposed", "attention.py",
+        "return self.out_proj(merge_heads(out))",
+        "return merge_heads(out) @ self.out_proj.weight + self.out_proj.bias",
+        "applies out_proj by hand with the weight untransposed",
+        diagnosis=("you multiplied by out_proj.weight without transposing it",)),
+    Bug("multi_head_attention", "last_attention_first_head", "attention.py",
+        "self.last_attention = weights.detach()", "self.last_attention = weights[:, :1].detach()",
+        "keeps the weights of the first head only", diagnosis=("your last_attention has one head",)),
+    Bug("multi_head_attention", "last_attention_mean_keepdim", "attention.py",
+        "self.last_attention = weights.detach()", "self.last_attention = weights.detach().mean(1, keepdim=True)",
+        "averages the heads' weights, keeping the dimension", diagnosis=("your last_attention has one head",)),
+]

@@ -80,3 +80,17 @@ BUGS += [
         "computes the scale as a float32 tensor and casts the scores to match it",
         diagnosis=DTYPE),
 ]
+
+# The scores transposed, k·qᵀ (an einsum with its output letters swapped).
+BUGS += [
+    Bug("scaling", "einsum_output_swapped", "attention.py",
+        "return q @ k.transpose(-2, -1) / math.sqrt(q.size(-1))",
+        "return torch.einsum('...id,...jd->...ji', q, k) / math.sqrt(q.size(-1))",
+        "writes the einsum's output as ...ji, so the scores come back (..., Tk, Tq)",
+        diagnosis=("your scores are k·qᵀ/√d",)),
+    Bug("scaling", "k_times_q_transposed", "attention.py",
+        "return q @ k.transpose(-2, -1) / math.sqrt(q.size(-1))",
+        "return k @ q.transpose(-2, -1) / math.sqrt(q.size(-1))",
+        "multiplies k by qᵀ",
+        diagnosis=("your scores are k·qᵀ/√d",)),
+]

@@ -107,6 +107,10 @@ SCORES_MISTAKES = (
     mistake("scaling", "divided_by_sqrt_keys",
             "your scores are q·kᵀ divided by √Tk, the square root of the number of keys, "
             "instead of √d, the feature size (dim -1)", lambda q, k: scores(q, k, 1.0 / math.sqrt(k.shape[-2]))),
+    mistake("scaling", "scores_transposed",
+            "your scores are k·qᵀ/√d, (..., Tk, Tq), one row per key: they are q·kᵀ/√d, (..., Tq, Tk), one row per "
+            "query (q @ k.transpose(-2, -1); an einsum '...qd,...kd->...qk')",
+            lambda q, k: scores(k, q, q.shape[-1] ** -0.5)),
     mistake("scaling", "divided_by_sqrt_first_dim",
             "your scores are q·kᵀ divided by the square root of q's first dimension (q.size(0), the batch), "
             "instead of √d, the feature size (dim -1)", lambda q, k: scores(q, k, 1.0 / math.sqrt(q.shape[0]))),
@@ -333,6 +337,14 @@ MERGE_MISTAKES = (
                                                             heads.shape[1] * heads.shape[3])),
     mistake("head_splitting", "merge_not_joined", "you swapped H and T back but did not join H and Dh into D",
             lambda heads: heads.transpose(1, 2)),
+    mistake("head_splitting", "merge_along_time",
+            "your merge_heads joins the heads along the positions, (B, H * T, Dh) (torch.cat(heads, dim=1)): join "
+            "them along the features, head after head, (B, T, H * Dh)",
+            lambda heads: torch.cat(heads.unbind(1), dim=1)),
+    mistake("head_splitting", "merge_reduces_heads",
+            "your merge_heads gives (B, T, Dh), one head's width: it reduces the heads away (a sum, a mean, one "
+            "head) where it joins them side by side along the features, (B, T, H * Dh)",
+            lambda heads: torch.Size((heads.shape[0], heads.shape[2], heads.shape[3]))),
 )
 
 
@@ -466,8 +478,8 @@ def qkv_width_mistakes(key: str, d_model: int, n_heads: int) -> Mistakes:
 
 def attention(q: Tensor, k: Tensor, v: Tensor, mask: Tensor | None, *, scale: bool = True, softmax_dim: int = -1,
               mask_mode: str = "fill", swap_qk: bool = False, transpose_weights: bool = False,
-              normalise: bool = True, divisor: float | None = None, fill: float = float("-inf")
-              ) -> tuple[Tensor, Tensor]:
+              normalise: bool = True, divisor: float | None = None, fill: float = float("-inf"),
+              log_weights: bool = False, scale_by_v: bool = False) -> tuple[Tensor, Tensor]:
     """(out, weights) of scaled dot-product attention in float64, with one mistake switched on (`divisor`:
     the scores divided by it instead of by √d; `fill`: the masked scores' value, -inf or a finite one)."""
     if mask is not None and mask_mode == "fill_weights":  # in the inputs' dtype: what a huge fill becomes there
@@ -477,12 +489,16 @@ def attention(q: Tensor, k: Tensor, v: Tensor, mask: Tensor | None, *, scale: bo
     q, k, v = q.double(), k.double(), v.double()
     if swap_qk:
         q, k = k, q
+    if scale_by_v:
+        divisor = math.sqrt(v.shape[-1])
     s = q @ k.transpose(-2, -1) / (divisor if divisor is not None else math.sqrt(q.shape[-1]) if scale else 1.0)
     if mask is not None and mask_mode == "fill":
         s = s.masked_fill(~mask, fill)
     elif mask is not None and mask_mode == "inverted":
         s = s.masked_fill(mask, float("-inf"))
     weights = s.softmax(dim=softmax_dim) if normalise else s.exp()
+    if log_weights:
+        weights = s.log_softmax(dim=-1)
     if mask is not None and mask_mode == "multiply":
         weights = weights * mask
     out = (weights.transpose(-2, -1) if transpose_weights else weights) @ v
@@ -518,6 +534,12 @@ SDPA_MISTAKES = (
             dict(swap_qk=True)),
     mistake("multi_head_attention", "sdpa_unscaled", "your scores are not divided by √d before the softmax",
             dict(scale=False)),
+    mistake("multi_head_attention", "log_softmax_weights",
+            "your weights are log_softmax(scores), the logs of the weights: the weights are softmax(scores, dim=-1)",
+            dict(log_weights=True)),
+    mistake("multi_head_attention", "scaled_by_v_width",
+            "your scores are divided by √dv, the square root of v's feature size: the scale is √d of q and k, "
+            "q.size(-1)", dict(scale_by_v=True)),
 )
 # A family: the softmax over another axis than the keys, as written (a fixed index from habits with other ranks).
 SOFTMAX_AXES = (
@@ -576,7 +598,7 @@ def sdpa_weights_mistakes(q: Tensor, k: Tensor, v: Tensor, mask: Tensor | None, 
 
 def mha(state: dict[str, Tensor], x: Tensor, mask: Tensor | None, n_heads: int, *, prefix: str = "",
         out_proj: bool = True, causal_default: bool = False, split: str = "right", average_heads: bool = False,
-        **attention_kwargs: Any) -> tuple[Tensor, Tensor]:
+        out_proj_untransposed: bool = False, **attention_kwargs: Any) -> tuple[Tensor, Tensor]:
     """(out, weights (B, H, T, T)) of the contract's MultiHeadAttention in float64, with one mistake switched on."""
     batch, length, d_model = x.shape
     d_head = d_model // n_heads
@@ -592,7 +614,9 @@ def mha(state: dict[str, Tensor], x: Tensor, mask: Tensor | None, n_heads: int, 
         out = out.reshape(batch, length, d_model)
     else:
         out = out.transpose(1, 2).reshape(batch, length, d_model)
-    if out_proj:
+    if out_proj_untransposed:
+        out = out @ state[f"{prefix}out_proj.weight"].double() + state[f"{prefix}out_proj.bias"].double()
+    elif out_proj:
         out = linear(out, state, f"{prefix}out_proj")
     return out, weights.mean(dim=1) if average_heads else weights
 
@@ -613,7 +637,14 @@ MHA_MISTAKES = (
     mistake("multi_head_attention", "weights_averaged",
             "you averaged the weights over the heads; last_attention keeps every head, (B, H, T, T)",
             dict(average_heads=True)),
+    mistake("multi_head_attention", "out_proj_untransposed",
+            "you multiplied by out_proj.weight without transposing it (x @ W + b): nn.Linear computes x @ W.T + b, "
+            "so call the layer, self.out_proj(x)", dict(out_proj_untransposed=True)),
 )
+ONE_HEAD_KEPT = mistake("multi_head_attention", "one_head_kept",
+                        "your last_attention has one head, (B, 1, T, T) (one head picked, or a mean with keepdim): it "
+                        "keeps every head's weights, (B, H, T, T)",
+                        lambda x, n_heads: torch.Size((x.shape[0], 1, x.shape[1], x.shape[1])))
 
 
 # A family: the scores divided by another width than the head's.
@@ -646,8 +677,9 @@ def mha_weights_mistakes(state: dict[str, Tensor], x: Tensor, mask: Tensor | Non
     """For MultiHeadAttention's weights (which were `got`); also the scores divided by another width
     (MHA_DIVISOR) and a softmax over another axis (SOFTMAX_AXES)."""
     simulate = lambda **switches: mha(state, x, mask, n_heads, fill=_fill_shown(got), **switches)[1]  # noqa: E731
-    return besides(simulated([m for m in MHA_MISTAKES if "out_proj" not in m.model], simulate),
-                   {**_mha_divisors(state, x, mask, n_heads, 1), **_softmax_axes(simulate, 4)})
+    named = {**simulated([m for m in MHA_MISTAKES if not {"out_proj", "out_proj_untransposed"} & set(m.model)],
+                         simulate), **(bind([ONE_HEAD_KEPT], x, n_heads) if n_heads > 1 else {})}
+    return besides(named, {**_mha_divisors(state, x, mask, n_heads, 1), **_softmax_axes(simulate, 4)})
 
 
 # --- sinusoidal_encoding -----------------------------------------------------------------------------
@@ -3734,12 +3766,34 @@ LINEAR_FEATURES = recognised(
     "says")
 
 
-def error_mistake(message: str) -> str | None:
-    """The sentence of the mistake that torch's error `message` (raised in student code) names, if it names one:
-    torch's words for it (TORCH_ERRORS), or a Linear of other sizes than the contract's (the first one named)."""
+# Python's own ValueErrors that no check expects: the student's own check rejecting a valid call, a shape
+# unpacked into a fixed number of names.
+OWN_CHECK_TOO_STRICT = recognised(
+    GENERAL, "own_check_too_strict",
+    "your own check raised ValueError on a valid call: its condition rejects inputs the contract accepts (< for "
+    "<=, another dimension or size than the contract's), or your code before it handed it a tensor of the wrong "
+    "shape")
+SHAPE_UNPACKED = recognised(
+    GENERAL, "shape_unpacked",
+    "you unpacked a tensor's shape into a fixed number of names (b, t, d = x.shape), but it came with another "
+    "number of dimensions: read the sizes you need by index from the end (x.shape[-1], x.size(-2)) so that any "
+    "leading dimensions pass")
+UNPACKED = re.compile(r"(too many|not enough) values to unpack \(expected \d+")
+
+
+def error_mistake(message: str, where: str = "", kinds: tuple[str, ...] = ()) -> str | None:
+    """The sentence of the mistake that an error raised in student code names, if it names one: torch's words
+    for it (TORCH_ERRORS), a Linear of other sizes than the contract's (the first one named), or a ValueError
+    that no check expected (`where`: the frames, innermost last; `kinds`: the error's classes)."""
     entry = next((entry for words, entry in TORCH_ERRORS if words in message), None)
     if entry is not None:
         return entry.sentence
+    if "ValueError" in kinds:
+        frames = [line for line in where.splitlines() if line.strip()]
+        if UNPACKED.search(message) and frames and (".shape" in frames[-1] or ".size()" in frames[-1]):
+            return SHAPE_UNPACKED.sentence
+        if frames and re.search(r"\braise ValueError\b", frames[-1]):
+            return OWN_CHECK_TOO_STRICT.sentence
     size = PARAM_SIZE.search(message)
     if size is None or not size[1].endswith(".weight"):
         return None
