@@ -99,3 +99,12 @@ BUGS += [
         "forgets one side of the patch: in_features C * P",
         diagnosis=("your proj is nn.Linear(in_channels * patch_size, d_model)", "your proj has other in_features")),
 ]
+
+# A forward check of one property of the images only (mistakes.CHANNELS_UNCHECKED).
+BUGS += [
+    Bug("patch_embedding", "channels_unchecked", "vit.py",
+        "        expected = (self.in_channels, self.img_size, self.img_size)\n"
+        "        if images.dim() != 4 or tuple(images.shape[1:]) != expected:",
+        "        expected = (self.img_size, self.img_size)\n        if images.dim() != 4 or tuple(images.shape[2:]) != expected:",
+        "checks the image size but not the channels", diagnosis=("checks the image size but not the channels",)),
+]

@@ -119,3 +119,15 @@ BUGS += [
         "self.dropout = nn.Dropout(dropout / 2)", "halves the dropout rate",
         diagnosis=("your block's dropout does not take the rate it is given",)),
 ]
+
+# Members of the activation family (mistakes.OTHER_ACTIVATION).
+FF = "nn.Linear(d_model, d_ff), nn.ReLU(), nn.Linear(d_ff, d_model)"
+BUGS += [
+    Bug("pre_ln_block", "ff_sigmoid", "block.py", FF, "nn.Linear(d_model, d_ff), nn.Sigmoid(), nn.Linear(d_ff, d_model)",
+        "uses a sigmoid between the two linear layers", diagnosis=("your feed-forward's activation is torch.sigmoid",)),
+    Bug("pre_ln_block", "ff_without_activation", "block.py", FF,
+        "nn.Linear(d_model, d_ff), nn.Identity(), nn.Linear(d_ff, d_model)",
+        "leaves a placeholder where the activation goes", diagnosis=("your feed-forward's activation is nn.Identity()",)),
+    Bug("pre_ln_block", "ff_silu", "block.py", FF, "nn.Linear(d_model, d_ff), nn.SiLU(), nn.Linear(d_ff, d_model)",
+        "uses SiLU (a LLaMA habit)", diagnosis=("your feed-forward's activation is F.silu",)),
+]

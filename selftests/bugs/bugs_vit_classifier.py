@@ -110,3 +110,10 @@ BUGS += [
         "ViT's dropout defaults to 0.1 instead of 0.0",
         diagnosis=("your ViT's dropout defaults to 0.1",)),
 ]
+
+# torch.cat's words for a class token not expanded to the batch (mistakes.CAT_NOT_EXPANDED).
+BUGS += [
+    Bug("vit_classifier", "cls_token_not_expanded", "vit.py", "cls = self.cls_token.expand(x.size(0), -1, -1)",
+        "cls = self.cls_token", "concatenates the (1, 1, D) class token to a batch of patches without expanding it",
+        diagnosis=("torch.cat does not broadcast",)),
+]

@@ -822,7 +822,7 @@ def block(state: dict[str, Tensor], x: Tensor, mask: Tensor | None, n_heads: int
 
     def ff(h):
         hidden = linear(h, s, "ff.0")
-        hidden = F.gelu(hidden) if variant == "gelu" else F.relu(hidden)
+        hidden = ACTIVATIONS.get(variant.removeprefix("act_"), F.relu)(hidden) if variant != "gelu" else F.gelu(hidden)
         return linear(hidden, s, "ff.2")
 
     if variant == "post_ln":
@@ -855,6 +855,23 @@ BLOCK_MISTAKES = variants("pre_ln_block", (
     ("your block applies a causal mask when none is given; without a mask every token attends to every other",
      "always_causal"),
 ))
+# A family: the feed-forward's activation another function than the contract's ReLU (GELU is an entry above).
+ACTIVATIONS: dict[str, Callable[[Tensor], Tensor]] = {
+    "sigmoid": torch.sigmoid, "tanh": torch.tanh, "silu": F.silu, "leaky_relu": F.leaky_relu, "elu": F.elu,
+    "identity": lambda t: t}
+OTHER_ACTIVATION = mistake(
+    "pre_ln_block", "other_activation",
+    "your feed-forward's activation is {name}: the contract's is ReLU, nn.Sequential(nn.Linear(d_model, d_ff), "
+    "nn.ReLU(), nn.Linear(d_ff, d_model))", dict())
+ACTIVATION_WORDS = {"sigmoid": "torch.sigmoid", "tanh": "torch.tanh", "silu": "F.silu", "leaky_relu": "F.leaky_relu",
+                    "elu": "F.elu", "identity": "nn.Identity()"}  # code, not prose: the sentence's field
+
+
+def _activation_family(simulate: Callable[..., Any]) -> Mistakes:
+    return {OTHER_ACTIVATION.text(name=words): (lambda v=f"act_{name}": simulate(variant=v))
+            for name, words in ACTIVATION_WORDS.items()}
+
+
 SQUEEZED_BATCH = mistake("pre_ln_block", "squeezed_batch",
                          "your block squeezes a dimension of size 1 away (squeeze(0), or squeeze()): a batch of one "
                          "sequence comes back (B, T, D) too", lambda x: torch.Size(x.shape[1:]))
@@ -933,9 +950,9 @@ def block_mistakes(state: dict[str, Tensor], x: Tensor, mask: Tensor | None, n_h
                    ) -> Mistakes:
     """For the block's output on x (which was `got`); also every other wiring of its dataflow (WIRING), which
     says nothing where it is what a named mistake gives."""
-    named = {**simulated(BLOCK_MISTAKES, lambda **switches: block(state, x, mask, n_heads, **switches)),
-             **squeeze_mistakes(x)}
-    return besides(named, _wiring_family(state, x, mask, n_heads), got)
+    simulate = lambda **switches: block(state, x, mask, n_heads, **switches)  # noqa: E731
+    named = {**simulated(BLOCK_MISTAKES, simulate), **squeeze_mistakes(x)}
+    return besides(named, {**_wiring_family(state, x, mask, n_heads), **_activation_family(simulate)}, got)
 
 
 def block_grad_mistakes(state: dict[str, Tensor], x: Tensor, mask: Tensor | None, n_heads: int,
@@ -1020,6 +1037,21 @@ def one_bad_side(height: int, width: int, size: int, entry: Mistake) -> dict[Mis
 
 def patchify_checks(height: int, width: int, patch: int) -> dict[Mistake, bool]:
     return one_bad_side(height, width, patch, ONE_BAD_SIDE_LET_THROUGH)
+
+
+CHANNELS_UNCHECKED = recognised(
+    "patch_embedding", "channels_unchecked",
+    "your PatchEmbedding checks the image size but not the channels: images with another number of channels get "
+    "through to proj; raise ValueError unless images.shape[1:] == (in_channels, img_size, img_size)")
+SIZE_UNCHECKED = recognised(
+    "patch_embedding", "size_unchecked",
+    "your PatchEmbedding checks the channels but not the image size: images of another size get through; raise "
+    "ValueError unless images.shape[1:] == (in_channels, img_size, img_size)")
+
+
+def embedding_checks(channels_wrong: bool) -> dict[Mistake, bool]:
+    """For PatchEmbedding given wrong images: a check of one property only lets the other one's through."""
+    return {CHANNELS_UNCHECKED: channels_wrong, SIZE_UNCHECKED: not channels_wrong}
 
 
 SQUARE_ASSUMED = recognised("patch_embedding", "square_assumed",
@@ -3752,10 +3784,17 @@ TENSOR_AS_BOOL = recognised(
     GENERAL, "tensor_as_bool",
     "you used a tensor as a truth value (if t, not t, t or u, and): a tensor of several values has none. Test "
     "`t is None` where you mean 'not set yet' (an empty cache), or reduce it with .any() / .all()")
+CAT_NOT_EXPANDED = recognised(
+    GENERAL, "cat_not_expanded",
+    "you concatenated tensors whose other dimensions differ, one of them of size 1 there: torch.cat does not "
+    "broadcast, so expand it first (a (1, 1, D) class token to the batch, .expand(B, -1, -1))")
 TORCH_ERRORS = (
     ("view size is not compatible with input tensor's size and stride", VIEW_NOT_CONTIGUOUS),
     ("Boolean value of Tensor with more than one value is ambiguous", TENSOR_AS_BOOL),
 )
+# torch.cat's words for tensors of other sizes, one of them 1: CAT_NOT_EXPANDED
+CAT_OF_SIZE_1 = re.compile(r"Sizes of tensors must match except in dimension \d+\. Expected size (1 but got size \d+"
+                           r"|\d+ but got size 1\b)")
 # load_state_dict's words for a parameter of another shape than the checks' weights (the contract's sizes)
 PARAM_SIZE = re.compile(r"size mismatch for ([\w.]+): copying a param with shape torch\.Size\(\[([\d, ]*)\]\) from "
                         r"checkpoint, the shape in current model is torch\.Size\(\[([\d, ]*)\]\)")
@@ -3788,6 +3827,8 @@ def error_mistake(message: str, where: str = "", kinds: tuple[str, ...] = ()) ->
     entry = next((entry for words, entry in TORCH_ERRORS if words in message), None)
     if entry is not None:
         return entry.sentence
+    if CAT_OF_SIZE_1.search(message):
+        return CAT_NOT_EXPANDED.sentence
     if "ValueError" in kinds:
         frames = [line for line in where.splitlines() if line.strip()]
         if UNPACKED.search(message) and frames and (".shape" in frames[-1] or ".size()" in frames[-1]):
