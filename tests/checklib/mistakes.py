@@ -3533,7 +3533,8 @@ def swin_attention(state: dict[str, Tensor], x: Tensor, n_heads: int, ws: int, m
         q, k, v = (t.reshape(B_, N, n_heads, dh).transpose(1, 2) for t in qkv.chunk(3, dim=-1))
     if variant == "qk_swapped":
         q, k = k, q
-    scores = q @ k.transpose(-2, -1) / math.sqrt(C if variant == "scale_channel" else dh)
+    scores = q @ k.transpose(-2, -1) / math.sqrt(C if variant == "scale_channel" else 1 if variant == "unscaled"
+                                                 else dh)
     if variant != "no_bias":
         bias = w["relative_position_bias_table"][swin_relative_index(ws, variant)]  # (N, N, H)
         scores = scores + (bias.reshape(n_heads, N, N) if variant == "bias_without_permute" else bias.permute(2, 0, 1))
@@ -3542,7 +3543,8 @@ def swin_attention(state: dict[str, Tensor], x: Tensor, n_heads: int, ws: int, m
         per = mask.repeat_interleave(B_ // nW, 0) if variant == "mask_interleaved" else mask.repeat(B_ // nW, 1, 1)
         per = per[:, None]
         scores = scores + per.double() if variant == "mask_01" else scores.masked_fill(~per, float("-inf"))
-    out = (scores.softmax(dim=-1) @ v).transpose(1, 2).reshape(B_, N, C)
+    axis = int(variant.removeprefix("softmax_dim_")) if variant.startswith("softmax_dim_") else -1
+    out = (scores.softmax(dim=axis) @ v).transpose(1, 2).reshape(B_, N, C)
     return F.linear(out, w["proj.weight"], w.get("proj.bias"))
 
 
@@ -3577,7 +3579,7 @@ def swin_block(state: dict[str, Tensor], x: Tensor, n_heads: int, ws: int, shift
     elif shift and variant != "no_roll_back":
         y = torch.roll(y, (back, back), dims=(1, 2))
     x = (norm(x, "norm1") if variant == "residual_from_normed" else x) + y
-    h = x if variant == "mlp_without_norm2" else norm(x, "norm2")
+    h = x if variant == "mlp_without_norm2" else norm(x - y if variant == "parallel_mlp" else x, "norm2")
     act = F.relu if variant == "relu" else F.gelu
     return x + F.linear(act(F.linear(h, w["mlp.0.weight"], w["mlp.0.bias"])), w["mlp.2.weight"], w["mlp.2.bias"])
 
@@ -3610,6 +3612,15 @@ SWIN_ATTENTION_MISTAKES = variants("window_attention", ((sentence, variant) for 
                         "so window b uses mask[b % nW] (mask.repeat, not repeat_interleave)",
     "mask_01": "you added the bool mask to the scores as 0 and 1: masked pairs need a very negative score "
                "(-inf, or a float mask of 0 and -100 as Swin's code builds), allowed ones get nothing added",
+    "unscaled": "your window attention's scores are not divided by √(C / n_heads), the square root of one head's "
+                "width",
+    # the softmax over another axis than the keys of the (B_, n_heads, N, N) scores
+    "softmax_dim_0": "your window attention's weights are a softmax over dim=0, the windows of (B_, n_heads, N, N) "
+                     "scores: softmax over the keys, the last dimension (dim=-1)",
+    "softmax_dim_1": "your window attention's weights are a softmax over dim=1, the heads of (B_, n_heads, N, N) "
+                     "scores: softmax over the keys, the last dimension (dim=-1)",
+    "softmax_dim_2": "your window attention's weights are a softmax over dim=2, the queries of (B_, n_heads, N, N) "
+                     "scores: softmax over the keys, the last dimension (dim=-1)",
 }.items()))
 SWIN_MASK_IGNORED = mistake("window_attention", "mask_ignored",
                             "your WindowAttention ignores its mask: pairs where mask[b % nW] is False get no weight "
@@ -3639,6 +3650,8 @@ SWIN_BLOCK_MISTAKES = variants("window_attention", ((sentence, variant) for vari
     "residual_from_normed": "your first residual adds the attention to norm1(x): it adds it to x itself, "
                             "x = x + attention(norm1(x))",
     "mlp_without_norm2": "your MLP reads x without norm2: the second branch is x + mlp(norm2(x))",
+    "parallel_mlp": "your MLP reads the block's input, mlp(norm2(x)) of the x before the attention was added: the "
+                    "branches run one after the other, x = x + attention(...), then x + mlp(norm2(x)) of that x",
     "relu": "your MLP uses ReLU: Swin's MLP is Linear, GELU, Linear (nn.GELU())",
 }.items()))
 
