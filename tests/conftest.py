@@ -16,7 +16,9 @@ def pytest_runtest_call(item: pytest.Item):
         from checklib.compare import diagnosed
         from checklib.mistakes import error_mistake
 
-        sentence = error_mistake(exc.message, exc.where, exc.kinds) if type(exc) is StudentError else None
+        marker = item.get_closest_marker("component")
+        sentence = (error_mistake(exc.message, exc.where, exc.kinds, marker.args[0] if marker else "")
+                    if type(exc) is StudentError else None)
         if sentence is None:
             raise
         raise diagnosed(exc.describe(), sentence) from None

@@ -1121,9 +1121,10 @@ def proj_shape_mistakes(patch: int, d_model: int, channels: int | None = None, i
               "in_channels * patch_size": channels * patch, "in_channels * patch_size * 2": channels * patch * 2,
               "in_channels": channels, "patch_size": patch, "d_model": d_model, "img_size": img_size,
               "num_patches": (img_size // patch) ** 2}
-    family = linear_width_mistakes("proj", ("in_channels * patch_size**2", "d_model"), widths)
-    family.pop(LINEAR_WIDTHS.text(layer="proj", got_in="patch_size**2", got_out="d_model",  # proj_for_one_channel
-                                  want_in="in_channels * patch_size**2", want_out="d_model"))
+    layer, want = "proj", ("in_channels * patch_size**2", "d_model")
+    family = linear_width_mistakes(layer, want, widths)
+    family.pop(LINEAR_WIDTHS.text(layer=layer, got_in="patch_size**2", got_out=want[1],  # proj_for_one_channel
+                                  want_in=want[0], want_out=want[1]))
     return {**named, **family}
 
 
@@ -3798,7 +3799,7 @@ TENSOR_AS_BOOL = recognised(
     "you used a tensor as a truth value (if t, not t, t or u, and): a tensor of several values has none. Test "
     "`t is None` where you mean 'not set yet' (an empty cache), or reduce it with .any() / .all()")
 CAT_NOT_EXPANDED = recognised(
-    GENERAL, "cat_not_expanded",
+    "vit_classifier", "cat_not_expanded",
     "you concatenated tensors whose other dimensions differ, one of them of size 1 there: torch.cat does not "
     "broadcast, so expand it first (a (1, 1, D) class token to the batch, .expand(B, -1, -1))")
 TORCH_ERRORS = (
@@ -3823,8 +3824,7 @@ LINEAR_FEATURES = recognised(
 OWN_CHECK_TOO_STRICT = recognised(
     GENERAL, "own_check_too_strict",
     "your own check raised ValueError on a valid call: its condition rejects inputs the contract accepts (< for "
-    "<=, another dimension or size than the contract's), or your code before it handed it a tensor of the wrong "
-    "shape")
+    "<=, another dimension or size than the contract's)")
 SHAPE_UNPACKED = recognised(
     GENERAL, "shape_unpacked",
     "you unpacked a tensor's shape into a fixed number of names (b, t, d = x.shape), but it came with another "
@@ -3833,20 +3833,21 @@ SHAPE_UNPACKED = recognised(
 UNPACKED = re.compile(r"(too many|not enough) values to unpack \(expected \d+")
 
 
-def error_mistake(message: str, where: str = "", kinds: tuple[str, ...] = ()) -> str | None:
+def error_mistake(message: str, where: str = "", kinds: tuple[str, ...] = (), component: str = "") -> str | None:
     """The sentence of the mistake that an error raised in student code names, if it names one: torch's words
-    for it (TORCH_ERRORS), a Linear of other sizes than the contract's (the first one named), or a ValueError
-    that no check expected (`where`: the frames, innermost last; `kinds`: the error's classes)."""
+    for it (TORCH_ERRORS), a Linear of other sizes than the contract's (the first one named), a ValueError that
+    no check expected (`where`: the student's frames, innermost last; `kinds`: the error's classes), or, in the
+    checks of `component`, its own."""
     entry = next((entry for words, entry in TORCH_ERRORS if words in message), None)
     if entry is not None:
         return entry.sentence
-    if CAT_OF_SIZE_1.search(message):
+    frames = [line for line in where.splitlines() if line.strip()]
+    if component == "vit_classifier" and CAT_OF_SIZE_1.search(message) and frames and "cat(" in frames[-1]:
         return CAT_NOT_EXPANDED.sentence
-    if "ValueError" in kinds:
-        frames = [line for line in where.splitlines() if line.strip()]
-        if UNPACKED.search(message) and frames and (".shape" in frames[-1] or ".size()" in frames[-1]):
+    if "ValueError" in kinds and frames:
+        if UNPACKED.search(message) and (".shape" in frames[-1] or ".size()" in frames[-1]):
             return SHAPE_UNPACKED.sentence
-        if frames and re.search(r"\braise ValueError\b", frames[-1]):
+        if len(frames) == 1 and re.search(r"\braise ValueError\b", frames[0]):  # the function the check called
             return OWN_CHECK_TOO_STRICT.sentence
     size = PARAM_SIZE.search(message)
     if size is None or not size[1].endswith(".weight"):

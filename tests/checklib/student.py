@@ -25,17 +25,19 @@ def expect_value_error(call: Callable[..., Any], *args: Any, what: str,
         if "ValueError" in exc.kinds:
             return exc.message
         got = f"{exc.type_name}: {exc.message}" if exc.message else exc.type_name
-        raise _let_through(f"{what}: expected a ValueError, got {got}\n{exc.where}".rstrip(), lets_through) from None
+        raise _let_through(AssertionError(f"{what}: expected a ValueError, got {got}\n{exc.where}".rstrip()),
+                           lets_through) from None
     shown = getattr(result, "type_name", None) or getattr(result, "shape", result)
-    raise _let_through(f"{what}: expected a ValueError, but it returned {shown!r}", lets_through)
+    raise _let_through(AssertionError(f"{what}: expected a ValueError, but it returned {shown!r}"), lets_through)
 
 
-def _let_through(message: str, lets_through: dict[Mistake, bool] | None) -> AssertionError:
+def _let_through(failure: AssertionError, lets_through: dict[Mistake, bool] | None) -> AssertionError:
+    """`failure` (no ValueError came), weighing the mistakes that let this input through (see expect_value_error)."""
     if not lets_through:
-        return AssertionError(message)
+        return failure
     matched = [entry.sentence for entry, through in lets_through.items() if through]
     ruled_out = [entry.sentence for entry, through in lets_through.items() if not through]
-    return CheckFailure(with_diagnosis(message, matched), matched, ruled_out)
+    return CheckFailure(with_diagnosis(str(failure), matched), matched, ruled_out)
 
 
 @contextmanager
