@@ -103,7 +103,8 @@ def test_block_submodule_names(impl, gen):
     for key, value in state.items():
         check_tensor(got[key], what=f"state_dict()['{key}'] of TransformerBlock({d_model}, {n_heads}, {d_ff})",
                      shape=value.shape, hint="ff.0 is Linear(d_model, d_ff), ff.2 is Linear(d_ff, d_model); "
-                                             "norm1 and norm2 are LayerNorm(d_model)")
+                                             "norm1 and norm2 are LayerNorm(d_model)",
+                     mistakes=mistakes.ff_width_mistakes(key, d_model, n_heads, d_ff))
     m.load_weights(state)
     back = m.state_dict()
     for key in ("norm1.weight", "norm1.bias", "norm2.weight", "norm2.bias"):

@@ -31,7 +31,7 @@ BUGS = [
         "self.w_k = nn.Linear(d_model, n_kv_heads * self.d_k, bias=bias)",
         "self.w_k = nn.Linear(d_model, d_model, bias=bias)",
         "keeps w_k as wide as in multi-head attention, d_model features instead of n_kv_heads * d_k",
-        diagnosis=("your w_k maps d_model to d_model features, as", "your w_k has other out_features")),
+        diagnosis=("your w_k maps d_model to d_model features, as",)),
     Bug("grouped_query_attention", "rope_on_queries_only", "gqa.py", ROPE,
         "q = apply_rope(q, *rope, positions)",
         "rotates the queries but forgets the keys",

@@ -19,7 +19,7 @@ BUGS = [
         "self.proj = nn.Linear(in_channels * patch_size**2, d_model)",
         "self.proj = nn.Linear(patch_size**2, d_model)",
         "sizes proj for one channel, forgetting that a flattened patch holds in_channels * P * P values",
-        diagnosis=("proj is sized for one channel: a flattened", "your proj has other in_features")),
+        diagnosis=("proj is sized for one channel: a flattened",)),
     Bug("patch_embedding", "num_patches_precedence", "vit.py",
         "self.num_patches = (img_size // patch_size) ** 2",
         "self.num_patches = img_size // patch_size**2",
@@ -81,23 +81,23 @@ BUGS += [
         diagnosis=ONE_SIDE),
 ]
 
-# proj sized with another of the patches' widths (mistakes.LINEAR_WIDTHS, LINEAR_FEATURES).
+# proj sized with another of the patches' widths (mistakes.LINEAR_WIDTHS).
 BUGS += [
     Bug("patch_embedding", "proj_in_features_typo", "vit.py",
         "self.proj = nn.Linear(in_channels * patch_size**2, d_model)",
         "self.proj = nn.Linear(in_channels * patch_size * 2, d_model)",
         "typo: in_features C * P * 2 instead of C * P**2",
-        diagnosis=("your proj is nn.Linear(in_channels * patch_size * 2, d_model)", "your proj has other in_features")),
+        diagnosis=("your proj is nn.Linear(in_channels * patch_size * 2, d_model)",)),
     Bug("patch_embedding", "proj_arguments_swapped", "vit.py",
         "self.proj = nn.Linear(in_channels * patch_size**2, d_model)",
         "self.proj = nn.Linear(d_model, in_channels * patch_size**2)",
         "passes nn.Linear its sizes the wrong way round",
-        diagnosis=("your proj is nn.Linear(d_model, in_channels * patch_size**2)", "your proj has other in_features, out_features")),
+        diagnosis=("your proj is nn.Linear(d_model, in_channels * patch_size**2)",)),
     Bug("patch_embedding", "proj_missing_one_patch_side", "vit.py",
         "self.proj = nn.Linear(in_channels * patch_size**2, d_model)",
         "self.proj = nn.Linear(in_channels * patch_size, d_model)",
         "forgets one side of the patch: in_features C * P",
-        diagnosis=("your proj is nn.Linear(in_channels * patch_size, d_model)", "your proj has other in_features")),
+        diagnosis=("your proj is nn.Linear(in_channels * patch_size, d_model)",)),
 ]
 
 # A forward check of one property of the images only (mistakes.CHANNELS_UNCHECKED).

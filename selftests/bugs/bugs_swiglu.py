@@ -48,7 +48,7 @@ BUGS = [
         "self.w_down = nn.Linear(d_ff, d_model, bias=False)",
         "self.w_down = nn.Linear(d_model, d_ff, bias=False)",
         "creates w_down with its features the wrong way round",
-        diagnosis=("your w_down maps d_model to d_ff; it maps the", "your w_down has other in_features, out_features")),
+        diagnosis=("your w_down maps d_model to d_ff; it maps the",)),
     Bug("swiglu", "gate_detached", "ffn.py", FORWARD,
         "return self.w_down(F.silu(self.w_gate(x)).detach() * self.w_up(x))",
         "detaches the gate, so w_gate never learns",

@@ -972,6 +972,16 @@ def block_grad_mistakes(state: dict[str, Tensor], x: Tensor, mask: Tensor | None
     return besides(named, family)
 
 
+def ff_width_mistakes(key: str, d_model: int, n_heads: int, d_ff: int) -> Mistakes:
+    """For the shape of state_dict()[key] of TransformerBlock(d_model, n_heads, d_ff): a feed-forward layer sized
+    with other widths among the block's (LINEAR_WIDTHS)."""
+    want = {"ff.0.weight": ("d_model", "d_ff"), "ff.2.weight": ("d_ff", "d_model")}.get(key)
+    if want is None:
+        return {}
+    widths = {"d_model": d_model, "d_ff": d_ff, "4 * d_model": 4 * d_model, "n_heads": n_heads}
+    return linear_width_mistakes(key.removesuffix(".weight"), want, widths)
+
+
 def dropped_residual_mistakes(x: Tensor) -> Mistakes:
     """For a block's output on x with dropout=1.0 in train mode (which must be x)."""
     return bind([RESIDUAL_DROPPED], x)
@@ -3809,16 +3819,6 @@ TORCH_ERRORS = (
 # torch.cat's words for tensors of other sizes, one of them 1: CAT_NOT_EXPANDED
 CAT_OF_SIZE_1 = re.compile(r"Sizes of tensors must match except in dimension \d+\. Expected size (1 but got size \d+"
                            r"|\d+ but got size 1\b)")
-# load_state_dict's words for a parameter of another shape than the checks' weights (the contract's sizes)
-PARAM_SIZE = re.compile(r"size mismatch for ([\w.]+): copying a param with shape torch\.Size\(\[([\d, ]*)\]\) from "
-                        r"checkpoint, the shape in current model is torch\.Size\(\[([\d, ]*)\]\)")
-LINEAR_FEATURES = recognised(
-    GENERAL, "linear_features",
-    "your {layer} has other {which} than the contract's nn.Linear, so the checks' weights for it do not fit "
-    "(in_features is the width of what the layer reads, out_features of what it gives): size it as the contract "
-    "says")
-
-
 # Python's own ValueErrors that no check expects: the student's own check rejecting a valid call, a shape
 # unpacked into a fixed number of names.
 OWN_CHECK_TOO_STRICT = recognised(
@@ -3835,9 +3835,9 @@ UNPACKED = re.compile(r"(too many|not enough) values to unpack \(expected \d+")
 
 def error_mistake(message: str, where: str = "", kinds: tuple[str, ...] = (), component: str = "") -> str | None:
     """The sentence of the mistake that an error raised in student code names, if it names one: torch's words
-    for it (TORCH_ERRORS), a Linear of other sizes than the contract's (the first one named), a ValueError that
-    no check expected (`where`: the student's frames, innermost last; `kinds`: the error's classes), or, in the
-    checks of `component`, its own."""
+    for it (TORCH_ERRORS), a ValueError that no check expected (`where`: the student's frames, innermost last;
+    `kinds`: the error's classes), or, in the checks of `component`, its own. (A load_state_dict of the wrong
+    sizes is named by the state-dict checks, which know the contract's widths: LINEAR_WIDTHS.)"""
     entry = next((entry for words, entry in TORCH_ERRORS if words in message), None)
     if entry is not None:
         return entry.sentence
@@ -3849,15 +3849,7 @@ def error_mistake(message: str, where: str = "", kinds: tuple[str, ...] = (), co
             return SHAPE_UNPACKED.sentence
         if len(frames) == 1 and re.search(r"\braise ValueError\b", frames[0]):  # the function the check called
             return OWN_CHECK_TOO_STRICT.sentence
-    size = PARAM_SIZE.search(message)
-    if size is None or not size[1].endswith(".weight"):
-        return None
-    want, got = ([int(n) for n in text.split(",") if n.strip()] for text in (size[2], size[3]))
-    if len(want) != 2 or len(got) != 2:
-        return None
-    which = ("in_features, out_features" if want[0] != got[0] and want[1] != got[1]
-             else "in_features" if want[1] != got[1] else "out_features")
-    return LINEAR_FEATURES.text(layer=size[1].removesuffix(".weight"), which=which)
+    return None
 
 
 # A family: an nn.Linear sized with other widths among those the contract names (d_model, d_k, ...), each pair
