@@ -108,7 +108,8 @@ def call_partition(impl, x: torch.Tensor, ws: int) -> torch.Tensor:
                       "ws * ws tokens each", mistakes=mistakes.partition_mistakes(x, ws))
     if out.dtype != x.dtype:
         fail(what, f"expected dtype {x.dtype}, got {out.dtype}", actual=out.dtype,
-             hint="the windows hold x's own values: keep its dtype (no float(), no new tensor of another dtype)")
+             hint="the windows hold x's own values: keep its dtype (no float(), no new tensor of another dtype)",
+             mistakes={mistakes.FLOAT_DTYPE_CHANGED: out.dtype})
     return out
 
 
@@ -121,7 +122,7 @@ def call_reverse(impl, windows: torch.Tensor, ws: int, H: int, W: int) -> torch.
                  mistakes=mistakes.reverse_mistakes(windows, ws, H, W))
     if out.dtype != windows.dtype:
         fail(what, f"expected dtype {windows.dtype}, got {out.dtype}", actual=out.dtype,
-             hint="the map holds the windows' own values: keep their dtype")
+             hint="the map holds the windows' own values: keep their dtype", mistakes={mistakes.FLOAT_DTYPE_CHANGED: out.dtype})
     return out
 
 

@@ -12,6 +12,8 @@ grader holds the weights and steps them with `torch.optim.AdamW`.
 """
 from __future__ import annotations
 
+import re
+
 import pytest
 import torch
 import torch.nn.functional as F
@@ -105,8 +107,9 @@ def run(call, what: str, cfg: dict, *args):
         return call(*args)
     except StudentError as exc:
         if isinstance(exc, WeightsMismatch):
-            named = {k for k in ("cls_token", "pos_emb") if f"'{k}'" in exc.message}
-            sentence = mistakes.vit_missing_key_diagnosis(named)
+            lacked, _, has = exc.message.partition("(its parameters")  # the names it lacks, then those it has
+            sentence = mistakes.vit_missing_key_diagnosis(set(re.findall(r"'([\w.]+)'", lacked)),
+                                                          set(re.findall(r"'([\w.]+)'", has)))
         elif type(exc) is StudentError:
             sentence = mistakes.vit_load_diagnosis(exc.message, num_patches(cfg), cfg["d_model"])
         else:
@@ -153,7 +156,7 @@ def test_state_dict_layout(impl, gen):
             "norm = nn.LayerNorm(d_model), head = nn.Linear(d_model, n_classes)")
     if set(got) != set(shapes):
         missing, extra = set(shapes) - set(got), set(got) - set(shapes)
-        sentence = mistakes.vit_missing_key_diagnosis(missing)
+        sentence = mistakes.vit_missing_key_diagnosis(missing, set(got))
         fail(what, f"missing keys {sorted(missing)}, unexpected keys {sorted(extra)}", hint=hint,
              mistakes={sentence: True} if sentence else None, actual=True)
     for key, shape in shapes.items():

@@ -148,3 +148,16 @@ BUGS += [
         "window_partition checks that the token count divides into windows, not each side",
         diagnosis=("your check lets a map through when only one of H and W",)),
 ]
+
+# The windows' dtype changed (mistakes.FLOAT_DTYPE_CHANGED), the batch kept as a dimension of its own.
+BUGS += [
+    Bug("swin_windows", "partition_upcasts", "swin.py",
+        "x = x.view(B, H // ws, ws, W // ws, ws, C)  # (B, gh, ws, gw, ws, C)",
+        "x = x.float().view(B, H // ws, ws, W // ws, ws, C)", "converts the map to float32 before partitioning",
+        diagnosis=("your result changed dtype on the way",)),
+    Bug("swin_windows", "partition_keeps_batch", "swin.py",
+        "return x.permute(0, 1, 3, 2, 4, 5).reshape(-1, ws * ws, C)",
+        "return x.permute(0, 1, 3, 2, 4, 5).reshape(B, -1, ws * ws, C)",
+        "keeps (B, nW, ws * ws, C) instead of flattening the batch with the windows",
+        diagnosis=("your windows keep the batch dimension",)),
+]

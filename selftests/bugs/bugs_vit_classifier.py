@@ -117,3 +117,12 @@ BUGS += [
         "cls = self.cls_token", "concatenates the (1, 1, D) class token to a batch of patches without expanding it",
         diagnosis=("torch.cat does not broadcast",)),
 ]
+
+# Blocks held in a plain list, not registered with the model (mistakes.BLOCKS_NOT_REGISTERED).
+BUGS += [
+    Bug("vit_classifier", "blocks_in_a_plain_list", "vit.py",
+        "self.blocks = nn.ModuleList(TransformerBlock(d_model, n_heads, d_ff, dropout) for _ in range(n_layers))",
+        "self.blocks = [TransformerBlock(d_model, n_heads, d_ff, dropout) for _ in range(n_layers)]",
+        "keeps the blocks in a Python list, so their parameters are not the model's",
+        diagnosis=("your blocks are not registered with the model",)),
+]

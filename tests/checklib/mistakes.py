@@ -3197,10 +3197,21 @@ def vit_unused_diagnosis(key: str) -> str:
                        "add pos_emb to the tokens once the class token is prepended")
 
 
-def vit_missing_key_diagnosis(missing: set[str]) -> str | None:
+BLOCKS_NOT_REGISTERED = recognised(
+    "vit_classifier", "blocks_not_registered",
+    "your blocks are not registered with the model: in a plain Python list (or tuple) their parameters are not "
+    "the ViT's (no state dict entries, no training, no .to()); hold them in nn.ModuleList([...])")
+
+
+def vit_missing_key_diagnosis(missing: set[str], present: set[str] | None = None) -> str | None:
+    """Why the ViT lacks the parameters `missing`; `present`: those it has (given, the blocks held in a plain
+    list are named where every missing one is a block's and none it has is numbered, as a ModuleList's are)."""
     for key in ("pos_emb", "cls_token"):
         if key in missing:
             return MISSING_KEY.text(key=key)
+    if present is not None and missing and all(key.startswith("blocks.") for key in missing) and \
+            not any(re.search(r"(^|\.)\d+\.", key) for key in present):
+        return BLOCKS_NOT_REGISTERED.text()
     return None
 
 
@@ -3286,6 +3297,10 @@ PARTITION_MISTAKES = (
             "your windows keep their ws x ws square, (B * nW, ws, ws, C), as timm's window_partition does: the "
             "contract's are flattened, (B * nW, ws * ws, C), reshape(-1, ws * ws, C)",
             lambda x, ws: _permuted(x, ws, 0, 1, 3, 2, 4, 5).reshape(-1, ws, ws, x.shape[-1])),
+    mistake("swin_windows", "partition_keeps_batch",
+            "your windows keep the batch dimension, (B, nW, ws * ws, C): the windows of every image are one list, "
+            "(B * nW, ws * ws, C), reshape(-1, ws * ws, C)",
+            lambda x, ws: _permuted(x, ws, 0, 1, 3, 2, 4, 5).reshape(x.shape[0], -1, ws * ws, x.shape[-1])),
     mistake("swin_windows", "partition_as_w_h",
             "you split the map as (B, W/ws, ws, H/ws, ws, C), as if it were (B, W, H, C): the map is (B, H, W, C), "
             "rows first", _split_as_transposed),
