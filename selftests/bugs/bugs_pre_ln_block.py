@@ -132,14 +132,3 @@ BUGS += [
         "uses SiLU (a LLaMA habit)", diagnosis=("your feed-forward's activation is F.silu",)),
 ]
 
-# A feed-forward layer sized with other widths among the block's (mistakes.LINEAR_WIDTHS).
-BUGS += [
-    Bug("pre_ln_block", "ff_without_d_ff", "block.py", FF,
-        "nn.Linear(d_model, d_model), nn.ReLU(), nn.Linear(d_model, d_model)",
-        "keeps the feed-forward at d_model wide, ignoring d_ff",
-        diagnosis=("your ff.0 is nn.Linear(d_model, d_model)", "your ff.2 is nn.Linear(d_model, d_model)")),
-    Bug("pre_ln_block", "ff_four_times_d_model", "block.py", FF,
-        "nn.Linear(d_model, 4 * d_model), nn.ReLU(), nn.Linear(4 * d_model, d_model)",
-        "hard-codes the original Transformer's 4 * d_model hidden width",
-        diagnosis=("your ff.0 is nn.Linear(d_model, 4 * d_model)", "your ff.2 is nn.Linear(4 * d_model, d_model)")),
-]
