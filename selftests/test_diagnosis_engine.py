@@ -27,7 +27,7 @@ from selftests.bugs import ROOT, all_bugs, materialize
 sys.path.insert(0, str(ROOT / "tests"))  # the check files import `checklib` as the checks' conftest arranges
 
 from checklib import mistakes  # noqa: E402
-from checklib.catalogue import CATALOGUE, Mistake  # noqa: E402
+from checklib.catalogue import CATALOGUE, GENERAL, Mistake  # noqa: E402
 from checklib.compare import assert_equal, check_tensor, diagnose  # noqa: E402
 
 INVERTED = "your mask is inverted: True must mark the keys a query MAY attend"
@@ -98,7 +98,7 @@ def test_one_case_with_two_matching_mistakes_says_so():
     models = {A: torch.zeros(2), B: torch.zeros(2), C: torch.ones(2)}
     with pytest.raises(CheckFailure) as failure:
         assert_equal(torch.zeros(2), torch.full((2,), 2.0), what="f(x)", hint="look", mistakes=models)
-    assert (failure.value.matched, failure.value.ruled_out) == ([A, B], [C])
+    assert (failure.value.matched, failure.value.ruled_out) == ([A, B], [C, mistakes.FLOAT_DTYPE_CHANGED.sentence])
     assert str(failure.value).splitlines()[1] == ("  diagnosis: this matches more than one known mistake, and these "
                                                   "inputs cannot tell them apart: mistake A; mistake B")
     with pytest.raises(CheckFailure) as failure:
@@ -124,12 +124,12 @@ def test_a_shape_check_rules_out_a_shape_mistake_that_gives_the_expected_shape()
 
 
 def test_a_float_mask_does_not_match_a_bool_mistake_on_values():
-    """Failing on the dtype, a mask of 1.0 and 0.0 is no mask 'that ignores the offset'."""
+    """Failing on the dtype, a mask of 1.0 and 0.0 is no mask 'that ignores the offset': it is not bool."""
     models = mistakes.causal_mask_mistakes(2, 4)
     float_mask = torch.ones(2, 4).tril()  # the values of the offset mistake, in float
     with pytest.raises(CheckFailure) as failure:
         check_tensor(float_mask, what="causal_mask(2, 4)", shape=(2, 4), dtype=torch.bool, mistakes=models)
-    assert failure.value.matched == []
+    assert failure.value.matched == [mistakes.NOT_BOOL.sentence]  # a float mask, not a mask of the wrong values
     with pytest.raises(CheckFailure) as failure:
         assert_equal(float_mask, torch.ones(2, 4, dtype=torch.bool).tril(2), what="causal_mask(2, 4)", mistakes=models)
     assert failure.value.matched == []
@@ -217,7 +217,8 @@ def test_each_mistake_has_its_own_id_and_sentence():
     entries = list(CATALOGUE.values())
     assert len({e.id for e in entries}) == len(entries)
     assert len({e.sentence for e in entries}) == len(entries)
-    assert all(e.id == f"{e.component}:{e.name}" and e.component in {c.id for c in load_course().components} for e in entries)
+    components = {c.id for c in load_course().components} | {GENERAL}  # GENERAL: seen by every component's checks
+    assert all(e.id == f"{e.component}:{e.name}" and e.component in components for e in entries)
     with pytest.raises(ValueError, match="says what"):
         mistakes.mistake("masking", "said_again", entries[0].sentence, lambda: None)
 

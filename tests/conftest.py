@@ -1,3 +1,24 @@
 """The graded checks' fixtures and options live in the grader's engine (grader/engine/checks.py)."""
+import pytest
+
 from grader.engine.checks import *  # noqa: F401,F403 - pytest finds the plugin's hooks and fixtures here
 from grader.engine.checks import _targets  # noqa: F401 - a fixture the star leaves out
+from grader.sandbox.protocol import StudentError
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_call(item: pytest.Item):
+    """An error of student code that no check caught, whose words name a known mistake (torch's "view size is
+    not compatible ...", say), fails the check with that mistake's diagnosis line."""
+    try:
+        return (yield)
+    except StudentError as exc:
+        from checklib.compare import diagnosed
+        from checklib.mistakes import error_mistake
+
+        marker = item.get_closest_marker("component")
+        sentence = (error_mistake(exc.message, exc.where, exc.kinds, marker.args[0] if marker else "")
+                    if type(exc) is StudentError else None)
+        if sentence is None:
+            raise
+        raise diagnosed(exc.describe(), sentence) from None

@@ -120,7 +120,7 @@ def test_sdpa_matches_torch(impl, gen, case, mask_kind, dtype):
     out, _ = SDPA(impl)(q, k, v, mask)
     hint = SDPA_WHERE if mask is None else SDPA_WHERE + "; keys where the mask is False get a weight of 0"
     assert_close(out, expected, what=f"out of {describe(q, k, v, mask)} vs torch.nn.functional.scaled_dot_product_attention",
-                 hint=hint, mistakes=mistakes.sdpa_out_mistakes(q, k, v, mask))
+                 hint=hint, mistakes=mistakes.sdpa_out_mistakes(q, k, v, mask, out))
 
 
 WEIGHT_CASES = [(c, kind) for i, c in enumerate(VALUE_CASES) for kind in (("none", "2d", "full") * 2)[i % 3:i % 3 + 2]]
@@ -134,7 +134,7 @@ def test_sdpa_weights_are_softmax_of_scaled_scores(impl, gen, case, mask_kind):
     mask = sdpa_mask(mask_kind, lead, t_q, t_k, gen)
     _, weights = SDPA(impl)(q, k, v, mask)
     what = f"weights of {describe(q, k, v, mask)}"
-    weight_mistakes = mistakes.sdpa_weights_mistakes(q, k, v, mask)
+    weight_mistakes = mistakes.sdpa_weights_mistakes(q, k, v, mask, weights)
     check_tensor(weights, what=what, shape=(*lead, t_q, t_k), dtype=torch.float64, mistakes=weight_mistakes)
     assert_close(weights.sum(dim=-1), torch.ones(*lead, t_q, dtype=torch.float64), what=f"row sums of the {what}",
                  hint="each query's weights are a softmax over the keys (the last dimension), so they sum to 1",
@@ -250,7 +250,7 @@ def test_mha_matches_torch(impl, gen, shape, mask_kind, bias, dtype):
             f"mask={'None' if mask is None else 'bool ' + str(tuple(mask.shape))})")
     out = m(x, mask)
     weights = m.attr("last_attention")
-    weight_mistakes = mistakes.mha_weights_mistakes(state, x, mask, n_heads)
+    weight_mistakes = mistakes.mha_weights_mistakes(state, x, mask, n_heads, weights)
     check_tensor(weights, what=f"last_attention after {call}", shape=(batch, n_heads, length, length), dtype=dtype,
                  hint="keep the weights of every head, (B, H, T, T), in self.last_attention", mistakes=weight_mistakes)
     assert_close(weights, expected_weights,
@@ -258,7 +258,7 @@ def test_mha_matches_torch(impl, gen, shape, mask_kind, bias, dtype):
                  hint="weights come from the projected, head-split q and k (scaled by sqrt(Dh), masked, softmax "
                       "over the keys); the mask broadcasts over (B, H, T, T)", mistakes=weight_mistakes)
     assert_close(out, expected_out, what=f"{call} vs nn.MultiheadAttention with the same weights", hint=MHA_WHERE,
-                 mistakes=mistakes.mha_out_mistakes(state, x, mask, n_heads))
+                 mistakes=mistakes.mha_out_mistakes(state, x, mask, n_heads, out))
 
 
 def test_mha_last_attention_follows_latest_call(impl, gen):

@@ -60,7 +60,8 @@ def test_patchify_matches_unfold(impl, gen, shape, dtype):
 def test_patchify_rejects_indivisible(impl, gen, height, width, patch):
     images = randn(1, 3, height, width, gen=gen)
     message = expect_value_error(adapters.patchify(impl), images, patch,
-                                 what=f"patchify(images {tuple(images.shape)}, patch_size={patch})")
+                                 what=f"patchify(images {tuple(images.shape)}, patch_size={patch})",
+                                 lets_through=mistakes.patchify_checks(height, width, patch))
     assert message, "the ValueError should say what is wrong (H and W must be multiples of patch_size)"
 
 
@@ -120,7 +121,7 @@ def test_state_dict(impl, sizes):
     )
     hint = "proj = nn.Linear(in_channels * patch_size**2, d_model) maps one flattened patch to d_model features"
     check_tensor(state["proj.weight"], what=f"{name}.proj.weight", shape=(d_model, channels * patch * patch), hint=hint,
-                 mistakes=mistakes.proj_shape_mistakes(patch, d_model))
+                 mistakes=mistakes.proj_shape_mistakes(patch, d_model, channels, img_size))
     check_tensor(state["proj.bias"], what=f"{name}.proj.bias", shape=(d_model,), hint=hint)
 
 
@@ -137,5 +138,6 @@ def test_patch_embedding_rejects_wrong_images(impl, gen, shape, problem):
     module, _ = embedding(impl, gen, (8, 4, 3, 16))
     images = randn(*shape, gen=gen)
     message = expect_value_error(module, images,
-                                 what=f"PatchEmbedding(8, 4, 3, 16) given images {shape} ({problem})")
+                                 what=f"PatchEmbedding(8, 4, 3, 16) given images {shape} ({problem})",
+                                 lets_through=mistakes.embedding_checks(shape[1] != 3))
     assert message, "the ValueError should say what is wrong (the images must be in_channels x img_size x img_size)"

@@ -17,11 +17,13 @@ from checklib.causal import (
     with_future_changed,
 )
 from checklib import adapters, mistakes
-from checklib.compare import assert_close, assert_equal, assert_not_close, check_tensor, explained, fail
+from checklib.compare import (assert_close, assert_equal, assert_not_close, check_tensor, diagnose, explained, fail,
+                              rediagnosed)
 from checklib.masks import self_attention_mask, to_torch_attn_mask
 from checklib.scratch import assert_from_scratch
 from checklib.weights import block_state, randn, torch_encoder_layer
 from grader.results import CheckFailure
+from grader.sandbox.protocol import StudentError
 
 BLOCK = adapters.TransformerBlock
 
@@ -101,7 +103,8 @@ def test_block_submodule_names(impl, gen):
     for key, value in state.items():
         check_tensor(got[key], what=f"state_dict()['{key}'] of TransformerBlock({d_model}, {n_heads}, {d_ff})",
                      shape=value.shape, hint="ff.0 is Linear(d_model, d_ff), ff.2 is Linear(d_ff, d_model); "
-                                             "norm1 and norm2 are LayerNorm(d_model)")
+                                             "norm1 and norm2 are LayerNorm(d_model)",
+                     mistakes=mistakes.ff_width_mistakes(key, d_model, n_heads, d_ff))
     m.load_weights(state)
     back = m.state_dict()
     for key in ("norm1.weight", "norm1.bias", "norm2.weight", "norm2.bias"):
@@ -134,7 +137,7 @@ def test_block_matches_torch_encoder_layer(impl, gen, shape, mask_kind, dtype):
                  what=f"TransformerBlock({d_model}, {n_heads}, {d_ff}, dropout=0.3).eval()(x {tuple(x.shape)}, "
                       f"mask={mask_text(mask)}) vs nn.TransformerEncoderLayer(norm_first=True) with the same weights",
                  hint=WHERE + "; pass the mask on to the attention; eval mode turns dropout off",
-                 mistakes=mistakes.block_mistakes(state, x, mask, n_heads))
+                 mistakes=mistakes.block_mistakes(state, x, mask, n_heads, out))
 
 
 def test_block_dropout_only_in_train_mode(impl, gen):
@@ -166,10 +169,18 @@ def test_block_dropout_only_in_train_mode(impl, gen):
     # With every value dropped, each branch adds nothing: a Pre-LN block passes its input through.
     every = new_block(impl, d_model, n_heads, d_ff, state, dropout=1.0)
     every.train()
-    assert_close(every(x), x, what=f"TransformerBlock({d_model}, {n_heads}, {d_ff}, dropout=1.0) in train mode "
-                                   "(every branch dropped, so x itself)",
-                 hint="dropout applies to each branch's output before it is added to x: x + dropout(branch)",
-                 mistakes=mistakes.dropped_residual_mistakes(x))
+    what = f"TransformerBlock({d_model}, {n_heads}, {d_ff}, dropout=1.0) in train mode (every branch dropped, so x itself)"
+    hint = "dropout applies to each branch's output before it is added to x: x + dropout(branch)"
+    try:
+        assert_close(every(x), x, what=what, hint=hint, mistakes=mistakes.dropped_residual_mistakes(x))
+    except CheckFailure as failure:
+        if failure.matched:
+            raise
+        try:  # the contract's submodule `dropout`: is its rate the one the block was given?
+            rate = every.attr("dropout").attr("p")
+        except (StudentError, AttributeError):
+            raise failure from None
+        raise rediagnosed(failure, diagnose(rate, mistakes.dropout_rate_mistakes(rate, 1.0))) from None
 
 
 @pytest.mark.parametrize("mask_kind", ["none", "causal"])
@@ -194,7 +205,8 @@ def test_block_gradients_reach_every_parameter(impl, gen, mask_kind):
     x_ref = x.clone().requires_grad_(True)
     (layer(x_ref, src_mask=to_torch_attn_mask(mask, batch, n_heads, length)) * g).sum().backward()
     assert_close(grads["args"][0], x_ref.grad, what=f"gradient of {call} w.r.t. x vs nn.TransformerEncoderLayer's",
-                 hint="both residual paths must carry the gradient straight back to x: " + WHERE)
+                 hint="both residual paths must carry the gradient straight back to x: " + WHERE,
+                 mistakes=mistakes.block_grad_mistakes(state, x, mask, n_heads, g))
 
 
 @pytest.mark.parametrize("shape", [(2, 6, 8, 2, 16), (1, 5, 6, 3, 12), (2, 4, 4, 4, 8)],

@@ -35,7 +35,8 @@ def test_state_dict_layout(impl, d_model, n_heads, bias):
     for key, tensor in state.items():
         shape = (d_model, d_model) if key.endswith("weight") else (d_model,)
         check_tensor(tensor, what=f"{what}['{key}']", shape=shape,
-                     hint="every projection maps d_model features to d_model features")
+                     hint="every projection maps d_model features to d_model features",
+                     mistakes=mistakes.qkv_width_mistakes(key, d_model, n_heads))
 
 
 @pytest.mark.parametrize("d_model, n_heads", SIZES)

@@ -63,7 +63,8 @@ def test_attention_scores_values(impl, target_folder, gen, case, dtype):
     out = scores_of(impl, target_folder, q, k, what)
     check_tensor(out, what=what, shape=(*lead, tq, tk), dtype=dtype,
                  hint="the result is (..., Tq, Tk) in the inputs' dtype: the leading dimensions are kept "
-                      "and k is transposed in its last two dimensions only")
+                      "and k is transposed in its last two dimensions only",
+                 mistakes=mistakes.scores_mistakes(q, k, out))
     assert_close(out, expected_scores(q, k), what=what, hint=WHERE, mistakes=mistakes.scores_mistakes(q, k, out))
 
 

@@ -108,10 +108,13 @@ def test_shift_is_a_rotation(impl, d_model, shift):
     hint = (f"sin(a + b) = sin a cos b + cos a sin b and cos(a + b) = cos a cos b - sin a sin b: with {FORMULA}, "
             f"moving {shift} positions on turns pair i by {shift} * 10000^(-2i/d_model) whatever the position")
     atol = angle_atol(2 * max_len)
+    table_mistakes = mistakes.table_mistakes(max_len, d_model, pe)  # what a mistake's table gives here
     assert_close(sines[shift:], rotated_sines, atol=atol, hint=hint,
-                 what=f"PE[p + {shift}, 0::2] against PE[p] rotated by {shift} * w_i (d_model={d_model})")
+                 what=f"PE[p + {shift}, 0::2] against PE[p] rotated by {shift} * w_i (d_model={d_model})",
+                 mistakes=mistakes.mapped(table_mistakes, lambda t: t[shift:, 0::2]))
     assert_close(cosines[shift:], rotated_cosines, atol=atol, hint=hint,
-                 what=f"PE[p + {shift}, 1::2] against PE[p] rotated by {shift} * w_i (d_model={d_model})")
+                 what=f"PE[p + {shift}, 1::2] against PE[p] rotated by {shift} * w_i (d_model={d_model})",
+                 mistakes=mistakes.mapped(table_mistakes, lambda t: t[shift:, 1::2]))
 
 
 @pytest.mark.parametrize("length, d_model, n_heads", [(12, 16, 4), (6, 8, 2)])

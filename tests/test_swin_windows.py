@@ -108,7 +108,8 @@ def call_partition(impl, x: torch.Tensor, ws: int) -> torch.Tensor:
                       "ws * ws tokens each", mistakes=mistakes.partition_mistakes(x, ws))
     if out.dtype != x.dtype:
         fail(what, f"expected dtype {x.dtype}, got {out.dtype}", actual=out.dtype,
-             hint="the windows hold x's own values: keep its dtype (no float(), no new tensor of another dtype)")
+             hint="the windows hold x's own values: keep its dtype (no float(), no new tensor of another dtype)",
+             mistakes={mistakes.FLOAT_DTYPE_CHANGED: out.dtype})
     return out
 
 
@@ -121,7 +122,7 @@ def call_reverse(impl, windows: torch.Tensor, ws: int, H: int, W: int) -> torch.
                  mistakes=mistakes.reverse_mistakes(windows, ws, H, W))
     if out.dtype != windows.dtype:
         fail(what, f"expected dtype {windows.dtype}, got {out.dtype}", actual=out.dtype,
-             hint="the map holds the windows' own values: keep their dtype")
+             hint="the map holds the windows' own values: keep their dtype", mistakes={mistakes.FLOAT_DTYPE_CHANGED: out.dtype})
     return out
 
 
@@ -238,7 +239,8 @@ def test_partition_does_not_modify_input(impl, gen):
 def test_partition_rejects_indivisible_maps(impl, gen, H, W, ws):
     x = randn(1, H, W, 2, gen=gen)
     message = expect_value_error(adapters.window_partition(impl), x, ws,
-                                 what=f"window_partition(x (1, {H}, {W}, 2), {ws})")
+                                 what=f"window_partition(x (1, {H}, {W}, 2), {ws})",
+                                 lets_through=mistakes.window_checks(H, W, ws))
     assert message, "the ValueError should say what is wrong (H and W must be multiples of window_size)"
 
 
@@ -310,7 +312,8 @@ def test_mask_device(impl, H, W, ws, s):
         out = None
     if out is not None:
         check_tensor(out, what=f"shifted_window_mask({H}, {W}, {ws}, {s}, device='cpu') while the default device "
-                     "is meta", shape=shape, dtype=torch.bool, device="cpu", hint=hint)
+                     "is meta", shape=shape, dtype=torch.bool, device="cpu", hint=hint,
+                     mistakes=mistakes.mask_dtype_mistakes(H, W, ws, s))
         return
     out = mask(H, W, ws, s, device="meta")
     check_tensor(out, what=f"shifted_window_mask({H}, {W}, {ws}, {s}, device='meta')", shape=shape, dtype=torch.bool,
@@ -329,5 +332,6 @@ def test_mask_rejects_shifts_outside_the_window(impl, ws, s):
                          ids=lambda v: str(v))
 def test_mask_rejects_indivisible_maps(impl, H, W, ws, s):
     message = expect_value_error(adapters.shifted_window_mask(impl), H, W, ws, s,
-                                 what=f"shifted_window_mask({H}, {W}, {ws}, {s})")
+                                 what=f"shifted_window_mask({H}, {W}, {ws}, {s})",
+                                 lets_through=mistakes.window_checks(H, W, ws))
     assert message, "the ValueError should say what is wrong (H and W must be multiples of window_size)"

@@ -71,3 +71,31 @@ BUGS += [
         "swaps the wrong pair of axes, H and Dh, before the reshape",
         diagnosis=("your merge_heads gives heads.permute(0, 3, 2, 1).reshape(B, T, D)",)),
 ]
+
+# torch's own error that names the mistake (mistakes.VIEW_NOT_CONTIGUOUS).
+VIEW = ("you called .view on a tensor whose memory is not in row order",)
+BUGS += [
+    Bug("head_splitting", "merge_view_after_transpose", "attention.py",
+        'return rearrange(x, "b h t d -> b t (h d)")',
+        "return x.transpose(1, 2).view(x.size(0), x.size(2), -1)",
+        "merge_heads calls view on the transposed (non-contiguous) tensor: RuntimeError, needs reshape/contiguous",
+        diagnosis=VIEW),
+    Bug("head_splitting", "merge_view_after_permute", "attention.py",
+        'return rearrange(x, "b h t d -> b t (h d)")',
+        "b, h, t, d = x.shape\n    return x.permute(0, 2, 1, 3).view(b, t, h * d)",
+        "merge_heads permutes, then views the permuted tensor",
+        diagnosis=VIEW),
+]
+
+# merge_heads reducing the heads, or joining them along the positions (shape and values).
+BUGS += [
+    Bug("head_splitting", "merge_sums_heads", "attention.py", 'return rearrange(x, "b h t d -> b t (h d)")',
+        "return x.sum(dim=1)", "sums the heads instead of joining them",
+        diagnosis=("your merge_heads gives (B, T, Dh), one head's width",)),
+    Bug("head_splitting", "merge_cat_along_time", "attention.py", 'return rearrange(x, "b h t d -> b t (h d)")',
+        "return torch.cat(x.unbind(1), dim=1)", "concatenates the heads along dim 1, the positions",
+        diagnosis=("your merge_heads joins the heads along the positions",)),
+    Bug("head_splitting", "split_checks_the_length", "attention.py", "if x.size(-1) % n_heads != 0:",
+        "if x.size(1) % n_heads != 0:", "checks the sequence length against n_heads instead of d_model",
+        diagnosis=("your own check raised ValueError on a valid call",)),
+]

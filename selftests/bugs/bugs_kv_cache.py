@@ -92,3 +92,22 @@ BUGS += [
         "builds the cached forward's mask as a plain tril, without the offset of the cached positions",
         diagnosis=("your cached forward's causal mask is tril(diagonal=0)",)),
 ]
+
+# torch's own error that names the mistake (mistakes.TENSOR_AS_BOOL).
+TRUTH = ("you used a tensor as a truth value",)
+BUGS += [
+    Bug("kv_cache", "truthiness_of_tensor", "kv_cache.py", "if self.k is None:", "if not self.k:",
+        "tests the cached tensor's truthiness (if not self.k) instead of `is None`",
+        diagnosis=TRUTH),
+    Bug("kv_cache", "len_by_truthiness", "kv_cache.py",
+        "return 0 if self.k is None else self.k.size(-2)", "return self.k.size(-2) if self.k else 0",
+        "__len__ asks whether the cached tensor is truthy",
+        diagnosis=TRUTH),
+    Bug("kv_cache", "cat_or_first", "kv_cache.py",
+        "        if self.k is None:\n            self.k, self.v = k, v\n        else:\n"
+        "            self.k = torch.cat([self.k, k], dim=-2)\n            self.v = torch.cat([self.v, v], dim=-2)\n",
+        "        self.k = torch.cat([self.k, k], dim=-2) if self.k else k\n"
+        "        self.v = torch.cat([self.v, v], dim=-2) if self.v else v\n",
+        "a one-line append that asks `if self.k` for 'is there a cache yet'",
+        diagnosis=TRUTH),
+]

@@ -51,7 +51,7 @@ BUGS = [
         "ones = torch.ones(q_len, k_len, dtype=torch.bool, device=device)",
         "ones = torch.ones(q_len, k_len, device=device)",
         "returns a float mask of ones and zeros instead of a bool mask",
-        named_by="expected dtype torch.bool"),
+        diagnosis=("your mask is not a bool tensor",)),
 ]
 
 BUGS += [
@@ -87,4 +87,31 @@ BUGS += [
     Bug("masking", "tril_forgotten", "attention.py", "return ones.tril(diagonal=k_len - q_len)", "return ones",
         "builds the ones but forgets to keep their lower triangle",
         diagnosis=("your mask is all True, so every query sees the future",)),
+]
+
+# A mask that is not bool, a masked score that loses the scores' dtype (mistakes.NOT_BOOL, FLOAT_DTYPE_CHANGED).
+NOT_BOOL = ("your mask is not a bool tensor",)
+BUGS += [
+    Bug("masking", "uint8_mask", "attention.py",
+        "ones = torch.ones(q_len, k_len, dtype=torch.bool, device=device)",
+        "ones = torch.ones(q_len, k_len, dtype=torch.uint8, device=device)",
+        "old-PyTorch habit: the causal mask is uint8 instead of bool",
+        diagnosis=NOT_BOOL),
+    Bug("masking", "long_mask_from_comparison", "attention.py",
+        "    ones = torch.ones(q_len, k_len, dtype=torch.bool, device=device)\n    return ones.tril(diagonal=k_len - q_len)\n",
+        "    i = torch.arange(q_len, device=device)[:, None]\n    j = torch.arange(k_len, device=device)[None, :]\n"
+        "    return (j <= i + (k_len - q_len)).long()\n",
+        "builds the mask from a comparison, then turns it into 0/1 integers",
+        diagnosis=NOT_BOOL),
+    Bug("masking", "apply_mask_upcasts", "attention.py", 'return scores.masked_fill(~mask, float("-inf"))',
+        'return scores.float().masked_fill(~mask, float("-inf"))',
+        "fills the masked scores of a float32 copy, so float64 scores lose their dtype",
+        diagnosis=("your result changed dtype on the way",)),
+]
+
+# The student's own check rejecting a valid call (mistakes.OWN_CHECK_TOO_STRICT).
+BUGS += [
+    Bug("masking", "k_len_check_le", "attention.py", "if k_len < q_len:", "if k_len <= q_len and q_len > 1:",
+        "rejects k_len == q_len too (<= for <)",
+        diagnosis=("your own check raised ValueError on a valid call",)),
 ]

@@ -94,3 +94,37 @@ BUGS += [
         "writes the scores inline and scales them by √d_model instead of the head width's root",
         diagnosis=("your scores are divided by √d_model instead of √Dh",)),
 ]
+
+# Members of the softmax-axis family (mistakes.SOFTMAX_AXES): the softmax over a fixed axis, not the keys.
+SDPA_SOFTMAX = "apply_mask(attention_scores(q, k), mask).softmax(dim=-1)"
+BUGS += [
+    Bug("multi_head_attention", "softmax_dim_1", "attention.py", SDPA_SOFTMAX,
+        "apply_mask(attention_scores(q, k), mask).softmax(dim=1)",
+        "softmax over dim 1 (the heads of (B, H, T, T) scores) instead of the keys",
+        diagnosis=("your weights are a softmax over dim=1",)),
+    Bug("multi_head_attention", "softmax_dim_2", "attention.py", SDPA_SOFTMAX,
+        "apply_mask(attention_scores(q, k), mask).softmax(dim=2)",
+        "softmax over dim 2, the keys of (B, T, T) scores but the queries of (B, H, T, T) ones",
+        diagnosis=("your weights are a softmax over dim=2", "your weights are normalised over the queries")),
+    Bug("multi_head_attention", "softmax_dim_0", "attention.py", SDPA_SOFTMAX,
+        "apply_mask(attention_scores(q, k), mask).softmax(0)",
+        "softmax over dim 0, the batch",
+        diagnosis=("your weights are a softmax over dim=0",)),
+]
+
+# Further slips of the attention formula and of MultiHeadAttention (a last_attention of one head, ONE_HEAD_KEPT,
+# is not here: kv_cache's checks read last_attention too).
+BUGS += [
+    Bug("multi_head_attention", "log_softmax_weights", "attention.py", SDPA_SOFTMAX,
+        "apply_mask(attention_scores(q, k), mask).log_softmax(dim=-1)", "takes log_softmax where softmax is meant",
+        diagnosis=("your weights are log_softmax(scores)",)),
+    Bug("multi_head_attention", "scaled_by_v_width", "attention.py",
+        "apply_mask(attention_scores(q, k), mask).softmax(dim=-1)",
+        "apply_mask(q @ k.transpose(-2, -1) / math.sqrt(v.size(-1)), mask).softmax(dim=-1)",
+        "scales by the square root of v's width", diagnosis=("your scores are divided by √dv",)),
+    Bug("multi_head_attention", "out_proj_weight_untransposed", "attention.py",
+        "return self.out_proj(merge_heads(out))",
+        "return merge_heads(out) @ self.out_proj.weight + self.out_proj.bias",
+        "applies out_proj by hand with the weight untransposed",
+        diagnosis=("you multiplied by out_proj.weight without transposing it",)),
+]

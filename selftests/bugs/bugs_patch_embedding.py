@@ -41,7 +41,7 @@ BUGS = [
         "if height % patch_size or width % patch_size:",
         "if height % patch_size:",
         "checks only the height against the patch size (fine for square images only)",
-        named_by="expected a ValueError"),
+        diagnosis=("your check lets an image through when only one of its sides",)),
     Bug("patch_embedding", "assumes_square_images", "vit.py",
         "return " + PATTERN,
         "side = height // patch_size\n"
@@ -62,4 +62,49 @@ BUGS += [
         PATTERN.replace("(h w) (c p1 p2)", "(w h) (p1 p2 c)"),
         "numbers the patches column by column and flattens each with the channels innermost",
         diagnosis=("in the order (B, W/P, H/P, Py, Px, C)",)),
+]
+
+# A divisibility check that lets one bad side through (mistakes.ONE_BAD_SIDE_LET_THROUGH).
+ONE_SIDE = ("your check lets an image through when only one of its sides",)
+BUGS += [
+    Bug("patch_embedding", "check_and_not_or", "vit.py",
+        "if height % patch_size or width % patch_size:", "if height % patch_size and width % patch_size:",
+        "the divisibility check uses and: an image with only one side indivisible passes",
+        diagnosis=ONE_SIDE),
+    Bug("patch_embedding", "check_width_only", "vit.py",
+        "if height % patch_size or width % patch_size:", "if width % patch_size:",
+        "checks the width only, as if images were square",
+        diagnosis=ONE_SIDE),
+    Bug("patch_embedding", "check_pixel_count", "vit.py",
+        "if height % patch_size or width % patch_size:", "if (height * width) % (patch_size * patch_size):",
+        "checks that the pixel count divides into patches, not each side",
+        diagnosis=ONE_SIDE),
+]
+
+# proj sized with another of the patches' widths (mistakes.LINEAR_WIDTHS).
+BUGS += [
+    Bug("patch_embedding", "proj_in_features_typo", "vit.py",
+        "self.proj = nn.Linear(in_channels * patch_size**2, d_model)",
+        "self.proj = nn.Linear(in_channels * patch_size * 2, d_model)",
+        "typo: in_features C * P * 2 instead of C * P**2",
+        diagnosis=("your proj is nn.Linear(in_channels * patch_size * 2, d_model)",)),
+    Bug("patch_embedding", "proj_arguments_swapped", "vit.py",
+        "self.proj = nn.Linear(in_channels * patch_size**2, d_model)",
+        "self.proj = nn.Linear(d_model, in_channels * patch_size**2)",
+        "passes nn.Linear its sizes the wrong way round",
+        diagnosis=("your proj is nn.Linear(d_model, in_channels * patch_size**2)",)),
+    Bug("patch_embedding", "proj_missing_one_patch_side", "vit.py",
+        "self.proj = nn.Linear(in_channels * patch_size**2, d_model)",
+        "self.proj = nn.Linear(in_channels * patch_size, d_model)",
+        "forgets one side of the patch: in_features C * P",
+        diagnosis=("your proj is nn.Linear(in_channels * patch_size, d_model)",)),
+]
+
+# A forward check of one property of the images only (mistakes.CHANNELS_UNCHECKED).
+BUGS += [
+    Bug("patch_embedding", "channels_unchecked", "vit.py",
+        "        expected = (self.in_channels, self.img_size, self.img_size)\n"
+        "        if images.dim() != 4 or tuple(images.shape[1:]) != expected:",
+        "        expected = (self.img_size, self.img_size)\n        if images.dim() != 4 or tuple(images.shape[2:]) != expected:",
+        "checks the image size but not the channels", diagnosis=("checks the image size but not the channels",)),
 ]

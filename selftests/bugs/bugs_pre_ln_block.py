@@ -84,3 +84,51 @@ BUGS += [
         "drops out the sum of the residual and the attention branch, not the branch alone",
         diagnosis=("drops out the residual stream too",)),
 ]
+
+# Members of the wiring family (mistakes.WIRING): a sublayer reading another tensor in scope than its own stream.
+FORWARD = ("        x = x + self.dropout(self.attention(self.norm1(x), mask, cache))\n"
+           "        return x + self.dropout(self.ff(self.norm2(x)))")
+BUGS += [
+    Bug("pre_ln_block", "ff_reads_pre_attention_x", "block.py", FORWARD,
+        "        h = x + self.dropout(self.attention(self.norm1(x), mask, cache))\n"
+        "        return x + self.dropout(self.ff(self.norm2(h)))",
+        "h/x mix-up: the second residual adds to the block input x, dropping the attention's residual",
+        diagnosis=("then returns x + ff(norm2(h))",)),
+    Bug("pre_ln_block", "ff_normalises_block_input", "block.py", FORWARD,
+        "        h = x + self.dropout(self.attention(self.norm1(x), mask, cache))\n"
+        "        return h + self.dropout(self.ff(self.norm2(x)))",
+        "the feed-forward normalises the block input x instead of h (a parallel block by accident)",
+        diagnosis=("then returns h + ff(norm2(x))",)),
+    Bug("pre_ln_block", "attention_reads_raw_x", "block.py", FORWARD,
+        "        x = x + self.dropout(self.attention(x, mask, cache))\n"
+        "        return x + self.dropout(self.ff(self.norm2(x)))",
+        "forgets norm1: the attention reads the raw x",
+        diagnosis=("h = x + attention(x)",)),
+    Bug("pre_ln_block", "ff_without_norm2", "block.py", FORWARD,
+        "        x = x + self.dropout(self.attention(self.norm1(x), mask, cache))\n"
+        "        return x + self.dropout(self.ff(x))",
+        "forgets norm2: the feed-forward reads h itself",
+        diagnosis=("then returns h + ff(h)",)),
+]
+# A dropout built with a fixed rate instead of the block's argument (mistakes.DROPOUT_RATE_IGNORED).
+BUGS += [
+    Bug("pre_ln_block", "dropout_rate_ignored", "block.py", "self.dropout = nn.Dropout(dropout)",
+        "self.dropout = nn.Dropout(0.1)", "the block ignores its dropout argument (always 0.1)",
+        diagnosis=("your block's dropout does not take the rate it is given",)),
+    Bug("pre_ln_block", "dropout_rate_halved", "block.py", "self.dropout = nn.Dropout(dropout)",
+        "self.dropout = nn.Dropout(dropout / 2)", "halves the dropout rate",
+        diagnosis=("your block's dropout does not take the rate it is given",)),
+]
+
+# Members of the activation family (mistakes.OTHER_ACTIVATION).
+FF = "nn.Linear(d_model, d_ff), nn.ReLU(), nn.Linear(d_ff, d_model)"
+BUGS += [
+    Bug("pre_ln_block", "ff_sigmoid", "block.py", FF, "nn.Linear(d_model, d_ff), nn.Sigmoid(), nn.Linear(d_ff, d_model)",
+        "uses a sigmoid between the two linear layers", diagnosis=("your feed-forward's activation is torch.sigmoid",)),
+    Bug("pre_ln_block", "ff_without_activation", "block.py", FF,
+        "nn.Linear(d_model, d_ff), nn.Identity(), nn.Linear(d_ff, d_model)",
+        "leaves a placeholder where the activation goes", diagnosis=("your feed-forward's activation is nn.Identity()",)),
+    Bug("pre_ln_block", "ff_silu", "block.py", FF, "nn.Linear(d_model, d_ff), nn.SiLU(), nn.Linear(d_ff, d_model)",
+        "uses SiLU (a LLaMA habit)", diagnosis=("your feed-forward's activation is F.silu",)),
+]
+

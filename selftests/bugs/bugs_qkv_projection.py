@@ -43,3 +43,19 @@ BUGS += [
         "copies the key line for the values: v comes from w_k",
         diagnosis=("your v equals w_k(x): v must come from its own",)),
 ]
+
+# A projection sized with another of the contract's widths (mistakes.LINEAR_WIDTHS).
+BUGS += [
+    Bug("qkv_projection", "k_proj_head_width", "attention.py",
+        "self.w_k = nn.Linear(d_model, d_model, bias=bias)", "self.w_k = nn.Linear(d_model, self.d_k, bias=bias)",
+        "the key projection maps to one head's width d_k instead of d_model",
+        diagnosis=("your w_k is nn.Linear(d_model, d_k)",)),
+    Bug("qkv_projection", "v_proj_per_head_count", "attention.py",
+        "self.w_v = nn.Linear(d_model, d_model, bias=bias)", "self.w_v = nn.Linear(d_model, n_heads, bias=bias)",
+        "the value projection maps to n_heads features",
+        diagnosis=("your w_v is nn.Linear(d_model, n_heads)",)),
+    Bug("qkv_projection", "out_proj_from_head_width", "attention.py",
+        "self.out_proj = nn.Linear(d_model, d_model, bias=bias)", "self.out_proj = nn.Linear(self.d_k, d_model, bias=bias)",
+        "the output projection reads one head's width",
+        diagnosis=("your out_proj is nn.Linear(d_k, d_model)",)),
+]

@@ -60,3 +60,37 @@ BUGS += [
         "divides by d ** 1.5, mixing up the power of d",
         diagnosis=("your scores are q·kᵀ / d**1.5",)),
 ]
+
+# A result whose dtype does not follow the inputs' (mistakes.FLOAT_DTYPE_CHANGED, weighed by every comparison).
+DTYPE = ("your result changed dtype on the way",)
+BUGS += [
+    Bug("scaling", "upcasts_to_float32", "attention.py",
+        "return q @ k.transpose(-2, -1) / math.sqrt(q.size(-1))",
+        "return (q @ k.transpose(-2, -1)).float() / math.sqrt(q.size(-1))",
+        "mixed-precision habit: upcasts the scores to float32, so float64 inputs lose their dtype",
+        diagnosis=DTYPE),
+    Bug("scaling", "matmul_in_float32", "attention.py",
+        "return q @ k.transpose(-2, -1) / math.sqrt(q.size(-1))",
+        "return q.float() @ k.float().transpose(-2, -1) / math.sqrt(q.size(-1))",
+        "casts q and k to float32 before the product",
+        diagnosis=DTYPE),
+    Bug("scaling", "scale_tensor_in_float32", "attention.py",
+        "return q @ k.transpose(-2, -1) / math.sqrt(q.size(-1))",
+        "return (q @ k.transpose(-2, -1)).to(torch.float32) * torch.rsqrt(torch.tensor(q.size(-1), dtype=torch.float32))",
+        "computes the scale as a float32 tensor and casts the scores to match it",
+        diagnosis=DTYPE),
+]
+
+# The scores transposed, k·qᵀ (an einsum with its output letters swapped).
+BUGS += [
+    Bug("scaling", "einsum_output_swapped", "attention.py",
+        "return q @ k.transpose(-2, -1) / math.sqrt(q.size(-1))",
+        "return torch.einsum('...id,...jd->...ji', q, k) / math.sqrt(q.size(-1))",
+        "writes the einsum's output as ...ji, so the scores come back (..., Tk, Tq)",
+        diagnosis=("your scores are k·qᵀ/√d",)),
+    Bug("scaling", "k_times_q_transposed", "attention.py",
+        "return q @ k.transpose(-2, -1) / math.sqrt(q.size(-1))",
+        "return k @ q.transpose(-2, -1) / math.sqrt(q.size(-1))",
+        "multiplies k by qᵀ",
+        diagnosis=("your scores are k·qᵀ/√d",)),
+]

@@ -75,3 +75,38 @@ BUGS += [
         "divides the exponent by d_model + 1",
         diagnosis=("your frequencies are 10000**(-2i / (d_model + 1))",)),
 ]
+
+# The sines and cosines in two halves of the columns instead of interleaved (tensor2tensor's layout).
+BUGS += [
+    Bug("sinusoidal_encoding", "sin_cos_halves", "positional.py",
+        "    pe[:, 0::2] = torch.sin(position * inv_freq)\n    pe[:, 1::2] = torch.cos(position * inv_freq)",
+        "    pe[:, : d_model // 2] = torch.sin(position * inv_freq)\n"
+        "    pe[:, d_model // 2 :] = torch.cos(position * inv_freq)",
+        "sines in the first half of the columns and cosines in the second (tensor2tensor layout), not interleaved",
+        diagnosis=("your table puts the sines in the first half",)),
+    Bug("sinusoidal_encoding", "cat_sin_cos", "positional.py",
+        "    pe[:, 0::2] = torch.sin(position * inv_freq)\n    pe[:, 1::2] = torch.cos(position * inv_freq)",
+        "    pe = torch.cat([torch.sin(position * inv_freq), torch.cos(position * inv_freq)], dim=-1)",
+        "concatenates the sine and cosine tables along the features",
+        diagnosis=("your table puts the sines in the first half",)),
+    Bug("sinusoidal_encoding", "cat_cos_sin", "positional.py",
+        "    pe[:, 0::2] = torch.sin(position * inv_freq)\n    pe[:, 1::2] = torch.cos(position * inv_freq)",
+        "    pe = torch.cat([torch.cos(position * inv_freq), torch.sin(position * inv_freq)], dim=-1)",
+        "concatenates the cosines first, then the sines",
+        diagnosis=("your table puts the cosines in the first half",)),
+    Bug("sinusoidal_encoding", "stack_then_view_halves", "positional.py",
+        "    pe[:, 0::2] = torch.sin(position * inv_freq)\n    pe[:, 1::2] = torch.cos(position * inv_freq)",
+        "    pe = torch.stack([torch.sin(position * inv_freq), torch.cos(position * inv_freq)], dim=1)"
+        ".view(max_len, d_model)",
+        "stacks sin and cos on dim 1, so flattening puts all sines before all cosines",
+        diagnosis=("your table puts the sines in the first half",)),
+]
+
+# The frequencies' formula written wrong in exp/log form (a lost minus sign is not here: its angles, thousands of
+# radians, differ in float32 from any model's).
+BUGS += [
+    Bug("sinusoidal_encoding", "exp_without_log", "positional.py",
+        "(-math.log(10000.0) / d_model)", "(-10000.0 / d_model)",
+        "writes exp(-10000 * 2i / d) and forgets the log of the base",
+        diagnosis=("your frequencies are exp(-10000·2i/d_model)",)),
+]

@@ -108,3 +108,56 @@ BUGS += [
         "moves the grid column after the pixel's row and column when it puts the windows back",
         diagnosis=("to (B, H/ws, y, x, W/ws, C), permute(0, 1, 3, 4, 2, 5)",)),
 ]
+
+# torch's own error that names the mistake (mistakes.VIEW_NOT_CONTIGUOUS).
+BUGS += [
+    Bug("swin_windows", "partition_view_after_permute", "swin.py",
+        "return x.permute(0, 1, 3, 2, 4, 5).reshape(-1, ws * ws, C)",
+        "return x.permute(0, 1, 3, 2, 4, 5).view(-1, ws * ws, C)",
+        "window_partition views the permuted grid instead of reshaping it",
+        diagnosis=("you called .view on a tensor whose memory is not in row order",)),
+    Bug("swin_windows", "reverse_view_after_permute", "swin.py",
+        "return x.permute(0, 1, 3, 2, 4, 5).reshape(-1, H, W, C)",
+        "return x.permute(0, 1, 3, 2, 4, 5).view(-1, H, W, C)",
+        "window_reverse views the permuted windows instead of reshaping them",
+        diagnosis=("you called .view on a tensor whose memory is not in row order",)),
+]
+
+# timm's window layout, and the mask built from it (PARTITION_MISTAKES, MASK_OF_SQUARE_WINDOWS).
+BUGS += [
+    Bug("swin_windows", "partition_keeps_ws_ws", "swin.py",
+        "return x.permute(0, 1, 3, 2, 4, 5).reshape(-1, ws * ws, C)",
+        "return x.permute(0, 1, 3, 2, 4, 5).reshape(-1, ws, ws, C)",
+        "timm's layout: window_partition returns (B * nW, ws, ws, C) instead of (B * nW, ws * ws, C)",
+        diagnosis=("your windows keep their ws x ws square", "your mask is (nW, ws, ws, ws)")),
+]
+# A divisibility check that lets one bad side through (mistakes.WINDOW_ONE_BAD_SIDE).
+BUGS += [
+    Bug("swin_windows", "check_and_not_or", "swin.py",
+        "    if H % ws or W % ws:\n        raise ValueError(f\"H={H} and W={W} must be multiples of window_size={ws}\")\n"
+        "    x = x.view(",
+        "    if H % ws and W % ws:\n        raise ValueError(f\"H={H} and W={W} must be multiples of window_size={ws}\")\n"
+        "    x = x.view(",
+        "window_partition's check uses and: a map with one side indivisible passes",
+        diagnosis=("your check lets a map through when only one of H and W",)),
+    Bug("swin_windows", "partition_checks_token_count", "swin.py",
+        "    if H % ws or W % ws:\n        raise ValueError(f\"H={H} and W={W} must be multiples of window_size={ws}\")\n"
+        "    x = x.view(",
+        "    if (H * W) % (ws * ws):\n        raise ValueError(f\"H={H} and W={W} must be multiples of window_size={ws}\")\n"
+        "    x = x.view(",
+        "window_partition checks that the token count divides into windows, not each side",
+        diagnosis=("your check lets a map through when only one of H and W",)),
+]
+
+# The windows' dtype changed (mistakes.FLOAT_DTYPE_CHANGED), the batch kept as a dimension of its own.
+BUGS += [
+    Bug("swin_windows", "partition_upcasts", "swin.py",
+        "x = x.view(B, H // ws, ws, W // ws, ws, C)  # (B, gh, ws, gw, ws, C)",
+        "x = x.float().view(B, H // ws, ws, W // ws, ws, C)", "converts the map to float32 before partitioning",
+        diagnosis=("your result changed dtype on the way",)),
+    Bug("swin_windows", "partition_keeps_batch", "swin.py",
+        "return x.permute(0, 1, 3, 2, 4, 5).reshape(-1, ws * ws, C)",
+        "return x.permute(0, 1, 3, 2, 4, 5).reshape(B, -1, ws * ws, C)",
+        "keeps (B, nW, ws * ws, C) instead of flattening the batch with the windows",
+        diagnosis=("your windows keep the batch dimension",)),
+]

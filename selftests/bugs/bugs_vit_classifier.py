@@ -102,3 +102,27 @@ BUGS += [
         "reads token 1, the first patch, as if the class token were at 1",
         diagnosis=("your head reads token 1, x[:, 1]",)),
 ]
+
+# A default dropout other than the contract's 0.0, named with the rate it gives the blocks.
+BUGS += [
+    Bug("vit_classifier", "dropout_default_0_1", "vit.py",
+        "d_ff: int, dropout: float = 0.0) -> None:", "d_ff: int, dropout: float = 0.1) -> None:",
+        "ViT's dropout defaults to 0.1 instead of 0.0",
+        diagnosis=("your ViT's dropout defaults to 0.1",)),
+]
+
+# torch.cat's words for a class token not expanded to the batch (mistakes.CAT_NOT_EXPANDED).
+BUGS += [
+    Bug("vit_classifier", "cls_token_not_expanded", "vit.py", "cls = self.cls_token.expand(x.size(0), -1, -1)",
+        "cls = self.cls_token", "concatenates the (1, 1, D) class token to a batch of patches without expanding it",
+        diagnosis=("torch.cat does not broadcast",)),
+]
+
+# Blocks held in a plain list, not registered with the model (mistakes.BLOCKS_NOT_REGISTERED).
+BUGS += [
+    Bug("vit_classifier", "blocks_in_a_plain_list", "vit.py",
+        "self.blocks = nn.ModuleList(TransformerBlock(d_model, n_heads, d_ff, dropout) for _ in range(n_layers))",
+        "self.blocks = [TransformerBlock(d_model, n_heads, d_ff, dropout) for _ in range(n_layers)]",
+        "keeps the blocks in a Python list, so their parameters are not the model's",
+        diagnosis=("your blocks are not registered with the model",)),
+]

@@ -113,3 +113,20 @@ BUGS += [
         "forgets the first roll but rolls the output back",
         diagnosis=("your block rolls the map with torch.roll(y, (0, 0), dims=(1, 2)) before window_partition",)),
 ]
+
+# The softmax over another axis than the keys, the scale left out, the MLP reading the block's input.
+BUGS += [
+    Bug("window_attention", "softmax_over_queries_dim_2", "swin.py", "scores.softmax(dim=-1) @ v",
+        "scores.softmax(dim=2) @ v", "softmax over dim 2, the queries of (B_, H, N, N) scores",
+        diagnosis=("your window attention's weights are a softmax over dim=2",)),
+    Bug("window_attention", "softmax_over_heads", "swin.py", "scores.softmax(dim=-1) @ v",
+        "scores.softmax(dim=1) @ v", "softmax over dim 1, the heads",
+        diagnosis=("your window attention's weights are a softmax over dim=1",)),
+    Bug("window_attention", "scores_unscaled", "swin.py", "scores = q @ k.transpose(-2, -1) / math.sqrt(C / self.n_heads)",
+        "scores = q @ k.transpose(-2, -1)", "forgets the scale",
+        diagnosis=("your window attention's scores are not divided by",)),
+    Bug("window_attention", "mlp_reads_block_input", "swin.py",
+        "        x = x + y\n        return x + self.mlp(self.norm2(x))",
+        "        return x + y + self.mlp(self.norm2(x))", "the MLP branch reads the block's input (a parallel block)",
+        diagnosis=("your MLP reads the block's input",)),
+]

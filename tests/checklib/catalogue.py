@@ -47,6 +47,8 @@ class Mistake:
 
 
 CATALOGUE: dict[str, Mistake] = {}
+# The component of a mistake that any component's checks can see (a dtype not kept, torch's own error words).
+GENERAL = "general"
 
 
 def mistake(component: str, name: str, sentence: str, model: Callable[..., Any] | dict[str, Any]) -> Mistake:

@@ -146,7 +146,7 @@ class Diagnosis(NamedTuple):
 
 
 def diagnose(actual: Any, mistakes: Mistakes | None, *, expected: Any = None, rtol: float | None = None,
-             atol: float | None = None, dtype_failed: bool = False) -> Diagnosis:
+             atol: float | None = None, dtype_failed: bool = False, dtype: torch.dtype | None = None) -> Diagnosis:
     """Weigh every mistake against what came back (`actual`) on one failing case.
 
     A mistake whose model cannot be computed for these inputs (it raises, or gives None)
@@ -156,7 +156,9 @@ def diagnose(actual: Any, mistakes: Mistakes | None, *, expected: Any = None, rt
     case failed, so the code does something else). Where the check failed on the dtype
     (`dtype_failed`), a mistake is not ruled out for giving the expected values, and a
     model of another dtype than `actual`'s does not match on values alone (nor is it ruled
-    out by them).
+    out by them). Given the `dtype` the check asks for, the shared dtype mistake (mistakes.dtype_changed)
+    is weighed too: matched where only the dtype is wrong (and no mistake of the check's own matched),
+    ruled out where the values are.
     """
     matched: list[str] = []
     ruled_out: list[str] = []
@@ -179,6 +181,16 @@ def diagnose(actual: Any, mistakes: Mistakes | None, *, expected: Any = None, rt
             matched.append(sentence)
         elif expected is not None:
             ruled_out.append(sentence)
+    if dtype is not None and isinstance(actual, Tensor):
+        from .mistakes import dtype_changed  # mistakes.py builds on this module
+
+        entry = dtype_changed(dtype, actual.dtype if dtype_failed else None)
+        if entry is not None and dtype_failed and (not isinstance(expected, Tensor) or _matches(
+                actual, expected.to(actual.dtype), rtol, atol)):
+            if not matched:  # a check's own mistake of that dtype (an additive float mask, say) says more
+                matched.append(entry.sentence)
+        elif entry is not None and isinstance(expected, Tensor) and actual.shape == expected.shape:
+            ruled_out.append(entry.sentence)
     return Diagnosis(matched, ruled_out)
 
 
@@ -194,7 +206,7 @@ def check_tensor(actual, *, what: str, shape=None, dtype: torch.dtype | None = N
     problem = _tensor_problem(actual, shape, dtype, device)
     if problem is not None:
         expected = torch.Size(shape) if shape is not None and None not in tuple(shape) else None
-        _fail(what, problem, hint, diagnose(actual, mistakes, expected=expected,
+        _fail(what, problem, hint, diagnose(actual, mistakes, expected=expected, dtype=dtype,
                                             dtype_failed=_dtype_failed(actual, shape, dtype)))
     return actual
 
@@ -235,6 +247,7 @@ def assert_close(
     problem = _tensor_problem(actual, expected.shape, expected.dtype if check_dtype else None, None)
     if problem is not None:
         _fail(what, problem, hint, diagnose(actual, mistakes, expected=expected, rtol=rtol, atol=atol,
+                                            dtype=expected.dtype if check_dtype else None,
                                             dtype_failed=check_dtype and _dtype_failed(actual, expected.shape,
                                                                                        expected.dtype)))
     reference = expected.to(torch.float64)
@@ -255,7 +268,8 @@ def assert_close(
         f"{max_error}, allowed {atol * scale:.1g} + {rtol:.0e}·|expected|); first at index {list(index)}: "
         + _values(reference[index].item(), got[index].item()),
         hint,
-        diagnose(actual, mistakes, expected=expected, rtol=rtol, atol=atol),
+        diagnose(actual, mistakes, expected=expected, rtol=rtol, atol=atol,
+                 dtype=expected.dtype if check_dtype else None),
     )
 
 
@@ -263,7 +277,7 @@ def assert_equal(actual, expected: Tensor, *, what: str, hint: str = "", mistake
     """Bit-identical values (NaN equal to NaN), same shape and dtype (and a diagnosis, see `mistakes`)."""
     problem = _tensor_problem(actual, expected.shape, expected.dtype, None)
     if problem is not None:
-        _fail(what, problem, hint, diagnose(actual, mistakes, expected=expected,
+        _fail(what, problem, hint, diagnose(actual, mistakes, expected=expected, dtype=expected.dtype,
                                             dtype_failed=_dtype_failed(actual, expected.shape, expected.dtype)))
     same = (actual == expected) | (torch.isnan(actual) & torch.isnan(expected)) if actual.is_floating_point() else actual == expected
     if bool(same.all()):
@@ -274,7 +288,7 @@ def assert_equal(actual, expected: Tensor, *, what: str, hint: str = "", mistake
         f"{int((~same).sum())} of {same.numel()} {_dtype_name(expected.dtype)} values differ; first at index "
         f"{list(index)}: " + _values(expected[index].item(), actual[index].item()),
         hint,
-        diagnose(actual, mistakes, expected=expected),
+        diagnose(actual, mistakes, expected=expected, dtype=expected.dtype),
     )
 
 

@@ -28,7 +28,7 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor
 
-from .catalogue import Mistake, Mistakes, bind, mistake, recognised, simulated, variants
+from .catalogue import GENERAL, Mistake, Mistakes, bind, mistake, recognised, simulated, variants
 from .compare import _matches
 
 
@@ -107,6 +107,10 @@ SCORES_MISTAKES = (
     mistake("scaling", "divided_by_sqrt_keys",
             "your scores are q·kᵀ divided by √Tk, the square root of the number of keys, "
             "instead of √d, the feature size (dim -1)", lambda q, k: scores(q, k, 1.0 / math.sqrt(k.shape[-2]))),
+    mistake("scaling", "scores_transposed",
+            "your scores are k·qᵀ/√d, (..., Tk, Tq), one row per key: they are q·kᵀ/√d, (..., Tq, Tk), one row per "
+            "query (q @ k.transpose(-2, -1); an einsum '...qd,...kd->...qk')",
+            lambda q, k: scores(k, q, q.shape[-1] ** -0.5)),
     mistake("scaling", "divided_by_sqrt_first_dim",
             "your scores are q·kᵀ divided by the square root of q's first dimension (q.size(0), the batch), "
             "instead of √d, the feature size (dim -1)", lambda q, k: scores(q, k, 1.0 / math.sqrt(q.shape[0]))),
@@ -333,6 +337,14 @@ MERGE_MISTAKES = (
                                                             heads.shape[1] * heads.shape[3])),
     mistake("head_splitting", "merge_not_joined", "you swapped H and T back but did not join H and Dh into D",
             lambda heads: heads.transpose(1, 2)),
+    mistake("head_splitting", "merge_along_time",
+            "your merge_heads joins the heads along the positions, (B, H * T, Dh) (torch.cat(heads, dim=1)): join "
+            "them along the features, head after head, (B, T, H * Dh)",
+            lambda heads: torch.cat(heads.unbind(1), dim=1)),
+    mistake("head_splitting", "merge_reduces_heads",
+            "your merge_heads gives (B, T, Dh), one head's width: it reduces the heads away (a sum, a mean, one "
+            "head) where it joins them side by side along the features, (B, T, H * Dh)",
+            lambda heads: torch.Size((heads.shape[0], heads.shape[2], heads.shape[3]))),
 )
 
 
@@ -453,13 +465,23 @@ def d_k_mistakes(d_model: int, n_heads: int) -> Mistakes:
     return bind([FLOAT_D_K], d_model, n_heads)
 
 
+def qkv_width_mistakes(key: str, d_model: int, n_heads: int) -> Mistakes:
+    """For the shape of state_dict()[key] of MultiHeadAttention(d_model, n_heads): a projection's weight sized
+    with one head's width d_k, or n_heads, where d_model is meant (LINEAR_WIDTHS)."""
+    if not key.endswith(".weight"):
+        return {}
+    widths = {"d_model": d_model, "d_k": d_model // n_heads, "n_heads": n_heads}
+    return linear_width_mistakes(key.removesuffix(".weight"), ("d_model", "d_model"), widths)
+
+
 # --- multi_head_attention ----------------------------------------------------------------------------
 
 def attention(q: Tensor, k: Tensor, v: Tensor, mask: Tensor | None, *, scale: bool = True, softmax_dim: int = -1,
               mask_mode: str = "fill", swap_qk: bool = False, transpose_weights: bool = False,
-              normalise: bool = True, divisor: float | None = None) -> tuple[Tensor, Tensor]:
+              normalise: bool = True, divisor: float | None = None, fill: float = float("-inf"),
+              log_weights: bool = False, scale_by_v: bool = False) -> tuple[Tensor, Tensor]:
     """(out, weights) of scaled dot-product attention in float64, with one mistake switched on (`divisor`:
-    the scores divided by it instead of by √d)."""
+    the scores divided by it instead of by √d; `fill`: the masked scores' value, -inf or a finite one)."""
     if mask is not None and mask_mode == "fill_weights":  # in the inputs' dtype: what a huge fill becomes there
         weights = (q @ k.transpose(-2, -1) / math.sqrt(q.shape[-1])).softmax(dim=-1)
         weights = torch.where(mask, weights, torch.finfo(weights.dtype).min)
@@ -467,12 +489,16 @@ def attention(q: Tensor, k: Tensor, v: Tensor, mask: Tensor | None, *, scale: bo
     q, k, v = q.double(), k.double(), v.double()
     if swap_qk:
         q, k = k, q
+    if scale_by_v:
+        divisor = math.sqrt(v.shape[-1])
     s = q @ k.transpose(-2, -1) / (divisor if divisor is not None else math.sqrt(q.shape[-1]) if scale else 1.0)
     if mask is not None and mask_mode == "fill":
-        s = s.masked_fill(~mask, float("-inf"))
+        s = s.masked_fill(~mask, fill)
     elif mask is not None and mask_mode == "inverted":
         s = s.masked_fill(mask, float("-inf"))
     weights = s.softmax(dim=softmax_dim) if normalise else s.exp()
+    if log_weights:
+        weights = s.log_softmax(dim=-1)
     if mask is not None and mask_mode == "multiply":
         weights = weights * mask
     out = (weights.transpose(-2, -1) if transpose_weights else weights) @ v
@@ -508,25 +534,71 @@ SDPA_MISTAKES = (
             dict(swap_qk=True)),
     mistake("multi_head_attention", "sdpa_unscaled", "your scores are not divided by √d before the softmax",
             dict(scale=False)),
+    mistake("multi_head_attention", "log_softmax_weights",
+            "your weights are log_softmax(scores), the logs of the weights: the weights are softmax(scores, dim=-1)",
+            dict(log_weights=True)),
+    mistake("multi_head_attention", "scaled_by_v_width",
+            "your scores are divided by √dv, the square root of v's feature size: the scale is √d of q and k, "
+            "q.size(-1)", dict(scale_by_v=True)),
 )
+# A family: the softmax over another axis than the keys, as written (a fixed index from habits with other ranks).
+SOFTMAX_AXES = (
+    mistake("multi_head_attention", "softmax_dim_0",
+            "your weights are a softmax over dim=0, the batch (the queries, for 2-D scores): softmax over the keys, "
+            "the last dimension (dim=-1), whatever the rank of the scores", dict(softmax_dim=0)),
+    mistake("multi_head_attention", "softmax_dim_1",
+            "your weights are a softmax over dim=1, the heads of (B, H, Tq, Tk) scores (the queries of (B, Tq, Tk) "
+            "ones): softmax over the keys, the last dimension (dim=-1), whatever the rank of the scores",
+            dict(softmax_dim=1)),
+    mistake("multi_head_attention", "softmax_dim_2",
+            "your weights are a softmax over dim=2, the queries of (B, H, Tq, Tk) scores: softmax over the keys, the "
+            "last dimension (dim=-1), whatever the rank of the scores", dict(softmax_dim=2)),
+)
+
+
+def _softmax_axes(simulate: Callable[..., Any], rank: int) -> Mistakes:
+    """The SOFTMAX_AXES members that are another axis than the keys on scores of this rank."""
+    return simulated([m for m in SOFTMAX_AXES if -rank <= m.model["softmax_dim"] < rank
+                      and m.model["softmax_dim"] % rank != rank - 1], simulate)
+
+
+def _fill_shown(got: Any) -> float:
+    """The masked scores' fill that what came back (`got`) shows: where a softmax over another axis than the
+    keys meets only masked scores, -inf gives NaN and a finite fill (the dtype's lowest, -1e9; the grader's
+    apply_mask) an even spread."""
+    return float("-inf") if not isinstance(got, Tensor) or bool(got.isnan().any()) else torch.finfo(torch.float64).min
+
+
 RESULTS_SWAPPED = mistake("multi_head_attention", "results_swapped",
                           "you returned (weights, out); the contract's order is (out, weights)",
                           lambda q, k, v, mask: attention(q, k, v, mask)[::-1])
 
 
-def sdpa_out_mistakes(q: Tensor, k: Tensor, v: Tensor, mask: Tensor | None) -> Mistakes:
-    return mapped({**simulated(SDPA_MISTAKES, lambda **switches: attention(q, k, v, mask, **switches)),
-                   **bind([RESULTS_SWAPPED], q, k, v, mask)}, lambda result: result[0])
+def _sdpa_mistakes(q: Tensor, k: Tensor, v: Tensor, mask: Tensor | None, part: int, got: Any) -> Mistakes:
+    """For one part of scaled_dot_product_attention's (out, weights); also a softmax over another axis
+    (SOFTMAX_AXES), which says nothing where it is what a named mistake gives."""
+    def simulate(**switches: Any) -> Tensor:
+        return attention(q, k, v, mask, fill=fill, **switches)[part]
+
+    fill = _fill_shown(got)
+    named = {**simulated(SDPA_MISTAKES, simulate),
+             **mapped(bind([RESULTS_SWAPPED], q, k, v, mask), lambda result: result[part])}
+    return besides(named, _softmax_axes(simulate, q.dim()))
 
 
-def sdpa_weights_mistakes(q: Tensor, k: Tensor, v: Tensor, mask: Tensor | None) -> Mistakes:
-    return mapped({**simulated(SDPA_MISTAKES, lambda **switches: attention(q, k, v, mask, **switches)),
-                   **bind([RESULTS_SWAPPED], q, k, v, mask)}, lambda result: result[1])
+def sdpa_out_mistakes(q: Tensor, k: Tensor, v: Tensor, mask: Tensor | None, got: Any = None) -> Mistakes:
+    """For scaled_dot_product_attention's out (which was `got`)."""
+    return _sdpa_mistakes(q, k, v, mask, 0, got)
+
+
+def sdpa_weights_mistakes(q: Tensor, k: Tensor, v: Tensor, mask: Tensor | None, got: Any = None) -> Mistakes:
+    """For scaled_dot_product_attention's weights (which were `got`)."""
+    return _sdpa_mistakes(q, k, v, mask, 1, got)
 
 
 def mha(state: dict[str, Tensor], x: Tensor, mask: Tensor | None, n_heads: int, *, prefix: str = "",
         out_proj: bool = True, causal_default: bool = False, split: str = "right", average_heads: bool = False,
-        **attention_kwargs: Any) -> tuple[Tensor, Tensor]:
+        out_proj_untransposed: bool = False, **attention_kwargs: Any) -> tuple[Tensor, Tensor]:
     """(out, weights (B, H, T, T)) of the contract's MultiHeadAttention in float64, with one mistake switched on."""
     batch, length, d_model = x.shape
     d_head = d_model // n_heads
@@ -542,7 +614,9 @@ def mha(state: dict[str, Tensor], x: Tensor, mask: Tensor | None, n_heads: int, 
         out = out.reshape(batch, length, d_model)
     else:
         out = out.transpose(1, 2).reshape(batch, length, d_model)
-    if out_proj:
+    if out_proj_untransposed:
+        out = out @ state[f"{prefix}out_proj.weight"].double() + state[f"{prefix}out_proj.bias"].double()
+    elif out_proj:
         out = linear(out, state, f"{prefix}out_proj")
     return out, weights.mean(dim=1) if average_heads else weights
 
@@ -563,7 +637,14 @@ MHA_MISTAKES = (
     mistake("multi_head_attention", "weights_averaged",
             "you averaged the weights over the heads; last_attention keeps every head, (B, H, T, T)",
             dict(average_heads=True)),
+    mistake("multi_head_attention", "out_proj_untransposed",
+            "you multiplied by out_proj.weight without transposing it (x @ W + b): nn.Linear computes x @ W.T + b, "
+            "so call the layer, self.out_proj(x)", dict(out_proj_untransposed=True)),
 )
+ONE_HEAD_KEPT = mistake("multi_head_attention", "one_head_kept",
+                        "your last_attention has one head, (B, 1, T, T) (one head picked, or a mean with keepdim): it "
+                        "keeps every head's weights, (B, H, T, T)",
+                        lambda x, n_heads: torch.Size((x.shape[0], 1, x.shape[1], x.shape[1])))
 
 
 # A family: the scores divided by another width than the head's.
@@ -582,26 +663,32 @@ def _mha_divisors(state: dict[str, Tensor], x: Tensor, mask: Tensor | None, n_he
             if not math.isclose(value, math.sqrt(d_head))}
 
 
-def mha_out_mistakes(state: dict[str, Tensor], x: Tensor, mask: Tensor | None, n_heads: int) -> Mistakes:
-    """For MultiHeadAttention's output; also the scores divided by another width (MHA_DIVISOR)."""
-    return besides(simulated([m for m in MHA_MISTAKES if "average_heads" not in m.model],
-                             lambda **switches: mha(state, x, mask, n_heads, **switches)[0]),
-                   _mha_divisors(state, x, mask, n_heads, 0))
+def mha_out_mistakes(state: dict[str, Tensor], x: Tensor, mask: Tensor | None, n_heads: int,
+                     got: Any = None) -> Mistakes:
+    """For MultiHeadAttention's output (which was `got`); also the scores divided by another width (MHA_DIVISOR)
+    and a softmax over another axis (SOFTMAX_AXES)."""
+    simulate = lambda **switches: mha(state, x, mask, n_heads, fill=_fill_shown(got), **switches)[0]  # noqa: E731
+    return besides(simulated([m for m in MHA_MISTAKES if "average_heads" not in m.model], simulate),
+                   {**_mha_divisors(state, x, mask, n_heads, 0), **_softmax_axes(simulate, 4)})
 
 
-def mha_weights_mistakes(state: dict[str, Tensor], x: Tensor, mask: Tensor | None, n_heads: int) -> Mistakes:
-    """For MultiHeadAttention's weights; also the scores divided by another width (MHA_DIVISOR)."""
-    return besides(simulated([m for m in MHA_MISTAKES if "out_proj" not in m.model],
-                             lambda **switches: mha(state, x, mask, n_heads, **switches)[1]),
-                   _mha_divisors(state, x, mask, n_heads, 1))
+def mha_weights_mistakes(state: dict[str, Tensor], x: Tensor, mask: Tensor | None, n_heads: int,
+                         got: Any = None) -> Mistakes:
+    """For MultiHeadAttention's weights (which were `got`); also the scores divided by another width
+    (MHA_DIVISOR) and a softmax over another axis (SOFTMAX_AXES)."""
+    simulate = lambda **switches: mha(state, x, mask, n_heads, fill=_fill_shown(got), **switches)[1]  # noqa: E731
+    named = {**simulated([m for m in MHA_MISTAKES if not {"out_proj", "out_proj_untransposed"} & set(m.model)],
+                         simulate), **(bind([ONE_HEAD_KEPT], x, n_heads) if n_heads > 1 else {})}
+    return besides(named, {**_mha_divisors(state, x, mask, n_heads, 1), **_softmax_axes(simulate, 4)})
 
 
 # --- sinusoidal_encoding -----------------------------------------------------------------------------
 
 def table(max_len: int, d_model: int, *, base: float = 10000.0, exponent: str = "2i", first: int = 0,
-          even=torch.sin, odd=torch.cos, angle: str = "p*w", denominator: int = 0, numerator: int = 0) -> Tensor:
+          even=torch.sin, odd=torch.cos, angle: str = "p*w", denominator: int = 0, numerator: int = 0,
+          layout: str = "interleaved") -> Tensor:
     """(max_len, d_model) in float64, with one mistake switched on (the exponent is (2i + numerator) /
-    (d_model + denominator))."""
+    (d_model + denominator); `layout` "halves": the even columns' values first, then the odd ones')."""
     pairs = torch.arange(0, d_model, 2, dtype=torch.float64)
     if exponent == "i":
         pairs = pairs / 2
@@ -612,6 +699,8 @@ def table(max_len: int, d_model: int, *, base: float = 10000.0, exponent: str = 
         w = torch.pow(base, -exps / (d_model + denominator))
         a = {"p*w": position * w, "p+w": position + w, "w": w.expand(max_len, -1)}[angle]
         pe[:, parity::2] = fn(a)
+    if layout == "halves":
+        return torch.cat([pe[:, 0::2], pe[:, 1::2]], dim=-1)
     return pe
 
 
@@ -636,6 +725,17 @@ TABLE_MISTAKES = (
     mistake("sinusoidal_encoding", "angle_without_position",
             "your angle leaves the position out, so every row is the same: the angle is position × frequency",
             dict(angle="w")),
+    mistake("sinusoidal_encoding", "exp_without_log",
+            "your frequencies are exp(-10000·2i/d_model), all 0 but the first: exp needs the log of the base, "
+            "exp(-2i·math.log(10000)/d_model) = 10000^(-2i/d_model)", dict(base=math.inf)),
+    mistake("sinusoidal_encoding", "sin_cos_halves",
+            "your table puts the sines in the first half of the columns and the cosines in the second "
+            "(torch.cat([sin, cos], dim=-1)): they are interleaved, the sine of pair i in column 2i (pe[:, 0::2]) "
+            "and its cosine in column 2i+1 (pe[:, 1::2])", dict(layout="halves")),
+    mistake("sinusoidal_encoding", "cos_sin_halves",
+            "your table puts the cosines in the first half of the columns and the sines in the second "
+            "(torch.cat([cos, sin], dim=-1)): they are interleaved, the sine of pair i in column 2i (pe[:, 0::2]) "
+            "and its cosine in column 2i+1 (pe[:, 1::2])", dict(layout="halves", even=torch.cos, odd=torch.sin)),
 )
 TABLE_SHAPE_MISTAKES = (
     mistake("sinusoidal_encoding", "batch_dimension",
@@ -722,7 +822,7 @@ def block(state: dict[str, Tensor], x: Tensor, mask: Tensor | None, n_heads: int
 
     def ff(h):
         hidden = linear(h, s, "ff.0")
-        hidden = F.gelu(hidden) if variant == "gelu" else F.relu(hidden)
+        hidden = ACTIVATIONS.get(variant.removeprefix("act_"), F.relu)(hidden) if variant != "gelu" else F.gelu(hidden)
         return linear(hidden, s, "ff.2")
 
     if variant == "post_ln":
@@ -755,6 +855,23 @@ BLOCK_MISTAKES = variants("pre_ln_block", (
     ("your block applies a causal mask when none is given; without a mask every token attends to every other",
      "always_causal"),
 ))
+# A family: the feed-forward's activation another function than the contract's ReLU (GELU is an entry above).
+ACTIVATIONS: dict[str, Callable[[Tensor], Tensor]] = {
+    "sigmoid": torch.sigmoid, "tanh": torch.tanh, "silu": F.silu, "leaky_relu": F.leaky_relu, "elu": F.elu,
+    "identity": lambda t: t}
+OTHER_ACTIVATION = mistake(
+    "pre_ln_block", "other_activation",
+    "your feed-forward's activation is {name}: the contract's is ReLU, nn.Sequential(nn.Linear(d_model, d_ff), "
+    "nn.ReLU(), nn.Linear(d_ff, d_model))", dict())
+ACTIVATION_WORDS = {"sigmoid": "torch.sigmoid", "tanh": "torch.tanh", "silu": "F.silu", "leaky_relu": "F.leaky_relu",
+                    "elu": "F.elu", "identity": "nn.Identity()"}  # code, not prose: the sentence's field
+
+
+def _activation_family(simulate: Callable[..., Any]) -> Mistakes:
+    return {OTHER_ACTIVATION.text(name=words): (lambda v=f"act_{name}": simulate(variant=v))
+            for name, words in ACTIVATION_WORDS.items()}
+
+
 SQUEEZED_BATCH = mistake("pre_ln_block", "squeezed_batch",
                          "your block squeezes a dimension of size 1 away (squeeze(0), or squeeze()): a batch of one "
                          "sequence comes back (B, T, D) too", lambda x: torch.Size(x.shape[1:]))
@@ -769,6 +886,19 @@ DROPOUT_IN_EVAL = recognised("pre_ln_block", "dropout_in_eval",
                              "your dropout is still on in eval mode: two calls in eval mode gave different results "
                              "(F.dropout(x, p) drops whatever the mode unless given training=self.training; the "
                              "nn.Dropout submodule follows train() and eval())")
+DROPOUT_RATE_IGNORED = mistake(
+    "pre_ln_block", "dropout_rate_ignored",
+    "your block's dropout does not take the rate it is given: TransformerBlock(..., dropout=1.0) made "
+    "nn.Dropout(p={p:g}); pass the argument on, self.dropout = nn.Dropout(dropout)", lambda p: p)
+
+
+def dropout_rate_mistakes(p: Any, asked: float) -> Mistakes:
+    """For the rate `p` of the block's `dropout` submodule, built with dropout=`asked`: a number other than it."""
+    if isinstance(p, bool) or not isinstance(p, (int, float)) or math.isclose(p, asked):
+        return {}
+    return bind([DROPOUT_RATE_IGNORED], p, p=p)
+
+
 ONE_NORM_OBJECT = mistake("pre_ln_block", "one_norm_object",
                           "norm1 and norm2 are the same LayerNorm object: loading norm2's weights overwrote norm1's "
                           "(or the other way round); create two separate nn.LayerNorm(d_model)",
@@ -776,9 +906,80 @@ ONE_NORM_OBJECT = mistake("pre_ln_block", "one_norm_object",
                                                    .replace("@", "norm2")])
 
 
-def block_mistakes(state: dict[str, Tensor], x: Tensor, mask: Tensor | None, n_heads: int) -> Mistakes:
-    return {**simulated(BLOCK_MISTAKES, lambda **switches: block(state, x, mask, n_heads, **switches)),
-            **squeeze_mistakes(x)}
+# A family: the block's dataflow wired another way, each sublayer reading another tensor in scope (x, norm1(x),
+# h = the first residual's sum, the attention's output a): (attention input, first residual, ff input, second
+# residual), as written in the sentence. The right wiring is ("norm1(x)", "x + ", "norm2(h)", "h + ").
+WIRING = mistake(
+    "pre_ln_block", "wiring",
+    "your block computes h = {first}attention({attn_in}), then returns {second}ff({ff_in}): the Pre-LN block's "
+    "residuals are h = x + attention(norm1(x)), then h + ff(norm2(h)), each sublayer reading the stream it adds to",
+    dict())
+WIRING_CHOICES = (("norm1(x)", "x"), ("x + ", "norm1(x) + ", ""), ("norm2(h)", "norm2(x)", "h", "x", "norm1(h)"),
+                  ("h + ", "x + ", "norm2(h) + ", ""))
+RIGHT_WIRING = ("norm1(x)", "x + ", "norm2(h)", "h + ")
+
+
+def wired_block(state: dict[str, Tensor], x: Tensor, mask: Tensor | None, n_heads: int,
+                wiring: tuple[str, str, str, str]) -> Tensor:
+    """The block in eval mode, float64, wired as `wiring` says (WIRING_CHOICES)."""
+    s = {k: v.double() for k, v in state.items()}
+    x = x.double()
+
+    def norm(name: str, t: Tensor) -> Tensor:
+        return F.layer_norm(t, (x.shape[-1],), s[f"{name}.weight"], s[f"{name}.bias"], eps=1e-5)
+
+    def ff(t: Tensor) -> Tensor:
+        return linear(F.relu(linear(t, s, "ff.0")), s, "ff.2")
+
+    attn_in, first, ff_in, second = wiring
+    n1x = norm("norm1", x)
+    a = mha(s, n1x if attn_in == "norm1(x)" else x, mask, n_heads, prefix="attention.")[0]
+    h = {"x + ": x + a, "norm1(x) + ": n1x + a, "": a}[first]
+    f = ff({"norm2(h)": norm("norm2", h), "norm2(x)": norm("norm2", x), "h": h, "x": x,
+            "norm1(h)": norm("norm1", h)}[ff_in])
+    return {"h + ": h + f, "x + ": x + f, "norm2(h) + ": norm("norm2", h) + f, "": f}[second]
+
+
+def _wiring_family(state: dict[str, Tensor], x: Tensor, mask: Tensor | None, n_heads: int) -> Mistakes:
+    return {WIRING.text(attn_in=w[0], first=w[1], ff_in=w[2], second=w[3]):
+            (lambda w=w: wired_block(state, x, mask, n_heads, w))
+            for w in itertools.product(*WIRING_CHOICES) if w != RIGHT_WIRING}
+
+
+def block_mistakes(state: dict[str, Tensor], x: Tensor, mask: Tensor | None, n_heads: int, got: Any = None
+                   ) -> Mistakes:
+    """For the block's output on x (which was `got`); also every other wiring of its dataflow (WIRING), which
+    says nothing where it is what a named mistake gives."""
+    simulate = lambda **switches: block(state, x, mask, n_heads, **switches)  # noqa: E731
+    named = {**simulated(BLOCK_MISTAKES, simulate), **squeeze_mistakes(x)}
+    return besides(named, {**_wiring_family(state, x, mask, n_heads), **_activation_family(simulate)}, got)
+
+
+def block_grad_mistakes(state: dict[str, Tensor], x: Tensor, mask: Tensor | None, n_heads: int,
+                        grad_output: Tensor) -> Mistakes:
+    """For the gradient of sum(block(x) * grad_output) w.r.t. x: what each mistake's block gives there."""
+    def grad_of(model: Callable[[Tensor], Tensor]) -> Tensor:
+        inputs = x.detach().double().requires_grad_(True)
+        with torch.enable_grad():
+            (grad,) = torch.autograd.grad((model(inputs) * grad_output.double()).sum(), inputs)
+        return grad
+
+    named = {entry.sentence: (lambda v=entry.model["variant"]: grad_of(
+        lambda t: block(state, t, mask, n_heads, variant=v))) for entry in BLOCK_MISTAKES}
+    family = {WIRING.text(attn_in=w[0], first=w[1], ff_in=w[2], second=w[3]):
+              (lambda w=w: grad_of(lambda t: wired_block(state, t, mask, n_heads, w)))
+              for w in itertools.product(*WIRING_CHOICES) if w != RIGHT_WIRING}
+    return besides(named, family)
+
+
+def ff_width_mistakes(key: str, d_model: int, n_heads: int, d_ff: int) -> Mistakes:
+    """For the shape of state_dict()[key] of TransformerBlock(d_model, n_heads, d_ff): a feed-forward layer sized
+    with other widths among the block's (LINEAR_WIDTHS)."""
+    want = {"ff.0.weight": ("d_model", "d_ff"), "ff.2.weight": ("d_ff", "d_model")}.get(key)
+    if want is None:
+        return {}
+    widths = {"d_model": d_model, "d_ff": d_ff, "4 * d_model": 4 * d_model, "n_heads": n_heads}
+    return linear_width_mistakes(key.removesuffix(".weight"), want, widths)
 
 
 def dropped_residual_mistakes(x: Tensor) -> Mistakes:
@@ -830,6 +1031,37 @@ NUM_PATCHES_MISTAKES = (
 PROJ_FOR_ONE_CHANNEL = mistake("patch_embedding", "proj_for_one_channel",
                                "proj is sized for one channel: a flattened patch holds in_channels * patch_size**2 "
                                "values", lambda patch, d_model: torch.Size((d_model, patch * patch)))
+
+
+ONE_BAD_SIDE_LET_THROUGH = recognised(
+    "patch_embedding", "one_bad_side_let_through",
+    "your check lets an image through when only one of its sides is not a multiple of patch_size: reject it when "
+    "either is, height % patch_size or width % patch_size (an and there lets one bad side through)")
+
+
+def one_bad_side(height: int, width: int, size: int, entry: Mistake) -> dict[Mistake, bool]:
+    """For a check that must reject a (height, width) map not divisible by `size`: `entry` (a check that lets
+    one bad side through) lets this one through where exactly one side is bad."""
+    return {entry: bool(height % size) != bool(width % size)}
+
+
+def patchify_checks(height: int, width: int, patch: int) -> dict[Mistake, bool]:
+    return one_bad_side(height, width, patch, ONE_BAD_SIDE_LET_THROUGH)
+
+
+CHANNELS_UNCHECKED = recognised(
+    "patch_embedding", "channels_unchecked",
+    "your PatchEmbedding checks the image size but not the channels: images with another number of channels get "
+    "through to proj; raise ValueError unless images.shape[1:] == (in_channels, img_size, img_size)")
+SIZE_UNCHECKED = recognised(
+    "patch_embedding", "size_unchecked",
+    "your PatchEmbedding checks the channels but not the image size: images of another size get through; raise "
+    "ValueError unless images.shape[1:] == (in_channels, img_size, img_size)")
+
+
+def embedding_checks(channels_wrong: bool) -> dict[Mistake, bool]:
+    """For PatchEmbedding given wrong images: a check of one property only lets the other one's through."""
+    return {CHANNELS_UNCHECKED: channels_wrong, SIZE_UNCHECKED: not channels_wrong}
 
 
 SQUARE_ASSUMED = recognised("patch_embedding", "square_assumed",
@@ -888,8 +1120,22 @@ def num_patches_mistakes(img_size: int, patch: int) -> Mistakes:
     return bind(NUM_PATCHES_MISTAKES, img_size, patch)
 
 
-def proj_shape_mistakes(patch: int, d_model: int) -> Mistakes:
-    return bind([PROJ_FOR_ONE_CHANNEL], patch, d_model)
+def proj_shape_mistakes(patch: int, d_model: int, channels: int | None = None, img_size: int | None = None
+                        ) -> Mistakes:
+    """For proj.weight's shape; given the channels and image size, also proj sized with other widths among
+    those of the patches (LINEAR_WIDTHS; proj_for_one_channel is one of them)."""
+    named = bind([PROJ_FOR_ONE_CHANNEL], patch, d_model)
+    if channels is None or img_size is None:
+        return named
+    widths = {"in_channels * patch_size**2": channels * patch * patch, "patch_size**2": patch * patch,
+              "in_channels * patch_size": channels * patch, "in_channels * patch_size * 2": channels * patch * 2,
+              "in_channels": channels, "patch_size": patch, "d_model": d_model, "img_size": img_size,
+              "num_patches": (img_size // patch) ** 2}
+    layer, want = "proj", ("in_channels * patch_size**2", "d_model")
+    family = linear_width_mistakes(layer, want, widths)
+    family.pop(LINEAR_WIDTHS.text(layer=layer, got_in="patch_size**2", got_out=want[1],  # proj_for_one_channel
+                                  want_in=want[0], want_out=want[1]))
+    return {**named, **family}
 
 
 # --- kv_cache ----------------------------------------------------------------------------------------
@@ -2911,6 +3157,10 @@ DROPOUT_BY_DEFAULT = recognised("vit_classifier", "dropout_by_default",
 DROPOUT_DEFAULT_NOT_ZERO = recognised("vit_classifier", "dropout_default_not_zero",
                                       "your ViT's dropout does not default to 0.0: ViT(...) drops values in train "
                                       "mode, ViT(..., dropout=0.0) does not; the contract's default is dropout=0.0")
+DROPOUT_DEFAULT_VALUE = recognised("vit_classifier", "dropout_default_value",
+                                   "your ViT's dropout defaults to {p:g}: ViT(...) builds its blocks with "
+                                   "nn.Dropout(p={p:g}), ViT(..., dropout=0.0) drops nothing; the contract's default "
+                                   "is dropout=0.0")
 DROPOUT_IGNORED = recognised("vit_classifier", "dropout_ignored",
                              "your ViT ignores dropout: with dropout=0.5 two calls in train mode gave the same logits; "
                              "pass it on to every TransformerBlock(d_model, n_heads, d_ff, dropout)")
@@ -2947,19 +3197,35 @@ def vit_unused_diagnosis(key: str) -> str:
                        "add pos_emb to the tokens once the class token is prepended")
 
 
-def vit_missing_key_diagnosis(missing: set[str]) -> str | None:
+BLOCKS_NOT_REGISTERED = recognised(
+    "vit_classifier", "blocks_not_registered",
+    "your blocks are not registered with the model: in a plain Python list (or tuple) their parameters are not "
+    "the ViT's (no state dict entries, no training, no .to()); hold them in nn.ModuleList([...])")
+
+
+def vit_missing_key_diagnosis(missing: set[str], present: set[str] | None = None) -> str | None:
+    """Why the ViT lacks the parameters `missing`; `present`: those it has (given, the blocks held in a plain
+    list are named where every missing one is a block's and none it has is numbered, as a ModuleList's are)."""
     for key in ("pos_emb", "cls_token"):
         if key in missing:
             return MISSING_KEY.text(key=key)
+    if present is not None and missing and all(key.startswith("blocks.") for key in missing) and \
+            not any(re.search(r"(^|\.)\d+\.", key) for key in present):
+        return BLOCKS_NOT_REGISTERED.text()
     return None
 
 
-def vit_dropout_diagnosis(default: bool, zero_drops: bool = True) -> str:
+def vit_dropout_diagnosis(default: bool, zero_drops: bool = True, rate: Any = None) -> str:
     """Why a ViT's dropout misbehaves: with its default (`default`), where an explicit dropout=0.0 drops values
-    too (`zero_drops`) or does not; or a dropout of 0.5 that drops nothing."""
+    too (`zero_drops`) or does not (and the rate its first block's dropout got by default, if read); or a
+    dropout of 0.5 that drops nothing."""
     if not default:
         return DROPOUT_IGNORED.text()
-    return (DROPOUT_BY_DEFAULT if zero_drops else DROPOUT_DEFAULT_NOT_ZERO).text()
+    if zero_drops:
+        return DROPOUT_BY_DEFAULT.text()
+    if isinstance(rate, (int, float)) and not isinstance(rate, bool) and rate != 0:
+        return DROPOUT_DEFAULT_VALUE.text(p=rate)
+    return DROPOUT_DEFAULT_NOT_ZERO.text()
 
 
 # --- swin_windows ------------------------------------------------------------------------------------
@@ -3027,6 +3293,14 @@ PARTITION_MISTAKES = (
     mistake("swin_windows", "partition_grid_first",
             "your windows are ordered by grid position first and image second: all windows of image 0 come first, "
             "then those of image 1 (keep B as the first dimension)", lambda x, ws: _permuted(x, ws, 1, 3, 0, 2, 4, 5)),
+    mistake("swin_windows", "partition_keeps_ws_ws",
+            "your windows keep their ws x ws square, (B * nW, ws, ws, C), as timm's window_partition does: the "
+            "contract's are flattened, (B * nW, ws * ws, C), reshape(-1, ws * ws, C)",
+            lambda x, ws: _permuted(x, ws, 0, 1, 3, 2, 4, 5).reshape(-1, ws, ws, x.shape[-1])),
+    mistake("swin_windows", "partition_keeps_batch",
+            "your windows keep the batch dimension, (B, nW, ws * ws, C): the windows of every image are one list, "
+            "(B * nW, ws * ws, C), reshape(-1, ws * ws, C)",
+            lambda x, ws: _permuted(x, ws, 0, 1, 3, 2, 4, 5).reshape(x.shape[0], -1, ws * ws, x.shape[-1])),
     mistake("swin_windows", "partition_as_w_h",
             "you split the map as (B, W/ws, ws, H/ws, ws, C), as if it were (B, W, H, C): the map is (B, H, W, C), "
             "rows first", _split_as_transposed),
@@ -3203,6 +3477,16 @@ MASK_DTYPE_MISTAKES = (
 )
 
 
+WINDOW_ONE_BAD_SIDE = recognised(
+    "swin_windows", "one_bad_side_let_through",
+    "your check lets a map through when only one of H and W is not a multiple of window_size: reject it when "
+    "either is, H % window_size or W % window_size (an and there lets one bad side through)")
+
+
+def window_checks(H: int, W: int, ws: int) -> dict[Mistake, bool]:
+    return one_bad_side(H, W, ws, WINDOW_ONE_BAD_SIDE)
+
+
 def shifted_mask_mistakes(H: int, W: int, ws: int, s: int) -> Mistakes:
     """shifted_window_mask(H, W, ws, s) as common mistakes compute it (bool masks)."""
     follows: Mistakes = {}
@@ -3212,9 +3496,17 @@ def shifted_mask_mistakes(H: int, W: int, ws: int, s: int) -> Mistakes:
     return _unambiguous({**follows, **bind(SHIFTED_MASK_MISTAKES, H, W, ws, s)})
 
 
+MASK_OF_SQUARE_WINDOWS = mistake(
+    "swin_windows", "mask_of_square_windows",
+    "your mask is (nW, ws, ws, ws): the labels it compares come from a window_partition that keeps each window a "
+    "ws x ws square, (nW, ws, ws); window_partition flattens them, (B * nW, ws * ws, C) (its own checks say how), "
+    "and the mask follows", lambda H, W, ws: torch.Size(((H // ws) * (W // ws), ws, ws, ws)))
+
+
 def mask_dtype_mistakes(H: int, W: int, ws: int, s: int) -> Mistakes:
-    """The official float mask (0 where the tokens may attend, -100 where not) instead of the bool one."""
-    return bind(MASK_DTYPE_MISTAKES, H, W, ws, s)
+    """The official float mask (0 where the tokens may attend, -100 where not) instead of the bool one; the mask
+    of windows left square."""
+    return {**bind(MASK_DTYPE_MISTAKES, H, W, ws, s), **bind([MASK_OF_SQUARE_WINDOWS], H, W, ws)}
 
 
 # --- window_attention --------------------------------------------------------------------------------
@@ -3267,7 +3559,8 @@ def swin_attention(state: dict[str, Tensor], x: Tensor, n_heads: int, ws: int, m
         q, k, v = (t.reshape(B_, N, n_heads, dh).transpose(1, 2) for t in qkv.chunk(3, dim=-1))
     if variant == "qk_swapped":
         q, k = k, q
-    scores = q @ k.transpose(-2, -1) / math.sqrt(C if variant == "scale_channel" else dh)
+    scores = q @ k.transpose(-2, -1) / math.sqrt(C if variant == "scale_channel" else 1 if variant == "unscaled"
+                                                 else dh)
     if variant != "no_bias":
         bias = w["relative_position_bias_table"][swin_relative_index(ws, variant)]  # (N, N, H)
         scores = scores + (bias.reshape(n_heads, N, N) if variant == "bias_without_permute" else bias.permute(2, 0, 1))
@@ -3276,7 +3569,8 @@ def swin_attention(state: dict[str, Tensor], x: Tensor, n_heads: int, ws: int, m
         per = mask.repeat_interleave(B_ // nW, 0) if variant == "mask_interleaved" else mask.repeat(B_ // nW, 1, 1)
         per = per[:, None]
         scores = scores + per.double() if variant == "mask_01" else scores.masked_fill(~per, float("-inf"))
-    out = (scores.softmax(dim=-1) @ v).transpose(1, 2).reshape(B_, N, C)
+    axis = int(variant.removeprefix("softmax_dim_")) if variant.startswith("softmax_dim_") else -1
+    out = (scores.softmax(dim=axis) @ v).transpose(1, 2).reshape(B_, N, C)
     return F.linear(out, w["proj.weight"], w.get("proj.bias"))
 
 
@@ -3311,7 +3605,7 @@ def swin_block(state: dict[str, Tensor], x: Tensor, n_heads: int, ws: int, shift
     elif shift and variant != "no_roll_back":
         y = torch.roll(y, (back, back), dims=(1, 2))
     x = (norm(x, "norm1") if variant == "residual_from_normed" else x) + y
-    h = x if variant == "mlp_without_norm2" else norm(x, "norm2")
+    h = x if variant == "mlp_without_norm2" else norm(x - y if variant == "parallel_mlp" else x, "norm2")
     act = F.relu if variant == "relu" else F.gelu
     return x + F.linear(act(F.linear(h, w["mlp.0.weight"], w["mlp.0.bias"])), w["mlp.2.weight"], w["mlp.2.bias"])
 
@@ -3344,6 +3638,15 @@ SWIN_ATTENTION_MISTAKES = variants("window_attention", ((sentence, variant) for 
                         "so window b uses mask[b % nW] (mask.repeat, not repeat_interleave)",
     "mask_01": "you added the bool mask to the scores as 0 and 1: masked pairs need a very negative score "
                "(-inf, or a float mask of 0 and -100 as Swin's code builds), allowed ones get nothing added",
+    "unscaled": "your window attention's scores are not divided by √(C / n_heads), the square root of one head's "
+                "width",
+    # the softmax over another axis than the keys of the (B_, n_heads, N, N) scores
+    "softmax_dim_0": "your window attention's weights are a softmax over dim=0, the windows of (B_, n_heads, N, N) "
+                     "scores: softmax over the keys, the last dimension (dim=-1)",
+    "softmax_dim_1": "your window attention's weights are a softmax over dim=1, the heads of (B_, n_heads, N, N) "
+                     "scores: softmax over the keys, the last dimension (dim=-1)",
+    "softmax_dim_2": "your window attention's weights are a softmax over dim=2, the queries of (B_, n_heads, N, N) "
+                     "scores: softmax over the keys, the last dimension (dim=-1)",
 }.items()))
 SWIN_MASK_IGNORED = mistake("window_attention", "mask_ignored",
                             "your WindowAttention ignores its mask: pairs where mask[b % nW] is False get no weight "
@@ -3373,6 +3676,8 @@ SWIN_BLOCK_MISTAKES = variants("window_attention", ((sentence, variant) for vari
     "residual_from_normed": "your first residual adds the attention to norm1(x): it adds it to x itself, "
                             "x = x + attention(norm1(x))",
     "mlp_without_norm2": "your MLP reads x without norm2: the second branch is x + mlp(norm2(x))",
+    "parallel_mlp": "your MLP reads the block's input, mlp(norm2(x)) of the x before the attention was added: the "
+                    "branches run one after the other, x = x + attention(...), then x + mlp(norm2(x)) of that x",
     "relu": "your MLP uses ReLU: Swin's MLP is Linear, GELU, Linear (nn.GELU())",
 }.items()))
 
@@ -3475,3 +3780,102 @@ def swin_block_shape_mistakes(dim: int, mlp_ratio: float, key: str) -> Mistakes:
 
 def swin_table_shape_mistakes(ws: int, n_heads: int) -> Mistakes:
     return bind(TABLE_SHAPE_MISTAKES_SWIN, ws, n_heads)
+
+
+# === shared: mistakes any component's checks can see ===================================================
+# (GENERAL entries: a dtype the result does not keep, torch's own words for a mistake in student code.)
+
+# The result's dtype is not the one the check asks for, its shape being right (compare.diagnose weighs these:
+# matched where only the dtype is wrong, ruled out where the values are wrong in the right dtype).
+FLOAT_DTYPE_CHANGED = recognised(
+    GENERAL, "float_dtype_changed",
+    "your result changed dtype on the way: a .float() or .double(), a dtype= argument, or a tensor made "
+    "without dtype= (float32 by default) mixed in; compute in the dtype the result must have (the inputs', "
+    "x.dtype, where it follows them), or cast back with .to(...)")
+NOT_BOOL = recognised(
+    GENERAL, "not_bool",
+    "your mask is not a bool tensor: make it with dtype=torch.bool, or by a comparison (j <= i); masked_fill "
+    "and ~ want bool, and 0/1 numbers (uint8, int, float) are no mask")
+NOT_INTEGER = recognised(
+    GENERAL, "not_integer",
+    "your indices are not integers: keep integer arithmetic (arange without a float dtype, // rather than /), "
+    "or convert with .long()")
+
+
+def dtype_changed(want: torch.dtype, got: torch.dtype | None = None) -> Mistake | None:
+    """The entry for a result that should be of dtype `want` and came back in `got` (None: any other dtype
+    that entry is about), or None where no entry is about these two."""
+    if want == torch.bool:
+        return NOT_BOOL
+    if want.is_floating_point:
+        return FLOAT_DTYPE_CHANGED if got is None or got.is_floating_point else None
+    if not want.is_complex:
+        return NOT_INTEGER if got is None or got.is_floating_point or got == torch.bool else None
+    return None
+
+
+# torch's own error messages that name a mistake in the line of student code that raised them.
+VIEW_NOT_CONTIGUOUS = recognised(
+    GENERAL, "view_not_contiguous",
+    "you called .view on a tensor whose memory is not in row order (it was transposed or permuted), and view "
+    "cannot regroup it: use .reshape(...), or .contiguous().view(...)")
+TENSOR_AS_BOOL = recognised(
+    GENERAL, "tensor_as_bool",
+    "you used a tensor as a truth value (if t, not t, t or u, and): a tensor of several values has none. Test "
+    "`t is None` where you mean 'not set yet' (an empty cache), or reduce it with .any() / .all()")
+CAT_NOT_EXPANDED = recognised(
+    "vit_classifier", "cat_not_expanded",
+    "you concatenated tensors whose other dimensions differ, one of them of size 1 there: torch.cat does not "
+    "broadcast, so expand it first (a (1, 1, D) class token to the batch, .expand(B, -1, -1))")
+TORCH_ERRORS = (
+    ("view size is not compatible with input tensor's size and stride", VIEW_NOT_CONTIGUOUS),
+    ("Boolean value of Tensor with more than one value is ambiguous", TENSOR_AS_BOOL),
+)
+# torch.cat's words for tensors of other sizes, one of them 1: CAT_NOT_EXPANDED
+CAT_OF_SIZE_1 = re.compile(r"Sizes of tensors must match except in dimension \d+\. Expected size (1 but got size \d+"
+                           r"|\d+ but got size 1\b)")
+# Python's own ValueErrors that no check expects: the student's own check rejecting a valid call, a shape
+# unpacked into a fixed number of names.
+OWN_CHECK_TOO_STRICT = recognised(
+    GENERAL, "own_check_too_strict",
+    "your own check raised ValueError on a valid call: its condition rejects inputs the contract accepts (< for "
+    "<=, another dimension or size than the contract's)")
+SHAPE_UNPACKED = recognised(
+    GENERAL, "shape_unpacked",
+    "you unpacked a tensor's shape into a fixed number of names (b, t, d = x.shape), but it came with another "
+    "number of dimensions: read the sizes you need by index from the end (x.shape[-1], x.size(-2)) so that any "
+    "leading dimensions pass")
+UNPACKED = re.compile(r"(too many|not enough) values to unpack \(expected \d+")
+
+
+def error_mistake(message: str, where: str = "", kinds: tuple[str, ...] = (), component: str = "") -> str | None:
+    """The sentence of the mistake that an error raised in student code names, if it names one: torch's words
+    for it (TORCH_ERRORS), a ValueError that no check expected (`where`: the student's frames, innermost last;
+    `kinds`: the error's classes), or, in the checks of `component`, its own. (A load_state_dict of the wrong
+    sizes is named by the state-dict checks, which know the contract's widths: LINEAR_WIDTHS.)"""
+    entry = next((entry for words, entry in TORCH_ERRORS if words in message), None)
+    if entry is not None:
+        return entry.sentence
+    frames = [line for line in where.splitlines() if line.strip()]
+    if component == "vit_classifier" and CAT_OF_SIZE_1.search(message) and frames and "cat(" in frames[-1]:
+        return CAT_NOT_EXPANDED.sentence
+    if "ValueError" in kinds and frames:
+        if UNPACKED.search(message) and (".shape" in frames[-1] or ".size()" in frames[-1]):
+            return SHAPE_UNPACKED.sentence
+        if len(frames) == 1 and re.search(r"\braise ValueError\b", frames[0]):  # the function the check called
+            return OWN_CHECK_TOO_STRICT.sentence
+    return None
+
+
+# A family: an nn.Linear sized with other widths among those the contract names (d_model, d_k, ...), each pair
+# of names its own sentence, known by the weight's shape (out_features, in_features).
+LINEAR_WIDTHS = mistake(
+    GENERAL, "linear_widths",
+    "your {layer} is nn.Linear({got_in}, {got_out}): the contract's is nn.Linear({want_in}, {want_out})", dict())
+
+
+def linear_width_mistakes(layer: str, want: tuple[str, str], widths: dict[str, int]) -> Mistakes:
+    """For the weight of the nn.Linear `layer`, whose (in_features, out_features) the contract names `want`:
+    every other pair of the named `widths` (name -> size)."""
+    return {LINEAR_WIDTHS.text(layer=layer, got_in=i, got_out=o, want_in=want[0], want_out=want[1]):
+            torch.Size((widths[o], widths[i])) for i in widths for o in widths if (i, o) != want}

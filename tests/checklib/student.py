@@ -4,14 +4,19 @@ from __future__ import annotations
 from contextlib import contextmanager
 from typing import Any, Callable, Iterator
 
+from grader.results import CheckFailure, with_diagnosis
 from grader.sandbox.protocol import StudentError
 
 from .catalogue import Mistake
 from .compare import diagnosed
 
 
-def expect_value_error(call: Callable[..., Any], *args: Any, what: str, **kwargs: Any) -> str:
-    """Call student code that must raise ValueError; returns its message."""
+def expect_value_error(call: Callable[..., Any], *args: Any, what: str,
+                       lets_through: dict[Mistake, bool] | None = None, **kwargs: Any) -> str:
+    """Call student code that must raise ValueError; returns its message. `lets_through`: the known mistakes
+    of a check that lets some bad inputs through (an `and` for an `or`, say), each with whether this input
+    is one it lets through: where no ValueError comes, those that let it through are matched and the others
+    ruled out."""
     try:
         result = call(*args, **kwargs)
     except StudentError as exc:
@@ -20,9 +25,19 @@ def expect_value_error(call: Callable[..., Any], *args: Any, what: str, **kwargs
         if "ValueError" in exc.kinds:
             return exc.message
         got = f"{exc.type_name}: {exc.message}" if exc.message else exc.type_name
-        raise AssertionError(f"{what}: expected a ValueError, got {got}\n{exc.where}".rstrip()) from None
+        raise _let_through(AssertionError(f"{what}: expected a ValueError, got {got}\n{exc.where}".rstrip()),
+                           lets_through) from None
     shown = getattr(result, "type_name", None) or getattr(result, "shape", result)
-    raise AssertionError(f"{what}: expected a ValueError, but it returned {shown!r}")
+    raise _let_through(AssertionError(f"{what}: expected a ValueError, but it returned {shown!r}"), lets_through)
+
+
+def _let_through(failure: AssertionError, lets_through: dict[Mistake, bool] | None) -> AssertionError:
+    """`failure` (no ValueError came), weighing the mistakes that let this input through (see expect_value_error)."""
+    if not lets_through:
+        return failure
+    matched = [entry.sentence for entry, through in lets_through.items() if through]
+    ruled_out = [entry.sentence for entry, through in lets_through.items() if not through]
+    return CheckFailure(with_diagnosis(str(failure), matched), matched, ruled_out)
 
 
 @contextmanager
