@@ -1497,15 +1497,70 @@ def _fixed_dims(entry: Mistake, x: Tensor, fn: Callable[[Tensor, int], Tensor]) 
     return {entry.text(dim=k): (lambda k=k: fn(x.double(), k)) for k in FIXED_DIMS if -x.dim() <= k < x.dim()}
 
 
+# Families: the sum (the normaliser) taken over the whole tensor or without keepdim, whichever maximum is
+# subtracted first (each shift its own member: right, none, the whole tensor's, one without keepdim).
+SOFTMAX_GLOBAL_SUM = mistake("cross_entropy", "softmax_global_sum",
+                             "your softmax divides by e.sum(), the sum of the whole tensor, with e = exp({shift}): "
+                             "each row is divided by its own total, e.sum(dim=dim, keepdim=True)", dict())
+SOFTMAX_SUM_WITHOUT_KEEPDIM = mistake("cross_entropy", "softmax_sum_without_keepdim",
+                                      "your softmax divides by e.sum(dim) without keepdim=True, with e = exp({shift}), "
+                                      "so the totals broadcast along the wrong dimension: e.sum(dim=dim, keepdim=True)",
+                                      dict())
+LOG_SOFTMAX_GLOBAL_SUM = mistake("cross_entropy", "log_softmax_global_sum",
+                                 "your log_softmax subtracts log(e.sum()), the sum of the whole tensor, with e = "
+                                 "exp({shift}): each row subtracts the log of its own total, "
+                                 "sum(dim=dim, keepdim=True)", dict())
+LOG_SOFTMAX_SUM_WITHOUT_KEEPDIM = mistake("cross_entropy", "log_softmax_sum_without_keepdim",
+                                          "your log_softmax subtracts log(e.sum(dim)) (or logsumexp(dim)) without "
+                                          "keepdim=True, with e = exp({shift}), so the totals broadcast along the "
+                                          "wrong dimension: sum(dim=dim, keepdim=True)", dict())
+LOG_SOFTMAX_MAX_WITHOUT_KEEPDIM = mistake("cross_entropy", "log_softmax_max_without_keepdim",
+                                          "your log_softmax subtracts x.max(dim).values without keepdim=True, so the "
+                                          "maxima broadcast along the wrong dimension: x.amax(dim=dim, keepdim=True)",
+                                          lambda x, dim: _log_softmax_as(x, dim, "no_keepdim", "keepdim"))
+SHIFTS_WRITTEN = {"keepdim": "x - x.amax(dim=dim, keepdim=True)", "none": "x", "global": "x - x.max()",
+                  "no_keepdim": "x - x.max(dim).values"}
+
+
+def _reduced(t: Tensor, dim: int, how: str, op: str) -> Tensor | float:
+    """t reduced by `op` ("amax" or "sum") along dim with keepdim (`keepdim`), over the whole tensor (`global`),
+    along dim without keepdim (`no_keepdim`), or not at all (`none`: 0)."""
+    if how == "none":
+        return 0.0
+    return getattr(t, op)() if how == "global" else getattr(t, op)(dim=dim, keepdim=how == "keepdim")
+
+
+def _softmax_as(x: Tensor, dim: int, shift: str, total: str) -> Tensor:
+    e = torch.exp(x - _reduced(x, dim, shift, "amax"))
+    return e / _reduced(e, dim, total, "sum")
+
+
+def _log_softmax_as(x: Tensor, dim: int, shift: str, total: str) -> Tensor:
+    shifted = x - _reduced(x, dim, shift, "amax")
+    return shifted - torch.log(_reduced(torch.exp(shifted), dim, total, "sum"))
+
+
+def _normaliser_family(x: Tensor, dim: int, log: bool) -> Mistakes:
+    entries = (LOG_SOFTMAX_GLOBAL_SUM, LOG_SOFTMAX_SUM_WITHOUT_KEEPDIM) if log else \
+        (SOFTMAX_GLOBAL_SUM, SOFTMAX_SUM_WITHOUT_KEEPDIM)
+    fn = _log_softmax_as if log else _softmax_as
+    return {entry.text(shift=written): (lambda shift=shift, total=total: fn(x, dim, shift, total))
+            for entry, total in zip(entries, ("global", "no_keepdim")) for shift, written in SHIFTS_WRITTEN.items()
+            if not (log and shift == "global")}  # a constant shift cancels in x - shift - log(sum(exp(x - shift)))
+
+
 def softmax_mistakes(x: Tensor, dim: int, got: Any = None) -> Mistakes:
-    """For softmax(x, dim) (which gave `got`); also a fixed dim of FIXED_DIMS."""
-    return besides(bind(SOFTMAX_MISTAKES, x, dim), _fixed_dims(SOFTMAX_FIXED_DIM, x, torch.softmax), got)
+    """For softmax(x, dim) (which gave `got`); also a fixed dim of FIXED_DIMS, and a sum over the whole tensor or
+    without keepdim."""
+    family = {**_fixed_dims(SOFTMAX_FIXED_DIM, x, torch.softmax), **_normaliser_family(x, dim, log=False)}
+    return besides(bind(SOFTMAX_MISTAKES, x, dim), family, got)
 
 
 def log_softmax_mistakes(x: Tensor, dim: int, got: Any = None) -> Mistakes:
-    """For log_softmax(x, dim) (which gave `got`); also a fixed dim of FIXED_DIMS."""
-    return besides(bind(LOG_SOFTMAX_MISTAKES, x, dim), _fixed_dims(LOG_SOFTMAX_FIXED_DIM, x, torch.log_softmax),
-                   got)
+    """For log_softmax(x, dim) (which gave `got`); also a fixed dim of FIXED_DIMS, and a sum over the whole
+    tensor or without keepdim."""
+    family = {**_fixed_dims(LOG_SOFTMAX_FIXED_DIM, x, torch.log_softmax), **_normaliser_family(x, dim, log=True)}
+    return besides(bind([*LOG_SOFTMAX_MISTAKES, LOG_SOFTMAX_MAX_WITHOUT_KEEPDIM], x, dim), family, got)
 
 
 def cross_entropy_mistakes(logits: Tensor, targets: Tensor, ignore_index: int) -> Mistakes:
