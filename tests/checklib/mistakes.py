@@ -1350,19 +1350,52 @@ GATE_DETACHED = mistake("swiglu", "gate_detached",
                         lambda x, state, grad_output: swiglu_detached_gate_x_grad(x, state, grad_output))
 
 
+# Families: some of the layers with a bias (all three is SWIGLU_BIASES); the hidden layer sized by another
+# width in scope than d_ff (LLaMA's 2/3 rule applied to a d_ff the caller already chose, d_model, GPT's 4 * d_model,
+# a fused gate-and-up width, ...).
+SWIGLU_LAYER_BIAS = mistake("swiglu", "layer_bias",
+                            "your {layers} has a bias (nn.Linear's default bias=True): SwiGLU's three nn.Linear are "
+                            "created with bias=False", dict())
+SWIGLU_HIDDEN_WIDTH = mistake("swiglu", "hidden_width",
+                              "your hidden layer is {expr} wide: SwiGLU(d_model, d_ff) uses d_ff itself as the hidden "
+                              "width, nn.Linear(d_model, d_ff) for w_gate and w_up and nn.Linear(d_ff, d_model) for "
+                              "w_down (the caller has already chosen d_ff: no 2/3 rule, no rounding)", dict())
+SWIGLU_LAYERS = ("w_gate", "w_up", "w_down")
+HIDDEN_WIDTHS: dict[str, Callable[[int, int], int]] = {
+    "int(2 * d_ff / 3)": lambda d, f: int(2 * f / 3), "d_model": lambda d, f: d, "4 * d_model": lambda d, f: 4 * d,
+    "int(8 * d_model / 3)": lambda d, f: int(8 * d / 3), "2 * d_ff": lambda d, f: 2 * f, "d_ff // 2": lambda d, f: f // 2,
+    "256 * ceil(int(2 * d_ff / 3) / 256)": lambda d, f: 256 * -(-int(2 * f / 3) // 256)}
+
+
+def swiglu_shapes(d_model: int, hidden: int) -> dict[str, tuple[int, ...]]:
+    """The weights' shapes of a SwiGLU whose hidden layer is `hidden` wide."""
+    return {"w_gate.weight": (hidden, d_model), "w_up.weight": (hidden, d_model), "w_down.weight": (d_model, hidden)}
+
+
+def swiglu_width_mistakes(d_model: int, d_ff: int, key: str | None = None) -> Mistakes:
+    """For the shapes of the weights (a dict key -> shape), or (`key`) the torch.Size of one of them: each other
+    width of HIDDEN_WIDTHS that differs from d_ff."""
+    widths = {expr: fn(d_model, d_ff) for expr, fn in HIDDEN_WIDTHS.items()}
+    return {SWIGLU_HIDDEN_WIDTH.text(expr=expr): (lambda w=w: swiglu_shapes(d_model, w) if key is None
+                                                  else torch.Size(swiglu_shapes(d_model, w)[key]))
+            for expr, w in widths.items() if w != d_ff}
+
+
 def swiglu_mistakes(x: Tensor, state: dict[str, Tensor]) -> Mistakes:
     return simulated(SWIGLU_MISTAKES, lambda variant: swiglu(x, state, variant=variant))
 
 
 def swiglu_key_mistakes(expected: set[str]) -> Mistakes:
-    return bind([SWIGLU_BIASES], expected)
+    """For the state-dict keys: all three layers with a bias, or some of them."""
+    return besides(bind([SWIGLU_BIASES], expected), biased_layer_mistakes(SWIGLU_LAYER_BIAS, expected, SWIGLU_LAYERS))
 
 
 def swiglu_shape_mistakes(d_model: int, d_ff: int, key: str) -> Mistakes:
     """For the shape of state_dict()[key]."""
+    family = swiglu_width_mistakes(d_model, d_ff, key)
     if key == "w_down.weight":
-        return bind([W_DOWN_TRANSPOSED], d_model, d_ff)
-    return bind([W_IN_TRANSPOSED], d_model, d_ff, layer=key.split(".")[0])
+        return {**bind([W_DOWN_TRANSPOSED], d_model, d_ff), **family}
+    return {**bind([W_IN_TRANSPOSED], d_model, d_ff, layer=key.split(".")[0]), **family}
 
 
 def swiglu_detached_gate_x_grad(x: Tensor, state: dict[str, Tensor], grad_output: Tensor) -> Tensor:
@@ -3530,3 +3563,26 @@ def swin_block_shape_mistakes(dim: int, mlp_ratio: float, key: str) -> Mistakes:
 
 def swin_table_shape_mistakes(ws: int, n_heads: int) -> Mistakes:
     return bind(TABLE_SHAPE_MISTAKES_SWIN, ws, n_heads)
+
+
+# --- shared by the LLM track's components (dllm) ---------------------------------------------------------
+
+def biased_layer_mistakes(entry: Mistake, expected: set[str], layers: tuple[str, ...]) -> Mistakes:
+    """For a module's set of state-dict keys (`expected`: the right ones, every nn.Linear bias=False): each
+    nonempty proper subset of `layers` with a bias too (`entry`'s {layers}: the layers, comma-separated)."""
+    subsets = [c for n in range(1, len(layers)) for c in itertools.combinations(layers, n)]
+    return {entry.text(layers=", ".join(subset)): (lambda subset=subset: expected | {f"{name}.bias" for name in subset})
+            for subset in subsets}
+
+
+LOADED_SHAPE = re.compile(r"size mismatch for ([\w.]+): copying a param with shape torch\.Size\(\[([\d, ]*)\]\) from "
+                          r"checkpoint, the shape in current model is torch\.Size\(\[([\d, ]*)\]\)")
+
+
+def loaded_shapes(message: str, expected: dict[str, tuple[int, ...]]) -> dict[str, tuple[int, ...]] | None:
+    """The shapes of the student's weights that a failed load_state_dict reveals (`message`: torch's words), the
+    others taken as `expected`; None where the message names no size mismatch of these keys."""
+    found = {key: tuple(int(d) for d in mine.split(",") if d.strip())
+             for key, _, mine in LOADED_SHAPE.findall(message) if key in expected}
+    return {**expected, **found} if found else None
+
