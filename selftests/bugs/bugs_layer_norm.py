@@ -88,3 +88,13 @@ BUGS += [
         "writes the default eps into the formula instead of using self.eps",
         diagnosis=("your eps is 1e-5 whatever eps the norm is given",)),
 ]
+
+# Siblings of held-out set 8's rms_norm bugs: the weight as (1 + weight), a computation in float32.
+BUGS += [
+    Bug("layer_norm", "gemma_one_plus_weight", "norms.py", "* self.weight + self.bias", "* (1 + self.weight) + self.bias",
+        "scales by (1 + weight), Gemma's convention", diagnosis=("(1 + weight)",)),
+    Bug("layer_norm", "float32_upcast_kept", "norms.py", "mean = x.mean(dim=-1, keepdim=True)",
+        "x = x.float()  # upcast for stability\n        mean = x.mean(dim=-1, keepdim=True)",
+        "upcasts to float32 and never casts back: float64 inputs come back in float32 precision",
+        diagnosis=("computes in float32 for a float64 input",)),
+]

@@ -1103,6 +1103,8 @@ def layer_norm(x: Tensor, weight: Tensor, bias: Tensor, eps: float, *, variant: 
         return normed * w
     if variant == "no_weight":
         return normed + b
+    if variant == "one_plus_weight":
+        return normed * (1 + w) + b
     return normed * w + b
 
 
@@ -1125,6 +1127,8 @@ LAYER_NORM_MISTAKES = variants("layer_norm", (
     ("your LayerNorm divides by the root mean square of x, not by its standard deviation: the variance is "
      "the mean of (x - mean)**2, not of x**2", "rms_denominator"),
     ("your LayerNorm does not subtract the mean: (x - mean) / sqrt(var + eps)", "no_mean"),
+    ("your LayerNorm scales by (1 + weight), Gemma's convention for a weight that starts at 0: here weight starts "
+     "at 1 and scales directly, normed * weight + bias", "one_plus_weight"),
     ("your variance is E[x²] - E[x]², which cancels catastrophically in float32 when the inputs sit far "
      "from zero: average the squared deviations (x - mean)**2 instead", "naive_variance"),
 ))
@@ -1180,6 +1184,9 @@ def layer_norm_mistakes(x: Tensor, state: dict[str, Tensor], eps: float, *, defa
     """For LayerNorm(x) with this eps (which gave `got`); also an eps of FIXED_EPS_VALUES written into the code."""
     named = simulated([*LAYER_NORM_MISTAKES, *([DEFAULT_EPS] if default_eps else [])],
                       lambda variant: layer_norm(x, state["weight"], state["bias"], eps, variant=variant))
+    named.update(lower_precision_mistakes(
+        "LayerNorm", lambda dtype: F.layer_norm(x.to(dtype), x.shape[-1:], state["weight"].to(dtype),
+                                                state["bias"].to(dtype), eps), x, got))
     return _fixed_eps(lambda value: layer_norm(x, state["weight"], state["bias"], value), named, got, default_eps)
 
 
@@ -1257,6 +1264,10 @@ def rms_norm(x: Tensor, weight: Tensor, eps: float, *, variant: str = "") -> Ten
         out = x / torch.sqrt(ms) + eps
     else:
         out = x / torch.sqrt(ms + eps)
+    if variant == "one_plus_weight":
+        return out * (1 + w)
+    if variant == "weight_added":
+        return out + w
     return out if variant == "no_weight" else out * w
 
 
@@ -1277,6 +1288,10 @@ RMS_NORM_MISTAKES = variants("rms_norm", (
     ("your RMSNorm never multiplies by weight", "no_weight"),
     ("your RMSNorm divides by the mean absolute value; it is the root of the mean of the squares", "abs_mean"),
     ("your RMSNorm squares the mean (mean(x)**2); it is the mean of the squares, mean(x**2)", "square_of_mean"),
+    ("your RMSNorm scales by (1 + weight), Gemma's convention for a weight that starts at 0: here weight starts "
+     "at 1 and scales directly, x / sqrt(mean(x**2) + eps) * weight", "one_plus_weight"),
+    ("your RMSNorm adds weight to the normalised x; it multiplies: x / sqrt(mean(x**2) + eps) * weight",
+     "weight_added"),
 ))
 
 
@@ -1299,6 +1314,8 @@ def rms_norm_mistakes(x: Tensor, state: dict[str, Tensor], eps: float, *, defaul
     if default_eps:
         entries.append(DEFAULT_EPS)
     named = simulated(entries, lambda variant: rms_norm(x, state["weight"], eps, variant=variant))
+    named.update(lower_precision_mistakes(
+        "RMSNorm", lambda dtype: F.rms_norm(x.to(dtype), x.shape[-1:], state["weight"].to(dtype), eps), x, got))
     return _fixed_eps(lambda value: rms_norm(x, state["weight"], value), named, got, default_eps)
 
 
@@ -3585,4 +3602,37 @@ def loaded_shapes(message: str, expected: dict[str, tuple[int, ...]]) -> dict[st
     found = {key: tuple(int(d) for d in mine.split(",") if d.strip())
              for key, _, mine in LOADED_SHAPE.findall(message) if key in expected}
     return {**expected, **found} if found else None
+
+
+LOWER_PRECISION = mistake("layer_norm", "lower_precision",
+                          "your {name} computes in float32 for a float64 input (an x.float() kept to the end, or a "
+                          "float32 tensor made inside): its result has float32's precision only; compute in x's "
+                          "dtype, or cast the result back with .type_as(x)", dict())
+
+
+def lower_precision_mistakes(name: str, compute: Callable[[torch.dtype], Tensor], x: Tensor, got: Any) -> Mistakes:
+    """For a float64 case of a computation (`compute(dtype)`: the right result computed in that dtype) that gave
+    `got`: a float32 result is the float32 computation's; a float64 one is explained where it lies within
+    float32's rounding of the right values everywhere (and not within float64's: the case failed), fitted to it;
+    elsewhere the model is the float32 computation, which rules the mistake out. Nothing for other inputs."""
+    def model() -> Tensor | None:
+        if x.dtype != torch.float64 or not isinstance(got, Tensor) or not got.is_floating_point():
+            return None
+        low = compute(torch.float32).detach()
+        if got.dtype != torch.float64:
+            return low
+        high = compute(torch.float64).detach()
+        if got.shape == high.shape and _within(got.detach().double(), high, 2e-6):
+            return got
+        return low.double()
+    return {LOWER_PRECISION.text(name=name): model}
+
+
+def _within(got: Tensor, reference: Tensor, tol: float) -> bool:
+    """Whether every value of `got` lies within tol·(max(1, |reference|.max()) + |reference|) of `reference`'s
+    (both float64, finite)."""
+    if not (bool(torch.isfinite(got).all()) and bool(torch.isfinite(reference).all())):
+        return False
+    scale = max(1.0, reference.abs().max().item()) if reference.numel() else 1.0
+    return bool(((got - reference).abs() <= tol * (scale + reference.abs())).all())
 
