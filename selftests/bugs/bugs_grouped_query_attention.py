@@ -99,3 +99,13 @@ BUGS += [
         "puts the copies' axis after the sequence, so the reshape mixes positions into the heads",
         diagnosis=("your repeat_kv puts the n_rep copies on a new axis 3",)),
 ]
+
+# The copies along another dim (mistakes.REPEAT_KV_DIM): held-out set 8's repeat_on_batch_axis and its siblings.
+BUGS += [
+    Bug("grouped_query_attention", "repeat_on_batch_axis", "gqa.py", REPEAT, "return x.repeat_interleave(n_rep, dim=0)",
+        "repeat_kv repeats along dim 0 (the batch) instead of the heads", diagnosis=("dim=0",)),
+    Bug("grouped_query_attention", "tile_on_batch_axis", "gqa.py", REPEAT, "return x.repeat(n_rep, 1, 1, 1)",
+        "repeat_kv tiles along dim 0 (the batch)", diagnosis=("repeat(n_rep, 1, 1, 1)",)),
+    Bug("grouped_query_attention", "tile_on_sequence_axis", "gqa.py", REPEAT, "return x.repeat(1, 1, n_rep, 1)",
+        "repeat_kv tiles the sequence instead of the heads", diagnosis=("repeat(1, 1, n_rep, 1)",)),
+]

@@ -2498,9 +2498,25 @@ def _expanded(x: Tensor, n_rep: int, axis: int) -> Tensor:
     return new.expand(*sizes).reshape(B, H * n_rep, T, Dh)
 
 
+# A family: the copies made along another dim than the heads', in a row (repeat_interleave) or tiled (repeat);
+# repeat_interleave along dims 2 and 3 and repeat along dim 1 are named entries.
+REPEAT_KV_DIM = mistake(
+    "grouped_query_attention", "repeat_kv_dim",
+    "your repeat_kv is x.{call}, copies along dim {dim}: the copies go along the heads, dim 1, each key/value head "
+    "n_rep times in a row, torch.repeat_interleave(x, n_rep, dim=1)",
+    lambda x, n_rep, tiled, dim: x.repeat(*(n_rep if d == dim else 1 for d in range(x.dim()))) if tiled
+    else x.repeat_interleave(n_rep, dim=dim))
+REPEAT_KV_DIMS = ((False, 0), (True, 0), (True, 2), (True, 3))
+
+
 def repeat_kv_mistakes(x: Tensor, n_rep: int) -> Mistakes:
-    """For repeat_kv(x, n_rep); also the copies' axis anywhere but after the heads (REPEAT_KV_AXIS)."""
+    """For repeat_kv(x, n_rep); also the copies' axis anywhere but after the heads (REPEAT_KV_AXIS), and the
+    copies along another dim (REPEAT_KV_DIM)."""
     family = {REPEAT_KV_AXIS.text(axis=axis): REPEAT_KV_AXIS.on(x, n_rep, axis) for axis in (0, 3, 4)}
+    for tiled, dim in REPEAT_KV_DIMS:
+        call = f"repeat({', '.join('n_rep' if d == dim else '1' for d in range(4))})" if tiled else \
+            f"repeat_interleave(n_rep, dim={dim})"
+        family[REPEAT_KV_DIM.text(call=call, dim=dim)] = REPEAT_KV_DIM.on(x, n_rep, tiled, dim)
     return besides(bind(REPEAT_KV_MISTAKES, x, n_rep), family)
 
 
