@@ -1674,9 +1674,11 @@ def closure_mistakes() -> Mistakes:
 
 
 def adamw_run(values: list[Tensor], grads: list[list[Tensor | None]], groups: list[dict], lrs: list[list[float]],
-              variant: str = "", bias_steps: tuple[int, int] = (0, 0)) -> list[list[Tensor]]:
+              variant: str = "", bias_steps: tuple[int, int] = (0, 0),
+              corrections: tuple[str, str] = ("b1", "b2")) -> list[list[Tensor]]:
     """Every step's parameters (float64) of the contract's AdamW, with the mistake `variant` switched on, or
-    the bias corrections 1 - b1**(t + k1), 1 - b2**(t + k2) of `bias_steps` (k1, k2).
+    the bias corrections 1 - c1**(t + k1), 1 - c2**(t + k2) of `bias_steps` (k1, k2) and `corrections` (c1, c2:
+    "b1", "b2", or "none", no correction).
 
     `groups[i]` holds parameter i's settings (lr, betas, eps, weight_decay) at construction; `lrs[s][i]` is
     its lr at step s; `grads[s][i]` its gradient at step s, or None.
@@ -1711,8 +1713,9 @@ def adamw_run(values: list[Tensor], grads: list[list[Tensor | None]], groups: li
                 m[i], v[i], t = torch.zeros_like(p[i]), torch.zeros_like(p[i]), 1
             m[i] = m_beta * m[i] + (1.0 if variant == "m_without_1_minus_b1" else 1 - m_beta) * g
             v[i] = b2 * v[i] + (1.0 if variant == "v_without_1_minus_b2" else 1 - b2) * (g if variant == "v_of_g" else g * g)
-            c1, c2 = (1.0, 1.0) if variant == "no_bias_correction" else (1 - b1**(t + bias_steps[0]),
-                                                                          1 - b2**(t + bias_steps[1]))
+            betas = {"b1": b1, "b2": b2, "none": 0.0}
+            c1, c2 = (1.0, 1.0) if variant == "no_bias_correction" else (
+                1 - betas[corrections[0]]**(t + bias_steps[0]), 1 - betas[corrections[1]]**(t + bias_steps[1]))
             num = g if variant == "no_momentum" else m[i] / c1
             if variant == "eps_inside":
                 denom = (v[i] / c2 + eps).sqrt()
@@ -1733,6 +1736,17 @@ BIAS_STEPS = mistake(
     "your bias corrections are 1 - b1**({t1}) and 1 - b2**({t2}): both use t, the parameter's own update "
     "count, which is 1 at its first update (state['step'] += 1 before it is used)", dict())
 BIAS_SHIFTS = [(k1, k2) for k1 in (-1, 0, 1) for k2 in (-1, 0, 1) if (k1, k2) != (0, 0)]
+# A family: either correction with the other beta, or none (both none is no_bias_correction).
+BIAS_BETAS = mistake(
+    "optimizer", "bias_betas",
+    "your bias corrections are {c1} for m and {c2} for v: m is divided by 1 - b1**t and v by 1 - b2**t, "
+    "each moment by its own beta", dict())
+BIAS_BETA_PAIRS = [(c1, c2) for c1 in ("b1", "b2", "none") for c2 in ("b1", "b2", "none")
+                   if (c1, c2) not in (("b1", "b2"), ("none", "none"))]
+
+
+def _correction(beta: str) -> str:
+    return "1" if beta == "none" else f"1 - {beta}**t"
 
 
 def _adamw_mistakes(values, grads, groups, lrs, pick: Callable[[list[list[Tensor]]], Any], got: Any) -> Mistakes:
@@ -1740,13 +1754,16 @@ def _adamw_mistakes(values, grads, groups, lrs, pick: Callable[[list[list[Tensor
     as `got`); each run computed once, when a check fails."""
     cache: dict[Any, Any] = {}
 
-    def model(variant="", bias_steps=(0, 0)):
-        if (variant, bias_steps) not in cache:
-            cache[variant, bias_steps] = pick(adamw_run(values, grads, groups, lrs, variant, bias_steps))
-        return cache[variant, bias_steps]
+    def model(variant="", bias_steps=(0, 0), corrections=("b1", "b2")):
+        if (variant, bias_steps, corrections) not in cache:
+            cache[variant, bias_steps, corrections] = pick(adamw_run(values, grads, groups, lrs, variant, bias_steps,
+                                                                     corrections))
+        return cache[variant, bias_steps, corrections]
 
     family = {BIAS_STEPS.text(t1=_plus("t", k1), t2=_plus("t", k2)): (lambda k=(k1, k2): model(bias_steps=k))
               for k1, k2 in BIAS_SHIFTS}
+    family.update({BIAS_BETAS.text(c1=_correction(c1), c2=_correction(c2)): (lambda c=(c1, c2): model(corrections=c))
+                   for c1, c2 in BIAS_BETA_PAIRS})
     return besides(simulated(ADAMW_MISTAKES, model), family, got)
 
 
