@@ -1837,18 +1837,21 @@ def clip_grads_mistakes(grads: list[Tensor], max_norm: float, index: int) -> Mis
 # --- lr_schedule -------------------------------------------------------------------------------------
 
 def schedule(steps: list[int], max_lr: float, min_lr: float, warmup: int, total: int, variant: str = "", *,
-             warmup_offsets: tuple[int, int] = (0, 0), progress_offsets: tuple[int, int] = (0, 0)) -> Tensor:
+             warmup_offsets: tuple[int, int] = (0, 0), progress_offsets: tuple[int, int] = (0, 0),
+             cosine: tuple[str, str] = ("min_lr", "max_lr - min_lr")) -> Tensor:
     """lr at each step (float64), with the mistake `variant` switched on, or the warmup's fraction
     (step + a) / (warmup_steps + b) and the cosine's progress (step - warmup_steps + a) / (total_steps -
-    warmup_steps + b) off by the offsets (a, b) given."""
+    warmup_steps + b) off by the offsets (a, b) given, or the cosine base + 0.5 * amplitude * (1 + cos) of
+    `cosine` (base, amplitude: "min_lr" or "0", "max_lr - min_lr" or "max_lr")."""
     out = []
     (wa, wb), (pa, pb) = warmup_offsets, progress_offsets
     for s in steps:
         if s < warmup:
             lr = {"plus_one": max_lr * (s + 1) / warmup, "nanogpt": max_lr * (s + 1) / (warmup + 1),
-                  "to_one": s / warmup, "int_division": max_lr * (s // warmup)}.get(variant,
-                                                                                    max_lr * (s + wa) / (warmup + wb))
-        elif s > total:
+                  "to_one": s / warmup, "int_division": max_lr * (s // warmup),
+                  "warmup_from_min_lr": min_lr + (max_lr - min_lr) * s / warmup}.get(
+                      variant, max_lr * (s + wa) / (warmup + wb))
+        elif s > total and variant != "cosine_continues":
             lr = 0.0 if variant == "zero_after" else max_lr if variant == "max_after" else min_lr
         else:
             progress = (s - warmup + pa) / (total - warmup + pb)
@@ -1867,7 +1870,9 @@ def schedule(steps: list[int], max_lr: float, min_lr: float, warmup: int, total:
             elif variant == "no_one":
                 lr = min_lr + 0.5 * (max_lr - min_lr) * math.cos(angle)
             else:
-                lr = bottom + 0.5 * (top - bottom) * (1 + math.cos(angle))
+                base = {"min_lr": bottom, "0": 0.0}[cosine[0]]
+                amplitude = {"max_lr - min_lr": top - bottom, "max_lr": top}[cosine[1]]
+                lr = base + 0.5 * amplitude * (1 + math.cos(angle))
         out.append(lr)
     return torch.tensor(out, dtype=torch.float64)
 
@@ -1892,6 +1897,9 @@ SCHEDULE_MISTAKES = variants("lr_schedule", {
     "your decay is linear: the contract's is a cosine, 0.5 * (1 + cos(pi * progress))": "linear",
     "after total_steps your schedule returns 0: it stays at min_lr": "zero_after",
     "after total_steps your schedule goes back to max_lr: it stays at min_lr": "max_after",
+    "your schedule has no floor after total_steps: the cosine goes on and rises again; from total_steps on it "
+    "stays at min_lr (if step > total_steps: return min_lr)": "cosine_continues",
+    "your warmup starts at min_lr: it climbs from 0, max_lr * step / warmup_steps": "warmup_from_min_lr",
 })
 
 
@@ -1919,6 +1927,14 @@ PROGRESS_OFF_BY_ONE = mistake(
     lambda steps, max_lr, min_lr, warmup, total, offsets: schedule(steps, max_lr, min_lr, warmup, total,
                                                                    progress_offsets=offsets))
 OFFSETS = [(a, b) for a in (-1, 0, 1) for b in (-1, 0, 1) if (a, b) != (0, 0)]
+# A family: the cosine piece's base or amplitude without min_lr (both without it is no_floor).
+COSINE_FORM = mistake(
+    "lr_schedule", "cosine_form",
+    "your cosine is {lr}: it runs from max_lr at the end of the warmup down to min_lr at total_steps, "
+    "min_lr + 0.5 * (max_lr - min_lr) * (1 + cos(pi * progress))",
+    lambda steps, max_lr, min_lr, warmup, total, form: schedule(steps, max_lr, min_lr, warmup, total, cosine=form))
+COSINE_FORMS = {("0", "max_lr - min_lr"): "0.5 * (max_lr - min_lr) * (1 + cos(pi * progress))",
+                ("min_lr", "max_lr"): "min_lr + 0.5 * max_lr * (1 + cos(pi * progress))"}
 
 
 def _plus(term: str, offset: int) -> str:
@@ -1940,7 +1956,8 @@ def _schedule_texts() -> tuple[tuple[str, Mistake, tuple[int, int]], ...]:
     progress = [(PROGRESS_OFF_BY_ONE.text(numerator=_plus("step - warmup_steps", a),
                                           denominator=_plus("total_steps - warmup_steps", b)), PROGRESS_OFF_BY_ONE,
                  (a, b)) for a, b in OFFSETS]
-    return tuple(warmup + progress)
+    forms = [(COSINE_FORM.text(lr=written), COSINE_FORM, form) for form, written in COSINE_FORMS.items()]
+    return tuple(warmup + progress + forms)
 
 
 # --- rope --------------------------------------------------------------------------------------------
