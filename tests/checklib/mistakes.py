@@ -2891,6 +2891,11 @@ GENERATE_CALL_MISTAKES = (
             "forgets the prompt: pass caches=caches (made once by model.new_caches()) on every call",
             lambda prompt, new, max_len: [(None, None, (0, prompt))]
             + [(None, None, (prompt + i - 1, prompt + i)) for i in range(1, new)]),
+    mistake("sampling", "fresh_caches_newest_token",
+            "you make fresh caches at every step (model.new_caches() inside the loop), so each new token meets empty "
+            "caches and sees no context: make them once, before the prompt, and pass the same list on every call",
+            lambda prompt, new, max_len: [(0, 0, (0, prompt))]
+            + [(0, i, (prompt + i - 1, prompt + i)) for i in range(1, new)]),
 )
 
 
@@ -3685,4 +3690,20 @@ def _within(got: Tensor, reference: Tensor, tol: float) -> bool:
         return False
     scale = max(1.0, reference.abs().max().item()) if reference.numel() else 1.0
     return bool(((got - reference).abs() <= tol * (scale + reference.abs())).all())
+
+
+DEFAULT_DIFFERS = mistake("sampling", "default_differs",
+                          "your {function} does not default to the contract's {defaults}: called with them spelled out "
+                          "it gives the right result, called without them it does not; give its keyword arguments "
+                          "the contract's defaults", dict())
+
+
+def default_mistakes(function: str, defaults: dict[str, Any], spelled: Any, want: Any, got: Any) -> Mistakes:
+    """For a call that relied on `function`'s defaults and gave `got`: a default that differs from the contract's
+    explains it where the same call with the contract's `defaults` spelled out gave `spelled`, the right result
+    `want`. The model is then the call as made (`got`); elsewhere it is `want`, which rules it out."""
+    text = DEFAULT_DIFFERS.text(function=function, defaults=", ".join(f"{k}={v!r}" for k, v in defaults.items()))
+    right = isinstance(spelled, Tensor) and isinstance(want, Tensor) and spelled.shape == want.shape and \
+        bool((spelled == want).all())
+    return {text: got if right else want}
 
