@@ -2232,6 +2232,12 @@ def decoder_block(state: dict[str, Tensor], x: Tensor, n_heads: int, n_kv_heads:
     if variant == "post_norm":
         h = norm1(x + attn(x))
         return norm2(h + ffn(h))
+    if variant in BLOCK_READS:  # a branch that reads another tensor in scope
+        n = norm1(x)
+        a = attn(x if variant == "reads_attn_x" else n)
+        h = a if variant == "reads_attn_without_residual" else x + a
+        inputs = {"reads_ffn_norm_x": lambda: norm2(x), "reads_ffn_h": lambda: h, "reads_ffn_norm_attn": lambda: norm2(a)}
+        return h + ffn(inputs.get(variant, lambda: norm2(h))())
     if variant == "attn_residual_from_normed":
         n = norm1(x)
         h = n + attn(n)
@@ -2258,12 +2264,31 @@ DECODER_BLOCK_MISTAKES = variants("tiny_lm", ((sentence, variant) for variant, s
     "no_mask": "your block does not pass the mask on to the attention",
 }.items()))
 BLOCK_VARIANTS = {m.name: m.sentence for m in DECODER_BLOCK_MISTAKES}  # variant -> sentence
+# A family: one branch reading another tensor in scope than the pre-norm block's (x, attn_norm(x), the attention's
+# output, h, ffn_norm of any of them); the residuals from the wrong tensor are named entries.
+BLOCK_READ = mistake("tiny_lm", "block_reads",
+                     "your block computes {h}, then {out}: a pre-norm block is h = x + attn(attn_norm(x)), then "
+                     "out = h + ffn(ffn_norm(h)), each branch reading what the one before gave "
+                     "(ffn_norm(x) would make a parallel block)", dict())
+BLOCK_READS = {  # variant -> (h, out) as the sentence writes them
+    "reads_attn_x": ("h = x + attn(x)", "out = h + ffn(ffn_norm(h))"),
+    "reads_attn_without_residual": ("h = attn(attn_norm(x))", "out = h + ffn(ffn_norm(h))"),
+    "reads_ffn_norm_x": ("h = x + attn(attn_norm(x))", "out = h + ffn(ffn_norm(x))"),
+    "reads_ffn_h": ("h = x + attn(attn_norm(x))", "out = h + ffn(h)"),
+    "reads_ffn_norm_attn": ("h = x + attn(attn_norm(x))", "out = h + ffn(ffn_norm(attn(attn_norm(x))))"),
+}
+
+
+def block_read_family(model: Callable[[str], Tensor]) -> Mistakes:
+    """BLOCK_READ's members, `model(variant)` the output of the block (or the model) with that variant."""
+    return {BLOCK_READ.text(h=h, out=out): (lambda v=variant: model(v)) for variant, (h, out) in BLOCK_READS.items()}
 
 
 def decoder_block_mistakes(state: dict[str, Tensor], x: Tensor, n_heads: int, n_kv_heads: int, rope, mask
                            ) -> Mistakes:
-    return simulated(DECODER_BLOCK_MISTAKES, lambda variant: decoder_block(state, x, n_heads, n_kv_heads, rope=rope,
-                                                                           mask=mask, variant=variant))
+    def model(variant: str) -> Tensor:
+        return decoder_block(state, x, n_heads, n_kv_heads, rope=rope, mask=mask, variant=variant)
+    return besides(simulated(DECODER_BLOCK_MISTAKES, model), block_read_family(model))
 
 
 def tiny_lm(state: dict[str, Tensor], chunks: list[Tensor], *, n_heads: int, n_kv_heads: int, n_layers: int,
@@ -2290,7 +2315,7 @@ def tiny_lm(state: dict[str, Tensor], chunks: list[Tensor], *, n_heads: int, n_k
         causal = variant != "no_causal_mask"
         mask = None if cached or not causal else torch.ones(T, T, dtype=torch.bool).tril()
         for i in range(n_layers):
-            block_variant = variant if variant in BLOCK_VARIANTS else ""
+            block_variant = variant if variant in BLOCK_VARIANTS or variant in BLOCK_READS else ""
             x = decoder_block(state, x, n_heads, n_kv_heads, rope=rope, mask=mask, variant=block_variant,
                               cache=caches[i] if cached else None, prefix=f"blocks.{i}.", causal=causal)
         out.append((x if variant == "no_final_norm" else _rms(x, state["norm.weight"])) @ head.T)
@@ -2320,8 +2345,9 @@ SHARED_CACHE = mistake("tiny_lm", "shared_cache", "your blocks share one KV cach
 
 def tiny_lm_mistakes(state: dict[str, Tensor], chunks: list[Tensor], *, cached: bool = False, **config: Any
                      ) -> Mistakes:
-    return simulated([*TINY_LM_MISTAKES, *([SHARED_CACHE] if cached else [])],
-                     lambda variant: tiny_lm(state, chunks, cached=cached, variant=variant, **config))
+    def model(variant: str) -> Tensor:
+        return tiny_lm(state, chunks, cached=cached, variant=variant, **config)
+    return besides(simulated([*TINY_LM_MISTAKES, *([SHARED_CACHE] if cached else [])], model), block_read_family(model))
 
 
 HEAD_BIAS = recognised("tiny_lm", "head_bias", "your head has a bias: nn.Linear(d_model, vocab_size, bias=False)")
