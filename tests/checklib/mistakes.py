@@ -1184,10 +1184,12 @@ def layer_norm_mistakes(x: Tensor, state: dict[str, Tensor], eps: float, *, defa
     """For LayerNorm(x) with this eps (which gave `got`); also an eps of FIXED_EPS_VALUES written into the code."""
     named = simulated([*LAYER_NORM_MISTAKES, *([DEFAULT_EPS] if default_eps else [])],
                       lambda variant: layer_norm(x, state["weight"], state["bias"], eps, variant=variant))
-    named.update(lower_precision_mistakes(
+    precision = lower_precision_mistakes(
         "LayerNorm", lambda dtype: F.layer_norm(x.to(dtype), x.shape[-1:], state["weight"].to(dtype),
-                                                state["bias"].to(dtype), eps), x, got))
-    return _fixed_eps(lambda value: layer_norm(x, state["weight"], state["bias"], value), named, got, default_eps)
+                                                state["bias"].to(dtype), eps), x, got)
+    fixed = _fixed_eps(lambda value: layer_norm(x, state["weight"], state["bias"], value), {}, got, default_eps)
+    return {**_fixed_eps(lambda value: layer_norm(x, state["weight"], state["bias"], value), named, got, default_eps),
+            **fitted_besides({**named, **fixed}, precision, got)}
 
 
 def statistics_detached_x_grad(x: Tensor, state: dict[str, Tensor], eps: float, grad_output: Tensor, *,
@@ -1314,9 +1316,11 @@ def rms_norm_mistakes(x: Tensor, state: dict[str, Tensor], eps: float, *, defaul
     if default_eps:
         entries.append(DEFAULT_EPS)
     named = simulated(entries, lambda variant: rms_norm(x, state["weight"], eps, variant=variant))
-    named.update(lower_precision_mistakes(
-        "RMSNorm", lambda dtype: F.rms_norm(x.to(dtype), x.shape[-1:], state["weight"].to(dtype), eps), x, got))
-    return _fixed_eps(lambda value: rms_norm(x, state["weight"], value), named, got, default_eps)
+    precision = lower_precision_mistakes(
+        "RMSNorm", lambda dtype: F.rms_norm(x.to(dtype), x.shape[-1:], state["weight"].to(dtype), eps), x, got)
+    fixed = _fixed_eps(lambda value: rms_norm(x, state["weight"], value), {}, got, default_eps)
+    return {**_fixed_eps(lambda value: rms_norm(x, state["weight"], value), named, got, default_eps),
+            **fitted_besides({**named, **fixed}, precision, got)}
 
 
 # --- swiglu ------------------------------------------------------------------------------------------
@@ -3695,7 +3699,8 @@ def lower_precision_mistakes(name: str, compute: Callable[[torch.dtype], Tensor]
     """For a float64 case of a computation (`compute(dtype)`: the right result computed in that dtype) that gave
     `got`: a float32 result is the float32 computation's; a float64 one is explained where it lies within
     float32's rounding of the right values everywhere (and not within float64's: the case failed), fitted to it;
-    elsewhere the model is the float32 computation, which rules the mistake out. Nothing for other inputs."""
+    elsewhere the model is the float32 computation, which rules the mistake out. Nothing for other inputs. A fit:
+    bind it with `besides`, so that a mistake modelled exactly speaks where it gives what came back."""
     def model() -> Tensor | None:
         if x.dtype != torch.float64 or not isinstance(got, Tensor) or not got.is_floating_point():
             return None
@@ -3703,7 +3708,7 @@ def lower_precision_mistakes(name: str, compute: Callable[[torch.dtype], Tensor]
         if got.dtype != torch.float64:
             return low
         high = compute(torch.float64).detach()
-        if got.shape == high.shape and _within(got.detach().double(), high, 2e-6):
+        if got.shape == high.shape and _within(got.detach().double(), high, 1e-6):
             return got
         return low.double()
     return {LOWER_PRECISION.text(name=name): model}
@@ -3732,4 +3737,12 @@ def default_mistakes(function: str, defaults: dict[str, Any], spelled: Any, want
     right = isinstance(spelled, Tensor) and isinstance(want, Tensor) and spelled.shape == want.shape and \
         bool((spelled == want).all())
     return {text: got if right else want}
+
+
+def fitted_besides(models: Mistakes, fitted: Mistakes, got: Any) -> Mistakes:
+    """The `fitted` members (models fitted to what came back, `got`), each silent where one of `models`, as
+    computed, gives what came back too: a fit never speaks over a mistake modelled exactly (even one that its own
+    family leaves unnamed)."""
+    both = besides(models, fitted, got)
+    return {sentence: both[sentence] for sentence in fitted}
 
