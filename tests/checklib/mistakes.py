@@ -1128,7 +1128,7 @@ LAYER_NORM_MISTAKES = variants("layer_norm", (
      "the mean of (x - mean)**2, not of x**2", "rms_denominator"),
     ("your LayerNorm does not subtract the mean: (x - mean) / sqrt(var + eps)", "no_mean"),
     ("your LayerNorm scales by (1 + weight), Gemma's convention for a weight that starts at 0: here weight starts "
-     "at 1 and scales directly, normed * weight + bias", "one_plus_weight"),
+     "at 1 and scales directly, (x - mean) / sqrt(var + eps) * weight + bias", "one_plus_weight"),
     ("your variance is E[x²] - E[x]², which cancels catastrophically in float32 when the inputs sit far "
      "from zero: average the squared deviations (x - mean)**2 instead", "naive_variance"),
 ))
@@ -1901,8 +1901,8 @@ SCHEDULE_MISTAKES = variants("lr_schedule", {
     "your decay is linear: the contract's is a cosine, 0.5 * (1 + cos(pi * progress))": "linear",
     "after total_steps your schedule returns 0: it stays at min_lr": "zero_after",
     "after total_steps your schedule goes back to max_lr: it stays at min_lr": "max_after",
-    "your schedule has no floor after total_steps: the cosine goes on and rises again; from total_steps on it "
-    "stays at min_lr (if step > total_steps: return min_lr)": "cosine_continues",
+    "your schedule has no floor after total_steps: the cosine goes on and rises again; every step > total_steps "
+    "gives min_lr": "cosine_continues",
     "your warmup starts at min_lr: it climbs from 0, max_lr * step / warmup_steps": "warmup_from_min_lr",
 })
 
