@@ -139,3 +139,15 @@ BUGS += [
     Bug("optimizer", "m_not_corrected", "training.py", STEP, "p.addcdiv_(m, denom, value=-lr)",
         "corrects v's bias but not m's", diagnosis=("1 for m",)),
 ]
+
+# The per-parameter norms reduced another way than the L2 norm of them all (mistakes.CLIP_NORM_MISTAKES).
+NORM = "norm = torch.linalg.vector_norm(torch.stack([torch.linalg.vector_norm(g) for g in grads]))"
+BUGS += [
+    Bug("optimizer", "clip_largest_norm", "training.py", NORM,
+        "norm = torch.stack([torch.linalg.vector_norm(g) for g in grads]).max()",
+        "takes the largest per-parameter norm (an infinity norm) as the total norm",
+        diagnosis=("the largest of the per-parameter norms",)),
+    Bug("optimizer", "clip_mean_of_norms", "training.py", NORM,
+        "norm = torch.stack([torch.linalg.vector_norm(g) for g in grads]).mean()",
+        "averages the per-parameter norms", diagnosis=("the mean of the per-parameter norms",)),
+]

@@ -1806,6 +1806,14 @@ CLIP_NORM_MISTAKES = (
     mistake("optimizer", "last_norm_only",
             "you returned the last parameter's norm only: the norm is over all the gradients together",
             lambda grads, max_norm, norm: grads[-1].double().norm()),
+    mistake("optimizer", "largest_norm",
+            "you returned the largest of the per-parameter norms (an infinity norm over them): the norm is the L2 "
+            "norm of all the gradients together, the square root of the sum of every squared entry",
+            lambda grads, max_norm, norm: torch.stack([g.double().norm() for g in grads]).max()),
+    mistake("optimizer", "mean_of_norms",
+            "you returned the mean of the per-parameter norms: the norm is the L2 norm of all the gradients "
+            "together, the square root of the sum of every squared entry",
+            lambda grads, max_norm, norm: torch.stack([g.double().norm() for g in grads]).mean()),
 )
 CLIP_GRADS_MISTAKES = (
     mistake("optimizer", "gradients_unchanged",
