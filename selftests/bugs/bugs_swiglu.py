@@ -80,3 +80,16 @@ BUGS += [
         "sizes the hidden layer as GPT's 4 * d_model, ignoring d_ff",
         diagnosis=("your hidden layer is 4 * d_model wide",)),
 ]
+
+# The gate through another activation than silu (mistakes.SWIGLU_ACTIVATION).
+BUGS += [
+    Bug("swiglu", "gelu_tanh_gate", "ffn.py", FORWARD,
+        "return self.w_down(F.gelu(self.w_gate(x), approximate='tanh') * self.w_up(x))",
+        "gates with GELU's tanh approximation (GPT-2's GELU) instead of silu",
+        diagnosis=("F.gelu(z, approximate='tanh')",)),
+    Bug("swiglu", "tanh_gate", "ffn.py", FORWARD, "return self.w_down(self.w_gate(x).tanh() * self.w_up(x))",
+        "gates with tanh", diagnosis=("your gate uses torch.tanh",)),
+    Bug("swiglu", "quick_gelu_gate", "ffn.py", FORWARD,
+        "return self.w_down(self.w_gate(x) * (1.702 * self.w_gate(x)).sigmoid() * self.w_up(x))",
+        "gates with CLIP's quick GELU, z * sigmoid(1.702 z)", diagnosis=("z * sigmoid(1.702 * z)",)),
+]

@@ -1402,8 +1402,25 @@ def swiglu_width_mistakes(d_model: int, d_ff: int, key: str | None = None) -> Mi
             for expr, w in widths.items() if w != d_ff}
 
 
+# A family: the gate through another activation than silu (sigmoid, ReLU and GELU are named entries).
+SWIGLU_ACTIVATION = mistake("swiglu", "activation",
+                            "your gate uses {fn}: SwiGLU's activation is silu(z) = z * sigmoid(z), F.silu", dict())
+GATE_ACTIVATIONS: dict[str, Callable[[Tensor], Tensor]] = {
+    "F.gelu(z, approximate='tanh')": lambda z: F.gelu(z, approximate="tanh"), "torch.tanh": torch.tanh,
+    "F.softplus": F.softplus, "F.elu": F.elu, "F.leaky_relu": F.leaky_relu, "F.mish": F.mish,
+    "F.hardswish": F.hardswish, "z * sigmoid(1.702 * z)": lambda z: z * torch.sigmoid(1.702 * z)}
+
+
+def _gated(x: Tensor, state: dict[str, Tensor], activation: Callable[[Tensor], Tensor]) -> Tensor:
+    s = {k: v.double() for k, v in state.items()}
+    x = x.double()
+    return F.linear(activation(F.linear(x, s["w_gate.weight"])) * F.linear(x, s["w_up.weight"]), s["w_down.weight"])
+
+
 def swiglu_mistakes(x: Tensor, state: dict[str, Tensor]) -> Mistakes:
-    return simulated(SWIGLU_MISTAKES, lambda variant: swiglu(x, state, variant=variant))
+    """For SwiGLU(x) with these weights; also the gate through another activation (GATE_ACTIVATIONS)."""
+    family = {SWIGLU_ACTIVATION.text(fn=fn): (lambda act=act: _gated(x, state, act)) for fn, act in GATE_ACTIVATIONS.items()}
+    return besides(simulated(SWIGLU_MISTAKES, lambda variant: swiglu(x, state, variant=variant)), family)
 
 
 def swiglu_key_mistakes(expected: set[str]) -> Mistakes:
