@@ -98,3 +98,9 @@ BUGS += [
         "return min_lr + (max_lr - min_lr) * step / warmup_steps", "the warmup climbs from min_lr instead of 0",
         diagnosis=("your warmup starts at min_lr",)),
 ]
+BUGS += [
+    Bug("lr_schedule", "cosine_clamped_to_min_lr", "training.py", COSINE,
+        "return max(min_lr, 0.5 * max_lr * (1 + math.cos(math.pi * progress)))",
+        "GPT-NeoX's old form: a cosine to 0 clamped at min_lr instead of one shifted up to it",
+        diagnosis=("max(min_lr, 0.5 * max_lr",)),
+]

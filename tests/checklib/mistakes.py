@@ -1899,9 +1899,11 @@ def schedule(steps: list[int], max_lr: float, min_lr: float, warmup: int, total:
             elif variant == "no_one":
                 lr = min_lr + 0.5 * (max_lr - min_lr) * math.cos(angle)
             else:
-                base = {"min_lr": bottom, "0": 0.0}[cosine[0]]
+                base = {"min_lr": bottom, "0": 0.0, "max": 0.0}[cosine[0]]
                 amplitude = {"max_lr - min_lr": top - bottom, "max_lr": top}[cosine[1]]
                 lr = base + 0.5 * amplitude * (1 + math.cos(angle))
+                if cosine[0] == "max":  # clamped from below instead of shifted
+                    lr = max(lr, min_lr)
         out.append(lr)
     return torch.tensor(out, dtype=torch.float64)
 
@@ -1963,7 +1965,9 @@ COSINE_FORM = mistake(
     "min_lr + 0.5 * (max_lr - min_lr) * (1 + cos(pi * progress))",
     lambda steps, max_lr, min_lr, warmup, total, form: schedule(steps, max_lr, min_lr, warmup, total, cosine=form))
 COSINE_FORMS = {("0", "max_lr - min_lr"): "0.5 * (max_lr - min_lr) * (1 + cos(pi * progress))",
-                ("min_lr", "max_lr"): "min_lr + 0.5 * max_lr * (1 + cos(pi * progress))"}
+                ("min_lr", "max_lr"): "min_lr + 0.5 * max_lr * (1 + cos(pi * progress))",
+                ("max", "max_lr"): "max(min_lr, 0.5 * max_lr * (1 + cos(pi * progress)))",
+                ("max", "max_lr - min_lr"): "max(min_lr, 0.5 * (max_lr - min_lr) * (1 + cos(pi * progress)))"}
 
 
 def _plus(term: str, offset: int) -> str:
