@@ -104,3 +104,8 @@ BUGS += [
         "h = self.attn(self.attn_norm(x), mask, rope=rope, cache=cache)", "forgets the attention's residual",
         diagnosis=("h = attn(attn_norm(x))",)),
 ]
+BUGS += [
+    Bug("tiny_lm", "last_position_only", "gpt.py", "return self.head(self.norm(x))",
+        "return self.head(self.norm(x[:, -1:]))", "returns the logits of the last position only, as for decoding",
+        diagnosis=("the logits of the last position only",)),
+]

@@ -2351,7 +2351,8 @@ def tiny_lm(state: dict[str, Tensor], chunks: list[Tensor], *, n_heads: int, n_k
             block_variant = variant if variant in BLOCK_VARIANTS or variant in BLOCK_READS else ""
             x = decoder_block(state, x, n_heads, n_kv_heads, rope=rope, mask=mask, variant=block_variant,
                               cache=caches[i] if cached else None, prefix=f"blocks.{i}.", causal=causal)
-        out.append((x if variant == "no_final_norm" else _rms(x, state["norm.weight"])) @ head.T)
+        logits = (x if variant == "no_final_norm" else _rms(x, state["norm.weight"])) @ head.T
+        out.append(logits[:, -1:] if variant == "last_position_only" else logits)
     return torch.cat(out, dim=1)
 
 
@@ -2359,6 +2360,8 @@ TINY_LM_MISTAKES = tuple(m for m in DECODER_BLOCK_MISTAKES if m.name != "no_mask
     (sentence, variant) for variant, sentence in {
     "no_final_norm": "your TinyLM applies the head to the last block's output directly: the final RMSNorm "
                      "(norm) comes first, head(norm(x))",
+    "last_position_only": "your TinyLM returns the logits of the last position only, (B, 1, vocab_size): forward "
+                          "returns every position's, (B, T, vocab_size); generate picks the last one itself",
     "no_causal_mask": "your TinyLM attends to future positions without caches: give the blocks a causal mask "
                       "(True on and below the diagonal) when there are no caches",
     "no_rope": "your TinyLM does not give the blocks the RoPE tables (rope=(cos, sin)), so attention cannot "
