@@ -98,3 +98,12 @@ BUGS += [
         "upcasts to float32 and never casts back: float64 inputs come back in float32 precision",
         diagnosis=("computes in float32 for a float64 input",)),
 ]
+
+# A statistic without keepdim=True, named from torch's broadcasting error (mistakes.keepdim_lost).
+BUGS += [
+    Bug("layer_norm", "mean_without_keepdim", "norms.py", "mean = x.mean(dim=-1, keepdim=True)", "mean = x.mean(dim=-1)",
+        "takes the mean without keepdim=True", diagnosis=("your mean or variance loses its last dim",)),
+    Bug("layer_norm", "variance_without_keepdim", "norms.py",
+        "var = (x - mean).pow(2).mean(dim=-1, keepdim=True)", "var = (x - mean).pow(2).mean(dim=-1)",
+        "takes the variance without keepdim=True", diagnosis=("your mean or variance loses its last dim",)),
+]

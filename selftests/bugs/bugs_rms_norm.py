@@ -116,3 +116,9 @@ BUGS += [
         "takes the mean square of x.float(), so float64 inputs get a float32 denominator",
         diagnosis=("computes in float32 for a float64 input",)),
 ]
+
+# A statistic without keepdim=True, named from torch's broadcasting error (mistakes.keepdim_lost).
+BUGS += [
+    Bug("rms_norm", "mean_square_without_keepdim", "norms.py", RMS_MS, "ms = x.pow(2).mean(dim=-1)  # (...)",
+        "takes the mean square without keepdim=True", diagnosis=("your mean square loses its last dim",)),
+]

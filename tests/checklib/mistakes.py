@@ -1302,6 +1302,16 @@ SCALED_IN_PLACE = mistake("rms_norm", "scaled_in_place",
                           lambda x: x.double() * torch.rsqrt(x.double().pow(2).mean(-1, keepdim=True) + 1e-5))
 
 
+RMS_WITHOUT_KEEPDIM = recognised("rms_norm", "without_keepdim",
+                                 "your mean square loses its last dim (mean(dim=-1) without keepdim=True), so the (...,) "
+                                 "result broadcasts against the wrong dimension of x: x.pow(2).mean(dim=-1, "
+                                 "keepdim=True), (..., 1)")
+LAYER_NORM_WITHOUT_KEEPDIM = recognised("layer_norm", "without_keepdim",
+                                        "your mean or variance loses its last dim (mean(dim=-1) without keepdim=True), "
+                                        "so the (...,) result broadcasts against the wrong dimension of x: take both "
+                                        "with keepdim=True, (..., 1)")
+
+
 def scaled_in_place_mistakes(x: Tensor) -> Mistakes:
     """For x after RMSNorm(d, eps=1e-5)(x)."""
     return bind([SCALED_IN_PLACE], x)
@@ -3777,4 +3787,20 @@ def fitted_besides(models: Mistakes, fitted: Mistakes, got: Any) -> Mistakes:
     family leaves unnamed)."""
     both = besides(models, fitted, got)
     return {sentence: both[sentence] for sentence in fitted}
+
+
+def broadcast_clash(a: tuple[int, ...], b: tuple[int, ...]) -> set[int] | None:
+    """The two sizes torch names when shapes `a` and `b` do not broadcast (it compares from the last dim), or None."""
+    for x, y in zip(reversed(a), reversed(b)):
+        if x != y and 1 not in (x, y):
+            return {x, y}
+    return None
+
+
+def keepdim_lost(message: str, shape: tuple[int, ...], dim: int = -1) -> bool:
+    """Whether an error's words (`message`) are those of a reduction of a `shape` tensor over `dim` without
+    keepdim=True, broadcast back against the tensor."""
+    dim %= len(shape)
+    clash = broadcast_clash(tuple(shape[:dim]) + tuple(shape[dim + 1:]), tuple(shape))
+    return clash is not None and mismatched_sizes(message) == clash
 
