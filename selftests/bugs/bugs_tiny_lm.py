@@ -104,8 +104,7 @@ BUGS += [
         "h = self.attn(self.attn_norm(x), mask, rope=rope, cache=cache)", "forgets the attention's residual",
         diagnosis=("h = attn(attn_norm(x))",)),
 ]
-BUGS += [
-    Bug("tiny_lm", "last_position_only", "gpt.py", "return self.head(self.norm(x))",
-        "return self.head(self.norm(x[:, -1:]))", "returns the logits of the last position only, as for decoding",
-        diagnosis=("the logits of the last position only",)),
-]
+# Not in the catalogue yet: a TinyLM returning the logits of the last position only, return
+# self.head(self.norm(x[:, -1:])), is named (the last_position_only variant), but its training check's message
+# ("step 0: TinyLM(idx ...) returned ..., expected logits ...", grader/engine/training.py) is not translated, which
+# selftests/test_i18n.py refuses for a catalogue bug.
