@@ -150,3 +150,10 @@ BUGS += [
         "generate makes fresh caches inside the loop, so each new token sees no context",
         diagnosis=("fresh caches at every step (model.new_caches() inside the loop)",)),
 ]
+BUGS += [
+    Bug("sampling", "softmax_over_rows", "sampling.py",
+        "probs = filter_logits(logits, temperature=temperature, top_k=top_k, top_p=top_p).softmax(dim=-1)",
+        "probs = filter_logits(logits, temperature=temperature, top_k=top_k, top_p=top_p).softmax(dim=0)",
+        "takes the softmax over the batch (dim 0) instead of the vocabulary",
+        diagnosis=("your softmax runs over the rows (dim=0)",)),
+]

@@ -2744,7 +2744,18 @@ DRAW_MISTAKES = (
     mistake("sampling", "unfiltered_softmax",
             "you draw from the unfiltered softmax: the probabilities are softmax(filter_logits(logits, ...))",
             lambda row, temperature, top_k, top_p: row.double().softmax(-1)),
+    mistake("sampling", "softmax_over_rows",
+            "your softmax runs over the rows (dim=0), not over the vocabulary: each row's probabilities are "
+            "softmax(filter_logits(logits, ...), dim=-1)",
+            lambda row, temperature, top_k, top_p: _uniform_over_kept(filtered(row, temperature, top_k, top_p))),
 )
+
+
+def _uniform_over_kept(kept_row: Tensor) -> Tensor:
+    """What draws from one row repeated give with a softmax over the rows: every kept token alike (its column is
+    one value repeated); None where a removed token makes NaN of its column."""
+    finite = torch.isfinite(kept_row).double()
+    return None if not bool(finite.all()) else finite / finite.sum()
 
 
 def _finite_fill(got: Tensor, want: Tensor) -> float | None:
@@ -2834,6 +2845,8 @@ def draw_error_diagnosis(message: str, filtered_rows: Any) -> Mistake | None:
         return None
     if bool((filtered_rows == NEG_INF).all(-1).any()):
         return EMPTY_ROW
+    if filtered_rows.dim() > 1 and bool((filtered_rows == NEG_INF).all(0).any()):
+        return None  # a softmax over the rows (dim 0) makes NaN of a token every row removed, as the logits would
     return MULTINOMIAL_OF_LOGITS
 
 
