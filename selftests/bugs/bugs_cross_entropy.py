@@ -124,3 +124,13 @@ BUGS += [
         "log_softmax subtracts x.max(dim).values without keepdim",
         diagnosis=("your log_softmax subtracts x.max(dim).values",)),
 ]
+
+# The sum divided by another count than the kept targets' (mistakes.CE_DENOMINATOR).
+BUGS += [
+    Bug("cross_entropy", "divided_by_batch", "training.py", "return -picked.mean()",
+        "return -picked.sum() / logits.size(0)", "divides the summed loss by the batch size only",
+        diagnosis=("by logits.size(0)",)),
+    Bug("cross_entropy", "divided_by_vocabulary", "training.py", "return -picked.mean()",
+        "return -picked.sum() / logits.size(-1)", "divides the summed loss by the number of classes",
+        diagnosis=("by logits.size(-1)",)),
+]

@@ -1644,13 +1644,33 @@ def log_softmax_mistakes(x: Tensor, dim: int, got: Any = None) -> Mistakes:
     return besides(bind([*LOG_SOFTMAX_MISTAKES, LOG_SOFTMAX_MAX_WITHOUT_KEEPDIM], x, dim), family, got)
 
 
+# A family: the sum of -log p[target] divided by another count than the kept targets' (all the targets, 1 and
+# the kept targets are named entries).
+CE_DENOMINATOR = mistake("cross_entropy", "denominator",
+                         "your loss divides the sum of -log p[target] by {count}: it is the mean over the kept "
+                         "targets, divided by (targets != ignore_index).sum()", dict())
+
+
+def _denominators(c: _Targets) -> dict[str, int]:
+    kept, v = int(c.keep.sum()), c.raw.shape[-1]
+    counts = {"logits.size(-1)": v, "keep.sum() * logits.size(-1)": kept * v}
+    if c.raw.dim() > 1:
+        counts["logits.size(0)"] = c.raw.shape[0]
+    if c.raw.dim() > 2:
+        counts["logits.size(1)"] = c.raw.shape[1]
+    return {text: n for text, n in counts.items() if n not in (kept, c.t.numel(), 1)}
+
+
 def cross_entropy_mistakes(logits: Tensor, targets: Tensor, ignore_index: int) -> Mistakes:
+    """For cross_entropy(logits, targets, ignore_index=...); also the sum divided by another count."""
     v = logits.shape[-1]
     flat, t = logits.double().reshape(-1, v), targets.reshape(-1)
     keep = t != ignore_index
     logp = torch.log_softmax(flat, -1)
     picked = logp[keep].gather(1, t[keep].unsqueeze(1)).squeeze(1)
-    return bind(CROSS_ENTROPY_MISTAKES, _Targets(flat, t, keep, logp, picked, ignore_index, logits.double()))
+    c = _Targets(flat, t, keep, logp, picked, ignore_index, logits.double())
+    family = {CE_DENOMINATOR.text(count=text): (lambda n=n: -picked.sum() / n) for text, n in _denominators(c).items()}
+    return besides(bind(CROSS_ENTROPY_MISTAKES, c), family)
 
 
 def subtracted_in_place_mistakes(x: Tensor, dim: int = -1) -> Mistakes:
