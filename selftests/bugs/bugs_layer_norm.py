@@ -107,3 +107,14 @@ BUGS += [
         "var = (x - mean).pow(2).mean(dim=-1, keepdim=True)", "var = (x - mean).pow(2).mean(dim=-1)",
         "takes the variance without keepdim=True", diagnosis=("your mean or variance loses its last dim",)),
 ]
+
+# Two slips at once in the denominator, the usual x.std() + eps (mistakes: the std_plus_eps variant).
+LN_RETURN = "return (x - mean) / torch.sqrt(var + self.eps) * self.weight + self.bias"
+BUGS += [
+    Bug("layer_norm", "std_plus_eps", "norms.py", LN_RETURN,
+        "return (x - mean) / (x.std(dim=-1, keepdim=True) + self.eps) * self.weight + self.bias",
+        "divides by x.std() + eps: the unbiased std, with eps outside the root", diagnosis=("x.std() + eps",)),
+    Bug("layer_norm", "unbiased_std_no_eps", "norms.py", LN_RETURN,
+        "return (x - mean) / x.std(dim=-1, keepdim=True) * self.weight + self.bias",
+        "divides by x.std() with no eps", diagnosis=("the unbiased standard deviation without eps",)),
+]

@@ -1085,7 +1085,11 @@ def layer_norm(x: Tensor, weight: Tensor, bias: Tensor, eps: float, *, variant: 
         return (x - mean) / torch.sqrt((x - mean).pow(2).mean(dim=-1, keepdim=True) + eps) * w + b
     dims = tuple(range(x.dim())) if variant == "global_statistics" else (-1,)
     mean = x.mean(dim=dims, keepdim=True)
-    var = x.var(dim=dims, keepdim=True, unbiased=variant == "unbiased")
+    var = x.var(dim=dims, keepdim=True, unbiased=variant in ("unbiased", "std_plus_eps", "unbiased_no_eps"))
+    if variant == "std_plus_eps":
+        variant = "eps_outside_sqrt"
+    elif variant == "unbiased_no_eps":
+        variant = "no_eps"
     if variant == "rms_denominator":
         var = x.pow(2).mean(dim=-1, keepdim=True)
     if variant == "no_eps":
@@ -1127,6 +1131,11 @@ LAYER_NORM_MISTAKES = variants("layer_norm", (
     ("your LayerNorm divides by the root mean square of x, not by its standard deviation: the variance is "
      "the mean of (x - mean)**2, not of x**2", "rms_denominator"),
     ("your LayerNorm does not subtract the mean: (x - mean) / sqrt(var + eps)", "no_mean"),
+    ("your LayerNorm divides by x.std() + eps: torch's std is the unbiased one (D - 1) and eps belongs under the "
+     "square root; it is (x - mean) / sqrt(var + eps), var the biased variance, x.var(dim=-1, unbiased=False)",
+     "std_plus_eps"),
+    ("your LayerNorm divides by the unbiased standard deviation without eps: it is (x - mean) / sqrt(var + eps), "
+     "var the biased variance, x.var(dim=-1, unbiased=False)", "unbiased_no_eps"),
     ("your LayerNorm scales by (1 + weight), Gemma's convention for a weight that starts at 0: here weight starts "
      "at 1 and scales directly, (x - mean) / sqrt(var + eps) * weight + bias", "one_plus_weight"),
     ("your variance is E[x²] - E[x]², which cancels catastrophically in float32 when the inputs sit far "
