@@ -109,3 +109,13 @@ BUGS += [
     Bug("grouped_query_attention", "tile_on_sequence_axis", "gqa.py", REPEAT, "return x.repeat(1, 1, n_rep, 1)",
         "repeat_kv tiles the sequence instead of the heads", diagnosis=("repeat(1, 1, n_rep, 1)",)),
 ]
+
+# out_proj left out, and one layer with a bias it should not have (mistakes: no_out_proj, GQA_LAYER_BIAS).
+BUGS += [
+    Bug("grouped_query_attention", "no_out_proj", "gqa.py", "return self.out_proj(merge_heads(out))",
+        "return merge_heads(out)", "returns the merged heads without out_proj",
+        diagnosis=("without out_proj",)),
+    Bug("grouped_query_attention", "out_proj_always_biased", "gqa.py",
+        "self.out_proj = nn.Linear(d_model, d_model, bias=bias)", "self.out_proj = nn.Linear(d_model, d_model)",
+        "forgets bias=bias on out_proj", diagnosis=("your out_proj has a bias although bias=False",)),
+]

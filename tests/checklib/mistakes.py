@@ -2541,7 +2541,7 @@ def gqa_calls(state: dict[str, Tensor], x: Tensor, n_heads: int, n_kv_heads: int
         if attend is not None:
             scores = scores.masked_fill(~attend, float("-inf"))
         out = (scores.softmax(dim=-1) @ v).transpose(1, 2).reshape(batch, new, d_model)
-        outputs.append(linear(out, state, "out_proj"))
+        outputs.append(out if variant == "no_out_proj" else linear(out, state, "out_proj"))
     return torch.cat(outputs, dim=1), appended
 
 
@@ -2561,6 +2561,7 @@ GQA_MISTAKES = variants("grouped_query_attention", {
     "cached, at their own positions": "rope_twice",
     "your causal mask with a cache has no offset (query i sees keys 0 .. i): the new queries are the last T "
     "positions and see every cached key, causal_mask(T_new, T_total)": "mask_without_offset",
+    "your forward returns the merged heads without out_proj: the output is out_proj(merge_heads(...))": "no_out_proj",
 })
 GQA_MISTAKES_BY_VARIANT = {m.name: m for m in GQA_MISTAKES}
 GQA_ONE_BY_ONE_ROPE = mistake("grouped_query_attention", "rope_not_at_positions",
@@ -2655,8 +2656,17 @@ def repeat_kv_mistakes(x: Tensor, n_rep: int) -> Mistakes:
     return besides(bind(REPEAT_KV_MISTAKES, x, n_rep), family)
 
 
+GQA_LAYER_BIAS = mistake("grouped_query_attention", "layer_bias",
+                         "your {layers} has a bias although bias=False (nn.Linear's default bias=True): pass "
+                         "bias=bias to every nn.Linear", dict())
+
+
 def gqa_key_mistakes(expected: set[str], bias: bool) -> Mistakes:
-    return bind([GQA_NO_BIASES if bias else GQA_BIASES], expected)
+    """For the state-dict keys: every layer without its bias, or with one; or (bias=False) some layers with one."""
+    named = bind([GQA_NO_BIASES if bias else GQA_BIASES], expected)
+    if bias:
+        return named
+    return besides(named, biased_layer_mistakes(GQA_LAYER_BIAS, expected, ("w_q", "w_k", "w_v", "out_proj")))
 
 
 def gqa_shape_mistakes(d_model: int, n_heads: int, n_kv_heads: int, key: str) -> Mistakes:
