@@ -104,3 +104,8 @@ BUGS += [
         "GPT-NeoX's old form: a cosine to 0 clamped at min_lr instead of one shifted up to it",
         diagnosis=("max(min_lr, 0.5 * max_lr",)),
 ]
+BUGS += [
+    Bug("lr_schedule", "warmup_to_min_lr", "training.py", "return max_lr * step / warmup_steps",
+        "return min_lr * step / warmup_steps", "the warmup climbs to min_lr instead of max_lr",
+        diagnosis=("your warmup climbs to min_lr",)),
+]

@@ -1917,7 +1917,8 @@ def schedule(steps: list[int], max_lr: float, min_lr: float, warmup: int, total:
         if s < warmup:
             lr = {"plus_one": max_lr * (s + 1) / warmup, "nanogpt": max_lr * (s + 1) / (warmup + 1),
                   "to_one": s / warmup, "int_division": max_lr * (s // warmup),
-                  "warmup_from_min_lr": min_lr + (max_lr - min_lr) * s / warmup}.get(
+                  "warmup_from_min_lr": min_lr + (max_lr - min_lr) * s / warmup,
+                  "warmup_to_min_lr": min_lr * s / warmup}.get(
                       variant, max_lr * (s + wa) / (warmup + wb))
         elif s > total and variant != "cosine_continues":
             lr = 0.0 if variant == "zero_after" else max_lr if variant == "max_after" else min_lr
@@ -1970,6 +1971,7 @@ SCHEDULE_MISTAKES = variants("lr_schedule", {
     "your schedule has no floor after total_steps: the cosine goes on and rises again; every step > total_steps "
     "gives min_lr": "cosine_continues",
     "your warmup starts at min_lr: it climbs from 0, max_lr * step / warmup_steps": "warmup_from_min_lr",
+    "your warmup climbs to min_lr: it climbs to max_lr, max_lr * step / warmup_steps": "warmup_to_min_lr",
 })
 
 
@@ -2389,7 +2391,8 @@ def tiny_lm(state: dict[str, Tensor], chunks: list[Tensor], *, n_heads: int, n_k
         for i in range(n_layers):
             block_variant = variant if variant in BLOCK_VARIANTS or variant in BLOCK_READS else ""
             x = decoder_block(state, x, n_heads, n_kv_heads, rope=rope, mask=mask, variant=block_variant,
-                              cache=caches[i] if cached else None, prefix=f"blocks.{i}.", causal=causal)
+                              cache=caches[i] if cached else None, causal=causal,
+                              prefix=f"blocks.{n_layers - 1 if variant == 'shared_block' else i}.")
         logits = (x if variant == "no_final_norm" else _rms(x, state["norm.weight"])) @ head.T
         out.append(logits[:, -1:] if variant == "last_position_only" else logits)
     return torch.cat(out, dim=1)
@@ -2399,6 +2402,9 @@ TINY_LM_MISTAKES = tuple(m for m in DECODER_BLOCK_MISTAKES if m.name != "no_mask
     (sentence, variant) for variant, sentence in {
     "no_final_norm": "your TinyLM applies the head to the last block's output directly: the final RMSNorm "
                      "(norm) comes first, head(norm(x))",
+    "shared_block": "your blocks are one module repeated (nn.ModuleList([DecoderBlock(...)] * n_layers) holds the "
+                    "same block n_layers times, so every layer has the last one's weights): make a new DecoderBlock "
+                    "per layer",
     "last_position_only": "your TinyLM returns the logits of the last position only, (B, 1, vocab_size): forward "
                           "returns every position's, (B, T, vocab_size); generate picks the last one itself",
     "no_causal_mask": "your TinyLM attends to future positions without caches: give the blocks a causal mask "
