@@ -13,6 +13,7 @@ from checklib import adapters, mistakes
 from checklib.compare import assert_close, assert_equal, check_tensor, fail
 from checklib.norms import Norm
 from checklib.scratch import assert_from_scratch
+from checklib.student import naming_errors
 from checklib.weights import norm_state, randn
 
 NORM = Norm("LayerNorm", adapters.LayerNorm, nn.LayerNorm, ("weight", "bias"))
@@ -77,8 +78,11 @@ def test_matches_torch_layer_norm(impl, gen, shape, dtype, eps, kind):
     x = inputs(shape, kind, gen=gen, dtype=dtype)
     m = new_norm(impl, d, state, eps)
     used = 1e-5 if eps is None else eps
-    got = m(x)
-    assert_close(got, expected_output(state, x, used), what=f"{call(d, eps, x)} vs nn.LayerNorm with the same weights",
+    what = f"{call(d, eps, x)} vs nn.LayerNorm with the same weights"
+    with naming_errors(what, mistakes.LAYER_NORM_WITHOUT_KEEPDIM,
+                       lambda exc: mistakes.keepdim_lost(exc.message, x.shape)):
+        got = m(x)
+    assert_close(got, expected_output(state, x, used), what=what,
                  hint=WHERE + ("; the default eps is 1e-5" if eps is None else ""),
                  mistakes=mistakes.layer_norm_mistakes(x, state, used, default_eps=eps is None, got=got))
 

@@ -358,6 +358,7 @@ def generate_call(impl, model, idx: torch.Tensor, new: int, what: str, **kw):
         return adapters.generate(impl)(model, idx, new, **kw)
 
 
+GENERATE_DEFAULTS = dict(temperature=0.0, top_k=None, top_p=None)  # the contract's
 # (batch, prompt length, new tokens): the last one fills max_len exactly
 LENGTHS = [(2, 5, 6), (3, 1, 5), (1, 7, MAX_LEN - 7)]
 
@@ -376,6 +377,12 @@ def test_generate_greedy_matches_uncached_decoding(impl, gen, batch, length, new
             "the result is (B, T + max_new_tokens)")
     models = mistakes.generate_mistakes(model.logits, idx, new)
     check_tensor(got, what=what, shape=want.shape, dtype=torch.int64, hint=hint, mistakes=models)
+    if not bool((got == want).all()):  # the same call with the contract's defaults spelled out
+        try:
+            spelled = adapters.generate(impl)(model.lm, idx, new, **GENERATE_DEFAULTS)
+        except StudentError:
+            spelled = None
+        models.update(mistakes.default_mistakes("generate", GENERATE_DEFAULTS, spelled, want, got))
     assert_equal(got, want, what=f"{what} vs greedy decoding by the full model without caches", hint=hint,
                  mistakes=models)
 

@@ -13,6 +13,7 @@ import torch.nn.functional as F
 from checklib import adapters, mistakes
 from checklib.compare import assert_close, check_tensor, fail
 from checklib.weights import randn, swiglu_state
+from grader.sandbox.protocol import StudentError
 
 FFN = adapters.SwiGLU
 WHERE = "w_down(silu(w_gate(x)) * w_up(x)), silu(z) = z * sigmoid(z), every layer without bias"
@@ -27,6 +28,21 @@ def new_ffn(impl, d_model: int, d_ff: int, state: dict):
     return m
 
 
+def run(call, what: str, d_model: int, d_ff: int, *args, **kwargs):
+    """A call of the student's SwiGLU; a load of the weights that failed on the layers' sizes gets the diagnosis
+    of the hidden width they reveal."""
+    try:
+        return call(*args, **kwargs)
+    except StudentError as exc:
+        expected = mistakes.swiglu_shapes(d_model, d_ff)
+        shapes = mistakes.loaded_shapes(exc.message, expected) if type(exc) is StudentError else None
+        if shapes is None:
+            raise
+        fail(what, f"loading the weights failed: {exc.type_name}: {exc.message}\n{exc.where}".rstrip(),
+             hint="w_gate and w_up are nn.Linear(d_model, d_ff), w_down is nn.Linear(d_ff, d_model)", actual=shapes,
+             expected=expected, mistakes=mistakes.swiglu_width_mistakes(d_model, d_ff))
+
+
 def reference(state: dict, x: torch.Tensor) -> torch.Tensor:
     s = {k: v.double() for k, v in state.items()}
     x = x.double()
@@ -34,15 +50,14 @@ def reference(state: dict, x: torch.Tensor) -> torch.Tensor:
 
 
 def test_state_dict_layout(impl):
-    d_model, d_ff = 6, 10
+    d_model, d_ff = 6, 14  # int(2 * d_ff / 3), 4 * d_model, ... each another width
     got = FFN(impl, d_model, d_ff).state_dict()
     what = f"SwiGLU({d_model}, {d_ff}).state_dict()"
     if set(got) != KEYS:
         fail(what, f"missing keys {sorted(KEYS - set(got))}, unexpected keys {sorted(set(got) - KEYS)}",
              hint="three nn.Linear(..., bias=False) named w_gate, w_up and w_down", actual=set(got),
              mistakes=mistakes.swiglu_key_mistakes(KEYS))
-    shapes = {"w_gate.weight": (d_ff, d_model), "w_up.weight": (d_ff, d_model), "w_down.weight": (d_model, d_ff)}
-    for key, shape in shapes.items():
+    for key, shape in mistakes.swiglu_shapes(d_model, d_ff).items():
         check_tensor(got[key], what=f"{what}['{key}']", shape=shape, dtype=torch.float32,
                      hint="w_gate and w_up are nn.Linear(d_model, d_ff), w_down is nn.Linear(d_ff, d_model) "
                           "(nn.Linear stores its weight as (out_features, in_features))",
@@ -68,22 +83,22 @@ def test_matches_reference(impl, gen, shape, d_ff, dtype):
     state = swiglu_state(d_model, d_ff, gen=gen, dtype=dtype)
     x = randn(*shape, gen=gen, dtype=dtype, scale=2.0)  # pre-activations beyond ±2, where silu, GELU and ReLU part
     m = new_ffn(impl, d_model, d_ff, state)
-    assert_close(m(x), reference(state, x).to(dtype),
-                 what=f"SwiGLU({d_model}, {d_ff})(x {tuple(x.shape)}, {str(dtype)[6:]}) vs the contract's formula "
-                      "with the same weights", hint=WHERE, mistakes=mistakes.swiglu_mistakes(x, state))
+    what = f"SwiGLU({d_model}, {d_ff})(x {tuple(x.shape)}, {str(dtype)[6:]}) vs the contract's formula with the same weights"
+    assert_close(run(m, what, d_model, d_ff, x), reference(state, x).to(dtype), what=what, hint=WHERE,
+                 mistakes=mistakes.swiglu_mistakes(x, state))
 
 
 def test_gradients_match_reference(impl, gen):
-    d_model, d_ff = 8, 12
+    d_model, d_ff = 8, 14  # no width of mistakes.HIDDEN_WIDTHS is another one here
     state = swiglu_state(d_model, d_ff, gen=gen, dtype=torch.float64)
     x = randn(2, 5, d_model, gen=gen, dtype=torch.float64)
     g = randn(2, 5, d_model, gen=gen, dtype=torch.float64)
     m = new_ffn(impl, d_model, d_ff, state)
-    grads = m.grad(x, grad_output=g)
+    what = f"gradient of SwiGLU({d_model}, {d_ff})(x {tuple(x.shape)})"
+    grads = run(m.grad, what, d_model, d_ff, x, grad_output=g)
     params = {k: v.clone().requires_grad_(True) for k, v in state.items()}
     x_ref = x.clone().requires_grad_(True)
     (reference(params, x_ref) * g).sum().backward()
-    what = f"gradient of SwiGLU({d_model}, {d_ff})(x {tuple(x.shape)})"
     assert_close(grads["args"][0], x_ref.grad, what=f"{what} w.r.t. x vs the contract's formula",
                  hint="compute the output from x with differentiable tensor operations (no .detach(), no torch.no_grad())",
                  mistakes=mistakes.swiglu_grad_mistakes(x, state, g))
@@ -97,13 +112,13 @@ def test_gradients_match_reference(impl, gen):
 
 def test_position_wise(impl, gen):
     """A feed-forward network acts on every position alone: shuffling positions shuffles the output."""
-    d_model, d_ff = 8, 16
+    d_model, d_ff = 8, 20  # no width of mistakes.HIDDEN_WIDTHS is another one here
     m = new_ffn(impl, d_model, d_ff, swiglu_state(d_model, d_ff, gen=gen))
     x = randn(2, 6, d_model, gen=gen)
     perm = torch.randperm(6, generator=gen)
     while bool((perm == torch.arange(6)).all()):
         perm = torch.randperm(6, generator=gen)
-    out = m(x)
+    out = run(m, f"SwiGLU({d_model}, {d_ff})(x (2, 6, {d_model}))", d_model, d_ff, x)
     check_tensor(out, what=f"SwiGLU({d_model}, {d_ff})(x (2, 6, {d_model}))", shape=x.shape, dtype=x.dtype,
                  hint="SwiGLU maps (..., d_model) to (..., d_model)")
     assert_close(m(x[:, perm]), out[:, perm], what=f"SwiGLU(x[:, {perm.tolist()}]) vs SwiGLU(x)[:, perm]",

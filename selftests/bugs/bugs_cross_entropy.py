@@ -97,3 +97,40 @@ BUGS += [
         "normalises over dim -2 whatever dim says",
         diagnosis=("your log_softmax always normalises over dim=-2",)),
 ]
+
+# A reduction over the whole tensor or without keepdim (mistakes: the normaliser families), from held-out set 8
+# (the first two) and their siblings.
+BUGS += [
+    Bug("cross_entropy", "logsumexp_without_keepdim", "training.py", LOG_RETURN,
+        "return shifted - torch.log(torch.exp(shifted).sum(dim=dim))",
+        "log_softmax loses keepdim, so the row sums broadcast along the wrong axis",
+        diagnosis=("without keepdim=True",)),
+    Bug("cross_entropy", "softmax_global_sum", "training.py", "return e / e.sum(dim=dim, keepdim=True)",
+        "return e / e.sum()", "softmax divides by the sum of the whole tensor instead of along dim",
+        diagnosis=("the sum of the whole tensor",)),
+    Bug("cross_entropy", "softmax_sum_without_keepdim", "training.py", "return e / e.sum(dim=dim, keepdim=True)",
+        "return e / e.sum(dim=dim)", "softmax's sum loses keepdim, so the totals broadcast along the wrong axis",
+        diagnosis=("e.sum(dim) without keepdim=True",)),
+    Bug("cross_entropy", "log_softmax_global_sum", "training.py", LOG_RETURN,
+        "return shifted - torch.log(torch.exp(shifted).sum())",
+        "log_softmax subtracts the log of the whole tensor's sum",
+        diagnosis=("the sum of the whole tensor",)),
+    Bug("cross_entropy", "unshifted_logsumexp_without_keepdim", "training.py", LOG_SHIFT + "\n    " + LOG_RETURN,
+        "return x - torch.log(torch.exp(x).sum(dim=dim))",
+        "x - log(sum(exp(x))) with neither the maximum subtracted nor keepdim=True",
+        diagnosis=("(or logsumexp(dim)) without keepdim=True",)),
+    Bug("cross_entropy", "log_softmax_max_without_keepdim", "training.py", LOG_SHIFT,
+        "shifted = x - x.max(dim=dim).values",
+        "log_softmax subtracts x.max(dim).values without keepdim",
+        diagnosis=("your log_softmax subtracts x.max(dim).values",)),
+]
+
+# The sum divided by another count than the kept targets' (mistakes.CE_DENOMINATOR).
+BUGS += [
+    Bug("cross_entropy", "divided_by_batch", "training.py", "return -picked.mean()",
+        "return -picked.sum() / logits.size(0)", "divides the summed loss by the batch size only",
+        diagnosis=("by logits.size(0)",)),
+    Bug("cross_entropy", "divided_by_vocabulary", "training.py", "return -picked.mean()",
+        "return -picked.sum() / logits.size(-1)", "divides the summed loss by the number of classes",
+        diagnosis=("by logits.size(-1)",)),
+]

@@ -99,3 +99,23 @@ BUGS += [
         "puts the copies' axis after the sequence, so the reshape mixes positions into the heads",
         diagnosis=("your repeat_kv puts the n_rep copies on a new axis 3",)),
 ]
+
+# The copies along another dim (mistakes.REPEAT_KV_DIM): held-out set 8's repeat_on_batch_axis and its siblings.
+BUGS += [
+    Bug("grouped_query_attention", "repeat_on_batch_axis", "gqa.py", REPEAT, "return x.repeat_interleave(n_rep, dim=0)",
+        "repeat_kv repeats along dim 0 (the batch) instead of the heads", diagnosis=("dim=0",)),
+    Bug("grouped_query_attention", "tile_on_batch_axis", "gqa.py", REPEAT, "return x.repeat(n_rep, 1, 1, 1)",
+        "repeat_kv tiles along dim 0 (the batch)", diagnosis=("repeat(n_rep, 1, 1, 1)",)),
+    Bug("grouped_query_attention", "tile_on_sequence_axis", "gqa.py", REPEAT, "return x.repeat(1, 1, n_rep, 1)",
+        "repeat_kv tiles the sequence instead of the heads", diagnosis=("repeat(1, 1, n_rep, 1)",)),
+]
+
+# out_proj left out, and one layer with a bias it should not have (mistakes: no_out_proj, GQA_LAYER_BIAS).
+BUGS += [
+    Bug("grouped_query_attention", "no_out_proj", "gqa.py", "return self.out_proj(merge_heads(out))",
+        "return merge_heads(out)", "returns the merged heads without out_proj",
+        diagnosis=("without out_proj",)),
+    Bug("grouped_query_attention", "out_proj_always_biased", "gqa.py",
+        "self.out_proj = nn.Linear(d_model, d_model, bias=bias)", "self.out_proj = nn.Linear(d_model, d_model)",
+        "forgets bias=bias on out_proj", diagnosis=("your out_proj has a bias although bias=False",)),
+]

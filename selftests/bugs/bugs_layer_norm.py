@@ -88,3 +88,33 @@ BUGS += [
         "writes the default eps into the formula instead of using self.eps",
         diagnosis=("your eps is 1e-5 whatever eps the norm is given",)),
 ]
+
+# Siblings of held-out set 8's rms_norm bugs: the weight as (1 + weight), a computation in float32.
+BUGS += [
+    Bug("layer_norm", "gemma_one_plus_weight", "norms.py", "* self.weight + self.bias", "* (1 + self.weight) + self.bias",
+        "scales by (1 + weight), Gemma's convention", diagnosis=("(1 + weight)",)),
+    Bug("layer_norm", "float32_upcast_kept", "norms.py", "mean = x.mean(dim=-1, keepdim=True)",
+        "x = x.float()  # upcast for stability\n        mean = x.mean(dim=-1, keepdim=True)",
+        "upcasts to float32 and never casts back: float64 inputs come back in float32 precision",
+        diagnosis=("computes in float32 for a float64 input",)),
+]
+
+# A statistic without keepdim=True, named from torch's broadcasting error (mistakes.keepdim_lost).
+BUGS += [
+    Bug("layer_norm", "mean_without_keepdim", "norms.py", "mean = x.mean(dim=-1, keepdim=True)", "mean = x.mean(dim=-1)",
+        "takes the mean without keepdim=True", diagnosis=("your mean or variance loses its last dim",)),
+    Bug("layer_norm", "variance_without_keepdim", "norms.py",
+        "var = (x - mean).pow(2).mean(dim=-1, keepdim=True)", "var = (x - mean).pow(2).mean(dim=-1)",
+        "takes the variance without keepdim=True", diagnosis=("your mean or variance loses its last dim",)),
+]
+
+# Two slips at once in the denominator, the usual x.std() + eps (mistakes: the std_plus_eps variant).
+LN_RETURN = "return (x - mean) / torch.sqrt(var + self.eps) * self.weight + self.bias"
+BUGS += [
+    Bug("layer_norm", "std_plus_eps", "norms.py", LN_RETURN,
+        "return (x - mean) / (x.std(dim=-1, keepdim=True) + self.eps) * self.weight + self.bias",
+        "divides by x.std() + eps: the unbiased std, with eps outside the root", diagnosis=("x.std() + eps",)),
+    Bug("layer_norm", "unbiased_std_no_eps", "norms.py", LN_RETURN,
+        "return (x - mean) / x.std(dim=-1, keepdim=True) * self.weight + self.bias",
+        "divides by x.std() with no eps", diagnosis=("the unbiased standard deviation without eps",)),
+]

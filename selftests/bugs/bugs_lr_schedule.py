@@ -79,3 +79,33 @@ BUGS += [
         "divides the warmup by warmup_steps - 1, so it reaches max_lr a step early",
         diagnosis=("your warmup is max_lr * (step) / (warmup_steps - 1)",)),
 ]
+
+# A piece of the schedule without min_lr or past its boundary (mistakes.COSINE_FORM, the cosine_continues and
+# warmup_from_min_lr variants): held-out set 8's cosine_without_min_lr and no_floor_after_total, and siblings.
+COSINE = "return min_lr + 0.5 * (max_lr - min_lr) * (1 + math.cos(math.pi * progress))"
+BUGS += [
+    Bug("lr_schedule", "cosine_without_min_lr", "training.py", COSINE,
+        "return 0.5 * (max_lr - min_lr) * (1 + math.cos(math.pi * progress))",
+        "the cosine forgets to add min_lr back, so it runs from max_lr - min_lr down to 0",
+        diagnosis=("your cosine is 0.5 * (max_lr - min_lr)",)),
+    Bug("lr_schedule", "cosine_amplitude_max_lr", "training.py", COSINE,
+        "return min_lr + 0.5 * max_lr * (1 + math.cos(math.pi * progress))",
+        "the cosine's amplitude is max_lr, so it starts at max_lr + min_lr",
+        diagnosis=("your cosine is min_lr + 0.5 * max_lr",)),
+    Bug("lr_schedule", "no_floor_after_total", "training.py", "    if step > total_steps:\n        return min_lr\n", "",
+        "no min_lr after total_steps: the cosine rises again", diagnosis=("no floor after total_steps",)),
+    Bug("lr_schedule", "warmup_from_min_lr", "training.py", "return max_lr * step / warmup_steps",
+        "return min_lr + (max_lr - min_lr) * step / warmup_steps", "the warmup climbs from min_lr instead of 0",
+        diagnosis=("your warmup starts at min_lr",)),
+]
+BUGS += [
+    Bug("lr_schedule", "cosine_clamped_to_min_lr", "training.py", COSINE,
+        "return max(min_lr, 0.5 * max_lr * (1 + math.cos(math.pi * progress)))",
+        "GPT-NeoX's old form: a cosine to 0 clamped at min_lr instead of one shifted up to it",
+        diagnosis=("max(min_lr, 0.5 * max_lr",)),
+]
+BUGS += [
+    Bug("lr_schedule", "warmup_to_min_lr", "training.py", "return max_lr * step / warmup_steps",
+        "return min_lr * step / warmup_steps", "the warmup climbs to min_lr instead of max_lr",
+        diagnosis=("your warmup climbs to min_lr",)),
+]

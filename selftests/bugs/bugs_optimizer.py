@@ -124,3 +124,30 @@ BUGS += [
         "corrects v with the next step's 1 - b2**(t + 1)",
         diagnosis=("your bias corrections are 1 - b1**(t) and 1 - b2**(t + 1)",)),
 ]
+
+# A bias correction with the other beta, or none (mistakes.BIAS_BETAS): held-out set 8's v_correction_uses_b1 and
+# its siblings.
+DENOM = "denom = (v / (1 - b2**t)).sqrt_().add_(eps)"
+STEP = "p.addcdiv_(m, denom, value=-lr / (1 - b1**t))"
+BUGS += [
+    Bug("optimizer", "v_correction_uses_b1", "training.py", DENOM, "denom = (v / (1 - b1**t)).sqrt_().add_(eps)",
+        "the second moment's bias correction uses b1 instead of b2", diagnosis=("1 - b1**t for v",)),
+    Bug("optimizer", "m_correction_uses_b2", "training.py", STEP, "p.addcdiv_(m, denom, value=-lr / (1 - b2**t))",
+        "the first moment's bias correction uses b2 instead of b1", diagnosis=("1 - b2**t for m",)),
+    Bug("optimizer", "v_not_corrected", "training.py", DENOM, "denom = v.sqrt().add_(eps)",
+        "corrects m's bias but not v's", diagnosis=("1 for v",)),
+    Bug("optimizer", "m_not_corrected", "training.py", STEP, "p.addcdiv_(m, denom, value=-lr)",
+        "corrects v's bias but not m's", diagnosis=("1 for m",)),
+]
+
+# The per-parameter norms reduced another way than the L2 norm of them all (mistakes.CLIP_NORM_MISTAKES).
+NORM = "norm = torch.linalg.vector_norm(torch.stack([torch.linalg.vector_norm(g) for g in grads]))"
+BUGS += [
+    Bug("optimizer", "clip_largest_norm", "training.py", NORM,
+        "norm = torch.stack([torch.linalg.vector_norm(g) for g in grads]).max()",
+        "takes the largest per-parameter norm (an infinity norm) as the total norm",
+        diagnosis=("the largest of the per-parameter norms",)),
+    Bug("optimizer", "clip_mean_of_norms", "training.py", NORM,
+        "norm = torch.stack([torch.linalg.vector_norm(g) for g in grads]).mean()",
+        "averages the per-parameter norms", diagnosis=("the mean of the per-parameter norms",)),
+]

@@ -130,3 +130,30 @@ BUGS += [
         "takes the (top_k + 1)-th value as the threshold, keeping one entry too many",
         diagnosis=("your top-k keeps the top_k + 1 largest logits",)),
 ]
+
+# A default that differs from the contract's (mistakes.DEFAULT_DIFFERS) and caches made anew at every step:
+# held-out set 8's generate_samples_by_default and new_caches_every_step, and siblings.
+BUGS += [
+    Bug("sampling", "generate_samples_by_default", "sampling.py",
+        "    max_new_tokens: int,\n    *,\n    temperature: float = 0.0,",
+        "    max_new_tokens: int,\n    *,\n    temperature: float = 1.0,",
+        "generate's temperature defaults to 1.0 (sampling) instead of 0.0 (greedy)",
+        diagnosis=("does not default to the contract's temperature=0.0",)),
+    Bug("sampling", "generate_chat_temperature_default", "sampling.py",
+        "    max_new_tokens: int,\n    *,\n    temperature: float = 0.0,",
+        "    max_new_tokens: int,\n    *,\n    temperature: float = 0.7,",
+        "generate's temperature defaults to a chat model's 0.7 instead of 0.0 (greedy)",
+        diagnosis=("does not default to the contract's temperature=0.0",)),
+    Bug("sampling", "new_caches_every_step", "sampling.py",
+        "    caches = model.new_caches()\n    out, step = idx, idx\n    for _ in range(max_new_tokens):\n",
+        "    out, step = idx, idx\n    for _ in range(max_new_tokens):\n        caches = model.new_caches()\n",
+        "generate makes fresh caches inside the loop, so each new token sees no context",
+        diagnosis=("fresh caches at every step (model.new_caches() inside the loop)",)),
+]
+BUGS += [
+    Bug("sampling", "softmax_over_rows", "sampling.py",
+        "probs = filter_logits(logits, temperature=temperature, top_k=top_k, top_p=top_p).softmax(dim=-1)",
+        "probs = filter_logits(logits, temperature=temperature, top_k=top_k, top_p=top_p).softmax(dim=0)",
+        "takes the softmax over the batch (dim 0) instead of the vocabulary",
+        diagnosis=("your softmax runs over the rows (dim=0)",)),
+]

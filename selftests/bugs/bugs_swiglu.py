@@ -54,3 +54,42 @@ BUGS = [
         "detaches the gate, so w_gate never learns",
         diagnosis=("your gate is detached from the graph (.detach()",)),
 ]
+
+# Some layers with a bias, and a hidden layer of another width in scope (mistakes.SWIGLU_LAYER_BIAS,
+# SWIGLU_HIDDEN_WIDTH): held-out set 8's w_down_has_bias and llama_two_thirds, and their siblings.
+GATE = "        self.w_gate = nn.Linear(d_model, d_ff, bias=False)"
+BUGS += [
+    Bug("swiglu", "w_down_has_bias", "ffn.py", "self.w_down = nn.Linear(d_ff, d_model, bias=False)",
+        "self.w_down = nn.Linear(d_ff, d_model)", "w_down keeps nn.Linear's default bias",
+        diagnosis=("your w_down has a bias",)),
+    Bug("swiglu", "gate_and_up_have_biases", "ffn.py",
+        "self.w_gate = nn.Linear(d_model, d_ff, bias=False)\n        self.w_up = nn.Linear(d_model, d_ff, bias=False)",
+        "self.w_gate = nn.Linear(d_model, d_ff)\n        self.w_up = nn.Linear(d_model, d_ff)",
+        "forgets bias=False on the two input projections",
+        diagnosis=("your w_gate, w_up has a bias",)),
+    Bug("swiglu", "llama_two_thirds", "ffn.py", GATE,
+        "        d_ff = int(2 * d_ff / 3)  # LLaMA's hidden size\n" + GATE,
+        "applies LLaMA's 2/3 rule to d_ff, which the contract passes as the hidden width itself",
+        diagnosis=("your hidden layer is int(2 * d_ff / 3) wide",)),
+    Bug("swiglu", "llama_multiple_of", "ffn.py", GATE,
+        "        d_ff = 256 * ((int(2 * d_ff / 3) + 255) // 256)  # LLaMA's multiple_of\n" + GATE,
+        "copies LLaMA's hidden-size rounding (2/3 of d_ff, up to a multiple of 256)",
+        diagnosis=("your hidden layer is 256 * ceil(int(2 * d_ff / 3) / 256) wide",)),
+    Bug("swiglu", "gpt_four_times_d_model", "ffn.py", GATE,
+        "        d_ff = 4 * d_model  # the classic MLP ratio\n" + GATE,
+        "sizes the hidden layer as GPT's 4 * d_model, ignoring d_ff",
+        diagnosis=("your hidden layer is 4 * d_model wide",)),
+]
+
+# The gate through another activation than silu (mistakes.SWIGLU_ACTIVATION).
+BUGS += [
+    Bug("swiglu", "gelu_tanh_gate", "ffn.py", FORWARD,
+        "return self.w_down(F.gelu(self.w_gate(x), approximate='tanh') * self.w_up(x))",
+        "gates with GELU's tanh approximation (GPT-2's GELU) instead of silu",
+        diagnosis=("F.gelu(z, approximate='tanh')",)),
+    Bug("swiglu", "tanh_gate", "ffn.py", FORWARD, "return self.w_down(self.w_gate(x).tanh() * self.w_up(x))",
+        "gates with tanh", diagnosis=("your gate uses torch.tanh",)),
+    Bug("swiglu", "quick_gelu_gate", "ffn.py", FORWARD,
+        "return self.w_down(self.w_gate(x) * (1.702 * self.w_gate(x)).sigmoid() * self.w_up(x))",
+        "gates with CLIP's quick GELU, z * sigmoid(1.702 z)", diagnosis=("z * sigmoid(1.702 * z)",)),
+]

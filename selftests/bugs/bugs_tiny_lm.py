@@ -86,3 +86,31 @@ BUGS = [
         "scales the embeddings by sqrt(d_model), as the 2017 Transformer does",
         diagnosis=("your TinyLM scales the embeddings by",)),
 ]
+
+# A branch that reads another tensor in scope (mistakes.BLOCK_READ): held-out set 8's ffn_norm_reads_block_input
+# and its siblings.
+ATTN_LINE = "h = x + self.attn(self.attn_norm(x), mask, rope=rope, cache=cache)"
+BUGS += [
+    Bug("tiny_lm", "ffn_norm_reads_block_input", "gpt.py", "return h + self.ffn(self.ffn_norm(h))",
+        "return h + self.ffn(self.ffn_norm(x))",
+        "the feed-forward normalises the block input x instead of h (a GPT-J-style parallel block by accident)",
+        diagnosis=("out = h + ffn(ffn_norm(x))",)),
+    Bug("tiny_lm", "ffn_not_normalised", "gpt.py", "return h + self.ffn(self.ffn_norm(h))", "return h + self.ffn(h)",
+        "feeds h to the feed-forward without ffn_norm", diagnosis=("out = h + ffn(h)",)),
+    Bug("tiny_lm", "attention_not_normalised", "gpt.py", ATTN_LINE,
+        "h = x + self.attn(x, mask, rope=rope, cache=cache)", "feeds x to the attention without attn_norm",
+        diagnosis=("h = x + attn(x)",)),
+    Bug("tiny_lm", "attention_without_residual", "gpt.py", ATTN_LINE,
+        "h = self.attn(self.attn_norm(x), mask, rope=rope, cache=cache)", "forgets the attention's residual",
+        diagnosis=("h = attn(attn_norm(x))",)),
+]
+# Not in the catalogue yet: a TinyLM returning the logits of the last position only, return
+# self.head(self.norm(x[:, -1:])), is named (the last_position_only variant), but its training check's message
+# ("step 0: TinyLM(idx ...) returned ..., expected logits ...", grader/engine/training.py) is not translated, which
+# selftests/test_i18n.py refuses for a catalogue bug.
+BUGS += [
+    Bug("tiny_lm", "one_block_repeated", "gpt.py",
+        "self.blocks = nn.ModuleList(DecoderBlock(d_model, n_heads, n_kv_heads, d_ff) for _ in range(n_layers))",
+        "self.blocks = nn.ModuleList([DecoderBlock(d_model, n_heads, n_kv_heads, d_ff)] * n_layers)",
+        "repeats one DecoderBlock object n_layers times", diagnosis=("your blocks are one module repeated",)),
+]

@@ -1331,7 +1331,11 @@ def layer_norm(x: Tensor, weight: Tensor, bias: Tensor, eps: float, *, variant: 
         return (x - mean) / torch.sqrt((x - mean).pow(2).mean(dim=-1, keepdim=True) + eps) * w + b
     dims = tuple(range(x.dim())) if variant == "global_statistics" else (-1,)
     mean = x.mean(dim=dims, keepdim=True)
-    var = x.var(dim=dims, keepdim=True, unbiased=variant == "unbiased")
+    var = x.var(dim=dims, keepdim=True, unbiased=variant in ("unbiased", "std_plus_eps", "unbiased_no_eps"))
+    if variant == "std_plus_eps":
+        variant = "eps_outside_sqrt"
+    elif variant == "unbiased_no_eps":
+        variant = "no_eps"
     if variant == "rms_denominator":
         var = x.pow(2).mean(dim=-1, keepdim=True)
     if variant == "no_eps":
@@ -1349,6 +1353,8 @@ def layer_norm(x: Tensor, weight: Tensor, bias: Tensor, eps: float, *, variant: 
         return normed * w
     if variant == "no_weight":
         return normed + b
+    if variant == "one_plus_weight":
+        return normed * (1 + w) + b
     return normed * w + b
 
 
@@ -1371,6 +1377,13 @@ LAYER_NORM_MISTAKES = variants("layer_norm", (
     ("your LayerNorm divides by the root mean square of x, not by its standard deviation: the variance is "
      "the mean of (x - mean)**2, not of x**2", "rms_denominator"),
     ("your LayerNorm does not subtract the mean: (x - mean) / sqrt(var + eps)", "no_mean"),
+    ("your LayerNorm divides by x.std() + eps: torch's std is the unbiased one (D - 1) and eps belongs under the "
+     "square root; it is (x - mean) / sqrt(var + eps), var the biased variance, x.var(dim=-1, unbiased=False)",
+     "std_plus_eps"),
+    ("your LayerNorm divides by the unbiased standard deviation without eps: it is (x - mean) / sqrt(var + eps), "
+     "var the biased variance, x.var(dim=-1, unbiased=False)", "unbiased_no_eps"),
+    ("your LayerNorm scales by (1 + weight), Gemma's convention for a weight that starts at 0: here weight starts "
+     "at 1 and scales directly, (x - mean) / sqrt(var + eps) * weight + bias", "one_plus_weight"),
     ("your variance is E[x²] - E[x]², which cancels catastrophically in float32 when the inputs sit far "
      "from zero: average the squared deviations (x - mean)**2 instead", "naive_variance"),
 ))
@@ -1426,7 +1439,12 @@ def layer_norm_mistakes(x: Tensor, state: dict[str, Tensor], eps: float, *, defa
     """For LayerNorm(x) with this eps (which gave `got`); also an eps of FIXED_EPS_VALUES written into the code."""
     named = simulated([*LAYER_NORM_MISTAKES, *([DEFAULT_EPS] if default_eps else [])],
                       lambda variant: layer_norm(x, state["weight"], state["bias"], eps, variant=variant))
-    return _fixed_eps(lambda value: layer_norm(x, state["weight"], state["bias"], value), named, got, default_eps)
+    precision = lower_precision_mistakes(
+        "LayerNorm", lambda dtype: F.layer_norm(x.to(dtype), x.shape[-1:], state["weight"].to(dtype),
+                                                state["bias"].to(dtype), eps), x, got)
+    fixed = _fixed_eps(lambda value: layer_norm(x, state["weight"], state["bias"], value), {}, got, default_eps)
+    return {**_fixed_eps(lambda value: layer_norm(x, state["weight"], state["bias"], value), named, got, default_eps),
+            **fitted_besides({**named, **fixed}, precision, got)}
 
 
 def statistics_detached_x_grad(x: Tensor, state: dict[str, Tensor], eps: float, grad_output: Tensor, *,
@@ -1503,6 +1521,10 @@ def rms_norm(x: Tensor, weight: Tensor, eps: float, *, variant: str = "") -> Ten
         out = x / torch.sqrt(ms) + eps
     else:
         out = x / torch.sqrt(ms + eps)
+    if variant == "one_plus_weight":
+        return out * (1 + w)
+    if variant == "weight_added":
+        return out + w
     return out if variant == "no_weight" else out * w
 
 
@@ -1523,12 +1545,26 @@ RMS_NORM_MISTAKES = variants("rms_norm", (
     ("your RMSNorm never multiplies by weight", "no_weight"),
     ("your RMSNorm divides by the mean absolute value; it is the root of the mean of the squares", "abs_mean"),
     ("your RMSNorm squares the mean (mean(x)**2); it is the mean of the squares, mean(x**2)", "square_of_mean"),
+    ("your RMSNorm scales by (1 + weight), Gemma's convention for a weight that starts at 0: here weight starts "
+     "at 1 and scales directly, x / sqrt(mean(x**2) + eps) * weight", "one_plus_weight"),
+    ("your RMSNorm adds weight to the normalised x; it multiplies: x / sqrt(mean(x**2) + eps) * weight",
+     "weight_added"),
 ))
 
 
 SCALED_IN_PLACE = mistake("rms_norm", "scaled_in_place",
                           "your RMSNorm scaled the caller's x in place (x *= ... or x.mul_): compute a new tensor",
                           lambda x: x.double() * torch.rsqrt(x.double().pow(2).mean(-1, keepdim=True) + 1e-5))
+
+
+RMS_WITHOUT_KEEPDIM = recognised("rms_norm", "without_keepdim",
+                                 "your mean square loses its last dim (mean(dim=-1) without keepdim=True), so the (...,) "
+                                 "result broadcasts against the wrong dimension of x: x.pow(2).mean(dim=-1, "
+                                 "keepdim=True), (..., 1)")
+LAYER_NORM_WITHOUT_KEEPDIM = recognised("layer_norm", "without_keepdim",
+                                        "your mean or variance loses its last dim (mean(dim=-1) without keepdim=True), "
+                                        "so the (...,) result broadcasts against the wrong dimension of x: take both "
+                                        "with keepdim=True, (..., 1)")
 
 
 def scaled_in_place_mistakes(x: Tensor) -> Mistakes:
@@ -1545,7 +1581,11 @@ def rms_norm_mistakes(x: Tensor, state: dict[str, Tensor], eps: float, *, defaul
     if default_eps:
         entries.append(DEFAULT_EPS)
     named = simulated(entries, lambda variant: rms_norm(x, state["weight"], eps, variant=variant))
-    return _fixed_eps(lambda value: rms_norm(x, state["weight"], value), named, got, default_eps)
+    precision = lower_precision_mistakes(
+        "RMSNorm", lambda dtype: F.rms_norm(x.to(dtype), x.shape[-1:], state["weight"].to(dtype), eps), x, got)
+    fixed = _fixed_eps(lambda value: rms_norm(x, state["weight"], value), {}, got, default_eps)
+    return {**_fixed_eps(lambda value: rms_norm(x, state["weight"], value), named, got, default_eps),
+            **fitted_besides({**named, **fixed}, precision, got)}
 
 
 # --- swiglu ------------------------------------------------------------------------------------------
@@ -1596,19 +1636,69 @@ GATE_DETACHED = mistake("swiglu", "gate_detached",
                         lambda x, state, grad_output: swiglu_detached_gate_x_grad(x, state, grad_output))
 
 
+# Families: some of the layers with a bias (all three is SWIGLU_BIASES); the hidden layer sized by another
+# width in scope than d_ff (LLaMA's 2/3 rule applied to a d_ff the caller already chose, d_model, GPT's 4 * d_model,
+# a fused gate-and-up width, ...).
+SWIGLU_LAYER_BIAS = mistake("swiglu", "layer_bias",
+                            "your {layers} has a bias (nn.Linear's default bias=True): SwiGLU's three nn.Linear are "
+                            "created with bias=False", dict())
+SWIGLU_HIDDEN_WIDTH = mistake("swiglu", "hidden_width",
+                              "your hidden layer is {expr} wide: SwiGLU(d_model, d_ff) uses d_ff itself as the hidden "
+                              "width, nn.Linear(d_model, d_ff) for w_gate and w_up and nn.Linear(d_ff, d_model) for "
+                              "w_down (the caller has already chosen d_ff: no 2/3 rule, no rounding)", dict())
+SWIGLU_LAYERS = ("w_gate", "w_up", "w_down")
+HIDDEN_WIDTHS: dict[str, Callable[[int, int], int]] = {
+    "int(2 * d_ff / 3)": lambda d, f: int(2 * f / 3), "d_model": lambda d, f: d, "4 * d_model": lambda d, f: 4 * d,
+    "int(8 * d_model / 3)": lambda d, f: int(8 * d / 3), "2 * d_ff": lambda d, f: 2 * f, "d_ff // 2": lambda d, f: f // 2,
+    "256 * ceil(int(2 * d_ff / 3) / 256)": lambda d, f: 256 * -(-int(2 * f / 3) // 256)}
+
+
+def swiglu_shapes(d_model: int, hidden: int) -> dict[str, tuple[int, ...]]:
+    """The weights' shapes of a SwiGLU whose hidden layer is `hidden` wide."""
+    return {"w_gate.weight": (hidden, d_model), "w_up.weight": (hidden, d_model), "w_down.weight": (d_model, hidden)}
+
+
+def swiglu_width_mistakes(d_model: int, d_ff: int, key: str | None = None) -> Mistakes:
+    """For the shapes of the weights (a dict key -> shape), or (`key`) the torch.Size of one of them: each other
+    width of HIDDEN_WIDTHS that differs from d_ff."""
+    widths = {expr: fn(d_model, d_ff) for expr, fn in HIDDEN_WIDTHS.items()}
+    return {SWIGLU_HIDDEN_WIDTH.text(expr=expr): (lambda w=w: swiglu_shapes(d_model, w) if key is None
+                                                  else torch.Size(swiglu_shapes(d_model, w)[key]))
+            for expr, w in widths.items() if w != d_ff}
+
+
+# A family: the gate through another activation than silu (sigmoid, ReLU and GELU are named entries).
+SWIGLU_ACTIVATION = mistake("swiglu", "activation",
+                            "your gate uses {fn}: SwiGLU's activation is silu(z) = z * sigmoid(z), F.silu", dict())
+GATE_ACTIVATIONS: dict[str, Callable[[Tensor], Tensor]] = {
+    "F.gelu(z, approximate='tanh')": lambda z: F.gelu(z, approximate="tanh"), "torch.tanh": torch.tanh,
+    "F.softplus": F.softplus, "F.elu": F.elu, "F.leaky_relu": F.leaky_relu, "F.mish": F.mish,
+    "F.hardswish": F.hardswish, "z * sigmoid(1.702 * z)": lambda z: z * torch.sigmoid(1.702 * z)}
+
+
+def _gated(x: Tensor, state: dict[str, Tensor], activation: Callable[[Tensor], Tensor]) -> Tensor:
+    s = {k: v.double() for k, v in state.items()}
+    x = x.double()
+    return F.linear(activation(F.linear(x, s["w_gate.weight"])) * F.linear(x, s["w_up.weight"]), s["w_down.weight"])
+
+
 def swiglu_mistakes(x: Tensor, state: dict[str, Tensor]) -> Mistakes:
-    return simulated(SWIGLU_MISTAKES, lambda variant: swiglu(x, state, variant=variant))
+    """For SwiGLU(x) with these weights; also the gate through another activation (GATE_ACTIVATIONS)."""
+    family = {SWIGLU_ACTIVATION.text(fn=fn): (lambda act=act: _gated(x, state, act)) for fn, act in GATE_ACTIVATIONS.items()}
+    return besides(simulated(SWIGLU_MISTAKES, lambda variant: swiglu(x, state, variant=variant)), family)
 
 
 def swiglu_key_mistakes(expected: set[str]) -> Mistakes:
-    return bind([SWIGLU_BIASES], expected)
+    """For the state-dict keys: all three layers with a bias, or some of them."""
+    return besides(bind([SWIGLU_BIASES], expected), biased_layer_mistakes(SWIGLU_LAYER_BIAS, expected, SWIGLU_LAYERS))
 
 
 def swiglu_shape_mistakes(d_model: int, d_ff: int, key: str) -> Mistakes:
     """For the shape of state_dict()[key]."""
+    family = swiglu_width_mistakes(d_model, d_ff, key)
     if key == "w_down.weight":
-        return bind([W_DOWN_TRANSPOSED], d_model, d_ff)
-    return bind([W_IN_TRANSPOSED], d_model, d_ff, layer=key.split(".")[0])
+        return {**bind([W_DOWN_TRANSPOSED], d_model, d_ff), **family}
+    return {**bind([W_IN_TRANSPOSED], d_model, d_ff, layer=key.split(".")[0]), **family}
 
 
 def swiglu_detached_gate_x_grad(x: Tensor, state: dict[str, Tensor], grad_output: Tensor) -> Tensor:
@@ -1743,24 +1833,99 @@ def _fixed_dims(entry: Mistake, x: Tensor, fn: Callable[[Tensor, int], Tensor]) 
     return {entry.text(dim=k): (lambda k=k: fn(x.double(), k)) for k in FIXED_DIMS if -x.dim() <= k < x.dim()}
 
 
+# Families: the sum (the normaliser) taken over the whole tensor or without keepdim, whichever maximum is
+# subtracted first (each shift its own member: right, none, the whole tensor's, one without keepdim).
+SOFTMAX_GLOBAL_SUM = mistake("cross_entropy", "softmax_global_sum",
+                             "your softmax divides by e.sum(), the sum of the whole tensor, with e = exp({shift}): "
+                             "each row is divided by its own total, e.sum(dim=dim, keepdim=True)", dict())
+SOFTMAX_SUM_WITHOUT_KEEPDIM = mistake("cross_entropy", "softmax_sum_without_keepdim",
+                                      "your softmax divides by e.sum(dim) without keepdim=True, with e = exp({shift}), "
+                                      "so the totals broadcast along the wrong dimension: e.sum(dim=dim, keepdim=True)",
+                                      dict())
+LOG_SOFTMAX_GLOBAL_SUM = mistake("cross_entropy", "log_softmax_global_sum",
+                                 "your log_softmax subtracts log(e.sum()), the sum of the whole tensor, with e = "
+                                 "exp({shift}): each row subtracts the log of its own total, "
+                                 "sum(dim=dim, keepdim=True)", dict())
+LOG_SOFTMAX_SUM_WITHOUT_KEEPDIM = mistake("cross_entropy", "log_softmax_sum_without_keepdim",
+                                          "your log_softmax subtracts log(e.sum(dim)) (or logsumexp(dim)) without "
+                                          "keepdim=True, with e = exp({shift}), so the totals broadcast along the "
+                                          "wrong dimension: sum(dim=dim, keepdim=True)", dict())
+LOG_SOFTMAX_MAX_WITHOUT_KEEPDIM = mistake("cross_entropy", "log_softmax_max_without_keepdim",
+                                          "your log_softmax subtracts x.max(dim).values without keepdim=True, so the "
+                                          "maxima broadcast along the wrong dimension: x.amax(dim=dim, keepdim=True)",
+                                          lambda x, dim: _log_softmax_as(x, dim, "no_keepdim", "keepdim"))
+SHIFTS_WRITTEN = {"keepdim": "x - x.amax(dim=dim, keepdim=True)", "none": "x", "global": "x - x.max()",
+                  "no_keepdim": "x - x.max(dim).values"}
+
+
+def _reduced(t: Tensor, dim: int, how: str, op: str) -> Tensor | float:
+    """t reduced by `op` ("amax" or "sum") along dim with keepdim (`keepdim`), over the whole tensor (`global`),
+    along dim without keepdim (`no_keepdim`), or not at all (`none`: 0)."""
+    if how == "none":
+        return 0.0
+    return getattr(t, op)() if how == "global" else getattr(t, op)(dim=dim, keepdim=how == "keepdim")
+
+
+def _softmax_as(x: Tensor, dim: int, shift: str, total: str) -> Tensor:
+    e = torch.exp(x - _reduced(x, dim, shift, "amax"))
+    return e / _reduced(e, dim, total, "sum")
+
+
+def _log_softmax_as(x: Tensor, dim: int, shift: str, total: str) -> Tensor:
+    shifted = x - _reduced(x, dim, shift, "amax")
+    return shifted - torch.log(_reduced(torch.exp(shifted), dim, total, "sum"))
+
+
+def _normaliser_family(x: Tensor, dim: int, log: bool) -> Mistakes:
+    entries = (LOG_SOFTMAX_GLOBAL_SUM, LOG_SOFTMAX_SUM_WITHOUT_KEEPDIM) if log else \
+        (SOFTMAX_GLOBAL_SUM, SOFTMAX_SUM_WITHOUT_KEEPDIM)
+    fn = _log_softmax_as if log else _softmax_as
+    return {entry.text(shift=written): (lambda shift=shift, total=total: fn(x, dim, shift, total))
+            for entry, total in zip(entries, ("global", "no_keepdim")) for shift, written in SHIFTS_WRITTEN.items()
+            if not (log and shift == "global")}  # a constant shift cancels in x - shift - log(sum(exp(x - shift)))
+
+
 def softmax_mistakes(x: Tensor, dim: int, got: Any = None) -> Mistakes:
-    """For softmax(x, dim) (which gave `got`); also a fixed dim of FIXED_DIMS."""
-    return besides(bind(SOFTMAX_MISTAKES, x, dim), _fixed_dims(SOFTMAX_FIXED_DIM, x, torch.softmax), got)
+    """For softmax(x, dim) (which gave `got`); also a fixed dim of FIXED_DIMS, and a sum over the whole tensor or
+    without keepdim."""
+    family = {**_fixed_dims(SOFTMAX_FIXED_DIM, x, torch.softmax), **_normaliser_family(x, dim, log=False)}
+    return besides(bind(SOFTMAX_MISTAKES, x, dim), family, got)
 
 
 def log_softmax_mistakes(x: Tensor, dim: int, got: Any = None) -> Mistakes:
-    """For log_softmax(x, dim) (which gave `got`); also a fixed dim of FIXED_DIMS."""
-    return besides(bind(LOG_SOFTMAX_MISTAKES, x, dim), _fixed_dims(LOG_SOFTMAX_FIXED_DIM, x, torch.log_softmax),
-                   got)
+    """For log_softmax(x, dim) (which gave `got`); also a fixed dim of FIXED_DIMS, and a sum over the whole
+    tensor or without keepdim."""
+    family = {**_fixed_dims(LOG_SOFTMAX_FIXED_DIM, x, torch.log_softmax), **_normaliser_family(x, dim, log=True)}
+    return besides(bind([*LOG_SOFTMAX_MISTAKES, LOG_SOFTMAX_MAX_WITHOUT_KEEPDIM], x, dim), family, got)
+
+
+# A family: the sum of -log p[target] divided by another count than the kept targets' (all the targets, 1 and
+# the kept targets are named entries).
+CE_DENOMINATOR = mistake("cross_entropy", "denominator",
+                         "your loss divides the sum of -log p[target] by {count}: it is the mean over the kept "
+                         "targets, divided by (targets != ignore_index).sum()", dict())
+
+
+def _denominators(c: _Targets) -> dict[str, int]:
+    kept, v = int(c.keep.sum()), c.raw.shape[-1]
+    counts = {"logits.size(-1)": v, "keep.sum() * logits.size(-1)": kept * v}
+    if c.raw.dim() > 1:
+        counts["logits.size(0)"] = c.raw.shape[0]
+    if c.raw.dim() > 2:
+        counts["logits.size(1)"] = c.raw.shape[1]
+    return {text: n for text, n in counts.items() if n not in (kept, c.t.numel(), 1)}
 
 
 def cross_entropy_mistakes(logits: Tensor, targets: Tensor, ignore_index: int) -> Mistakes:
+    """For cross_entropy(logits, targets, ignore_index=...); also the sum divided by another count."""
     v = logits.shape[-1]
     flat, t = logits.double().reshape(-1, v), targets.reshape(-1)
     keep = t != ignore_index
     logp = torch.log_softmax(flat, -1)
     picked = logp[keep].gather(1, t[keep].unsqueeze(1)).squeeze(1)
-    return bind(CROSS_ENTROPY_MISTAKES, _Targets(flat, t, keep, logp, picked, ignore_index, logits.double()))
+    c = _Targets(flat, t, keep, logp, picked, ignore_index, logits.double())
+    family = {CE_DENOMINATOR.text(count=text): (lambda n=n: -picked.sum() / n) for text, n in _denominators(c).items()}
+    return besides(bind(CROSS_ENTROPY_MISTAKES, c), family)
 
 
 def subtracted_in_place_mistakes(x: Tensor, dim: int = -1) -> Mistakes:
@@ -1815,9 +1980,11 @@ def closure_mistakes() -> Mistakes:
 
 
 def adamw_run(values: list[Tensor], grads: list[list[Tensor | None]], groups: list[dict], lrs: list[list[float]],
-              variant: str = "", bias_steps: tuple[int, int] = (0, 0)) -> list[list[Tensor]]:
+              variant: str = "", bias_steps: tuple[int, int] = (0, 0),
+              corrections: tuple[str, str] = ("b1", "b2")) -> list[list[Tensor]]:
     """Every step's parameters (float64) of the contract's AdamW, with the mistake `variant` switched on, or
-    the bias corrections 1 - b1**(t + k1), 1 - b2**(t + k2) of `bias_steps` (k1, k2).
+    the bias corrections 1 - c1**(t + k1), 1 - c2**(t + k2) of `bias_steps` (k1, k2) and `corrections` (c1, c2:
+    "b1", "b2", or "none", no correction).
 
     `groups[i]` holds parameter i's settings (lr, betas, eps, weight_decay) at construction; `lrs[s][i]` is
     its lr at step s; `grads[s][i]` its gradient at step s, or None.
@@ -1852,8 +2019,9 @@ def adamw_run(values: list[Tensor], grads: list[list[Tensor | None]], groups: li
                 m[i], v[i], t = torch.zeros_like(p[i]), torch.zeros_like(p[i]), 1
             m[i] = m_beta * m[i] + (1.0 if variant == "m_without_1_minus_b1" else 1 - m_beta) * g
             v[i] = b2 * v[i] + (1.0 if variant == "v_without_1_minus_b2" else 1 - b2) * (g if variant == "v_of_g" else g * g)
-            c1, c2 = (1.0, 1.0) if variant == "no_bias_correction" else (1 - b1**(t + bias_steps[0]),
-                                                                          1 - b2**(t + bias_steps[1]))
+            betas = {"b1": b1, "b2": b2, "none": 0.0}
+            c1, c2 = (1.0, 1.0) if variant == "no_bias_correction" else (
+                1 - betas[corrections[0]]**(t + bias_steps[0]), 1 - betas[corrections[1]]**(t + bias_steps[1]))
             num = g if variant == "no_momentum" else m[i] / c1
             if variant == "eps_inside":
                 denom = (v[i] / c2 + eps).sqrt()
@@ -1874,6 +2042,17 @@ BIAS_STEPS = mistake(
     "your bias corrections are 1 - b1**({t1}) and 1 - b2**({t2}): both use t, the parameter's own update "
     "count, which is 1 at its first update (state['step'] += 1 before it is used)", dict())
 BIAS_SHIFTS = [(k1, k2) for k1 in (-1, 0, 1) for k2 in (-1, 0, 1) if (k1, k2) != (0, 0)]
+# A family: either correction with the other beta, or none (both none is no_bias_correction).
+BIAS_BETAS = mistake(
+    "optimizer", "bias_betas",
+    "your bias corrections are {c1} for m and {c2} for v: m is divided by 1 - b1**t and v by 1 - b2**t, "
+    "each moment by its own beta", dict())
+BIAS_BETA_PAIRS = [(c1, c2) for c1 in ("b1", "b2", "none") for c2 in ("b1", "b2", "none")
+                   if (c1, c2) not in (("b1", "b2"), ("none", "none"))]
+
+
+def _correction(beta: str) -> str:
+    return "1" if beta == "none" else f"1 - {beta}**t"
 
 
 def _adamw_mistakes(values, grads, groups, lrs, pick: Callable[[list[list[Tensor]]], Any], got: Any) -> Mistakes:
@@ -1881,13 +2060,16 @@ def _adamw_mistakes(values, grads, groups, lrs, pick: Callable[[list[list[Tensor
     as `got`); each run computed once, when a check fails."""
     cache: dict[Any, Any] = {}
 
-    def model(variant="", bias_steps=(0, 0)):
-        if (variant, bias_steps) not in cache:
-            cache[variant, bias_steps] = pick(adamw_run(values, grads, groups, lrs, variant, bias_steps))
-        return cache[variant, bias_steps]
+    def model(variant="", bias_steps=(0, 0), corrections=("b1", "b2")):
+        if (variant, bias_steps, corrections) not in cache:
+            cache[variant, bias_steps, corrections] = pick(adamw_run(values, grads, groups, lrs, variant, bias_steps,
+                                                                     corrections))
+        return cache[variant, bias_steps, corrections]
 
     family = {BIAS_STEPS.text(t1=_plus("t", k1), t2=_plus("t", k2)): (lambda k=(k1, k2): model(bias_steps=k))
               for k1, k2 in BIAS_SHIFTS}
+    family.update({BIAS_BETAS.text(c1=_correction(c1), c2=_correction(c2)): (lambda c=(c1, c2): model(corrections=c))
+                   for c1, c2 in BIAS_BETA_PAIRS})
     return besides(simulated(ADAMW_MISTAKES, model), family, got)
 
 
@@ -1926,6 +2108,14 @@ CLIP_NORM_MISTAKES = (
     mistake("optimizer", "last_norm_only",
             "you returned the last parameter's norm only: the norm is over all the gradients together",
             lambda grads, max_norm, norm: grads[-1].double().norm()),
+    mistake("optimizer", "largest_norm",
+            "you returned the largest of the per-parameter norms (an infinity norm over them): the norm is the L2 "
+            "norm of all the gradients together, the square root of the sum of every squared entry",
+            lambda grads, max_norm, norm: torch.stack([g.double().norm() for g in grads]).max()),
+    mistake("optimizer", "mean_of_norms",
+            "you returned the mean of the per-parameter norms: the norm is the L2 norm of all the gradients "
+            "together, the square root of the sum of every squared entry",
+            lambda grads, max_norm, norm: torch.stack([g.double().norm() for g in grads]).mean()),
 )
 CLIP_GRADS_MISTAKES = (
     mistake("optimizer", "gradients_unchanged",
@@ -1961,18 +2151,22 @@ def clip_grads_mistakes(grads: list[Tensor], max_norm: float, index: int) -> Mis
 # --- lr_schedule -------------------------------------------------------------------------------------
 
 def schedule(steps: list[int], max_lr: float, min_lr: float, warmup: int, total: int, variant: str = "", *,
-             warmup_offsets: tuple[int, int] = (0, 0), progress_offsets: tuple[int, int] = (0, 0)) -> Tensor:
+             warmup_offsets: tuple[int, int] = (0, 0), progress_offsets: tuple[int, int] = (0, 0),
+             cosine: tuple[str, str] = ("min_lr", "max_lr - min_lr")) -> Tensor:
     """lr at each step (float64), with the mistake `variant` switched on, or the warmup's fraction
     (step + a) / (warmup_steps + b) and the cosine's progress (step - warmup_steps + a) / (total_steps -
-    warmup_steps + b) off by the offsets (a, b) given."""
+    warmup_steps + b) off by the offsets (a, b) given, or the cosine base + 0.5 * amplitude * (1 + cos) of
+    `cosine` (base, amplitude: "min_lr" or "0", "max_lr - min_lr" or "max_lr")."""
     out = []
     (wa, wb), (pa, pb) = warmup_offsets, progress_offsets
     for s in steps:
         if s < warmup:
             lr = {"plus_one": max_lr * (s + 1) / warmup, "nanogpt": max_lr * (s + 1) / (warmup + 1),
-                  "to_one": s / warmup, "int_division": max_lr * (s // warmup)}.get(variant,
-                                                                                    max_lr * (s + wa) / (warmup + wb))
-        elif s > total:
+                  "to_one": s / warmup, "int_division": max_lr * (s // warmup),
+                  "warmup_from_min_lr": min_lr + (max_lr - min_lr) * s / warmup,
+                  "warmup_to_min_lr": min_lr * s / warmup}.get(
+                      variant, max_lr * (s + wa) / (warmup + wb))
+        elif s > total and variant != "cosine_continues":
             lr = 0.0 if variant == "zero_after" else max_lr if variant == "max_after" else min_lr
         else:
             progress = (s - warmup + pa) / (total - warmup + pb)
@@ -1991,7 +2185,11 @@ def schedule(steps: list[int], max_lr: float, min_lr: float, warmup: int, total:
             elif variant == "no_one":
                 lr = min_lr + 0.5 * (max_lr - min_lr) * math.cos(angle)
             else:
-                lr = bottom + 0.5 * (top - bottom) * (1 + math.cos(angle))
+                base = {"min_lr": bottom, "0": 0.0, "max": 0.0}[cosine[0]]
+                amplitude = {"max_lr - min_lr": top - bottom, "max_lr": top}[cosine[1]]
+                lr = base + 0.5 * amplitude * (1 + math.cos(angle))
+                if cosine[0] == "max":  # clamped from below instead of shifted
+                    lr = max(lr, min_lr)
         out.append(lr)
     return torch.tensor(out, dtype=torch.float64)
 
@@ -2016,6 +2214,10 @@ SCHEDULE_MISTAKES = variants("lr_schedule", {
     "your decay is linear: the contract's is a cosine, 0.5 * (1 + cos(pi * progress))": "linear",
     "after total_steps your schedule returns 0: it stays at min_lr": "zero_after",
     "after total_steps your schedule goes back to max_lr: it stays at min_lr": "max_after",
+    "your schedule has no floor after total_steps: the cosine goes on and rises again; every step > total_steps "
+    "gives min_lr": "cosine_continues",
+    "your warmup starts at min_lr: it climbs from 0, max_lr * step / warmup_steps": "warmup_from_min_lr",
+    "your warmup climbs to min_lr: it climbs to max_lr, max_lr * step / warmup_steps": "warmup_to_min_lr",
 })
 
 
@@ -2043,6 +2245,16 @@ PROGRESS_OFF_BY_ONE = mistake(
     lambda steps, max_lr, min_lr, warmup, total, offsets: schedule(steps, max_lr, min_lr, warmup, total,
                                                                    progress_offsets=offsets))
 OFFSETS = [(a, b) for a in (-1, 0, 1) for b in (-1, 0, 1) if (a, b) != (0, 0)]
+# A family: the cosine piece's base or amplitude without min_lr (both without it is no_floor).
+COSINE_FORM = mistake(
+    "lr_schedule", "cosine_form",
+    "your cosine is {lr}: it runs from max_lr at the end of the warmup down to min_lr at total_steps, "
+    "min_lr + 0.5 * (max_lr - min_lr) * (1 + cos(pi * progress))",
+    lambda steps, max_lr, min_lr, warmup, total, form: schedule(steps, max_lr, min_lr, warmup, total, cosine=form))
+COSINE_FORMS = {("0", "max_lr - min_lr"): "0.5 * (max_lr - min_lr) * (1 + cos(pi * progress))",
+                ("min_lr", "max_lr"): "min_lr + 0.5 * max_lr * (1 + cos(pi * progress))",
+                ("max", "max_lr"): "max(min_lr, 0.5 * max_lr * (1 + cos(pi * progress)))",
+                ("max", "max_lr - min_lr"): "max(min_lr, 0.5 * (max_lr - min_lr) * (1 + cos(pi * progress)))"}
 
 
 def _plus(term: str, offset: int) -> str:
@@ -2064,7 +2276,8 @@ def _schedule_texts() -> tuple[tuple[str, Mistake, tuple[int, int]], ...]:
     progress = [(PROGRESS_OFF_BY_ONE.text(numerator=_plus("step - warmup_steps", a),
                                           denominator=_plus("total_steps - warmup_steps", b)), PROGRESS_OFF_BY_ONE,
                  (a, b)) for a, b in OFFSETS]
-    return tuple(warmup + progress)
+    forms = [(COSINE_FORM.text(lr=written), COSINE_FORM, form) for form, written in COSINE_FORMS.items()]
+    return tuple(warmup + progress + forms)
 
 
 # --- rope --------------------------------------------------------------------------------------------
@@ -2339,6 +2552,12 @@ def decoder_block(state: dict[str, Tensor], x: Tensor, n_heads: int, n_kv_heads:
     if variant == "post_norm":
         h = norm1(x + attn(x))
         return norm2(h + ffn(h))
+    if variant in BLOCK_READS:  # a branch that reads another tensor in scope
+        n = norm1(x)
+        a = attn(x if variant == "reads_attn_x" else n)
+        h = a if variant == "reads_attn_without_residual" else x + a
+        inputs = {"reads_ffn_norm_x": lambda: norm2(x), "reads_ffn_h": lambda: h, "reads_ffn_norm_attn": lambda: norm2(a)}
+        return h + ffn(inputs.get(variant, lambda: norm2(h))())
     if variant == "attn_residual_from_normed":
         n = norm1(x)
         h = n + attn(n)
@@ -2365,12 +2584,31 @@ DECODER_BLOCK_MISTAKES = variants("tiny_lm", ((sentence, variant) for variant, s
     "no_mask": "your block does not pass the mask on to the attention",
 }.items()))
 BLOCK_VARIANTS = {m.name: m.sentence for m in DECODER_BLOCK_MISTAKES}  # variant -> sentence
+# A family: one branch reading another tensor in scope than the pre-norm block's (x, attn_norm(x), the attention's
+# output, h, ffn_norm of any of them); the residuals from the wrong tensor are named entries.
+BLOCK_READ = mistake("tiny_lm", "block_reads",
+                     "your block computes {h}, then {out}: a pre-norm block is h = x + attn(attn_norm(x)), then "
+                     "out = h + ffn(ffn_norm(h)), each branch reading what the one before gave "
+                     "(ffn_norm(x) would make a parallel block)", dict())
+BLOCK_READS = {  # variant -> (h, out) as the sentence writes them
+    "reads_attn_x": ("h = x + attn(x)", "out = h + ffn(ffn_norm(h))"),
+    "reads_attn_without_residual": ("h = attn(attn_norm(x))", "out = h + ffn(ffn_norm(h))"),
+    "reads_ffn_norm_x": ("h = x + attn(attn_norm(x))", "out = h + ffn(ffn_norm(x))"),
+    "reads_ffn_h": ("h = x + attn(attn_norm(x))", "out = h + ffn(h)"),
+    "reads_ffn_norm_attn": ("h = x + attn(attn_norm(x))", "out = h + ffn(ffn_norm(attn(attn_norm(x))))"),
+}
+
+
+def block_read_family(model: Callable[[str], Tensor]) -> Mistakes:
+    """BLOCK_READ's members, `model(variant)` the output of the block (or the model) with that variant."""
+    return {BLOCK_READ.text(h=h, out=out): (lambda v=variant: model(v)) for variant, (h, out) in BLOCK_READS.items()}
 
 
 def decoder_block_mistakes(state: dict[str, Tensor], x: Tensor, n_heads: int, n_kv_heads: int, rope, mask
                            ) -> Mistakes:
-    return simulated(DECODER_BLOCK_MISTAKES, lambda variant: decoder_block(state, x, n_heads, n_kv_heads, rope=rope,
-                                                                           mask=mask, variant=variant))
+    def model(variant: str) -> Tensor:
+        return decoder_block(state, x, n_heads, n_kv_heads, rope=rope, mask=mask, variant=variant)
+    return besides(simulated(DECODER_BLOCK_MISTAKES, model), block_read_family(model))
 
 
 def tiny_lm(state: dict[str, Tensor], chunks: list[Tensor], *, n_heads: int, n_kv_heads: int, n_layers: int,
@@ -2397,10 +2635,12 @@ def tiny_lm(state: dict[str, Tensor], chunks: list[Tensor], *, n_heads: int, n_k
         causal = variant != "no_causal_mask"
         mask = None if cached or not causal else torch.ones(T, T, dtype=torch.bool).tril()
         for i in range(n_layers):
-            block_variant = variant if variant in BLOCK_VARIANTS else ""
+            block_variant = variant if variant in BLOCK_VARIANTS or variant in BLOCK_READS else ""
             x = decoder_block(state, x, n_heads, n_kv_heads, rope=rope, mask=mask, variant=block_variant,
-                              cache=caches[i] if cached else None, prefix=f"blocks.{i}.", causal=causal)
-        out.append((x if variant == "no_final_norm" else _rms(x, state["norm.weight"])) @ head.T)
+                              cache=caches[i] if cached else None, causal=causal,
+                              prefix=f"blocks.{n_layers - 1 if variant == 'shared_block' else i}.")
+        logits = (x if variant == "no_final_norm" else _rms(x, state["norm.weight"])) @ head.T
+        out.append(logits[:, -1:] if variant == "last_position_only" else logits)
     return torch.cat(out, dim=1)
 
 
@@ -2408,6 +2648,11 @@ TINY_LM_MISTAKES = tuple(m for m in DECODER_BLOCK_MISTAKES if m.name != "no_mask
     (sentence, variant) for variant, sentence in {
     "no_final_norm": "your TinyLM applies the head to the last block's output directly: the final RMSNorm "
                      "(norm) comes first, head(norm(x))",
+    "shared_block": "your blocks are one module repeated (nn.ModuleList([DecoderBlock(...)] * n_layers) holds the "
+                    "same block n_layers times, so every layer has the last one's weights): make a new DecoderBlock "
+                    "per layer",
+    "last_position_only": "your TinyLM returns the logits of the last position only, (B, 1, vocab_size): forward "
+                          "returns every position's, (B, T, vocab_size); generate picks the last one itself",
     "no_causal_mask": "your TinyLM attends to future positions without caches: give the blocks a causal mask "
                       "(True on and below the diagonal) when there are no caches",
     "no_rope": "your TinyLM does not give the blocks the RoPE tables (rope=(cos, sin)), so attention cannot "
@@ -2427,8 +2672,9 @@ SHARED_CACHE = mistake("tiny_lm", "shared_cache", "your blocks share one KV cach
 
 def tiny_lm_mistakes(state: dict[str, Tensor], chunks: list[Tensor], *, cached: bool = False, **config: Any
                      ) -> Mistakes:
-    return simulated([*TINY_LM_MISTAKES, *([SHARED_CACHE] if cached else [])],
-                     lambda variant: tiny_lm(state, chunks, cached=cached, variant=variant, **config))
+    def model(variant: str) -> Tensor:
+        return tiny_lm(state, chunks, cached=cached, variant=variant, **config)
+    return besides(simulated([*TINY_LM_MISTAKES, *([SHARED_CACHE] if cached else [])], model), block_read_family(model))
 
 
 HEAD_BIAS = recognised("tiny_lm", "head_bias", "your head has a bias: nn.Linear(d_model, vocab_size, bias=False)")
@@ -2547,7 +2793,7 @@ def gqa_calls(state: dict[str, Tensor], x: Tensor, n_heads: int, n_kv_heads: int
         if attend is not None:
             scores = scores.masked_fill(~attend, float("-inf"))
         out = (scores.softmax(dim=-1) @ v).transpose(1, 2).reshape(batch, new, d_model)
-        outputs.append(linear(out, state, "out_proj"))
+        outputs.append(out if variant == "no_out_proj" else linear(out, state, "out_proj"))
     return torch.cat(outputs, dim=1), appended
 
 
@@ -2567,6 +2813,7 @@ GQA_MISTAKES = variants("grouped_query_attention", {
     "cached, at their own positions": "rope_twice",
     "your causal mask with a cache has no offset (query i sees keys 0 .. i): the new queries are the last T "
     "positions and see every cached key, causal_mask(T_new, T_total)": "mask_without_offset",
+    "your forward returns the merged heads without out_proj: the output is out_proj(merge_heads(...))": "no_out_proj",
 })
 GQA_MISTAKES_BY_VARIANT = {m.name: m for m in GQA_MISTAKES}
 GQA_ONE_BY_ONE_ROPE = mistake("grouped_query_attention", "rope_not_at_positions",
@@ -2639,14 +2886,39 @@ def _expanded(x: Tensor, n_rep: int, axis: int) -> Tensor:
     return new.expand(*sizes).reshape(B, H * n_rep, T, Dh)
 
 
+# A family: the copies made along another dim than the heads', in a row (repeat_interleave) or tiled (repeat);
+# repeat_interleave along dims 2 and 3 and repeat along dim 1 are named entries.
+REPEAT_KV_DIM = mistake(
+    "grouped_query_attention", "repeat_kv_dim",
+    "your repeat_kv is x.{call}, copies along dim {dim}: the copies go along the heads, dim 1, each key/value head "
+    "n_rep times in a row, torch.repeat_interleave(x, n_rep, dim=1)",
+    lambda x, n_rep, tiled, dim: x.repeat(*(n_rep if d == dim else 1 for d in range(x.dim()))) if tiled
+    else x.repeat_interleave(n_rep, dim=dim))
+REPEAT_KV_DIMS = ((False, 0), (True, 0), (True, 2), (True, 3))
+
+
 def repeat_kv_mistakes(x: Tensor, n_rep: int) -> Mistakes:
-    """For repeat_kv(x, n_rep); also the copies' axis anywhere but after the heads (REPEAT_KV_AXIS)."""
+    """For repeat_kv(x, n_rep); also the copies' axis anywhere but after the heads (REPEAT_KV_AXIS), and the
+    copies along another dim (REPEAT_KV_DIM)."""
     family = {REPEAT_KV_AXIS.text(axis=axis): REPEAT_KV_AXIS.on(x, n_rep, axis) for axis in (0, 3, 4)}
+    for tiled, dim in REPEAT_KV_DIMS:
+        call = f"repeat({', '.join('n_rep' if d == dim else '1' for d in range(4))})" if tiled else \
+            f"repeat_interleave(n_rep, dim={dim})"
+        family[REPEAT_KV_DIM.text(call=call, dim=dim)] = REPEAT_KV_DIM.on(x, n_rep, tiled, dim)
     return besides(bind(REPEAT_KV_MISTAKES, x, n_rep), family)
 
 
+GQA_LAYER_BIAS = mistake("grouped_query_attention", "layer_bias",
+                         "your {layers} has a bias although bias=False (nn.Linear's default bias=True): pass "
+                         "bias=bias to every nn.Linear", dict())
+
+
 def gqa_key_mistakes(expected: set[str], bias: bool) -> Mistakes:
-    return bind([GQA_NO_BIASES if bias else GQA_BIASES], expected)
+    """For the state-dict keys: every layer without its bias, or with one; or (bias=False) some layers with one."""
+    named = bind([GQA_NO_BIASES if bias else GQA_BIASES], expected)
+    if bias:
+        return named
+    return besides(named, biased_layer_mistakes(GQA_LAYER_BIAS, expected, ("w_q", "w_k", "w_v", "out_proj")))
 
 
 def gqa_shape_mistakes(d_model: int, n_heads: int, n_kv_heads: int, key: str) -> Mistakes:
@@ -2763,7 +3035,18 @@ DRAW_MISTAKES = (
     mistake("sampling", "unfiltered_softmax",
             "you draw from the unfiltered softmax: the probabilities are softmax(filter_logits(logits, ...))",
             lambda row, temperature, top_k, top_p: row.double().softmax(-1)),
+    mistake("sampling", "softmax_over_rows",
+            "your softmax runs over the rows (dim=0), not over the vocabulary: each row's probabilities are "
+            "softmax(filter_logits(logits, ...), dim=-1)",
+            lambda row, temperature, top_k, top_p: _uniform_over_kept(filtered(row, temperature, top_k, top_p))),
 )
+
+
+def _uniform_over_kept(kept_row: Tensor) -> Tensor:
+    """What draws from one row repeated give with a softmax over the rows: every kept token alike (its column is
+    one value repeated); None where a removed token makes NaN of its column."""
+    finite = torch.isfinite(kept_row).double()
+    return None if not bool(finite.all()) else finite / finite.sum()
 
 
 def _finite_fill(got: Tensor, want: Tensor) -> float | None:
@@ -2853,6 +3136,8 @@ def draw_error_diagnosis(message: str, filtered_rows: Any) -> Mistake | None:
         return None
     if bool((filtered_rows == NEG_INF).all(-1).any()):
         return EMPTY_ROW
+    if filtered_rows.dim() > 1 and bool((filtered_rows == NEG_INF).all(0).any()):
+        return None  # a softmax over the rows (dim 0) makes NaN of a token every row removed, as the logits would
     return MULTINOMIAL_OF_LOGITS
 
 
@@ -2982,6 +3267,11 @@ GENERATE_CALL_MISTAKES = (
             "forgets the prompt: pass caches=caches (made once by model.new_caches()) on every call",
             lambda prompt, new, max_len: [(None, None, (0, prompt))]
             + [(None, None, (prompt + i - 1, prompt + i)) for i in range(1, new)]),
+    mistake("sampling", "fresh_caches_newest_token",
+            "you make fresh caches at every step (model.new_caches() inside the loop), so each new token meets empty "
+            "caches and sees no context: make them once, before the prompt, and pass the same list on every call",
+            lambda prompt, new, max_len: [(0, 0, (0, prompt))]
+            + [(0, i, (prompt + i - 1, prompt + i)) for i in range(1, new)]),
 )
 
 
@@ -3879,3 +4169,98 @@ def linear_width_mistakes(layer: str, want: tuple[str, str], widths: dict[str, i
     every other pair of the named `widths` (name -> size)."""
     return {LINEAR_WIDTHS.text(layer=layer, got_in=i, got_out=o, want_in=want[0], want_out=want[1]):
             torch.Size((widths[o], widths[i])) for i in widths for o in widths if (i, o) != want}
+# --- shared by the LLM track's components (dllm) ---------------------------------------------------------
+
+def biased_layer_mistakes(entry: Mistake, expected: set[str], layers: tuple[str, ...]) -> Mistakes:
+    """For a module's set of state-dict keys (`expected`: the right ones, every nn.Linear bias=False): each
+    nonempty proper subset of `layers` with a bias too (`entry`'s {layers}: the layers, comma-separated)."""
+    subsets = [c for n in range(1, len(layers)) for c in itertools.combinations(layers, n)]
+    return {entry.text(layers=", ".join(subset)): (lambda subset=subset: expected | {f"{name}.bias" for name in subset})
+            for subset in subsets}
+
+
+LOADED_SHAPE = re.compile(r"size mismatch for ([\w.]+): copying a param with shape torch\.Size\(\[([\d, ]*)\]\) from "
+                          r"checkpoint, the shape in current model is torch\.Size\(\[([\d, ]*)\]\)")
+
+
+def loaded_shapes(message: str, expected: dict[str, tuple[int, ...]]) -> dict[str, tuple[int, ...]] | None:
+    """The shapes of the student's weights that a failed load_state_dict reveals (`message`: torch's words), the
+    others taken as `expected`; None where the message names no size mismatch of these keys."""
+    found = {key: tuple(int(d) for d in mine.split(",") if d.strip())
+             for key, _, mine in LOADED_SHAPE.findall(message) if key in expected}
+    return {**expected, **found} if found else None
+
+
+LOWER_PRECISION = mistake("layer_norm", "lower_precision",
+                          "your {name} computes in float32 for a float64 input (an x.float() kept to the end, or a "
+                          "float32 tensor made inside): its result has float32's precision only; compute in x's "
+                          "dtype, or cast the result back with .type_as(x)", dict())
+
+
+def lower_precision_mistakes(name: str, compute: Callable[[torch.dtype], Tensor], x: Tensor, got: Any) -> Mistakes:
+    """For a float64 case of a computation (`compute(dtype)`: the right result computed in that dtype) that gave
+    `got`: a float32 result is the float32 computation's; a float64 one is explained where it lies within
+    float32's rounding of the right values everywhere (and not within float64's: the case failed), fitted to it;
+    elsewhere the model is the float32 computation, which rules the mistake out. Nothing for other inputs. A fit:
+    bind it with `besides`, so that a mistake modelled exactly speaks where it gives what came back."""
+    def model() -> Tensor | None:
+        if x.dtype != torch.float64 or not isinstance(got, Tensor) or not got.is_floating_point():
+            return None
+        low = compute(torch.float32).detach()
+        if got.dtype != torch.float64:
+            return low
+        high = compute(torch.float64).detach()
+        if got.shape == high.shape and _within(got.detach().double(), high, 1e-6):
+            return got
+        return low.double()
+    return {LOWER_PRECISION.text(name=name): model}
+
+
+def _within(got: Tensor, reference: Tensor, tol: float) -> bool:
+    """Whether every value of `got` lies within tol·(max(1, |reference|.max()) + |reference|) of `reference`'s
+    (both float64, finite)."""
+    if not (bool(torch.isfinite(got).all()) and bool(torch.isfinite(reference).all())):
+        return False
+    scale = max(1.0, reference.abs().max().item()) if reference.numel() else 1.0
+    return bool(((got - reference).abs() <= tol * (scale + reference.abs())).all())
+
+
+DEFAULT_DIFFERS = mistake("sampling", "default_differs",
+                          "your {function} does not default to the contract's {defaults}: called with them spelled out "
+                          "it gives the right result, called without them it does not; give its keyword arguments "
+                          "the contract's defaults", dict())
+
+
+def default_mistakes(function: str, defaults: dict[str, Any], spelled: Any, want: Any, got: Any) -> Mistakes:
+    """For a call that relied on `function`'s defaults and gave `got`: a default that differs from the contract's
+    explains it where the same call with the contract's `defaults` spelled out gave `spelled`, the right result
+    `want`. The model is then the call as made (`got`); elsewhere it is `want`, which rules it out."""
+    text = DEFAULT_DIFFERS.text(function=function, defaults=", ".join(f"{k}={v!r}" for k, v in defaults.items()))
+    right = isinstance(spelled, Tensor) and isinstance(want, Tensor) and spelled.shape == want.shape and \
+        bool((spelled == want).all())
+    return {text: got if right else want}
+
+
+def fitted_besides(models: Mistakes, fitted: Mistakes, got: Any) -> Mistakes:
+    """The `fitted` members (models fitted to what came back, `got`), each silent where one of `models`, as
+    computed, gives what came back too: a fit never speaks over a mistake modelled exactly (even one that its own
+    family leaves unnamed)."""
+    both = besides(models, fitted, got)
+    return {sentence: both[sentence] for sentence in fitted}
+
+
+def broadcast_clash(a: tuple[int, ...], b: tuple[int, ...]) -> set[int] | None:
+    """The two sizes torch names when shapes `a` and `b` do not broadcast (it compares from the last dim), or None."""
+    for x, y in zip(reversed(a), reversed(b)):
+        if x != y and 1 not in (x, y):
+            return {x, y}
+    return None
+
+
+def keepdim_lost(message: str, shape: tuple[int, ...], dim: int = -1) -> bool:
+    """Whether an error's words (`message`) are those of a reduction of a `shape` tensor over `dim` without
+    keepdim=True, broadcast back against the tensor."""
+    dim %= len(shape)
+    clash = broadcast_clash(tuple(shape[:dim]) + tuple(shape[dim + 1:]), tuple(shape))
+    return clash is not None and mismatched_sizes(message) == clash
+
