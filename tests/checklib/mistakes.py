@@ -3804,6 +3804,25 @@ NOT_INTEGER = recognised(
     "or convert with .long()")
 
 
+FLOAT32_PRECISION = recognised(
+    GENERAL, "float32_precision",
+    "your float64 result holds float32 numbers (each value exactly a float32): it was computed in float32 and "
+    "cast back (a .float() before, a .to(x.dtype) or type_as after): compute in the inputs' dtype throughout")
+
+
+def float32_precision(actual: Tensor, expected: Tensor) -> tuple[Mistake, bool] | None:
+    """FLOAT32_PRECISION, and whether a float64 `actual` that is not `expected` is a float32 computation cast
+    back: its values all float32 numbers and within float32's tolerance of `expected` (None: it cannot tell,
+    `expected` being one)."""
+    if actual.dtype != torch.float64 or expected.dtype != torch.float64 or actual.shape != expected.shape or \
+            actual.device != expected.device:
+        return None
+    if actual.numel() < 4 or bool((expected == expected.float().double()).all()):
+        return None
+    close = torch.allclose(actual, expected, rtol=1e-4, atol=1e-5 * max(1.0, float(expected.abs().max())))
+    return FLOAT32_PRECISION, close and bool((actual == actual.float().double()).all())
+
+
 def dtype_changed(want: torch.dtype, got: torch.dtype | None = None) -> Mistake | None:
     """The entry for a result that should be of dtype `want` and came back in `got` (None: any other dtype
     that entry is about), or None where no entry is about these two."""
