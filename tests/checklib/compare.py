@@ -158,7 +158,7 @@ def diagnose(actual: Any, mistakes: Mistakes | None, *, expected: Any = None, rt
     model of another dtype than `actual`'s does not match on values alone (nor is it ruled
     out by them). Given the `dtype` the check asks for, the shared dtype mistake (mistakes.dtype_changed)
     is weighed too: matched where only the dtype is wrong (and no mistake of the check's own matched),
-    ruled out where the values are.
+    ruled out where the values are; so is a float64 result of float32 numbers (mistakes.float32_precision).
     """
     matched: list[str] = []
     ruled_out: list[str] = []
@@ -191,6 +191,14 @@ def diagnose(actual: Any, mistakes: Mistakes | None, *, expected: Any = None, rt
                 matched.append(entry.sentence)
         elif entry is not None and isinstance(expected, Tensor) and actual.shape == expected.shape:
             ruled_out.append(entry.sentence)
+        if not dtype_failed and isinstance(expected, Tensor):  # float64 values of float32's precision
+            from .mistakes import float32_precision
+
+            weighed = float32_precision(actual.detach(), expected)
+            if weighed is not None and not weighed[1]:
+                ruled_out.append(weighed[0].sentence)
+            elif weighed is not None and not matched:  # a check's own mistake that matched says more
+                matched.append(weighed[0].sentence)
     return Diagnosis(matched, ruled_out)
 
 

@@ -920,8 +920,9 @@ RIGHT_WIRING = ("norm1(x)", "x + ", "norm2(h)", "h + ")
 
 
 def wired_block(state: dict[str, Tensor], x: Tensor, mask: Tensor | None, n_heads: int,
-                wiring: tuple[str, str, str, str]) -> Tensor:
-    """The block in eval mode, float64, wired as `wiring` says (WIRING_CHOICES)."""
+                wiring: tuple[str, str, str, str], attended: dict[str, Tensor] | None = None) -> Tensor:
+    """The block in eval mode, float64, wired as `wiring` says (WIRING_CHOICES); `attended`: a cache of the
+    attention's output for each input (shared by the members of a family, which differ after it)."""
     s = {k: v.double() for k, v in state.items()}
     x = x.double()
 
@@ -932,8 +933,11 @@ def wired_block(state: dict[str, Tensor], x: Tensor, mask: Tensor | None, n_head
         return linear(F.relu(linear(t, s, "ff.0")), s, "ff.2")
 
     attn_in, first, ff_in, second = wiring
+    attended = {} if attended is None else attended
     n1x = norm("norm1", x)
-    a = mha(s, n1x if attn_in == "norm1(x)" else x, mask, n_heads, prefix="attention.")[0]
+    if attn_in not in attended:
+        attended[attn_in] = mha(s, n1x if attn_in == "norm1(x)" else x, mask, n_heads, prefix="attention.")[0]
+    a = attended[attn_in]
     h = {"x + ": x + a, "norm1(x) + ": n1x + a, "": a}[first]
     f = ff({"norm2(h)": norm("norm2", h), "norm2(x)": norm("norm2", x), "h": h, "x": x,
             "norm1(h)": norm("norm1", h)}[ff_in])
@@ -941,8 +945,9 @@ def wired_block(state: dict[str, Tensor], x: Tensor, mask: Tensor | None, n_head
 
 
 def _wiring_family(state: dict[str, Tensor], x: Tensor, mask: Tensor | None, n_heads: int) -> Mistakes:
+    attended: dict[str, Tensor] = {}
     return {WIRING.text(attn_in=w[0], first=w[1], ff_in=w[2], second=w[3]):
-            (lambda w=w: wired_block(state, x, mask, n_heads, w))
+            (lambda w=w: wired_block(state, x, mask, n_heads, w, attended))
             for w in itertools.product(*WIRING_CHOICES) if w != RIGHT_WIRING}
 
 
@@ -957,19 +962,16 @@ def block_mistakes(state: dict[str, Tensor], x: Tensor, mask: Tensor | None, n_h
 
 def block_grad_mistakes(state: dict[str, Tensor], x: Tensor, mask: Tensor | None, n_heads: int,
                         grad_output: Tensor) -> Mistakes:
-    """For the gradient of sum(block(x) * grad_output) w.r.t. x: what each mistake's block gives there."""
-    def grad_of(model: Callable[[Tensor], Tensor]) -> Tensor:
+    """For the gradient of sum(block(x) * grad_output) w.r.t. x: what each named mistake's block gives there (the
+    WIRING family, a backward pass each, is weighed on the output only)."""
+    def grad_of(variant: str) -> Tensor:
         inputs = x.detach().double().requires_grad_(True)
         with torch.enable_grad():
-            (grad,) = torch.autograd.grad((model(inputs) * grad_output.double()).sum(), inputs)
+            out = block(state, inputs, mask, n_heads, variant=variant)
+            (grad,) = torch.autograd.grad((out * grad_output.double()).sum(), inputs)
         return grad
 
-    named = {entry.sentence: (lambda v=entry.model["variant"]: grad_of(
-        lambda t: block(state, t, mask, n_heads, variant=v))) for entry in BLOCK_MISTAKES}
-    family = {WIRING.text(attn_in=w[0], first=w[1], ff_in=w[2], second=w[3]):
-              (lambda w=w: grad_of(lambda t: wired_block(state, t, mask, n_heads, w)))
-              for w in itertools.product(*WIRING_CHOICES) if w != RIGHT_WIRING}
-    return besides(named, family)
+    return {entry.sentence: (lambda v=entry.model["variant"]: grad_of(v)) for entry in BLOCK_MISTAKES}
 
 
 def ff_width_mistakes(key: str, d_model: int, n_heads: int, d_ff: int) -> Mistakes:
@@ -4090,6 +4092,25 @@ NOT_INTEGER = recognised(
     GENERAL, "not_integer",
     "your indices are not integers: keep integer arithmetic (arange without a float dtype, // rather than /), "
     "or convert with .long()")
+
+
+FLOAT32_PRECISION = recognised(
+    GENERAL, "float32_precision",
+    "your float64 result holds float32 numbers (each value exactly a float32): it was computed in float32 and "
+    "cast back (a .float() before, a .to(x.dtype) or type_as after): compute in the inputs' dtype throughout")
+
+
+def float32_precision(actual: Tensor, expected: Tensor) -> tuple[Mistake, bool] | None:
+    """FLOAT32_PRECISION, and whether a float64 `actual` that is not `expected` is a float32 computation cast
+    back: its values all float32 numbers and within float32's tolerance of `expected` (None: it cannot tell,
+    `expected` being one)."""
+    if actual.dtype != torch.float64 or expected.dtype != torch.float64 or actual.shape != expected.shape or \
+            actual.device != expected.device:
+        return None
+    if actual.numel() < 4 or bool((expected == expected.float().double()).all()):
+        return None
+    close = torch.allclose(actual, expected, rtol=1e-4, atol=1e-5 * max(1.0, float(expected.abs().max())))
+    return FLOAT32_PRECISION, close and bool((actual == actual.float().double()).all())
 
 
 def dtype_changed(want: torch.dtype, got: torch.dtype | None = None) -> Mistake | None:
