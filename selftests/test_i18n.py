@@ -502,7 +502,7 @@ CHINESE_SAMPLE = (
     "patch_embedding:num_patches_precedence", "patch_embedding:proj_input_size", "pre_ln_block:dropout_always_on",
     "pre_ln_block:library_encoder_layer", "pre_ln_block:squeezes_the_batch", "qkv_projection:bias_flag_ignored",
     "qkv_projection:d_k_true_division", "qkv_projection:no_divisibility_check", "rms_norm:eps_added_to_output",
-    "rms_norm:library_rms_norm", "rms_norm:weight_starts_at_zeros", "rope:complex_table",
+    "rms_norm:library_rms_norm", "rms_norm:mean_square_without_keepdim", "rms_norm:weight_starts_at_zeros", "rope:complex_table",
     "rope:negative_positions_wrap", "rope:rotated_in_place", "sampling:greedy_argmax_dim0",
     "sampling:kth_without_keepdim", "sampling:max_len_one_past", "sampling:returns_new_tokens_only",
     "sampling:temperature_multiplied", "scaling:k_dot_T", "sinusoidal_encoding:batch_dimension_added",

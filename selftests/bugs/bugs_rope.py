@@ -110,3 +110,19 @@ BUGS += [
         "counts the exponent's features from 1, (2i + 1) / head_dim",
         diagnosis=("your frequencies are base**(-(2i + 1) / head_dim)",)),
 ]
+
+# The rotation's signs slipped, and the exponent doubled (mistakes.ROPE_SIGNS, the exponent_doubled variant).
+BUGS += [
+    Bug("rope", "second_cos_term_negated", "rope.py",
+        "return torch.stack((x1 * c - x2 * s, x1 * s + x2 * c), dim=-1).flatten(-2)",
+        "return torch.stack((x1 * c - x2 * s, x1 * s - x2 * c), dim=-1).flatten(-2)",
+        "writes - x2 * cos in the second formula", diagnosis=("x[2i] * sin - x[2i+1] * cos",)),
+    Bug("rope", "both_sine_terms_plus", "rope.py",
+        "return torch.stack((x1 * c - x2 * s, x1 * s + x2 * c), dim=-1).flatten(-2)",
+        "return torch.stack((x1 * c + x2 * s, x1 * s + x2 * c), dim=-1).flatten(-2)",
+        "adds both sine terms", diagnosis=("out[2i] = x[2i] * cos + x[2i+1] * sin and out[2i+1] = x[2i] * sin +",)),
+    Bug("rope", "exponent_over_half_head_dim", "rope.py",
+        "inv_freq = base ** (-torch.arange(0, head_dim, 2, dtype=torch.float32) / head_dim)  # (Dh/2,)",
+        "inv_freq = base ** (-torch.arange(0, head_dim, 2, dtype=torch.float32) / (head_dim // 2))  # (Dh/2,)",
+        "divides 2i by head_dim // 2", diagnosis=("your exponent is twice too large",)),
+]

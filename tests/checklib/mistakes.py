@@ -2294,7 +2294,8 @@ def rope_tables(max_len: int, head_dim: int, base: float = 10000.0, *, variant: 
     """
     features = torch.arange(0, head_dim, 2, dtype=torch.float64)  # 2i
     a, b = exponent_offsets
-    exponent = {"pair_index": features / 2, "off_by_one": features - 2}.get(variant, features + a) / (head_dim + b)
+    exponent = {"pair_index": features / 2, "off_by_one": features - 2, "exponent_doubled": 2 * features}.get(
+        variant, features + a) / (head_dim + b)
     base = 10000.0 if variant == "base_ignored" else base
     freqs = base ** (exponent if variant == "no_minus" else -exponent)
     positions = torch.arange(max_len, dtype=torch.float64) + (1 if variant == "from_one" else 0)
@@ -2320,6 +2321,8 @@ ROPE_TABLE_MISTAKES = variants("rope", {
     "your angles are computed in float16, whose rounding of position * frequency reaches a radian at a few "
     "thousand positions: compute positions and frequencies in float32 (or float64)": "float16",
     "your frequencies ignore the base argument and always use 10000": "base_ignored",
+    "your exponent is twice too large, base**(-4i / head_dim) (2i / (head_dim // 2), or the 2 of 2i counted "
+    "twice): it is base**(-2i / head_dim), i counting the pairs from 0": "exponent_doubled",
 })
 ROPE_TABLE_SHAPE_MISTAKES = (
     mistake("rope", "tables_repeated_wide",
@@ -2452,8 +2455,34 @@ ROPE_IN_PLACE_MISTAKES = (
 )
 
 
+# A family: the signs of the rotation's four terms slipped (minus_angle is the named member).
+ROPE_SIGNS = mistake("rope", "signs",
+                     "your rotation is out[2i] = {first} and out[2i+1] = {second}: it is out[2i] = x[2i] * cos - "
+                     "x[2i+1] * sin and out[2i+1] = x[2i] * sin + x[2i+1] * cos", dict())
+SIGN_SLIPS = [(a, b, d) for a in (-1, 1) for b in (-1, 1) for d in (-1, 1) if (a, b, d) not in ((-1, 1, 1), (1, -1, 1))]
+
+
+def _signed(x: Tensor, cos: Tensor, sin: Tensor, positions: Tensor | None, signs: tuple[int, int, int]) -> Tensor:
+    x = x.double()
+    positions = torch.arange(x.shape[-2]) if positions is None else positions
+    c, s = cos.double()[positions], sin.double()[positions]
+    x1, x2 = x[..., 0::2], x[..., 1::2]
+    a, b, d = signs
+    return torch.stack((x1 * c + a * x2 * s, b * x1 * s + d * x2 * c), dim=-1).flatten(-2)
+
+
+def _sign_text(signs: tuple[int, int, int]) -> str:
+    a, b, d = signs
+    first = f"x[2i] * cos {'+' if a > 0 else '-'} x[2i+1] * sin"
+    second = f"{'' if b > 0 else '-'}x[2i] * sin {'+' if d > 0 else '-'} x[2i+1] * cos"
+    return ROPE_SIGNS.text(first=first, second=second)
+
+
 def rope_mistakes(x: Tensor, cos: Tensor, sin: Tensor, positions: Tensor | None) -> Mistakes:
-    return simulated(ROPE_MISTAKES, lambda variant: rope_rotated(x, cos, sin, positions, variant=variant))
+    """For apply_rope(x, cos, sin, positions); also the terms' signs slipped (SIGN_SLIPS)."""
+    family = {_sign_text(k): (lambda k=k: _signed(x, cos, sin, positions, k)) for k in SIGN_SLIPS}
+    return besides(simulated(ROPE_MISTAKES, lambda variant: rope_rotated(x, cos, sin, positions, variant=variant)),
+                   family)
 
 
 def rope_dtype_mistakes(x: Tensor) -> Mistakes:
