@@ -20,18 +20,23 @@ def expected_keys(bias: bool) -> set[str]:
     return {f"{layer}.{p}" for layer in LAYERS for p in (("weight", "bias") if bias else ("weight",))}
 
 
-@pytest.mark.parametrize("bias", [True, False])
+@pytest.mark.parametrize("bias", [True, False, None], ids=["bias", "no-bias", "default"])
 @pytest.mark.parametrize("d_model, n_heads", SIZES[:3])
 def test_state_dict_layout(impl, d_model, n_heads, bias):
-    state = MHA(impl, d_model, n_heads, bias=bias).state_dict()
-    what = f"MultiHeadAttention({d_model}, {n_heads}, bias={bias}).state_dict()"
+    """None: bias not passed, so the contract's default (bias=True) holds."""
+    given = {} if bias is None else {"bias": bias}
+    state = MHA(impl, d_model, n_heads, **given).state_dict()
+    what = f"MultiHeadAttention({d_model}, {n_heads}{'' if bias is None else f', bias={bias}'}).state_dict()"
+    bias = True if bias is None else bias
     keys = set(state)
     if keys != expected_keys(bias):
         missing, extra = sorted(expected_keys(bias) - keys), sorted(keys - expected_keys(bias))
+        known = mistakes.state_dict_key_mistakes(expected_keys(bias), bias)
         fail(what, f"wrong parameter names; missing {missing}, unexpected {extra}",
              hint="create exactly four nn.Linear(d_model, d_model, bias=bias) named w_q, w_k, w_v, out_proj "
-                  "(pass bias=bias to every one)",
-             actual=keys, expected=expected_keys(bias), mistakes=mistakes.state_dict_key_mistakes(expected_keys(bias), bias))
+                  "(pass bias=bias to every one; bias defaults to True)",
+             actual=keys, expected=expected_keys(bias),
+             mistakes={**known, **mistakes.bias_default_mistakes(expected_keys(False))} if not given else known)
     for key, tensor in state.items():
         shape = (d_model, d_model) if key.endswith("weight") else (d_model,)
         check_tensor(tensor, what=f"{what}['{key}']", shape=shape,

@@ -209,19 +209,19 @@ def first_argmax(logits: torch.Tensor) -> torch.Tensor:
     return torch.tensor([row.tolist().index(max(row.tolist())) for row in logits], dtype=torch.int64)
 
 
-@pytest.mark.parametrize("kind, kw", [("random", {}), ("ties", {}), ("ties", dict(top_k=2, top_p=0.5)),
-                                      ("random", dict(top_k=1))],
-                         ids=["random", "ties", "ties-with-filters", "top_k1"])
-def test_greedy_is_first_argmax(impl, gen, kind, kw):
-    logits = logits_of(kind, (7, 9), gen)
+@pytest.mark.parametrize("kind, kw, rows", [("random", {}, 7), ("ties", {}, 7), ("ties", dict(top_k=2, top_p=0.5), 7),
+                                            ("random", dict(top_k=1), 7), ("ties", {}, 1)],
+                         ids=["random", "ties", "ties-with-filters", "top_k1", "batch-of-one"])
+def test_greedy_is_first_argmax(impl, gen, kind, kw, rows):
+    logits = logits_of(kind, (rows, 9), gen)
     logits[0, :3] = logits[0].max() + 1  # a tie at the top of row 0
-    what = f"sample_next_token(logits (7, 9), temperature=0{', ' if kw else ''}{settings(kw)})"
+    what = f"sample_next_token(logits ({rows}, 9), temperature=0{', ' if kw else ''}{settings(kw)})"
     with naming_errors(what, mistakes.GREEDY_FILTERS, lambda exc: "ValueError" in exc.kinds):
         got = adapters.sample_next_token(impl)(logits, temperature=0.0, **kw)
     want = first_argmax(logits)
     hint = "temperature 0 is greedy: each row's index of its largest logit, the first one on a tie (argmax(dim=-1))"
     models = mistakes.greedy_mistakes(logits, got)
-    check_tensor(got, what=what, shape=(7,), dtype=torch.int64, hint=hint, mistakes=models)
+    check_tensor(got, what=what, shape=(rows,), dtype=torch.int64, hint=hint, mistakes=models)
     assert_equal(got, want, what=what, hint=hint, mistakes=models)
 
 
@@ -274,6 +274,10 @@ def test_equal_generator_states_give_equal_draws(impl, gen):
     first = sample(logits, temperature=0.9, top_k=5, generator=randomness.generator(seed))
     check_tensor(first, what=what, shape=(500,), dtype=torch.int64, hint="one int64 token index per row, (B,)",
                  mistakes=mistakes.draw_shape_mistakes(500, 6))
+    single = sample(logits[:1], temperature=0.9, top_k=5, generator=randomness.generator(seed))
+    check_tensor(single, what="sample_next_token(logits (1, 6), temperature=0.9, top_k=5, generator=...)", shape=(1,),
+                 dtype=torch.int64, hint="a batch of one is one row: (1,), not a 0-dim tensor",
+                 mistakes=mistakes.draw_shape_mistakes(1, 6))
     again = sample(logits, temperature=0.9, top_k=5, generator=randomness.generator(seed))
     if not torch.equal(again, first):
         fail(f"{what} with two generators seeded {seed}", "the draws differ",

@@ -128,3 +128,11 @@ BUGS += [
         "applies out_proj by hand with the weight untransposed",
         diagnosis=("you multiplied by out_proj.weight without transposing it",)),
 ]
+
+BUGS += [
+    Bug("multi_head_attention", "sdpa_scales_again", "attention.py",
+        "weights = apply_mask(attention_scores(q, k), mask).softmax(dim=-1)",
+        "weights = apply_mask(attention_scores(q, k) / math.sqrt(q.size(-1)), mask).softmax(dim=-1)",
+        "scaled_dot_product_attention divides the scores by sqrt(d) again, after attention_scores did",
+        diagnosis=("divided by √d twice", "which is √Dh twice")),
+]

@@ -59,3 +59,11 @@ BUGS += [
         "the output projection reads one head's width",
         diagnosis=("your out_proj is nn.Linear(d_k, d_model)",)),
 ]
+
+BUGS += [
+    Bug("qkv_projection", "bias_default_false", "attention.py",
+        "def __init__(self, d_model: int, n_heads: int, bias: bool = True) -> None:",
+        "def __init__(self, d_model: int, n_heads: int, bias: bool = False) -> None:",
+        "the bias defaults to False (LLaMA's habit) instead of the contract's True",
+        diagnosis=("your MultiHeadAttention's bias defaults to False",)),
+]

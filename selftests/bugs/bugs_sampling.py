@@ -157,3 +157,11 @@ BUGS += [
         "takes the softmax over the batch (dim 0) instead of the vocabulary",
         diagnosis=("your softmax runs over the rows (dim=0)",)),
 ]
+
+BUGS += [
+    Bug("sampling", "draw_squeezed_whole", "sampling.py",
+        "return torch.multinomial(probs, 1, generator=generator).squeeze(-1)",
+        "return torch.multinomial(probs, 1, generator=generator).squeeze()",
+        "squeezes every axis of size 1: a batch of one comes back 0-dim instead of (1,)",
+        diagnosis=("your result lost its axes of size 1",)),
+]

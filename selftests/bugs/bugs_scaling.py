@@ -103,3 +103,14 @@ BUGS += [
         "a mixed-precision habit: computes the scores in float32 and casts them back to the inputs' dtype",
         diagnosis=("your float64 result holds float32 numbers",)),
 ]
+
+BUGS += [  # the square root written as ** 1 / 2, which Python reads as (d ** 1) / 2
+    Bug("scaling", "half_power_as_division", "attention.py", SCORES,
+        "return q @ k.transpose(-2, -1) / q.size(-1) ** 1 / 2",
+        "writes the square root as d ** 1 / 2: the scores are divided by 2d",
+        diagnosis=("your scores are q·kᵀ divided by 2d",)),
+    Bug("scaling", "half_power_in_parentheses", "attention.py", SCORES,
+        "return q @ k.transpose(-2, -1) / (q.size(-1) ** 1 / 2)",
+        "writes the square root as (d ** 1 / 2): the scores are divided by d/2",
+        diagnosis=("your scores are q·kᵀ divided by d/2",)),
+]

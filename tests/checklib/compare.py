@@ -214,8 +214,14 @@ def check_tensor(actual, *, what: str, shape=None, dtype: torch.dtype | None = N
     problem = _tensor_problem(actual, shape, dtype, device)
     if problem is not None:
         expected = torch.Size(shape) if shape is not None and None not in tuple(shape) else None
-        _fail(what, problem, hint, diagnose(actual, mistakes, expected=expected, dtype=dtype,
-                                            dtype_failed=_dtype_failed(actual, shape, dtype)))
+        diagnosis = diagnose(actual, mistakes, expected=expected, dtype=dtype,
+                             dtype_failed=_dtype_failed(actual, shape, dtype))
+        if not diagnosis.matched:  # a shape that is the expected one without its axes of size 1
+            from .mistakes import squeezed  # mistakes.py builds on this module
+
+            entry = squeezed(actual, shape)
+            diagnosis = Diagnosis([entry.sentence], diagnosis.ruled_out) if entry is not None else diagnosis
+        _fail(what, problem, hint, diagnosis)
     return actual
 
 

@@ -111,6 +111,14 @@ SCORES_MISTAKES = (
             "your scores are k·qᵀ/√d, (..., Tk, Tq), one row per key: they are q·kᵀ/√d, (..., Tq, Tk), one row per "
             "query (q @ k.transpose(-2, -1); an einsum '...qd,...kd->...qk')",
             lambda q, k: scores(k, q, q.shape[-1] ** -0.5)),
+    mistake("scaling", "half_power_as_division",
+            "your scores are q·kᵀ divided by 2d: Python reads d ** 1 / 2 as (d ** 1) / 2 (** binds tighter than /), "
+            "so x / d ** 1 / 2 is x / d / 2: the square root is d ** 0.5 or math.sqrt(d)",
+            lambda q, k: scores(q, k, 0.5 / q.shape[-1])),
+    mistake("scaling", "half_power_in_parentheses",
+            "your scores are q·kᵀ divided by d/2: Python reads (d ** 1 / 2) as (d ** 1) / 2 (** binds tighter "
+            "than /): the square root is d ** 0.5 or math.sqrt(d)",
+            lambda q, k: scores(q, k, 2.0 / q.shape[-1])),
     mistake("scaling", "divided_by_sqrt_first_dim",
             "your scores are q·kᵀ divided by the square root of q's first dimension (q.size(0), the batch), "
             "instead of √d, the feature size (dim -1)", lambda q, k: scores(q, k, 1.0 / math.sqrt(q.shape[0]))),
@@ -182,7 +190,7 @@ def _fitted_scale(q: Tensor, k: Tensor, got: Any) -> Tensor | None:
         return None
     factor = float((got.double() * raw).sum()) / norm
     d, known = q.shape[-1], [1.0, q.shape[-1] ** -0.5]
-    known += [1.0 / d, math.sqrt(d), q.shape[-2] ** -0.5, k.shape[-2] ** -0.5, q.shape[0] ** -0.5]
+    known += [1.0 / d, math.sqrt(d), q.shape[-2] ** -0.5, k.shape[-2] ** -0.5, q.shape[0] ** -0.5, 0.5 / d, 2.0 / d]
     known += [d ** -power for power in POWERS]
     if factor == 0 or any(math.isclose(factor, f, rel_tol=1e-3) for f in known):
         return None
@@ -438,6 +446,9 @@ LAYER_WITHOUT_BIAS = mistake("qkv_projection", "layer_without_bias",
 LAYER_WITH_BIAS = mistake("qkv_projection", "layer_with_bias",
                           "{layer} has a bias although bias=False: pass bias=bias when you create {layer}",
                           lambda expected, layer: expected | {f"{layer}.bias"})
+BIAS_DEFAULT_FALSE = recognised("qkv_projection", "bias_default_false",
+                                "your MultiHeadAttention's bias defaults to False: the contract's default is "
+                                "bias=True, __init__(d_model, n_heads, bias=True) (bias-free layers are LLaMA's habit)")
 FLOAT_D_K = mistake("qkv_projection", "float_d_k", "your d_k is d_model / n_heads, a float: use // so it is an int",
                     lambda d_model, n_heads: d_model / n_heads)
 
@@ -461,6 +472,11 @@ def state_dict_key_mistakes(expected: set[str], bias: bool) -> Mistakes:
     return mistakes
 
 
+def bias_default_mistakes(without_bias: set[str]) -> Mistakes:
+    """For the state dict of a MultiHeadAttention made without `bias=`: the keys of one made bias-free."""
+    return {BIAS_DEFAULT_FALSE.sentence: without_bias}
+
+
 def d_k_mistakes(d_model: int, n_heads: int) -> Mistakes:
     return bind([FLOAT_D_K], d_model, n_heads)
 
@@ -479,7 +495,7 @@ def qkv_width_mistakes(key: str, d_model: int, n_heads: int) -> Mistakes:
 def attention(q: Tensor, k: Tensor, v: Tensor, mask: Tensor | None, *, scale: bool = True, softmax_dim: int = -1,
               mask_mode: str = "fill", swap_qk: bool = False, transpose_weights: bool = False,
               normalise: bool = True, divisor: float | None = None, fill: float = float("-inf"),
-              log_weights: bool = False, scale_by_v: bool = False) -> tuple[Tensor, Tensor]:
+              log_weights: bool = False, scale_by_v: bool = False, scale_twice: bool = False) -> tuple[Tensor, Tensor]:
     """(out, weights) of scaled dot-product attention in float64, with one mistake switched on (`divisor`:
     the scores divided by it instead of by √d; `fill`: the masked scores' value, -inf or a finite one)."""
     if mask is not None and mask_mode == "fill_weights":  # in the inputs' dtype: what a huge fill becomes there
@@ -491,6 +507,8 @@ def attention(q: Tensor, k: Tensor, v: Tensor, mask: Tensor | None, *, scale: bo
         q, k = k, q
     if scale_by_v:
         divisor = math.sqrt(v.shape[-1])
+    if scale_twice:
+        divisor = float(q.shape[-1])
     s = q @ k.transpose(-2, -1) / (divisor if divisor is not None else math.sqrt(q.shape[-1]) if scale else 1.0)
     if mask is not None and mask_mode == "fill":
         s = s.masked_fill(~mask, fill)
@@ -534,6 +552,9 @@ SDPA_MISTAKES = (
             dict(swap_qk=True)),
     mistake("multi_head_attention", "sdpa_unscaled", "your scores are not divided by √d before the softmax",
             dict(scale=False)),
+    mistake("multi_head_attention", "sdpa_scaled_twice",
+            "your scores are divided by √d twice: attention_scores already divides q·kᵀ by √d, so "
+            "scaled_dot_product_attention must not divide them again", dict(scale_twice=True)),
     mistake("multi_head_attention", "log_softmax_weights",
             "your weights are log_softmax(scores), the logs of the weights: the weights are softmax(scores, dim=-1)",
             dict(log_weights=True)),
@@ -653,14 +674,23 @@ MHA_DIVISOR = mistake("multi_head_attention", "mha_divisor",
                       "(Dh = d_model // n_heads)", dict())
 
 
+MHA_SCALED_TWICE = recognised("multi_head_attention", "scaled_twice",
+                              "your scores are divided by Dh, which is √Dh twice: scaled in attention_scores and "
+                              "again after it (in scaled_dot_product_attention, say), or divided by Dh instead of √Dh; "
+                              "divide once, by √Dh (Dh = d_model // n_heads)")
+
+
 def _mha_divisors(state: dict[str, Tensor], x: Tensor, mask: Tensor | None, n_heads: int, part: int) -> Mistakes:
     d_model = x.shape[-1]
     d_head = d_model // n_heads
     if n_heads == 1:  # d_model is Dh
         return {}
-    return {MHA_DIVISOR.text(divisor=words): (lambda value=value: mha(state, x, mask, n_heads, divisor=value)[part])
-            for words, value in (("√d_model", math.sqrt(d_model)), ("Dh", float(d_head)), ("d_model", float(d_model)))
-            if not math.isclose(value, math.sqrt(d_head))}
+    found = {MHA_DIVISOR.text(divisor=words): (lambda value=value: mha(state, x, mask, n_heads, divisor=value)[part])
+             for words, value in (("√d_model", math.sqrt(d_model)), ("d_model", float(d_model)))
+             if not math.isclose(value, math.sqrt(d_head))}
+    if d_head != 1:  # dividing by Dh is dividing by √Dh twice: the two cannot be told apart, and the sentence says both
+        found[MHA_SCALED_TWICE.sentence] = lambda: mha(state, x, mask, n_heads, divisor=float(d_head))[part]
+    return found
 
 
 def mha_out_mistakes(state: dict[str, Tensor], x: Tensor, mask: Tensor | None, n_heads: int,
@@ -4152,6 +4182,20 @@ def dtype_changed(want: torch.dtype, got: torch.dtype | None = None) -> Mistake 
     if not want.is_complex:
         return NOT_INTEGER if got is None or got.is_floating_point or got == torch.bool else None
     return None
+
+
+SQUEEZED = recognised(
+    GENERAL, "squeezed",
+    "your result lost its axes of size 1 (its shape is the expected one without them): squeeze() without a dim "
+    "drops every axis of size 1, the batch's too when the batch is one; squeeze only the dim you mean "
+    "(squeeze(-1)), or keep it (keepdim=True)")
+
+
+def squeezed(actual: Any, shape: Any) -> Mistake | None:
+    """SQUEEZED where `actual` has the expected `shape` less its axes of size 1 (and it has some)."""
+    if not isinstance(actual, Tensor) or shape is None or None in tuple(shape) or 1 not in tuple(shape):
+        return None
+    return SQUEEZED if tuple(actual.shape) == tuple(d for d in shape if d != 1) else None
 
 
 # torch's own error messages that name a mistake in the line of student code that raised them.
