@@ -216,11 +216,13 @@ def check_tensor(actual, *, what: str, shape=None, dtype: torch.dtype | None = N
         expected = torch.Size(shape) if shape is not None and None not in tuple(shape) else None
         diagnosis = diagnose(actual, mistakes, expected=expected, dtype=dtype,
                              dtype_failed=_dtype_failed(actual, shape, dtype))
-        if not diagnosis.matched:  # a shape that is the expected one without its axes of size 1
-            from .mistakes import squeezed  # mistakes.py builds on this module
+        from .mistakes import SQUEEZED, squeezed  # mistakes.py builds on this module
 
-            entry = squeezed(actual, shape)
-            diagnosis = Diagnosis([entry.sentence], diagnosis.ruled_out) if entry is not None else diagnosis
+        lost_ones = squeezed(actual, shape)  # the expected shape without its axes of size 1 (ruled out by another)
+        if lost_ones and not diagnosis.matched:
+            diagnosis = Diagnosis([SQUEEZED.sentence], diagnosis.ruled_out)
+        elif lost_ones is False and tuple(actual.shape) != tuple(shape):
+            diagnosis = Diagnosis(diagnosis.matched, [*diagnosis.ruled_out, SQUEEZED.sentence])
         _fail(what, problem, hint, diagnosis)
     return actual
 

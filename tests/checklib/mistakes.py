@@ -4187,15 +4187,16 @@ def dtype_changed(want: torch.dtype, got: torch.dtype | None = None) -> Mistake 
 SQUEEZED = recognised(
     GENERAL, "squeezed",
     "your result lost its axes of size 1 (its shape is the expected one without them): squeeze() without a dim "
-    "drops every axis of size 1, the batch's too when the batch is one; squeeze only the dim you mean "
-    "(squeeze(-1)), or keep it (keepdim=True)")
+    "drops every axis of size 1 (the batch's too when the batch is one), and so does a sum or mean over such an "
+    "axis; squeeze only the dim you mean (squeeze(-1)), or keep it (keepdim=True)")
 
 
-def squeezed(actual: Any, shape: Any) -> Mistake | None:
-    """SQUEEZED where `actual` has the expected `shape` less its axes of size 1 (and it has some)."""
-    if not isinstance(actual, Tensor) or shape is None or None in tuple(shape) or 1 not in tuple(shape):
+def squeezed(actual: Any, shape: Any) -> bool | None:
+    """Whether a tensor `actual` of a wrong shape is the expected `shape` less its axes of size 1 (SQUEEZED);
+    None where it cannot tell (no tensor, no shape known)."""
+    if not isinstance(actual, Tensor) or shape is None or None in tuple(shape):
         return None
-    return SQUEEZED if tuple(actual.shape) == tuple(d for d in shape if d != 1) else None
+    return 1 in tuple(shape) and tuple(actual.shape) == tuple(d for d in shape if d != 1)
 
 
 # torch's own error messages that name a mistake in the line of student code that raised them.
