@@ -96,7 +96,7 @@ BUGS += [
     Bug("layer_norm", "float32_upcast_kept", "norms.py", "mean = x.mean(dim=-1, keepdim=True)",
         "x = x.float()  # upcast for stability\n        mean = x.mean(dim=-1, keepdim=True)",
         "upcasts to float32 and never casts back: float64 inputs come back in float32 precision",
-        diagnosis=("computes in float32 for a float64 input",)),
+        diagnosis=("computes in float32 for a float64 input", "holds float32 numbers")),
 ]
 
 # A statistic without keepdim=True, named from torch's broadcasting error (mistakes.keepdim_lost).

@@ -106,15 +106,15 @@ BUGS += [
     Bug("rms_norm", "float32_upcast_kept", "norms.py", RMS_MS,
         "x = x.float()  # upcast for stability\n        " + RMS_MS,
         "LLaMA's float32 upcast without the cast back (type_as(x)): float64 inputs come back in float32 precision",
-        diagnosis=("computes in float32 for a float64 input",)),
+        diagnosis=("computes in float32 for a float64 input", "holds float32 numbers")),
     Bug("rms_norm", "float32_output", "norms.py", RMS_RETURN,
         "return (x.float() * torch.rsqrt(ms.float() + self.eps) * self.weight.float())",
         "casts to float32 for the multiplication and returns float32 whatever the input",
-        diagnosis=("computes in float32 for a float64 input",)),
+        diagnosis=("computes in float32 for a float64 input", "holds float32 numbers")),
     Bug("rms_norm", "float32_mean_square", "norms.py", RMS_MS,
         "ms = x.float().pow(2).mean(dim=-1, keepdim=True)  # (..., 1), upcast",
         "takes the mean square of x.float(), so float64 inputs get a float32 denominator",
-        diagnosis=("computes in float32 for a float64 input",)),
+        diagnosis=("computes in float32 for a float64 input", "holds float32 numbers")),
 ]
 
 # A statistic without keepdim=True, named from torch's broadcasting error (mistakes.keepdim_lost).

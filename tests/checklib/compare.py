@@ -216,13 +216,13 @@ def check_tensor(actual, *, what: str, shape=None, dtype: torch.dtype | None = N
         expected = torch.Size(shape) if shape is not None and None not in tuple(shape) else None
         diagnosis = diagnose(actual, mistakes, expected=expected, dtype=dtype,
                              dtype_failed=_dtype_failed(actual, shape, dtype))
-        from .mistakes import SQUEEZED, squeezed  # mistakes.py builds on this module
+        from .mistakes import squeezed  # mistakes.py builds on this module
 
-        lost_ones = squeezed(actual, shape)  # the expected shape without its axes of size 1 (ruled out by another)
-        if lost_ones and not diagnosis.matched:
-            diagnosis = Diagnosis([SQUEEZED.sentence], diagnosis.ruled_out)
-        elif lost_ones is False and tuple(actual.shape) != tuple(shape):
-            diagnosis = Diagnosis(diagnosis.matched, [*diagnosis.ruled_out, SQUEEZED.sentence])
+        weighed = squeezed(actual, shape)  # the expected shape without its axes of size 1 (ruled out by another)
+        if weighed is not None and weighed[1] and not diagnosis.matched:
+            diagnosis = Diagnosis([weighed[0].sentence], diagnosis.ruled_out)
+        elif weighed is not None and not weighed[1]:
+            diagnosis = Diagnosis(diagnosis.matched, [*diagnosis.ruled_out, weighed[0].sentence])
         _fail(what, problem, hint, diagnosis)
     return actual
 

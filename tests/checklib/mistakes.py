@@ -4191,12 +4191,13 @@ SQUEEZED = recognised(
     "axis; squeeze only the dim you mean (squeeze(-1)), or keep it (keepdim=True)")
 
 
-def squeezed(actual: Any, shape: Any) -> bool | None:
-    """Whether a tensor `actual` of a wrong shape is the expected `shape` less its axes of size 1 (SQUEEZED);
-    None where it cannot tell (no tensor, no shape known)."""
-    if not isinstance(actual, Tensor) or shape is None or None in tuple(shape):
+def squeezed(actual: Any, shape: Any) -> tuple[Mistake, bool] | None:
+    """SQUEEZED, and whether a tensor `actual` of a wrong shape is the expected `shape` less its axes of size 1;
+    None where it cannot tell (no tensor, no shape known, no axis of size 1 in it, the shape right)."""
+    if not isinstance(actual, Tensor) or shape is None or None in tuple(shape) or 1 not in tuple(shape) or \
+            tuple(actual.shape) == tuple(shape):
         return None
-    return 1 in tuple(shape) and tuple(actual.shape) == tuple(d for d in shape if d != 1)
+    return SQUEEZED, tuple(actual.shape) == tuple(d for d in shape if d != 1)
 
 
 # torch's own error messages that name a mistake in the line of student code that raised them.
