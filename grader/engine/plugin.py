@@ -175,8 +175,7 @@ class Submission:
         kept, dropped = [], []
         for item in items:
             marker = item.get_closest_marker("component")
-            unloadable = marker is not None and any(f in broken for f in FILES[marker.args[0]])
-            (dropped if unloadable else kept).append(item)
+            (dropped if marker is not None and not loads(marker.args[0], broken) else kept).append(item)
         if dropped:
             config.hook.pytest_deselected(items=dropped)
             items[:] = kept
@@ -186,6 +185,11 @@ class Submission:
 
 
 SUBMISSION = pytest.StashKey[Submission]()
+
+
+def loads(component: str, broken: dict[str, str]) -> bool:
+    """Whether every file of `component` loads (none is among the `broken` ones): only then are its checks run."""
+    return not any(f in broken for f in FILES[component])
 
 
 def plugins(submission: Submission) -> list[object]:

@@ -33,7 +33,7 @@ from ..source import private_copy
 from .cache import ResultCache, component_key
 from .forked import Forked
 from .planning import plan_shards
-from .plugin import Collector, Shard, Submission, plugins, pytest_args
+from .plugin import Collector, Shard, Submission, loads, plugins, pytest_args
 from .scoring import score_component
 
 if TYPE_CHECKING:
@@ -123,12 +123,12 @@ def _grade(grading: Grading, cache: ResultCache | None, processes: int, session:
         loading = Loading(grading, grading.files(to_run), loader)
         if session is not None:
             load_errors = loading.result()
-            ids = [c.id for c in to_run if not any(f in load_errors for f in FILES[c.id])]
+            ids = [c.id for c in to_run if loads(c.id, load_errors)]
             new = session.run(ids, grading.folder, grading.limits, load_errors, grading.plan) if ids else []
         else:
             new = _run_shards(grading, [c.id for c in to_run], helpers, loading)
             load_errors = loading.result()
-        runnable = [c for c in to_run if not any(f in load_errors for f in FILES[c.id])]
+        runnable = [c for c in to_run if loads(c.id, load_errors)]
         cases.update({case.nodeid: case for case in new})
     finally:
         kill_strays()

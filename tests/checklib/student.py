@@ -4,11 +4,10 @@ from __future__ import annotations
 from contextlib import contextmanager
 from typing import Any, Callable, Iterator
 
-from grader.results import CheckFailure, with_diagnosis
 from grader.sandbox.protocol import StudentError
 
 from .catalogue import Mistake
-from .compare import diagnosed
+from .compare import Diagnosis, diagnosed, rediagnosed
 
 
 def expect_value_error(call: Callable[..., Any], *args: Any, what: str,
@@ -35,9 +34,8 @@ def _let_through(failure: AssertionError, lets_through: dict[Mistake, bool] | No
     """`failure` (no ValueError came), weighing the mistakes that let this input through (see expect_value_error)."""
     if not lets_through:
         return failure
-    matched = [entry.sentence for entry, through in lets_through.items() if through]
-    ruled_out = [entry.sentence for entry, through in lets_through.items() if not through]
-    return CheckFailure(with_diagnosis(str(failure), matched), matched, ruled_out)
+    return rediagnosed(failure, Diagnosis([entry.sentence for entry, through in lets_through.items() if through],
+                                          [entry.sentence for entry, through in lets_through.items() if not through]))
 
 
 @contextmanager
