@@ -123,6 +123,21 @@ def test_a_shape_check_rules_out_a_shape_mistake_that_gives_the_expected_shape()
     assert (failure.value.matched, failure.value.ruled_out) == ([], [A])
 
 
+def test_heads_split_by_their_width_are_named_from_last_attention():
+    """split_heads(t, d_k) in forward: a bug of both multi_head_attention and kv_cache (one line serves both
+    paths), so it has no place in the catalogue, whose bugs cost their own component only."""
+    torch.manual_seed(0)
+    d_model, n_heads = 8, 2
+    state = {f"{n}.{p}": torch.randn(d_model, d_model) if p == "weight" else torch.randn(d_model)
+             for n in ("w_q", "w_k", "w_v", "out_proj") for p in ("weight", "bias")}
+    x = torch.randn(2, 5, d_model)
+    got = mistakes.mha(state, x, None, d_model // n_heads)[1].float()  # (2, 4, 5, 5): d_k = 4 heads
+    sentence = mistakes.HEADS_SWAPPED.sentence
+    weighed = diagnose(got, mistakes.mha_weights_mistakes(state, x, None, n_heads, got),
+                       expected=torch.Size((2, n_heads, 5, 5)))
+    assert weighed.matched == [sentence]
+
+
 def test_a_float_mask_does_not_match_a_bool_mistake_on_values():
     """Failing on the dtype, a mask of 1.0 and 0.0 is no mask 'that ignores the offset': it is not bool."""
     models = mistakes.causal_mask_mistakes(2, 4)

@@ -212,15 +212,18 @@ def mha_expected(state, x, mask, d_model, n_heads):
                          ids=[f"{n}-{DTYPE_IDS[i % 2]}" for i, n in enumerate(MHA_IDS)])
 def test_mha_shapes_and_dtypes(impl, gen, shape, dtype):
     batch, length, d_model, n_heads = shape
-    m = new_mha(impl, d_model, n_heads, mha_state(d_model, gen=gen, dtype=dtype))
+    state = mha_state(d_model, gen=gen, dtype=dtype)
+    m = new_mha(impl, d_model, n_heads, state)
     x = randn(batch, length, d_model, gen=gen, dtype=dtype)
     out = m(x)
     check_tensor(out, what=f"MultiHeadAttention({d_model}, {n_heads})(x {tuple(x.shape)})",
                  shape=(batch, length, d_model), dtype=dtype,
                  hint="the output has the input's shape (B, T, D): merge the heads back before out_proj")
-    check_tensor(m.attr("last_attention"), what=f"last_attention after MultiHeadAttention({d_model}, {n_heads})(x {tuple(x.shape)})",
+    weights = m.attr("last_attention")
+    check_tensor(weights, what=f"last_attention after MultiHeadAttention({d_model}, {n_heads})(x {tuple(x.shape)})",
                  shape=(batch, n_heads, length, length), dtype=dtype,
-                 hint="store the attention weights of every head, (B, H, T, T), in self.last_attention")
+                 hint="store the attention weights of every head, (B, H, T, T), in self.last_attention",
+                 mistakes=mistakes.mha_weights_mistakes(state, x, None, n_heads, weights))
 
 
 MHA_CASES = [

@@ -67,11 +67,12 @@ def ref_rope(x: Tensor, cos: Tensor, sin: Tensor, start: int) -> Tensor:
     return torch.view_as_real(pairs * turn).reshape(x.shape)
 
 
-def ref_block(s: dict, x: Tensor, n_heads: int, n_kv_heads: int, rope, mask, prefix: str = "") -> Tensor:
+def ref_block(s: dict, x: Tensor, n_heads: int, n_kv_heads: int, rope, mask, prefix: str = "", eps: float = 1e-5
+              ) -> Tensor:
     B, T, D = x.shape
     dh = D // n_heads
     w = {k.removeprefix(prefix): v.double() for k, v in s.items() if k.startswith(prefix)}
-    n = F.rms_norm(x, (D,), w["attn_norm.weight"], eps=1e-5)
+    n = F.rms_norm(x, (D,), w["attn_norm.weight"], eps=eps)
     q = F.linear(n, w["attn.w_q.weight"]).view(B, T, n_heads, dh).transpose(1, 2)
     k = F.linear(n, w["attn.w_k.weight"]).view(B, T, n_kv_heads, dh).transpose(1, 2)
     v = F.linear(n, w["attn.w_v.weight"]).view(B, T, n_kv_heads, dh).transpose(1, 2)
@@ -80,7 +81,7 @@ def ref_block(s: dict, x: Tensor, n_heads: int, n_kv_heads: int, rope, mask, pre
     k, v = (t.repeat_interleave(n_heads // n_kv_heads, dim=1) for t in (k, v))
     attended = F.scaled_dot_product_attention(q, k, v, attn_mask=mask)
     h = x + F.linear(attended.transpose(1, 2).reshape(B, T, D), w["attn.out_proj.weight"])
-    m = F.rms_norm(h, (D,), w["ffn_norm.weight"], eps=1e-5)
+    m = F.rms_norm(h, (D,), w["ffn_norm.weight"], eps=eps)
     return h + F.linear(F.silu(F.linear(m, w["ffn.w_gate.weight"])) * F.linear(m, w["ffn.w_up.weight"]),
                         w["ffn.w_down.weight"])
 
@@ -220,22 +221,23 @@ def test_new_caches_gives_one_empty_cache_per_block(impl):
 
 # --------------------------------------------------------------------------- values
 
-# (B, T, D, H, Hkv, d_ff, mask kind, with rope, dtype)
+# (B, T, D, H, Hkv, d_ff, mask kind, with rope, dtype, eps: None for the default); an eps far from the default
+# shows a norm that is not given it
 BLOCK_CASES = [
-    (2, 6, 16, 4, 2, 24, "causal", True, torch.float64),
-    (1, 5, 12, 3, 1, 16, "none", True, torch.float32),
-    (2, 4, 8, 2, 2, 12, "causal", False, torch.float32),
-    (3, 7, 16, 4, 4, 20, "batch", True, torch.float64),
-    (2, 5, 16, 8, 2, 16, "2d", True, torch.float32),
+    (2, 6, 16, 4, 2, 24, "causal", True, torch.float64, None),
+    (1, 5, 12, 3, 1, 16, "none", True, torch.float32, 0.5),
+    (2, 4, 8, 2, 2, 12, "causal", False, torch.float32, None),
+    (3, 7, 16, 4, 4, 20, "batch", True, torch.float64, 0.05),
+    (2, 5, 16, 8, 2, 16, "2d", True, torch.float32, None),
 ]
 
 
-@pytest.mark.parametrize("case", BLOCK_CASES, ids=lambda c: "B{}-T{}-D{}-H{}-kv{}-ff{}-{}-{}-{}".format(
-    *c[:7], "rope" if c[7] else "norope", str(c[8])[6:]))
+@pytest.mark.parametrize("case", BLOCK_CASES, ids=lambda c: "B{}-T{}-D{}-H{}-kv{}-ff{}-{}-{}-{}{}".format(
+    *c[:7], "rope" if c[7] else "norope", str(c[8])[6:], "" if c[9] is None else f"-eps{c[9]:g}"))
 def test_decoder_block_matches_reference(impl, gen, case):
-    B, T, D, H, Hkv, d_ff, mask_kind, with_rope, dtype = case
+    B, T, D, H, Hkv, d_ff, mask_kind, with_rope, dtype, eps = case
     state = block_state(D, H, Hkv, d_ff, gen=gen, dtype=dtype)
-    m = BLOCK(impl, D, H, Hkv, d_ff)
+    m = BLOCK(impl, D, H, Hkv, d_ff) if eps is None else BLOCK(impl, D, H, Hkv, d_ff, eps=eps)
     if dtype == torch.float64:
         m.to(torch.float64)
     m.load_weights(state)
@@ -244,12 +246,13 @@ def test_decoder_block_matches_reference(impl, gen, case):
     rope = mistakes.lm_rope_tables(T + 3, D // H) if with_rope else None
     if rope is not None and dtype == torch.float64:
         rope = tuple(t.double() for t in rope)
-    what = (f"DecoderBlock({D}, {H}, {Hkv}, {d_ff})(x {tuple(x.shape)}, mask={mask_kind}, "
+    args = f"{D}, {H}, {Hkv}, {d_ff}" + ("" if eps is None else f", eps={eps:g}")
+    what = (f"DecoderBlock({args})(x {tuple(x.shape)}, mask={mask_kind}, "
             f"rope={'tables' if with_rope else None}, {str(dtype)[6:]}) vs the reference with the same weights")
     got = m(x, mask, rope=rope)
-    expected = ref_block(state, x.double(), H, Hkv, rope, mask).to(dtype)
+    expected = ref_block(state, x.double(), H, Hkv, rope, mask, eps=eps or 1e-5).to(dtype)
     assert_close(got, expected, what=what, hint=WHERE,
-                 mistakes=mistakes.decoder_block_mistakes(state, x, H, Hkv, rope, mask))
+                 mistakes=mistakes.decoder_block_mistakes(state, x, H, Hkv, rope, mask, eps=eps))
 
 
 # vocab_size, max_len, d_model, n_heads, n_kv_heads, n_layers, d_ff, rope_base; then B, T, dtype

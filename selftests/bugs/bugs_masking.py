@@ -114,4 +114,12 @@ BUGS += [
     Bug("masking", "k_len_check_le", "attention.py", "if k_len < q_len:", "if k_len <= q_len and q_len > 1:",
         "rejects k_len == q_len too (<= for <)",
         diagnosis=("your own check raised ValueError on a valid call",)),
+    Bug("masking", "additive_mask", "attention.py",
+        'return scores.masked_fill(~mask, float("-inf"))', "return scores + (~mask).to(scores.dtype) * -1e9",
+        "adds -1e9 where the mask is False (an additive mask, as BERT builds it) instead of replacing the scores",
+        diagnosis=("an additive mask",)),
+    Bug("masking", "additive_mask_1e4", "attention.py",
+        'return scores.masked_fill(~mask, float("-inf"))', "return scores + (1.0 - mask.to(scores.dtype)) * -10000.0",
+        "adds -10000 to the masked scores, as the original BERT code did",
+        diagnosis=("an additive mask",)),
 ]

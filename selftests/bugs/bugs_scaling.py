@@ -113,4 +113,8 @@ BUGS += [  # the square root written as ** 1 / 2, which Python reads as (d ** 1)
         "return q @ k.transpose(-2, -1) / (q.size(-1) ** 1 / 2)",
         "writes the square root as (d ** 1 / 2): the scores are divided by d/2",
         diagnosis=("your scores are q·kᵀ divided by d/2",)),
+    Bug("scaling", "sqrt_of_size_1", "attention.py", SCORES,
+        "return q @ k.transpose(-2, -1) / math.sqrt(q.size(1))",
+        "reads d with a fixed index, q.size(1): the heads of a (B, H, T, d) input, the queries of a (B, T, d) one",
+        diagnosis=("divided by √q.size(1)", "divided by √Tq")),
 ]

@@ -109,4 +109,13 @@ BUGS += [
         "(-math.log(10000.0) / d_model)", "(-10000.0 / d_model)",
         "writes exp(-10000 * 2i / d) and forgets the log of the base",
         diagnosis=("your frequencies are exp(-10000·2i/d_model)",)),
+    Bug("sinusoidal_encoding", "exponent_sign_dropped", "positional.py",
+        "(-math.log(10000.0) / d_model)", "(math.log(10000.0) / d_model)",
+        "drops the minus sign of the exponent, so the frequencies grow instead of shrinking",
+        diagnosis=("your frequencies grow with the pair index",)),
+    Bug("sinusoidal_encoding", "times_div_term", "positional.py",
+        "torch.exp(torch.arange(0, d_model, 2, dtype=torch.float32) * (-math.log(10000.0) / d_model))",
+        "10000.0 ** (torch.arange(0, d_model, 2, dtype=torch.float32) / d_model)",
+        "computes div_term = 10000^(2i/d) and multiplies the positions by it where they are divided by it",
+        diagnosis=("your frequencies grow with the pair index",)),
 ]

@@ -113,4 +113,15 @@ BUGS += [
         "self.blocks = nn.ModuleList(DecoderBlock(d_model, n_heads, n_kv_heads, d_ff) for _ in range(n_layers))",
         "self.blocks = nn.ModuleList([DecoderBlock(d_model, n_heads, n_kv_heads, d_ff)] * n_layers)",
         "repeats one DecoderBlock object n_layers times", diagnosis=("your blocks are one module repeated",)),
+    Bug("tiny_lm", "attn_norm_default_eps", "gpt.py",
+        "self.attn_norm = RMSNorm(d_model, eps)", "self.attn_norm = RMSNorm(d_model)",
+        "forgets to pass eps to the attention's RMSNorm (only a non-default eps shows it)",
+        diagnosis=("does not pass its eps on to attn_norm",)),
+    Bug("tiny_lm", "norms_default_eps", "gpt.py",
+        "self.attn_norm = RMSNorm(d_model, eps)\n        self.attn = GroupedQueryAttention(d_model, n_heads, n_kv_heads, "
+        "bias=False)\n        self.ffn_norm = RMSNorm(d_model, eps)",
+        "self.attn_norm = RMSNorm(d_model)\n        self.attn = GroupedQueryAttention(d_model, n_heads, n_kv_heads, "
+        "bias=False)\n        self.ffn_norm = RMSNorm(d_model)",
+        "builds both norms with the default eps, whatever eps the block is given",
+        diagnosis=("does not pass its eps on to its norms",)),
 ]

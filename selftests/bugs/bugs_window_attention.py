@@ -129,4 +129,12 @@ BUGS += [
         "        x = x + y\n        return x + self.mlp(self.norm2(x))",
         "        return x + y + self.mlp(self.norm2(x))", "the MLP branch reads the block's input (a parallel block)",
         diagnosis=("your MLP reads the block's input",)),
+    Bug("window_attention", "index_offsets_summed", "swin.py",
+        "rel[0] * (2 * ws - 1) + rel[1]", "rel[0] + rel[1]",
+        "adds the shifted row and column offsets without the row's stride",
+        diagnosis=("without multiplying the row offset by",)),
+    Bug("window_attention", "index_stride_2ws", "swin.py",
+        "rel[0] * (2 * ws - 1) + rel[1]", "rel[0] * (2 * ws) + rel[1]",
+        "takes 2ws as the stride of the row offset (the window width times two)",
+        diagnosis=("multiplies the row offset by 2ws:",)),
 ]

@@ -29,7 +29,7 @@ import torch.nn.functional as F
 from torch import Tensor
 
 from .catalogue import GENERAL, Mistake, Mistakes, bind, mistake, recognised, simulated, variants
-from .compare import _matches
+from .compare import Approximate, _matches
 
 
 # torch's words when two tensors' sizes do not broadcast (the mistakes below that students' errors reveal)
@@ -168,11 +168,26 @@ POWER_OF_D = mistake("scaling", "power_of_d",
 POWERS = (2, 1.5, 0.25, 0.75, -1)
 
 
+# A family: the scale read from a leading dimension by a fixed index (size(1) is the heads of (B, H, T, d));
+# dim 0 (divided_by_sqrt_first_dim) and the positions' dims are entries of their own.
+SQRT_OF_LEADING_DIM = mistake("scaling", "sqrt_of_leading_dim",
+                              "your scores are q·kᵀ divided by √q.size({dim}), a leading dimension of q "
+                              "(the heads of (B, H, T, d)), instead of √d, the feature size: q.size(-1)",
+                              lambda q, k, dim: scores(q, k, q.shape[dim] ** -0.5))
+
+
+def _leading_dims(q: Tensor) -> list[int]:
+    """q's dims between the first and the positions whose size tells them from d, Tq and 1."""
+    return [dim for dim in range(1, q.dim() - 2) if q.shape[dim] not in (1, q.shape[-1], q.shape[-2])]
+
+
 def scores_mistakes(q: Tensor, k: Tensor, got: Any = None) -> Mistakes:
-    """For attention_scores(q, k); also another power of d (POWERS), and given what came back, a scale no entry
-    names, fitted to it."""
+    """For attention_scores(q, k); also another power of d (POWERS), a leading dim's size, and given what came
+    back, a scale no entry names, fitted to it."""
     family = {POWER_OF_D.text(power=f"{power:g}"): POWER_OF_D.on(q, k, power) for power in POWERS}
-    return {**bind(SCORES_MISTAKES, q, k), **family, **_other_scale(q, k, got)}
+    leading = {SQRT_OF_LEADING_DIM.text(dim=dim): SQRT_OF_LEADING_DIM.on(q, k, dim)
+               for dim in _leading_dims(q)}
+    return {**bind(SCORES_MISTAKES, q, k), **family, **leading, **_other_scale(q, k, got)}
 
 
 def _other_scale(q: Tensor, k: Tensor, got: Any) -> Mistakes:
@@ -191,7 +206,7 @@ def _fitted_scale(q: Tensor, k: Tensor, got: Any) -> Tensor | None:
     factor = float((got.double() * raw).sum()) / norm
     d, known = q.shape[-1], [1.0, q.shape[-1] ** -0.5]
     known += [1.0 / d, math.sqrt(d), q.shape[-2] ** -0.5, k.shape[-2] ** -0.5, q.shape[0] ** -0.5, 0.5 / d, 2.0 / d]
-    known += [d ** -power for power in POWERS]
+    known += [d ** -power for power in POWERS] + [q.shape[dim] ** -0.5 for dim in _leading_dims(q)]
     if factor == 0 or any(math.isclose(factor, f, rel_tol=1e-3) for f in known):
         return None
     return OTHER_SCALE.model(q, k, factor)
@@ -241,6 +256,13 @@ FILL_NOT_LOW_ENOUGH = mistake(
     "masking", "fill_not_low_enough",
     "you filled the masked scores with {fill:g}, which is not low enough: real scores can be as low "
     "as -1e6, so use -inf, torch.finfo(dtype).min or a constant <= -1e9", lambda masked, scores_there: masked)
+# A family: an additive mask (BERT's), the scores kept and a constant added where the mask is False.
+MASK_ADDED = mistake(
+    "masking", "mask_added",
+    "you added {fill:.3g} to the masked scores (an additive mask) instead of replacing them, so what is left there "
+    "still depends on the score (score {fill:+.3g}): replace them with one very low value, "
+    "scores.masked_fill(~mask, float('-inf')), torch.finfo(dtype).min or a constant <= -1e9",
+    lambda masked, scores_there, fill: scores_there.double() + fill)
 FILLED_IN_PLACE = mistake("masking", "filled_in_place",
                           "apply_mask filled the caller's scores in place (masked_fill_): use masked_fill or torch.where, "
                           "which return a new tensor", lambda scores, full, fill: scores.masked_fill(~full, fill))
@@ -307,6 +329,10 @@ def masked_fill_mistakes(masked: Tensor, scores_there: Tensor) -> Mistakes:
     mistakes = bind(MASKED_FILL_MISTAKES, masked, scores_there)
     if fill is not None and fill != 0 and fill > -1e9:
         mistakes.update(bind([FILL_NOT_LOW_ENOUGH], masked, scores_there, fill=fill))
+    added = (masked.double() - scores_there.double()).median().item() if masked.numel() else 0.0
+    if fill is None and math.isfinite(added) and added < 0:
+        added = float(f"{added:.3g}")
+        mistakes.update(bind([MASK_ADDED], masked, scores_there, added, fill=added))
     return mistakes
 
 
@@ -668,6 +694,20 @@ ONE_HEAD_KEPT = mistake("multi_head_attention", "one_head_kept",
                         lambda x, n_heads: torch.Size((x.shape[0], 1, x.shape[1], x.shape[1])))
 
 
+HEADS_SWAPPED = mistake("multi_head_attention", "heads_swapped",
+                        "your MultiHeadAttention splits into d_k = d_model // n_heads heads of n_heads features each: "
+                        "split_heads(t, n_heads) takes the number of heads, n_heads, not their width",
+                        lambda state, x, mask, n_heads, part: mha(state, x, mask, x.shape[-1] // n_heads)[part])
+
+
+def _heads_swapped(state: dict[str, Tensor], x: Tensor, mask: Tensor | None, n_heads: int, part: int) -> Mistakes:
+    """HEADS_SWAPPED where it differs from the right split (d_k != n_heads) and its mask still broadcasts."""
+    d_k = x.shape[-1] // n_heads
+    if d_k == n_heads or (mask is not None and mask.dim() == 4 and mask.size(1) not in (1, d_k)):
+        return {}
+    return bind([HEADS_SWAPPED], state, x, mask, n_heads, part)
+
+
 # A family: the scores divided by another width than the head's.
 MHA_DIVISOR = mistake("multi_head_attention", "mha_divisor",
                       "your scores are divided by {divisor} instead of √Dh, the square root of one head's width "
@@ -698,7 +738,8 @@ def mha_out_mistakes(state: dict[str, Tensor], x: Tensor, mask: Tensor | None, n
     """For MultiHeadAttention's output (which was `got`); also the scores divided by another width (MHA_DIVISOR)
     and a softmax over another axis (SOFTMAX_AXES)."""
     simulate = lambda **switches: mha(state, x, mask, n_heads, fill=_fill_shown(got), **switches)[0]  # noqa: E731
-    return besides(simulated([m for m in MHA_MISTAKES if "average_heads" not in m.model], simulate),
+    return besides({**simulated([m for m in MHA_MISTAKES if "average_heads" not in m.model], simulate),
+                    **_heads_swapped(state, x, mask, n_heads, 0)},
                    {**_mha_divisors(state, x, mask, n_heads, 0), **_softmax_axes(simulate, 4)})
 
 
@@ -708,7 +749,8 @@ def mha_weights_mistakes(state: dict[str, Tensor], x: Tensor, mask: Tensor | Non
     (MHA_DIVISOR) and a softmax over another axis (SOFTMAX_AXES)."""
     simulate = lambda **switches: mha(state, x, mask, n_heads, fill=_fill_shown(got), **switches)[1]  # noqa: E731
     named = {**simulated([m for m in MHA_MISTAKES if not {"out_proj", "out_proj_untransposed"} & set(m.model)],
-                         simulate), **(bind([ONE_HEAD_KEPT], x, n_heads) if n_heads > 1 else {})}
+                         simulate), **(bind([ONE_HEAD_KEPT], x, n_heads) if n_heads > 1 else {}),
+             **_heads_swapped(state, x, mask, n_heads, 1)}
     return besides(named, {**_mha_divisors(state, x, mask, n_heads, 1), **_softmax_axes(simulate, 4)})
 
 
@@ -716,22 +758,25 @@ def mha_weights_mistakes(state: dict[str, Tensor], x: Tensor, mask: Tensor | Non
 
 def table(max_len: int, d_model: int, *, base: float = 10000.0, exponent: str = "2i", first: int = 0,
           even=torch.sin, odd=torch.cos, angle: str = "p*w", denominator: int = 0, numerator: int = 0,
-          layout: str = "interleaved") -> Tensor:
+          layout: str = "interleaved", rounded: bool = False) -> Tensor | Approximate:
     """(max_len, d_model) in float64, with one mistake switched on (the exponent is (2i + numerator) /
-    (d_model + denominator); `layout` "halves": the even columns' values first, then the odd ones')."""
+    (d_model + denominator); `layout` "halves": the even columns' values first, then the odd ones'). `rounded`:
+    known only to float32's rounding of each angle (frequencies above 1 make angles far beyond the position)."""
     pairs = torch.arange(0, d_model, 2, dtype=torch.float64)
     if exponent == "i":
         pairs = pairs / 2
     position = torch.arange(first, first + max_len, dtype=torch.float64).unsqueeze(1)
     pe = torch.zeros(max_len, d_model, dtype=torch.float64)
+    error = torch.zeros(max_len, d_model, dtype=torch.float64)
     for parity, fn in ((0, even), (1, odd)):
         exps = pairs + (parity if exponent == "column" else 0) + numerator
         w = torch.pow(base, -exps / (d_model + denominator))
         a = {"p*w": position * w, "p+w": position + w, "w": w.expand(max_len, -1)}[angle]
         pe[:, parity::2] = fn(a)
+        error[:, parity::2] = 4 * torch.finfo(torch.float32).eps * a.abs()
     if layout == "halves":
-        return torch.cat([pe[:, 0::2], pe[:, 1::2]], dim=-1)
-    return pe
+        pe, error = (torch.cat([t[:, 0::2], t[:, 1::2]], dim=-1) for t in (pe, error))
+    return Approximate(pe, error) if rounded else pe
 
 
 TABLE_MISTAKES = (
@@ -749,6 +794,10 @@ TABLE_MISTAKES = (
     mistake("sinusoidal_encoding", "base_1000", "your wavelengths use the base 1000 instead of 10000", dict(base=1000.0)),
     mistake("sinusoidal_encoding", "exponent_over_d_minus_1",
             "your exponent divides by d_model - 1: the frequencies are 10000^(-2i/d_model)", dict(denominator=-1)),
+    mistake("sinusoidal_encoding", "positive_exponent",
+            "your frequencies grow with the pair index, 10000^(+2i/d_model) (the minus sign of the exponent is "
+            "missing): they shrink, 10000^(-2i/d_model), the wavelengths growing from 2π to 10000·2π",
+            dict(base=1e-4, rounded=True)),
     mistake("sinusoidal_encoding", "positions_from_1", "your positions start at 1 instead of 0", dict(first=1)),
     mistake("sinusoidal_encoding", "angle_sum", "your angle is position + frequency instead of position × frequency",
             dict(angle="p+w")),
@@ -2592,9 +2641,11 @@ def _swiglu(s: dict[str, Tensor], p: str, x: Tensor) -> Tensor:
 
 
 def decoder_block(state: dict[str, Tensor], x: Tensor, n_heads: int, n_kv_heads: int, *, rope=None, mask=None,
-                  cache=None, variant: str = "", prefix: str = "", causal: bool = True) -> Tensor:
-    """DecoderBlock in float64; `cache` a pair of lists (keys, values) that this call appends to."""
+                  cache=None, variant: str = "", prefix: str = "", causal: bool = True, eps: float = 1e-5) -> Tensor:
+    """DecoderBlock(..., eps) in float64; `cache` a pair of lists (keys, values) that this call appends to."""
     s, x = state, x.double()
+    eps1 = 1e-5 if variant in ("attn_norm_without_eps", "norms_without_eps") else eps
+    eps2 = 1e-5 if variant in ("ffn_norm_without_eps", "norms_without_eps") else eps
     second_norm = prefix + ("attn_norm" if variant == "shared_norm" else "ffn_norm") + ".weight"
 
     def attn(inp: Tensor) -> Tensor:
@@ -2602,10 +2653,10 @@ def decoder_block(state: dict[str, Tensor], x: Tensor, n_heads: int, n_kv_heads:
                           cache, causal)
 
     def norm1(inp: Tensor) -> Tensor:
-        return _rms(inp, s[prefix + "attn_norm.weight"])
+        return _rms(inp, s[prefix + "attn_norm.weight"], eps1)
 
     def norm2(inp: Tensor) -> Tensor:
-        return _rms(inp, s[second_norm])
+        return _rms(inp, s[second_norm], eps2)
 
     def ffn(inp: Tensor) -> Tensor:
         return _swiglu(s, prefix + "ffn.", inp)
@@ -2644,6 +2695,13 @@ DECODER_BLOCK_MISTAKES = variants("tiny_lm", ((sentence, variant) for variant, s
     "shared_norm": "your feed-forward branch is normalised by attn_norm: it has its own, ffn_norm",
     "no_mask": "your block does not pass the mask on to the attention",
 }.items()))
+# An eps the block is given but does not hand on to a norm (RMSNorm(d_model) keeps the default 1e-5).
+BLOCK_EPS_MISTAKES = variants("tiny_lm", (
+    ("your DecoderBlock does not pass its eps on to attn_norm: RMSNorm(d_model, eps)", "attn_norm_without_eps"),
+    ("your DecoderBlock does not pass its eps on to ffn_norm: RMSNorm(d_model, eps)", "ffn_norm_without_eps"),
+    ("your DecoderBlock does not pass its eps on to its norms: attn_norm = RMSNorm(d_model, eps), likewise "
+     "ffn_norm", "norms_without_eps"),
+))
 BLOCK_VARIANTS = {m.name: m.sentence for m in DECODER_BLOCK_MISTAKES}  # variant -> sentence
 # A family: one branch reading another tensor in scope than the pre-norm block's (x, attn_norm(x), the attention's
 # output, h, ffn_norm of any of them); the residuals from the wrong tensor are named entries.
@@ -2665,11 +2723,13 @@ def block_read_family(model: Callable[[str], Tensor]) -> Mistakes:
     return {BLOCK_READ.text(h=h, out=out): (lambda v=variant: model(v)) for variant, (h, out) in BLOCK_READS.items()}
 
 
-def decoder_block_mistakes(state: dict[str, Tensor], x: Tensor, n_heads: int, n_kv_heads: int, rope, mask
-                           ) -> Mistakes:
+def decoder_block_mistakes(state: dict[str, Tensor], x: Tensor, n_heads: int, n_kv_heads: int, rope, mask,
+                           eps: float | None = None) -> Mistakes:
+    """For DecoderBlock(..., eps) (None: the default) on x."""
     def model(variant: str) -> Tensor:
-        return decoder_block(state, x, n_heads, n_kv_heads, rope=rope, mask=mask, variant=variant)
-    return besides(simulated(DECODER_BLOCK_MISTAKES, model), block_read_family(model))
+        return decoder_block(state, x, n_heads, n_kv_heads, rope=rope, mask=mask, variant=variant, eps=eps or 1e-5)
+    entries = DECODER_BLOCK_MISTAKES + (BLOCK_EPS_MISTAKES if eps is not None else ())
+    return besides(simulated(entries, model), block_read_family(model))
 
 
 def tiny_lm(state: dict[str, Tensor], chunks: list[Tensor], *, n_heads: int, n_kv_heads: int, n_layers: int,
@@ -3412,7 +3472,8 @@ def vit(state: dict[str, Tensor], images: Tensor, *, patch_size: int, n_heads: i
 
     for i in range(n_layers):
         p = f"blocks.{n_layers - 1 if variant == 'shared_blocks' else i}."
-        x = block({k.removeprefix(p): v for k, v in s.items() if k.startswith(p)}, x, None, n_heads)
+        mask = torch.ones(x.size(1), x.size(1), dtype=torch.bool).tril() if variant == "causal_blocks" else None
+        x = block({k.removeprefix(p): v for k, v in s.items() if k.startswith(p)}, x, mask, n_heads)
         if variant == "norm_every_block":
             x = norm(x)
     if variant not in ("no_final_norm", "norm_every_block"):
@@ -3421,6 +3482,8 @@ def vit(state: dict[str, Tensor], images: Tensor, *, patch_size: int, n_heads: i
         pooled = x.mean(dim=1)
     elif variant in ("head_last", "appended_head_last"):
         pooled = x[:, -1]
+    elif variant == "first_image":
+        pooled = x[0]
     else:
         pooled = x[:, read]
     return linear(pooled, s, "head")
@@ -3444,6 +3507,10 @@ VIT_MISTAKES = variants("vit_classifier", ((sentence, variant) for variant, sent
                  "head(norm(x)[:, 0])",
     "head_last": "your head reads the last token (the last patch, x[:, -1]): the class token is at position 0, "
                  "head(norm(x)[:, 0])",
+    "first_image": "your head reads x[0], every token of the first image, instead of x[:, 0], the class token of "
+                   "every image: head(norm(x)[:, 0]) gives (B, n_classes)",
+    "causal_blocks": "your blocks get a causal mask, as in a language model: a ViT's tokens all attend to each "
+                     "other (the class token most of all), so call each block without a mask",
     "no_final_norm": "your ViT applies the head without the final norm: head(norm(x)[:, 0])",
     "norm_every_block": "your ViT applies the final norm after every block instead of once after the last: the "
                         "blocks normalise their own inputs, norm comes only before the head",
@@ -3873,7 +3940,8 @@ def swin_relative_index(ws: int, variant: str = "") -> Tensor:
     elif variant == "index_axes_swapped":
         dy, dx = dx, dy
     offset = 0 if variant == "index_no_offset" else ws - 1
-    stride = {"index_stride_ws": ws, "index_stride_2ws_minus_2": 2 * ws - 2}.get(variant, 2 * ws - 1)
+    stride = {"index_stride_ws": ws, "index_stride_2ws_minus_2": 2 * ws - 2, "index_no_stride": 1,
+              "index_stride_2ws": 2 * ws}.get(variant, 2 * ws - 1)
     return (dy + offset) * stride + (dx + offset)
 
 
@@ -3974,6 +4042,11 @@ SWIN_INDEX_MISTAKES = variants("window_attention", ((sentence, variant) for vari
     "index_stride_2ws_minus_2": "your relative position index multiplies the row offset by 2ws - 2, so that offsets "
                                 "collide: the column offset takes 2ws - 1 values (from 0 to 2ws - 2 after the "
                                 "shift), so the stride is 2ws - 1",
+    "index_no_stride": "your relative position index adds the two offsets without multiplying the row offset by "
+                       "2ws - 1, so that different offsets share a bias: (yi - yj + ws - 1) * (2ws - 1) + "
+                       "(xi - xj + ws - 1)",
+    "index_stride_2ws": "your relative position index multiplies the row offset by 2ws: the column offset takes "
+                        "2ws - 1 values, so the stride is 2ws - 1 (with 2ws some indices pass the end of the table)",
 }.items()))
 SWIN_ATTENTION_MISTAKES = variants("window_attention", ((sentence, variant) for variant, sentence in {
     "scale_channel": "your scores are divided by √C, the channel width: each head's are divided by √(C / n_heads), "
