@@ -138,6 +138,22 @@ def test_heads_split_by_their_width_are_named_from_last_attention():
     assert weighed.matched == [sentence]
 
 
+def test_an_nn_sequential_numbered_otherwise_is_named_from_the_weights_it_lacks():
+    """A feed-forward net without its activation (ff.2 is the student's ff.1), or with a dropout more: bugs of
+    the block's __init__, which kv_cache's checks build too, so they cannot be catalogued (their cost is not
+    pre_ln_block's alone)."""
+    def message(missing, own):
+        return (f"the checks load weights by the contract's names into your TransformerBlock, but it has no "
+                f"parameters named {sorted(missing)} (its parameters: {sorted(own)})")
+    short = mistakes.sequential_shifted(message(["ff.2.bias", "ff.2.weight"], ["ff.0.weight", "ff.0.bias",
+                                                                             "ff.1.weight", "ff.1.bias"]))
+    assert short == mistakes.SEQUENTIAL_SHORT.text(seq="ff", got=1, want=2)
+    long = mistakes.sequential_shifted(message(["ff.2.bias", "ff.2.weight"], ["ff.0.weight", "ff.0.bias",
+                                                                            "ff.3.weight", "ff.3.bias"]))
+    assert long == mistakes.SEQUENTIAL_LONG.text(seq="ff", got=3, want=2)
+    assert mistakes.sequential_shifted(message(["ff.2.weight"], ["ff.0.weight", "w.weight"])) is None
+
+
 def test_a_float_mask_does_not_match_a_bool_mistake_on_values():
     """Failing on the dtype, a mask of 1.0 and 0.0 is no mask 'that ignores the offset': it is not bool."""
     models = mistakes.causal_mask_mistakes(2, 4)

@@ -541,6 +541,7 @@ def test_failing_checks_graded_in_chinese_hold_no_english_prose(tmp_path):
     assert prose == {}
 
 
+@pytest.mark.timeout(1800)  # `graded` grades the whole catalogue where this test is the first to ask for it
 def test_the_chinese_sample_covers_every_failing_check_and_the_catalogue_reads_in_chinese(graded):
     """The sample above fails every check that some bug fails; and every failing message of the whole
     catalogue (the `graded` reports, in English) translated as a Chinese run shows it holds no English prose."""

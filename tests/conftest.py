@@ -3,7 +3,7 @@ import pytest
 
 from grader.engine.checks import *  # noqa: F401,F403 - pytest finds the plugin's hooks and fixtures here
 from grader.engine.checks import _targets  # noqa: F401 - a fixture the star leaves out
-from grader.sandbox.protocol import StudentError
+from grader.sandbox.protocol import StudentError, WeightsMismatch
 
 
 @pytest.hookimpl(wrapper=True)
@@ -14,11 +14,12 @@ def pytest_runtest_call(item: pytest.Item):
         return (yield)
     except StudentError as exc:
         from checklib.compare import diagnosed
-        from checklib.mistakes import error_mistake
+        from checklib.mistakes import error_mistake, sequential_shifted
 
         marker = item.get_closest_marker("component")
         sentence = (error_mistake(exc.message, exc.where, exc.kinds, marker.args[0] if marker else "")
-                    if type(exc) is StudentError else None)
+                    if type(exc) is StudentError else sequential_shifted(exc.message)
+                    if type(exc) is WeightsMismatch else None)
         if sentence is None:
             raise
         raise diagnosed(exc.describe(), sentence) from None

@@ -79,7 +79,7 @@ def test_project_qkv_values(impl, gen, shape, bias, dtype):
         assert_close(out, expected, what=what,
                      hint=f"{name} must be {layer}(x) = x @ {layer}.weight^T" + (f" + {layer}.bias" if bias else "")
                           + f"; check that {name} comes from its own layer {layer}",
-                     mistakes=mistakes.projection_mistakes(x, state, name))
+                     mistakes=mistakes.projection_mistakes(x, state, name, n_heads))
 
 
 @pytest.mark.parametrize("d_model, n_heads", [(10, 3), (8, 3), (6, 4)])

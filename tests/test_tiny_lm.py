@@ -190,7 +190,8 @@ def test_state_dict_layout(impl):
     for key, shape in shapes.items():
         check_tensor(got[key], what=f"{what}['{key}']", shape=shape, dtype=torch.float32,
                      hint="w_k and w_v have n_kv_heads * (d_model // n_heads) outputs; the head maps d_model to "
-                          "vocab_size (nn.Linear stores (out_features, in_features))")
+                          "vocab_size (nn.Linear stores (out_features, in_features))",
+                     mistakes=mistakes.kv_heads_mistakes(key, cfg["d_model"], cfg["n_heads"], cfg["n_kv_heads"]))
     for name in ("vocab_size", "max_len"):
         value = m.attr(name)
         if value != cfg[name]:

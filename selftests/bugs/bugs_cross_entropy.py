@@ -133,4 +133,8 @@ BUGS += [
     Bug("cross_entropy", "divided_by_vocabulary", "training.py", "return -picked.mean()",
         "return -picked.sum() / logits.size(-1)", "divides the summed loss by the number of classes",
         diagnosis=("by logits.size(-1)",)),
+    Bug("cross_entropy", "max_pair_as_tensor", "training.py",
+        "shifted = x - x.amax(dim=dim, keepdim=True)", "shifted = x - x.max(dim=dim, keepdim=True)",
+        "subtracts what x.max(dim) returns, a (values, indices) pair, as if it were the maximum",
+        diagnosis=("with a dim it returns a pair",)),
 ]

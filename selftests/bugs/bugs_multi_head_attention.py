@@ -135,4 +135,13 @@ BUGS += [
         "weights = apply_mask(attention_scores(q, k) / math.sqrt(q.size(-1)), mask).softmax(dim=-1)",
         "scaled_dot_product_attention divides the scores by sqrt(d) again, after attention_scores did",
         diagnosis=("divided by √d twice", "which is √Dh twice")),
+    Bug("multi_head_attention", "scores_from_values", "attention.py",
+        "weights = apply_mask(attention_scores(q, k), mask).softmax(dim=-1)",
+        "weights = apply_mask(attention_scores(q, v), mask).softmax(dim=-1)",
+        "compares the queries with the values instead of the keys (a copy-paste of v for k)",
+        diagnosis=("your scores compare the queries with the values",)),
+    Bug("multi_head_attention", "bmm_for_weights", "attention.py",
+        "return weights @ v, weights", "return torch.bmm(weights, v), weights",
+        "multiplies the weights and the values with torch.bmm, which takes 3-D tensors only",
+        diagnosis=("you called torch.bmm, which takes 3-D tensors only",)),
 ]

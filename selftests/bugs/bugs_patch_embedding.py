@@ -107,4 +107,12 @@ BUGS += [
         "        if images.dim() != 4 or tuple(images.shape[1:]) != expected:",
         "        expected = (self.img_size, self.img_size)\n        if images.dim() != 4 or tuple(images.shape[2:]) != expected:",
         "checks the image size but not the channels", diagnosis=("checks the image size but not the channels",)),
+    Bug("patch_embedding", "strided_patches", "vit.py",
+        '"b c (h p1) (w p2) -> b (h w) (c p1 p2)"', '"b c (p1 h) (p2 w) -> b (h w) (c p1 p2)"',
+        "writes the einops groups the other way round, (p1 h): each patch takes every (H/P)-th pixel",
+        diagnosis=("your patches take every (H/P)-th row and every (W/P)-th column",)),
+    Bug("patch_embedding", "strided_rows", "vit.py",
+        '"b c (h p1) (w p2) -> b (h w) (c p1 p2)"', '"b c (p1 h) (w p2) -> b (h w) (c p1 p2)"',
+        "groups the rows as (p1 h) and the columns as (w p2)",
+        diagnosis=("your patches take every (H/P)-th row of the image",)),
 ]

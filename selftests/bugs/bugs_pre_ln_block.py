@@ -130,5 +130,11 @@ BUGS += [
         "leaves a placeholder where the activation goes", diagnosis=("your feed-forward's activation is nn.Identity()",)),
     Bug("pre_ln_block", "ff_silu", "block.py", FF, "nn.Linear(d_model, d_ff), nn.SiLU(), nn.Linear(d_ff, d_model)",
         "uses SiLU (a LLaMA habit)", diagnosis=("your feed-forward's activation is F.silu",)),
+    Bug("pre_ln_block", "norm1_eps_1e6", "block.py",
+        "self.norm1 = nn.LayerNorm(d_model)", "self.norm1 = nn.LayerNorm(d_model, eps=1e-6)",
+        "gives norm1 timm's eps of 1e-6", diagnosis=("your norm1 has eps=1e-6",)),
+    Bug("pre_ln_block", "norms_eps_1e6", "block.py",
+        "self.norm1 = nn.LayerNorm(d_model)\n        self.norm2 = nn.LayerNorm(d_model)",
+        "self.norm1 = nn.LayerNorm(d_model, eps=1e-6)\n        self.norm2 = nn.LayerNorm(d_model, eps=1e-6)",
+        "builds both LayerNorms with eps=1e-6, as timm's ViT blocks do", diagnosis=("your norms have eps=1e-6",)),
 ]
-

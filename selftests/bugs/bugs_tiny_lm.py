@@ -124,4 +124,9 @@ BUGS += [
         "bias=False)\n        self.ffn_norm = RMSNorm(d_model)",
         "builds both norms with the default eps, whatever eps the block is given",
         diagnosis=("does not pass its eps on to its norms",)),
+    Bug("tiny_lm", "attention_with_n_heads_kv", "gpt.py",
+        "self.attn = GroupedQueryAttention(d_model, n_heads, n_kv_heads, bias=False)",
+        "self.attn = GroupedQueryAttention(d_model, n_heads, n_heads, bias=False)",
+        "ignores n_kv_heads and builds full multi-head attention in every block",
+        diagnosis=("your blocks' attention has n_heads key/value heads",)),
 ]

@@ -475,12 +475,29 @@ LAYER_WITH_BIAS = mistake("qkv_projection", "layer_with_bias",
 BIAS_DEFAULT_FALSE = recognised("qkv_projection", "bias_default_false",
                                 "your MultiHeadAttention's bias defaults to False: the contract's default is "
                                 "bias=True, __init__(d_model, n_heads, bias=True) (bias-free layers are LLaMA's habit)")
+WEIGHT_NOT_TRANSPOSED = mistake("qkv_projection", "weight_not_transposed",
+                                "your {name} is x @ {own}.weight, without the transpose: nn.Linear stores its weight as "
+                                "(out_features, in_features), so the layer computes x @ weight.T + bias; call it, {own}(x)",
+                                lambda x, state, layer: x.double() @ state[f"{layer}.weight"].double()
+                                + state.get(f"{layer}.bias", torch.zeros(())).double())
+# Scaled in the projection (fairseq's q * scaling): attention_scores divides by √d_k again.
+PROJECTION_SCALED = (
+    mistake("qkv_projection", "projection_divided",
+            "your {name} is {own}(x) divided by √d_k: project_qkv returns the plain projections, and the scores "
+            "alone are divided by √d_k (in attention_scores)",
+            lambda x, state, layer, d_k: linear(x, state, layer) / math.sqrt(d_k)),
+    mistake("qkv_projection", "projection_multiplied",
+            "your {name} is {own}(x) multiplied by √d_k: project_qkv returns the plain projections, and the "
+            "scores alone are divided by √d_k (in attention_scores)",
+            lambda x, state, layer, d_k: linear(x, state, layer) * math.sqrt(d_k)),
+)
 FLOAT_D_K = mistake("qkv_projection", "float_d_k", "your d_k is d_model / n_heads, a float: use // so it is an int",
                     lambda d_model, n_heads: d_model / n_heads)
 
 
-def projection_mistakes(x: Tensor, state: dict[str, Tensor], name: str) -> Mistakes:
-    """For q, k or v of project_qkv: the wrong layer, or the right one without its bias."""
+def projection_mistakes(x: Tensor, state: dict[str, Tensor], name: str, n_heads: int = 0) -> Mistakes:
+    """For q, k or v of project_qkv of MultiHeadAttention(d_model, n_heads): the wrong layer, the right one without
+    its bias or its weight's transpose, or scaled by √d_k."""
     own = f"w_{name}"
     mistakes: Mistakes = {}
     for layer in QKV_LAYERS:
@@ -488,6 +505,11 @@ def projection_mistakes(x: Tensor, state: dict[str, Tensor], name: str) -> Mista
             mistakes.update(bind([WRONG_LAYER], x, state, layer, name=name, layer=layer, own=own))
     if f"{own}.bias" in state:
         mistakes.update(bind([NO_BIAS_APPLIED], x, state, own, name=name, own=own))
+    if state[f"{own}.weight"].shape[0] == state[f"{own}.weight"].shape[1]:
+        mistakes.update(bind([WEIGHT_NOT_TRANSPOSED], x, state, own, name=name, own=own))
+    d_k = x.shape[-1] // n_heads if n_heads else 0
+    if d_k > 1:
+        mistakes.update(bind(PROJECTION_SCALED, x, state, own, d_k, name=name, own=own))
     return mistakes
 
 
@@ -521,7 +543,8 @@ def qkv_width_mistakes(key: str, d_model: int, n_heads: int) -> Mistakes:
 def attention(q: Tensor, k: Tensor, v: Tensor, mask: Tensor | None, *, scale: bool = True, softmax_dim: int = -1,
               mask_mode: str = "fill", swap_qk: bool = False, transpose_weights: bool = False,
               normalise: bool = True, divisor: float | None = None, fill: float = float("-inf"),
-              log_weights: bool = False, scale_by_v: bool = False, scale_twice: bool = False) -> tuple[Tensor, Tensor]:
+              log_weights: bool = False, scale_by_v: bool = False, scale_twice: bool = False,
+              keys_from_v: bool = False) -> tuple[Tensor, Tensor]:
     """(out, weights) of scaled dot-product attention in float64, with one mistake switched on (`divisor`:
     the scores divided by it instead of by √d; `fill`: the masked scores' value, -inf or a finite one)."""
     if mask is not None and mask_mode == "fill_weights":  # in the inputs' dtype: what a huge fill becomes there
@@ -531,6 +554,8 @@ def attention(q: Tensor, k: Tensor, v: Tensor, mask: Tensor | None, *, scale: bo
     q, k, v = q.double(), k.double(), v.double()
     if swap_qk:
         q, k = k, q
+    if keys_from_v:
+        k = v
     if scale_by_v:
         divisor = math.sqrt(v.shape[-1])
     if scale_twice:
@@ -557,9 +582,14 @@ SOFTMAX_OVER_QUERIES = mistake(
 MASK_IGNORED = mistake("multi_head_attention", "mask_ignored",
                        "your attention ignores the mask: the output equals attention with mask=None",
                        dict(mask_mode="ignore"))
+SCORES_FROM_V = mistake("multi_head_attention", "scores_from_v",
+                        "your scores compare the queries with the values, attention_scores(q, v): they compare them "
+                        "with the keys, attention_scores(q, k), and the weights then average v",
+                        dict(keys_from_v=True))
 SDPA_MISTAKES = (
     SOFTMAX_OVER_QUERIES,
     MASK_IGNORED,
+    SCORES_FROM_V,
     mistake("multi_head_attention", "mask_multiplied",
             "you multiplied the weights by the mask after the softmax, so the rows no longer sum to 1: fill the masked "
             "scores with -inf before the softmax", dict(mask_mode="multiply")),
@@ -675,6 +705,7 @@ MHA_MISTAKES = (
             "your attention is causal when no mask is given; without a mask every position attends to every other",
             dict(causal_default=True)),
     MASK_IGNORED,
+    SCORES_FROM_V,
     mistake("multi_head_attention", "heads_split_by_reshape",
             "you split the heads with a plain reshape to (B, H, T, Dh), without swapping T and H",
             dict(split="no_transpose")),
@@ -885,11 +916,12 @@ def block(state: dict[str, Tensor], x: Tensor, mask: Tensor | None, n_heads: int
     d_model = x.shape[-1]
 
     def norm(name, h):
+        eps = 1e-6 if variant in (f"{name}_eps_1e-6", "norms_eps_1e-6") else 1e-5
         if variant == "shared_norm1":
             name = "norm1"
         elif variant == "shared_norm2":
             name = "norm2"
-        return F.layer_norm(h, (d_model,), s[f"{name}.weight"], s[f"{name}.bias"], eps=1e-5)
+        return F.layer_norm(h, (d_model,), s[f"{name}.weight"], s[f"{name}.bias"], eps=eps)
 
     def attend(h):
         m = mask
@@ -933,6 +965,12 @@ BLOCK_MISTAKES = variants("pre_ln_block", (
     ("your block does not pass the mask on to its attention", "ignores_mask"),
     ("your block applies a causal mask when none is given; without a mask every token attends to every other",
      "always_causal"),
+    ("your norm1 has eps=1e-6 (timm's and BERT's habit): the contract's is nn.LayerNorm(d_model), eps 1e-5",
+     "norm1_eps_1e-6"),
+    ("your norm2 has eps=1e-6 (timm's and BERT's habit): the contract's is nn.LayerNorm(d_model), eps 1e-5",
+     "norm2_eps_1e-6"),
+    ("your norms have eps=1e-6 (timm's and BERT's habit): the contract's are nn.LayerNorm(d_model), eps 1e-5",
+     "norms_eps_1e-6"),
 ))
 # A family: the feed-forward's activation another function than the contract's ReLU (GELU is an entry above).
 ACTIVATIONS: dict[str, Callable[[Tensor], Tensor]] = {
@@ -1080,9 +1118,15 @@ def shared_norm_mistakes(state: dict[str, Tensor], key: str) -> Mistakes:
 
 # --- patch_embedding ---------------------------------------------------------------------------------
 
-def patches(images: Tensor, patch: int, order: tuple[int, ...]) -> Tensor:
-    """Patchify with the dims of (B, C, h, P1, w, P2) permuted by `order` before flattening to (B, N, C*P*P)."""
+def patches(images: Tensor, patch: int, order: tuple[int, ...] = (0, 2, 4, 1, 3, 5), strided: str = "") -> Tensor:
+    """Patchify with the dims of (B, C, h, P1, w, P2) permuted by `order` before flattening to (B, N, C*P*P);
+    `strided` "rows", "columns" or "both": that side split as (P, H/P), so a patch takes every (H/P)-th pixel."""
     b, c, height, width = images.shape
+    if strided:
+        rows, cols = strided in ("rows", "both"), strided in ("columns", "both")
+        grid = images.reshape(b, c, *((patch, height // patch) if rows else (height // patch, patch)),
+                              *((patch, width // patch) if cols else (width // patch, patch)))
+        images = grid.permute(0, 1, *((3, 2) if rows else (2, 3)), *((5, 4) if cols else (4, 5))).reshape(images.shape)
     grid = images.reshape(b, c, height // patch, patch, width // patch, patch).permute(*order)
     return grid.reshape(b, (height // patch) * (width // patch), c * patch * patch)
 
@@ -1098,6 +1142,14 @@ PATCH_MISTAKES = (
             "the pixels of each of your patches are flattened column by column: flatten (C, P, P) row by row",
             dict(order=(0, 2, 4, 1, 5, 3))),
 )
+STRIDED_PATCHES = variants("patch_embedding", (
+    ("your patches take every (H/P)-th row and every (W/P)-th column of the image ((p1 h) (p2 w) in einops, or a "
+     "view as (P, H/P)): a patch is P adjacent rows and columns, b c (h p1) (w p2) -> b (h w) (c p1 p2)", "both"),
+    ("your patches take every (H/P)-th row of the image ((p1 h) in einops, or a view as (P, H/P)): a patch is P "
+     "adjacent rows, b c (h p1) (w p2) -> b (h w) (c p1 p2)", "rows"),
+    ("your patches take every (W/P)-th column of the image ((p2 w) in einops, or a view as (P, W/P)): a patch is P "
+     "adjacent columns, b c (h p1) (w p2) -> b (h w) (c p1 p2)", "columns"),
+))
 UNFOLD_LAYOUT = mistake("patch_embedding", "unfold_layout",
                         "you returned F.unfold's layout (B, C*P*P, N): transpose it to (B, N, C*P*P)",
                         lambda images, patch: F.unfold(images, patch, stride=patch))
@@ -1187,14 +1239,23 @@ def _patch_order_texts() -> tuple[tuple[str, tuple[int, ...]], ...]:
 def patchify_mistakes(images: Tensor, patch: int, got: Any = None) -> Mistakes:
     """For patchify(images, patch) (which gave `got`); also every other order of the view (PATCH_ORDER)."""
     named = {**simulated(PATCH_MISTAKES, lambda order: patches(images, patch, order)),
+             **_strided(images, patch, lambda **kw: patches(images, patch, **kw)),
              **bind([UNFOLD_LAYOUT], images, patch)}
     return besides(named, _patch_orders(images, patch, lambda order: patches(images, patch, order)), got)
 
 
+def _strided(images: Tensor, patch: int, model: Callable[..., Any]) -> Mistakes:
+    """STRIDED_PATCHES, where the strided side has more than one patch (with one, a strided patch is a patch)."""
+    rows, cols = (size // patch > 1 for size in images.shape[-2:])
+    entries = [m for m in STRIDED_PATCHES if {"rows": rows, "columns": cols, "both": rows and cols}[m.name]]
+    return {m.sentence: (lambda v=m.name: model(strided=v)) for m in entries}
+
+
 def embedding_mistakes(images: Tensor, patch: int, state: dict[str, Tensor], got: Any = None) -> Mistakes:
-    def model(order):
-        return linear(patches(images, patch, order), state, "proj")
-    return besides(simulated(PATCH_MISTAKES, model), _patch_orders(images, patch, model), got)
+    def model(order=(0, 2, 4, 1, 3, 5), strided=""):
+        return linear(patches(images, patch, order, strided), state, "proj")
+    return besides({**simulated(PATCH_MISTAKES, model), **_strided(images, patch, model)},
+                   _patch_orders(images, patch, model), got)
 
 
 def num_patches_mistakes(img_size: int, patch: int) -> Mistakes:
@@ -2798,6 +2859,23 @@ def tiny_lm_mistakes(state: dict[str, Tensor], chunks: list[Tensor], *, cached: 
     return besides(simulated([*TINY_LM_MISTAKES, *([SHARED_CACHE] if cached else [])], model), block_read_family(model))
 
 
+# The attention's keys and values sized for another number of key/value heads than the block is given.
+KV_HEADS_NOT_PASSED = mistake("tiny_lm", "kv_heads_not_passed",
+                              "your blocks' attention has {count} key/value heads: build it as "
+                              "GroupedQueryAttention(d_model, n_heads, n_kv_heads, bias=False), and TinyLM gives "
+                              "each DecoderBlock its n_kv_heads",
+                              lambda d_model, n_heads, heads: torch.Size((heads * (d_model // n_heads), d_model)))
+
+
+def kv_heads_mistakes(key: str, d_model: int, n_heads: int, n_kv_heads: int) -> Mistakes:
+    """For the shape of a TinyLM's (or DecoderBlock's) attn.w_k / attn.w_v weight: n_heads or one key/value
+    head where n_kv_heads are meant."""
+    if not key.endswith(("attn.w_k.weight", "attn.w_v.weight")):
+        return {}
+    return {KV_HEADS_NOT_PASSED.text(count=words): KV_HEADS_NOT_PASSED.on(d_model, n_heads, heads)
+            for words, heads in (("n_heads", n_heads), ("1", 1)) if heads != n_kv_heads}
+
+
 HEAD_BIAS = recognised("tiny_lm", "head_bias", "your head has a bias: nn.Linear(d_model, vocab_size, bias=False)")
 ROPE_TABLES_SAVED = recognised("tiny_lm", "rope_tables_saved",
                                "the RoPE tables are in your state dict: register them with register_buffer(name, table, "
@@ -3833,6 +3911,18 @@ def _tuple_first_slice(H: int, W: int, ws: int, s: int, both: bool) -> Tensor:
     return _mask_of(labels[0, :, :, 0], ws)
 
 
+def _sliced_with(H: int, W: int, ws: int, s: int, rows_of: int, cols_of: int) -> Tensor:
+    """The mask of Swin's loops over slices whose row cuts are those of a side `rows_of` long (and the column
+    cuts of `cols_of`): what the code makes where H and W are mixed up (what no slice reaches keeps label 0)."""
+    labels = torch.zeros(H, W, dtype=torch.long)
+    count = 0
+    for rows in (slice(0, rows_of - ws), slice(rows_of - ws, rows_of - s), slice(rows_of - s, rows_of)):
+        for cols in (slice(0, cols_of - ws), slice(cols_of - ws, cols_of - s), slice(cols_of - s, cols_of)):
+            labels[rows, cols] = count
+            count += 1
+    return _mask_of(labels, ws)
+
+
 def _shift_labels(H: int, W: int, ws: int, s: int) -> Tensor:
     """(H, W) region numbers of the rolled map: 3 row slices times 3 column slices."""
     return _slice_labels(H, [H - ws, H - s])[:, None] * 3 + _slice_labels(W, [W - ws, W - s])[None, :]
@@ -3875,6 +3965,18 @@ SHIFTED_MASK_MISTAKES = (
             "given",
             lambda H, W, ws, s: _region_mask(H, W, ws, [H - ws, H - ws // 2], [W - ws, W - ws // 2])
             if s != ws // 2 else None),
+    mistake("swin_windows", "row_slices_of_w",
+            "your row slices are cut with W (slice(0, W - ws), ...): the rows are cut at H - ws and H - s, the "
+            "columns at W - ws and W - s (they differ where the map is not square)",
+            lambda H, W, ws, s: _sliced_with(H, W, ws, s, W, W) if H != W else None),
+    mistake("swin_windows", "column_slices_of_h",
+            "your column slices are cut with H (slice(0, H - ws), ...): the columns are cut at W - ws and W - s, the "
+            "rows at H - ws and H - s (they differ where the map is not square)",
+            lambda H, W, ws, s: _sliced_with(H, W, ws, s, H, H) if H != W else None),
+    mistake("swin_windows", "slices_of_h_and_w_swapped",
+            "your slices swap H and W (the rows cut at W - ws and W - s, the columns at H - ws and H - s): the rows "
+            "are cut with H, the columns with W",
+            lambda H, W, ws, s: _sliced_with(H, W, ws, s, W, H) if H != W else None),
     mistake("swin_windows", "first_slice_tuple",
             "your first slice is the tuple (0, H - ws), not slice(0, H - ws): indexing with a tuple picks the two "
             "rows 0 and H - ws instead of the rows between them", lambda H, W, ws, s: _tuple_first_slice(H, W, ws, s, False)),
@@ -4286,9 +4388,19 @@ CAT_NOT_EXPANDED = recognised(
     "vit_classifier", "cat_not_expanded",
     "you concatenated tensors whose other dimensions differ, one of them of size 1 there: torch.cat does not "
     "broadcast, so expand it first (a (1, 1, D) class token to the batch, .expand(B, -1, -1))")
+BMM_NOT_3D = recognised(
+    GENERAL, "bmm_not_3d",
+    "you called torch.bmm, which takes 3-D tensors only, (batch, n, m): use @ (torch.matmul), which batches over "
+    "every leading dimension")
+RETURN_TYPES_PAIR = recognised(
+    GENERAL, "return_types_pair",
+    "you used what x.max(dim) (or min, sort, topk, median) returns as a tensor: with a dim it returns a pair "
+    "(values, indices); take .values (or [0]), or use x.amax(dim, keepdim=True) / x.amin(...)")
 TORCH_ERRORS = (
     ("view size is not compatible with input tensor's size and stride", VIEW_NOT_CONTIGUOUS),
     ("Boolean value of Tensor with more than one value is ambiguous", TENSOR_AS_BOOL),
+    ("must be a 3D tensor", BMM_NOT_3D),
+    ("'torch.return_types.", RETURN_TYPES_PAIR),
 )
 # torch.cat's words for tensors of other sizes, one of them 1: CAT_NOT_EXPANDED
 CAT_OF_SIZE_1 = re.compile(r"Sizes of tensors must match except in dimension \d+\. Expected size (1 but got size \d+"
@@ -4305,6 +4417,41 @@ SHAPE_UNPACKED = recognised(
     "number of dimensions: read the sizes you need by index from the end (x.shape[-1], x.size(-2)) so that any "
     "leading dimensions pass")
 UNPACKED = re.compile(r"(too many|not enough) values to unpack \(expected \d+")
+
+
+# What the checks' weights, loaded by the contract's names, tell of an nn.Sequential numbered otherwise.
+SEQUENTIAL_SHORT = recognised(
+    GENERAL, "sequential_short",
+    "your {seq} holds at index {got} the layer that the contract's holds at {want}: a module before it is missing "
+    "(the activation between the layers?); nn.Sequential numbers every module it holds, activations and dropout too")
+SEQUENTIAL_LONG = recognised(
+    GENERAL, "sequential_long",
+    "your {seq} holds at index {got} the layer that the contract's holds at {want}: it has a module too many before "
+    "it; nn.Sequential numbers every module it holds, activations and dropout too")
+UNLOADED = re.compile(r"has no parameters named \[([^\]]*)\] \(its parameters: \[([^\]]*)\]")
+
+
+def sequential_shifted(message: str) -> str | None:
+    """SEQUENTIAL_SHORT's or _LONG's sentence where each weight the student's module lacks (`message`: a WeightsMismatch's
+    words) sits one index lower, or higher, in the same nn.Sequential of theirs, and nowhere else differs."""
+    found = UNLOADED.search(message)
+    if found is None:
+        return None
+    missing, own = (set(re.findall(r"'([^']+)'", group)) for group in found.groups())
+    shifts = set()
+    for key in missing:
+        parts = re.fullmatch(r"(.+)\.(\d+)\.(weight|bias)", key)
+        if parts is None:
+            return None
+        seq, index, param = parts[1], int(parts[2]), parts[3]
+        moved = [d for d in (-1, 1) if f"{seq}.{index + d}.{param}" in own]
+        if len(moved) != 1:
+            return None
+        shifts.add((seq, index, index + moved[0]))
+    if len(shifts) != 1:
+        return None
+    (seq, want, got), = shifts
+    return (SEQUENTIAL_SHORT if got < want else SEQUENTIAL_LONG).text(seq=seq, got=got, want=want)
 
 
 def error_mistake(message: str, where: str = "", kinds: tuple[str, ...] = (), component: str = "") -> str | None:
