@@ -1522,9 +1522,15 @@ def initial_value_mistakes(d: int, name: str) -> Mistakes:
 
 # --- rms_norm ----------------------------------------------------------------------------------------
 
-def rms_norm(x: Tensor, weight: Tensor, eps: float, *, variant: str = "") -> Tensor:
-    """RMSNorm over the last dimension in float64, with the mistake `variant` switched on."""
+def rms_norm(x: Tensor, weight: Tensor, eps: float, *, variant: str = "", power: float = -0.5,
+             spread: bool | None = None) -> Tensor:
+    """RMSNorm over the last dimension in float64, with the mistake `variant` switched on, or x scaled by
+    (mean(x**2) + eps) ** `power` (a root or a mean square that multiplies), or (`spread`: unbiased or not)
+    the mean square taken of x minus its mean, the variance, while x itself stays uncentred."""
     x, w = x.double(), weight.double()
+    if power != -0.5 or spread is not None:
+        ms = x.pow(2).mean(dim=-1, keepdim=True) if spread is None else x.var(dim=-1, keepdim=True, unbiased=spread)
+        return x * (ms + eps) ** power * w
     if variant == "mean_subtracted":
         x = x - x.mean(dim=-1, keepdim=True)
     if variant == "no_eps":
@@ -1604,15 +1610,36 @@ def scaled_in_place_mistakes(x: Tensor) -> Mistakes:
     return bind([SCALED_IN_PLACE], x)
 
 
+# Families: the normaliser multiplying where it divides (x / torch.rsqrt(m) is x * sqrt(m)); the mean square
+# taken around the mean, the variance, while x itself is not centred (mean_subtracted centres both).
+RMS_FACTOR_INVERTED = mistake(
+    "rms_norm", "factor_inverted",
+    "your RMSNorm multiplies x by {factor} instead of dividing by sqrt(mean(x**2) + eps) (x / torch.rsqrt(m) is "
+    "x * sqrt(m): rsqrt is already 1 / sqrt): x * torch.rsqrt(mean(x**2) + eps) * weight, or x / torch.sqrt(...)",
+    dict())
+RMS_FACTORS = {"sqrt(mean(x**2) + eps)": 0.5, "mean(x**2) + eps": 1.0}
+RMS_OF_SPREAD = mistake(
+    "rms_norm", "variance_denominator",
+    "your RMSNorm divides x by sqrt({variance} + eps), the spread of x around its mean (the mean is subtracted "
+    "inside the mean square only): RMSNorm's denominator is the root mean square of x itself, "
+    "sqrt(mean(x**2) + eps), with no mean subtracted anywhere", dict())
+RMS_SPREADS = {"mean((x - mean(x))**2)": False, "x.var(dim=-1)": True}
+
+
 def rms_norm_mistakes(x: Tensor, state: dict[str, Tensor], eps: float, *, default_eps: bool = False,
                       got: Any = None) -> Mistakes:
-    """For RMSNorm(x) with this eps (which gave `got`); also an eps of FIXED_EPS_VALUES written into the code."""
+    """For RMSNorm(x) with this eps (which gave `got`); also an eps of FIXED_EPS_VALUES written into the code,
+    the normaliser multiplying (RMS_FACTORS) and the variance for the mean square (RMS_SPREADS)."""
     entries = list(RMS_NORM_MISTAKES)
     if bool((x > 0).all()):  # mean(|x|) is mean(x) there: the two mistakes cannot be told apart
         entries = [m for m in entries if m.model["variant"] not in ("abs_mean", "square_of_mean")]
     if default_eps:
         entries.append(DEFAULT_EPS)
-    named = simulated(entries, lambda variant: rms_norm(x, state["weight"], eps, variant=variant))
+    family = {RMS_FACTOR_INVERTED.text(factor=text): (lambda p=p: rms_norm(x, state["weight"], eps, power=p))
+              for text, p in RMS_FACTORS.items()}
+    family.update({RMS_OF_SPREAD.text(variance=text): (lambda u=u: rms_norm(x, state["weight"], eps, spread=u))
+                   for text, u in RMS_SPREADS.items()})
+    named = besides(simulated(entries, lambda variant: rms_norm(x, state["weight"], eps, variant=variant)), family)
     precision = lower_precision_mistakes(
         "RMSNorm", lambda dtype: F.rms_norm(x.to(dtype), x.shape[-1:], state["weight"].to(dtype), eps), x, got)
     fixed = _fixed_eps(lambda value: rms_norm(x, state["weight"], value), {}, got, default_eps)
