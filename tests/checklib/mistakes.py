@@ -1741,9 +1741,28 @@ def _gated(x: Tensor, state: dict[str, Tensor], activation: Callable[[Tensor], T
     return F.linear(activation(F.linear(x, s["w_gate.weight"])) * F.linear(x, s["w_up.weight"]), s["w_down.weight"])
 
 
+# A family: silu on the gate and once more elsewhere (on w_up alone instead of the gate is silu_on_up).
+SWIGLU_EXTRA_SILU = mistake("swiglu", "extra_silu",
+                            "your silu is applied to {where} as well as to the gate: only w_gate(x) goes through it, "
+                            "w_down(silu(w_gate(x)) * w_up(x))", dict())
+EXTRA_SILU_PLACES = ("w_up(x)", "silu(w_gate(x)) * w_up(x)", "w_down(...)")  # the up branch, the product, the output
+
+
+def _extra_silu(x: Tensor, state: dict[str, Tensor], where: str) -> Tensor:
+    s = {k: v.double() for k, v in state.items()}
+    x = x.double()
+    gate, up = F.silu(F.linear(x, s["w_gate.weight"])), F.linear(x, s["w_up.weight"])
+    hidden = gate * F.silu(up) if where == "w_up(x)" else gate * up
+    out = F.linear(F.silu(hidden) if where.startswith("silu") else hidden, s["w_down.weight"])
+    return F.silu(out) if where == "w_down(...)" else out
+
+
 def swiglu_mistakes(x: Tensor, state: dict[str, Tensor]) -> Mistakes:
-    """For SwiGLU(x) with these weights; also the gate through another activation (GATE_ACTIVATIONS)."""
+    """For SwiGLU(x) with these weights; also the gate through another activation (GATE_ACTIVATIONS), and silu
+    applied once more somewhere (EXTRA_SILU_PLACES)."""
     family = {SWIGLU_ACTIVATION.text(fn=fn): (lambda act=act: _gated(x, state, act)) for fn, act in GATE_ACTIVATIONS.items()}
+    family.update({SWIGLU_EXTRA_SILU.text(where=where): (lambda w=where: _extra_silu(x, state, w))
+                   for where in EXTRA_SILU_PLACES})
     return besides(simulated(SWIGLU_MISTAKES, lambda variant: swiglu(x, state, variant=variant)), family)
 
 
