@@ -2230,11 +2230,13 @@ def clip_grads_mistakes(grads: list[Tensor], max_norm: float, index: int) -> Mis
 
 def schedule(steps: list[int], max_lr: float, min_lr: float, warmup: int, total: int, variant: str = "", *,
              warmup_offsets: tuple[int, int] = (0, 0), progress_offsets: tuple[int, int] = (0, 0),
-             cosine: tuple[str, str] = ("min_lr", "max_lr - min_lr")) -> Tensor:
+             cosine: tuple[str, str] = ("min_lr", "max_lr - min_lr"),
+             rounding: Callable[[float], float] | None = None) -> Tensor:
     """lr at each step (float64), with the mistake `variant` switched on, or the warmup's fraction
     (step + a) / (warmup_steps + b) and the cosine's progress (step - warmup_steps + a) / (total_steps -
     warmup_steps + b) off by the offsets (a, b) given, or the cosine base + 0.5 * amplitude * (1 + cos) of
-    `cosine` (base, amplitude: "min_lr" or "0", "max_lr - min_lr" or "max_lr")."""
+    `cosine` (base, amplitude: "min_lr" or "0", "max_lr - min_lr" or "max_lr"), or the progress rounded to a
+    whole number by `rounding`."""
     out = []
     (wa, wb), (pa, pb) = warmup_offsets, progress_offsets
     for s in steps:
@@ -2252,6 +2254,8 @@ def schedule(steps: list[int], max_lr: float, min_lr: float, warmup: int, total:
                 progress = s / total
             elif variant == "over_total":
                 progress = (s - warmup) / total
+            if rounding is not None:
+                progress = rounding(progress)
             angle = progress if variant == "no_pi" else math.pi * progress
             top, bottom = (min_lr, max_lr) if variant == "swapped" else (max_lr, min_lr)
             if variant == "no_floor":
@@ -2323,6 +2327,18 @@ PROGRESS_OFF_BY_ONE = mistake(
     lambda steps, max_lr, min_lr, warmup, total, offsets: schedule(steps, max_lr, min_lr, warmup, total,
                                                                    progress_offsets=offsets))
 OFFSETS = [(a, b) for a in (-1, 0, 1) for b in (-1, 0, 1) if (a, b) != (0, 0)]
+# A family: the cosine's progress rounded to a whole number (integer division, round, ceil), 0 or 1, so the lr
+# jumps between max_lr and min_lr instead of decaying.
+PROGRESS_ROUNDED = mistake(
+    "lr_schedule", "progress_rounded",
+    "your cosine's progress is a whole number, {expr} (0 or 1), so the lr jumps between max_lr and min_lr instead "
+    "of decaying: the progress is the true quotient, (step - warmup_steps) / (total_steps - warmup_steps), a float "
+    "that runs from 0 to 1", lambda steps, max_lr, min_lr, warmup, total, rounding: schedule(
+        steps, max_lr, min_lr, warmup, total, rounding=rounding))
+PROGRESS_ROUNDINGS: dict[str, Callable[[float], float]] = {
+    "(step - warmup_steps) // (total_steps - warmup_steps)": math.floor,
+    "round((step - warmup_steps) / (total_steps - warmup_steps))": round,
+    "math.ceil((step - warmup_steps) / (total_steps - warmup_steps))": math.ceil}
 # A family: the cosine piece's base or amplitude without min_lr (both without it is no_floor).
 COSINE_FORM = mistake(
     "lr_schedule", "cosine_form",
@@ -2341,21 +2357,23 @@ def _plus(term: str, offset: int) -> str:
 
 def schedule_mistakes(steps: list[int], max_lr: float, min_lr: float, warmup: int, total: int,
                       got: Any = None) -> Mistakes:
-    """For lr_at at `steps` (which gave `got`); also the warmup and the progress off by one (OFFSETS)."""
+    """For lr_at at `steps` (which gave `got`); also the warmup and the progress off by one (OFFSETS), the
+    cosine's form (COSINE_FORMS) and its progress rounded (PROGRESS_ROUNDINGS)."""
     config = (steps, max_lr, min_lr, warmup, total)
     family = {text: entry.on(*config, offsets) for text, entry, offsets in _schedule_texts()}
     return besides(simulated(SCHEDULE_MISTAKES, lambda variant: schedule(*config, variant)), family, got)
 
 
 @functools.cache
-def _schedule_texts() -> tuple[tuple[str, Mistake, tuple[int, int]], ...]:
+def _schedule_texts() -> tuple[tuple[str, Mistake, Any], ...]:
     warmup = [(WARMUP_OFF_BY_ONE.text(numerator=_plus("step", a), denominator=_plus("warmup_steps", b)),
                WARMUP_OFF_BY_ONE, (a, b)) for a, b in OFFSETS if (a, b) not in ((1, 0), (1, 1))]  # plus_one, nanogpt
     progress = [(PROGRESS_OFF_BY_ONE.text(numerator=_plus("step - warmup_steps", a),
                                           denominator=_plus("total_steps - warmup_steps", b)), PROGRESS_OFF_BY_ONE,
                  (a, b)) for a, b in OFFSETS]
     forms = [(COSINE_FORM.text(lr=written), COSINE_FORM, form) for form, written in COSINE_FORMS.items()]
-    return tuple(warmup + progress + forms)
+    rounded = [(PROGRESS_ROUNDED.text(expr=expr), PROGRESS_ROUNDED, fn) for expr, fn in PROGRESS_ROUNDINGS.items()]
+    return tuple(warmup + progress + forms + rounded)
 
 
 # --- rope --------------------------------------------------------------------------------------------
