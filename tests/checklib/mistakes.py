@@ -2452,12 +2452,34 @@ def _exponent_texts(entry: Mistake, d: str, skip: tuple[int, int]) -> dict[str, 
             for a, b in EXPONENT_OFFSETS if (a, b) != skip}
 
 
+# A family: the exponent 2i / head_dim rounded down to a whole number (an integer division, or an int of the
+# quotient), which collapses the frequencies: 0 for every pair (all 1, the angle is the position itself), or, with
+# the minus inside the floor, -1 for every pair after the first.
+ROPE_EXPONENT_FLOORED = mistake(
+    "rope", "exponent_floored",
+    "your exponent is {exponent}, an integer division (//, or an int() or .long() of the quotient) that rounds "
+    "down to a whole number, so your frequencies collapse to {freqs}: the exponent is -2i / head_dim with true "
+    "division (/) in floating point, a different frequency for each pair, base**(-2i / head_dim)", dict())
+FLOORED_EXPONENTS = {("2i // head_dim", "[1, 1, 1, ...]"): lambda i, base: torch.ones_like(i),
+                     ("-2i // head_dim", "[1, 1/base, 1/base, ...]"): lambda i, base: torch.where(i == 0, 1.0, 1 / base)}
+
+
+def _floored_tables(max_len: int, head_dim: int, base: float, freqs: Callable[[Tensor, float], Tensor]
+                    ) -> tuple[Tensor, Tensor]:
+    angles = torch.outer(torch.arange(max_len, dtype=torch.float64),
+                         freqs(torch.arange(head_dim // 2, dtype=torch.float64), base))
+    return angles.cos(), angles.sin()
+
+
 def rope_table_mistakes(max_len: int, head_dim: int, base: float = 10000.0) -> Mistakes:
     """For the pair (cos, sin) of rope_angles; see them one at a time with `mapped`. Also the exponent off by
-    EXPONENT_OFFSETS (off_by_one is (-2, 0))."""
+    EXPONENT_OFFSETS (off_by_one is (-2, 0)), and rounded down to a whole number (FLOORED_EXPONENTS)."""
     named = simulated(ROPE_TABLE_MISTAKES, lambda variant: rope_tables(max_len, head_dim, base, variant=variant))
     family = {text: (lambda k=k: rope_tables(max_len, head_dim, base, exponent_offsets=k))
               for text, k in _exponent_texts(ROPE_EXPONENT, "head_dim", (-2, 0)).items()}
+    family.update({ROPE_EXPONENT_FLOORED.text(exponent=exponent, freqs=freqs):
+                   (lambda f=f: _floored_tables(max_len, head_dim, base, f))
+                   for (exponent, freqs), f in FLOORED_EXPONENTS.items()})
     return {**named, **family}
 
 
