@@ -3244,11 +3244,34 @@ EMPTY_ROW = recognised("sampling", "empty_row",
                        "always stays (a token stays while the mass strictly more probable than it is below top_p)")
 
 
+# A filter done in sorted order (torch.sort's values) and returned so, without putting each entry back at its
+# token's index: the sorted values of what the filter keeps, its top-k or top-p worked out either way that sorted
+# order suggests (every tie kept, or the boundary's ties cut by position: topk_exact, topp_sorted_ties).
+SORTED_ORDER = mistake(
+    "sampling", "sorted_order",
+    "your filter returns its result in sorted order (the values of torch.sort, most probable first), not in the "
+    "vocabulary's: entry j must stay token j's logit; filter in sorted order if you like, then put the entries back "
+    "at their indices (torch.empty_like(logits).scatter(-1, sorted_idx, sorted_logits)), or scatter the sorted "
+    "mask back and fill the original logits with it",
+    lambda logits, got, temperature, top_k, top_p: _in_sorted_order(logits, got, temperature, top_k, top_p))
+SORTED_ORDER_VARIANTS = ("", "topk_exact", "topp_sorted_ties")
+
+
+def _in_sorted_order(logits: Tensor, got: Any, temperature: float, top_k: int | None, top_p: float | None) -> Tensor:
+    """The filter's result sorted along the vocabulary, its filters worked out as SORTED_ORDER_VARIANTS do: the one
+    that is what came back (`got`), else the contract's filter sorted (which rules the mistake out)."""
+    results = [filtered(logits, temperature, top_k, top_p, variant) for variant in SORTED_ORDER_VARIANTS]
+    ordered = [r.sort(dim=-1, descending=True).values for r in results if r is not None]
+    return next((r for r in ordered if _same(got, r)), ordered[0])
+
+
 def filter_mistakes(logits: Tensor, got: Any, want: Tensor, temperature: float = 1.0, top_k: int | None = None,
                     top_p: float | None = None) -> Mistakes:
-    """For filter_logits(logits, ...): `got` is what came back, `want` the right answer."""
+    """For filter_logits(logits, ...): `got` is what came back, `want` the right answer; also the result left in
+    sorted order (SORTED_ORDER, fitted to `got` among the ways a sorted filter goes)."""
     family = {TOP_K_OFF_BY_ONE.text(kept=_plus("top_k", k)): (lambda k=k: filtered(logits, temperature, top_k, top_p,
                                                                                   k_offset=k)) for k in (-1, 1)}
+    family.update(bind([SORTED_ORDER], logits, got, temperature, top_k, top_p))
     mistakes = unambiguous({**simulated(FILTER_MISTAKES, lambda variant: filtered(logits, temperature, top_k, top_p,
                                                                                 variant)), **family})
     fill = _finite_fill(got, want)
