@@ -3017,6 +3017,50 @@ def gqa_mistakes(state: dict[str, Tensor], x: Tensor, n_heads: int, n_kv_heads: 
                                                                chunks=chunks, variant=variant)[0]))
 
 
+# Errors of a forward whose keys or values reach the attention with the wrong number of heads, named by the sizes
+# they reveal and the check's n_heads, n_kv_heads and d_k (gqa_heads_error).
+KV_SPLIT_N_HEADS = recognised(
+    "grouped_query_attention", "kv_split_n_heads",
+    "your keys or values are split into n_heads heads (split_heads(self.w_k(x), self.n_heads)): w_k and w_v make "
+    "n_kv_heads * d_k features, n_kv_heads heads of d_k, so split them with split_heads(..., self.n_kv_heads); "
+    "repeat_kv then makes n_heads heads of them")
+# A family: n_rep, the copies of each key/value head, another size of the module's than n_heads // n_kv_heads.
+GQA_N_REP = recognised(
+    "grouped_query_attention", "n_rep",
+    "your n_rep is {n_rep}: it is n_heads // n_kv_heads, the number of query heads that share one key/value head, "
+    "so that repeat_kv(k, n_rep) makes n_heads heads, one for each query head")
+N_REP_SIZES: dict[str, Callable[[int, int], int]] = {"self.n_kv_heads": lambda h, kv: kv, "self.n_heads": lambda h, kv: h}
+SPLIT_NOT_DIVISIBLE = re.compile(r"d_model=(\d+) is not divisible by n_heads=(\d+)")  # the split_heads stand-in's words
+ROPE_WIDTH = re.compile(r"x has (\d+) features, the tables are for (\d+)")  # the apply_rope stand-in's words
+
+
+def gqa_heads_error(message: str, n_heads: int, n_kv_heads: int, d_k: int) -> str | None:
+    """The sentence of the mistake that an error of GroupedQueryAttention(n_heads * d_k, n_heads, n_kv_heads)'s
+    forward names, where only one mistake explains it: the keys' or values' n_kv_heads * d_k features split into
+    n_heads (split_heads refuses, or apply_rope is handed d_k / n_rep features), or, where the attention's
+    matmul finds the queries' n_heads heads (tensor a) against another count of key/value heads (tensor b), the
+    one mistake that makes that count: the split into n_heads, or repeat_kv applied twice (caching after it,
+    say), make n_heads * n_rep; an n_rep of N_REP_SIZES makes n_kv_heads * n_rep; no repeat (or a repeat_kv along
+    another dim) leaves n_kv_heads."""
+    if n_kv_heads >= n_heads or n_heads % n_kv_heads:
+        return None
+    n_rep, width = n_heads // n_kv_heads, n_kv_heads * d_k
+    found = SPLIT_NOT_DIVISIBLE.search(message)
+    if found and (int(found[1]), int(found[2])) == (width, n_heads):
+        return KV_SPLIT_N_HEADS.sentence
+    found = ROPE_WIDTH.search(message)
+    if found and width % n_heads == 0 and (int(found[1]), int(found[2])) == (width // n_heads, d_k):
+        return KV_SPLIT_N_HEADS.sentence
+    found = MISMATCHED_SIZES.search(message)
+    if not found or int(found[1]) != n_heads or "dimension 1" not in message:
+        return None
+    # (sentence, the key/value heads it makes); None: a mistake that has no sentence here, which blocks the others
+    made = [(KV_SPLIT_N_HEADS.sentence, n_heads * n_rep), (None, n_heads * n_rep), (None, n_kv_heads),
+            *((GQA_N_REP.text(n_rep=name), n_kv_heads * size(n_heads, n_kv_heads)) for name, size in N_REP_SIZES.items())]
+    matching = [sentence for sentence, count in made if count == int(found[2])]
+    return matching[0] if len(matching) == 1 else None
+
+
 # A family: the copies' new axis at another place before the reshape (at 1 it is repeat_kv_tiled).
 REPEAT_KV_AXIS = mistake(
     "grouped_query_attention", "repeat_kv_axis",
