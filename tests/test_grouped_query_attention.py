@@ -18,7 +18,7 @@ from checklib import adapters, mistakes
 from checklib.compare import assert_close, check_tensor, fail
 from checklib.masks import self_attention_mask
 from checklib.scratch import assert_from_scratch
-from checklib.student import expect_value_error
+from checklib.student import expect_value_error, naming_errors
 from checklib.weights import gqa_state, randn, torch_mha
 
 GQA = adapters.GroupedQueryAttention
@@ -94,6 +94,12 @@ def new_gqa(impl, d_model, n_heads, n_kv_heads, state):
         m.to(torch.float64)
     m.load_weights(state)
     return m
+
+
+def naming_heads(what: str, n_heads: int, n_kv_heads: int, d_k: int):
+    """Around a forward: an error that keys or values with the wrong number of heads raise, named where the sizes
+    it reveals point to one mistake (mistakes.gqa_heads_error)."""
+    return naming_errors(what, lambda exc: mistakes.gqa_heads_error(exc.message, n_heads, n_kv_heads, d_k))
 
 
 def call_text(d_model, n_heads, n_kv_heads, x, mask=None, rope=False) -> str:
@@ -185,8 +191,9 @@ def test_matches_sdpa(impl, gen, shape, mask_kind, bias, dtype):
     x = randn(batch, length, d_model, gen=gen, dtype=dtype)
     mask = self_attention_mask(mask_kind, batch, n_heads, length, gen)
     m = new_gqa(impl, d_model, n_heads, n_kv_heads, state)
-    out = m(x, mask)
     what = call_text(d_model, n_heads, n_kv_heads, x, mask)
+    with naming_heads(what, n_heads, n_kv_heads, d_model // n_heads):
+        out = m(x, mask)
     assert_close(out, reference(state, x, n_heads, n_kv_heads, mask),
                  what=f"{what} vs F.scaled_dot_product_attention(..., enable_gqa=True) with the same weights",
                  hint=WHERE, mistakes=mistakes.gqa_mistakes(state, x, n_heads, n_kv_heads, mask=mask))
@@ -210,7 +217,9 @@ def test_equals_mha_with_shared_kv_weights(impl, gen, shape):
     with torch.no_grad():
         expected = ref(x.double(), x.double(), x.double(), attn_mask=~mask, need_weights=False)[0].float()
     m = new_gqa(impl, d_model, n_heads, n_kv_heads, state)
-    assert_close(m(x, mask), expected,
+    with naming_heads(call_text(d_model, n_heads, n_kv_heads, x, mask), n_heads, n_kv_heads, d_k):
+        out = m(x, mask)
+    assert_close(out, expected,
                  what=f"{call_text(d_model, n_heads, n_kv_heads, x, mask)} vs nn.MultiheadAttention({d_model}, "
                       f"{n_heads}) whose key/value weights repeat each group's for its {n_rep} query heads",
                  hint=WHERE, mistakes=mistakes.gqa_mistakes(state, x, n_heads, n_kv_heads, mask=mask))
@@ -228,7 +237,8 @@ def test_with_rope_matches_sdpa(impl, gen, shape, mask_kind, dtype):
     mask = self_attention_mask(mask_kind, batch, n_heads, length, gen)
     rope = rope_tables(16, d_model // n_heads, base=100.0)  # a small base turns even the last pair visibly
     m = new_gqa(impl, d_model, n_heads, n_kv_heads, state)
-    out = m(x, mask, rope=rope)
+    with naming_heads(call_text(d_model, n_heads, n_kv_heads, x, mask, rope=True), n_heads, n_kv_heads, d_model // n_heads):
+        out = m(x, mask, rope=rope)
     assert_close(out, reference(state, x, n_heads, n_kv_heads, mask, rope),
                  what=f"{call_text(d_model, n_heads, n_kv_heads, x, mask, rope=True)} vs "
                       "F.scaled_dot_product_attention(..., enable_gqa=True) on queries and keys rotated at 0 .. T-1",
@@ -269,9 +279,10 @@ def test_cached_decoding_matches_full_forward(impl, gen, heads_kv, schedule, rop
     cache = adapters.KVCache(impl)
     kwargs = {"rope": tables} if rope else {}
     for start, stop in chunks:
-        out = m(x[:, start:stop], cache=cache, **kwargs)
         what = (f"GroupedQueryAttention({d_model}, {n_heads}, {n_kv_heads})(x[:, {start}:{stop}], cache=cache"
                 + (", rope=(cos, sin))" if rope else ")") + f" after {start} cached positions")
+        with naming_heads(what, n_heads, n_kv_heads, 4):
+            out = m(x[:, start:stop], cache=cache, **kwargs)
         check_tensor(out, what=what, shape=(batch, stop - start, d_model), dtype=dtype,
                      hint="with a cache, x holds only the new positions and so does the output")
         assert_close(out, expected[:, start:stop],
@@ -295,7 +306,9 @@ def test_cache_holds_kv_heads(impl, gen, heads_kv, rope):
     m = new_gqa(impl, d_model, n_heads, n_kv_heads, state)
     recorder = impl.new_trusted("RecordingKVCache")
     for start, stop in chunks:
-        m(x[:, start:stop], cache=recorder, **({"rope": tables} if rope else {}))
+        with naming_heads(f"GroupedQueryAttention({d_model}, {n_heads}, {n_kv_heads})(x[:, {start}:{stop}], "
+                          f"cache=cache{', rope=(cos, sin)' if rope else ''})", n_heads, n_kv_heads, 4):
+            m(x[:, start:stop], cache=recorder, **({"rope": tables} if rope else {}))
     updates = recorder.updates()
     if len(updates) != len(chunks):
         fail(f"cache.update calls for {len(chunks)} forward calls with a cache",

@@ -119,3 +119,21 @@ BUGS += [
         "self.out_proj = nn.Linear(d_model, d_model, bias=bias)", "self.out_proj = nn.Linear(d_model, d_model)",
         "forgets bias=bias on out_proj", diagnosis=("your out_proj has a bias although bias=False",)),
 ]
+
+# Keys or values with the wrong number of heads, named from the error the attention raises and the check's sizes
+# (mistakes.gqa_heads_error: KV_SPLIT_N_HEADS, the GQA_N_REP family): held-out set 10's k_split_n_heads and
+# n_rep_kv_heads, and a sibling each.
+BUGS += [
+    Bug("grouped_query_attention", "keys_split_into_n_heads", "gqa.py",
+        "k = split_heads(self.w_k(x), self.n_kv_heads)", "k = split_heads(self.w_k(x), self.n_heads)",
+        "splits the keys into n_heads heads, as for the queries", diagnosis=("your keys or values are split into n_heads",)),
+    Bug("grouped_query_attention", "values_split_into_n_heads", "gqa.py",
+        "v = split_heads(self.w_v(x), self.n_kv_heads)", "v = split_heads(self.w_v(x), self.n_heads)",
+        "splits the values into n_heads heads", diagnosis=("your keys or values are split into n_heads",)),
+    Bug("grouped_query_attention", "n_rep_is_n_kv_heads", "gqa.py", "n_rep = self.n_heads // self.n_kv_heads",
+        "n_rep = self.n_kv_heads", "repeats each key/value head n_kv_heads times",
+        diagnosis=("your n_rep is self.n_kv_heads:",)),
+    Bug("grouped_query_attention", "n_rep_is_n_heads", "gqa.py", "n_rep = self.n_heads // self.n_kv_heads",
+        "n_rep = self.n_heads", "repeats each key/value head n_heads times",
+        diagnosis=("your n_rep is self.n_heads:",)),
+]

@@ -109,3 +109,16 @@ BUGS += [
         "return min_lr * step / warmup_steps", "the warmup climbs to min_lr instead of max_lr",
         diagnosis=("your warmup climbs to min_lr",)),
 ]
+
+# The cosine's progress rounded to a whole number (mistakes.PROGRESS_ROUNDED): held-out set 10's progress_floor, and
+# a sibling.
+BUGS += [
+    Bug("lr_schedule", "progress_integer_division", "training.py", PROGRESS,
+        "progress = (step - warmup_steps) // (total_steps - warmup_steps)  # 0 .. 1",
+        "divides with // in the progress, so the lr stays at max_lr until total_steps",
+        diagnosis=("your cosine's progress is a whole number, (step - warmup_steps) // (total_steps - warmup_steps)",)),
+    Bug("lr_schedule", "progress_rounded", "training.py", PROGRESS,
+        "progress = round((step - warmup_steps) / (total_steps - warmup_steps))  # 0 .. 1",
+        "rounds the progress, so the lr drops from max_lr to min_lr half-way",
+        diagnosis=("your cosine's progress is a whole number, round(",)),
+]

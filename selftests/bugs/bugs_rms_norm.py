@@ -122,3 +122,21 @@ BUGS += [
     Bug("rms_norm", "mean_square_without_keepdim", "norms.py", RMS_MS, "ms = x.pow(2).mean(dim=-1)  # (...)",
         "takes the mean square without keepdim=True", diagnosis=("your mean square loses its last dim",)),
 ]
+
+# The normaliser multiplying where it divides, and the variance for the mean square with x left uncentred
+# (mistakes.RMS_FACTOR_INVERTED, RMS_OF_SPREAD): held-out set 10's divide_by_rsqrt and subtract_mean, and a sibling each.
+BUGS += [
+    Bug("rms_norm", "divided_by_rsqrt", "norms.py", RMS_RETURN, "return x / torch.rsqrt(ms + self.eps) * self.weight",
+        "divides by rsqrt instead of multiplying by it, so x is scaled by the root mean square",
+        diagnosis=("multiplies x by sqrt(mean(x**2) + eps) instead of dividing",)),
+    Bug("rms_norm", "times_mean_square", "norms.py", RMS_RETURN, "return x * (ms + self.eps) * self.weight",
+        "multiplies by the mean square where it divides by its root",
+        diagnosis=("multiplies x by mean(x**2) + eps instead of dividing",)),
+    Bug("rms_norm", "centred_mean_square", "norms.py", RMS_MS,
+        "ms = (x - x.mean(dim=-1, keepdim=True)).pow(2).mean(dim=-1, keepdim=True)  # (..., 1)",
+        "subtracts the mean inside the mean square only, so it divides x by its standard deviation",
+        diagnosis=("divides x by sqrt(mean((x - mean(x))**2) + eps)",)),
+    Bug("rms_norm", "unbiased_variance_mean_square", "norms.py", RMS_MS, "ms = x.var(dim=-1, keepdim=True)  # (..., 1)",
+        "takes torch.var (unbiased, around the mean) for the mean square",
+        diagnosis=("divides x by sqrt(x.var(dim=-1) + eps)",)),
+]

@@ -126,3 +126,20 @@ BUGS += [
         "inv_freq = base ** (-torch.arange(0, head_dim, 2, dtype=torch.float32) / (head_dim // 2))  # (Dh/2,)",
         "divides 2i by head_dim // 2", diagnosis=("your exponent is twice too large",)),
 ]
+
+# The exponent rounded down to a whole number (mistakes.ROPE_EXPONENT_FLOORED): held-out set 10's integer_division,
+# and siblings (the floor of the negative quotient; an int of the quotient).
+BUGS += [
+    Bug("rope", "exponent_integer_division", "rope.py", INV_FREQ,
+        "inv_freq = base ** (-(torch.arange(0, head_dim, 2) // head_dim)).float()",
+        "divides the integer feature indices with //, so every exponent is 0",
+        diagnosis=("your exponent is 2i // head_dim, an integer division",)),
+    Bug("rope", "exponent_floor_of_negative", "rope.py", INV_FREQ,
+        "inv_freq = base ** (-torch.arange(0, head_dim, 2, dtype=torch.float32) // head_dim)",
+        "writes // for /, which floors -2i / head_dim to -1 for every pair after the first",
+        diagnosis=("your exponent is -2i // head_dim, an integer division",)),
+    Bug("rope", "exponent_cast_to_int", "rope.py", INV_FREQ,
+        "inv_freq = 1.0 / base ** (torch.arange(0, head_dim, 2) / head_dim).long()",
+        "casts the quotient 2i / head_dim to an integer, so every exponent is 0",
+        diagnosis=("your exponent is 2i // head_dim, an integer division",)),
+]

@@ -165,3 +165,26 @@ BUGS += [
         "squeezes every axis of size 1: a batch of one comes back 0-dim instead of (1,)",
         diagnosis=("your result lost its axes of size 1",)),
 ]
+
+# A filter done in sorted order and returned so (mistakes.SORTED_ORDER): held-out set 10's top_p_unsorted (top-p),
+# and the same with top-k.
+TOP_P_BODY = """        probs = logits.softmax(dim=-1)
+        # mass strictly more probable than each token: sum of p_j over p_j > p_i
+        above = (probs.unsqueeze(-2) * (probs.unsqueeze(-2) > probs.unsqueeze(-1))).sum(-1)  # (..., V)
+        logits = logits.masked_fill(above >= top_p, float("-inf"))"""
+BUGS += [
+    Bug("sampling", "top_p_left_sorted", "sampling.py", TOP_P_BODY,
+        """        sorted_logits, sorted_idx = torch.sort(logits, descending=True, dim=-1)
+        sorted_probs = sorted_logits.softmax(dim=-1)
+        remove = sorted_probs.cumsum(dim=-1) - sorted_probs >= top_p
+        logits = sorted_logits.masked_fill(remove, float("-inf"))""",
+        "filters top-p in sorted order and returns the sorted logits, never scattering them back",
+        diagnosis=("your filter returns its result in sorted order",)),
+    Bug("sampling", "top_k_left_sorted", "sampling.py",
+        """        kth = logits.topk(top_k, dim=-1).values[..., -1:]  # (..., 1)
+        logits = logits.masked_fill(logits < kth, float("-inf"))""",
+        """        logits = logits.sort(dim=-1, descending=True).values
+        logits[..., top_k:] = float("-inf")""",
+        "keeps the first top_k of the sorted logits and returns them in sorted order",
+        diagnosis=("your filter returns its result in sorted order",)),
+]

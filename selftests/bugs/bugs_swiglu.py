@@ -93,3 +93,16 @@ BUGS += [
         "return self.w_down(self.w_gate(x) * (1.702 * self.w_gate(x)).sigmoid() * self.w_up(x))",
         "gates with CLIP's quick GELU, z * sigmoid(1.702 z)", diagnosis=("z * sigmoid(1.702 * z)",)),
 ]
+
+# silu on the gate and once more elsewhere (mistakes.SWIGLU_EXTRA_SILU): held-out set 10's silu_both, and siblings.
+BUGS += [
+    Bug("swiglu", "silu_on_both", "ffn.py", FORWARD, "return self.w_down(F.silu(self.w_gate(x)) * F.silu(self.w_up(x)))",
+        "applies silu to both projections", diagnosis=("your silu is applied to w_up(x) as well as to the gate",)),
+    Bug("swiglu", "silu_on_output", "ffn.py", FORWARD, "return F.silu(self.w_down(F.silu(self.w_gate(x)) * self.w_up(x)))",
+        "puts an activation after w_down too, as if the block were one more hidden layer",
+        diagnosis=("your silu is applied to w_down(...) as well as to the gate",)),
+    Bug("swiglu", "silu_on_gated_product", "ffn.py", FORWARD,
+        "return self.w_down(F.silu(F.silu(self.w_gate(x)) * self.w_up(x)))",
+        "applies silu to the gated product as well as to the gate",
+        diagnosis=("your silu is applied to silu(w_gate(x)) * w_up(x) as well as to the gate",)),
+]

@@ -1632,9 +1632,15 @@ def initial_value_mistakes(d: int, name: str) -> Mistakes:
 
 # --- rms_norm ----------------------------------------------------------------------------------------
 
-def rms_norm(x: Tensor, weight: Tensor, eps: float, *, variant: str = "") -> Tensor:
-    """RMSNorm over the last dimension in float64, with the mistake `variant` switched on."""
+def rms_norm(x: Tensor, weight: Tensor, eps: float, *, variant: str = "", power: float = -0.5,
+             spread: bool | None = None) -> Tensor:
+    """RMSNorm over the last dimension in float64, with the mistake `variant` switched on, or x scaled by
+    (mean(x**2) + eps) ** `power` (a root or a mean square that multiplies), or (`spread`: unbiased or not)
+    the mean square taken of x minus its mean, the variance, while x itself stays uncentred."""
     x, w = x.double(), weight.double()
+    if power != -0.5 or spread is not None:
+        ms = x.pow(2).mean(dim=-1, keepdim=True) if spread is None else x.var(dim=-1, keepdim=True, unbiased=spread)
+        return x * (ms + eps) ** power * w
     if variant == "mean_subtracted":
         x = x - x.mean(dim=-1, keepdim=True)
     if variant == "no_eps":
@@ -1714,15 +1720,36 @@ def scaled_in_place_mistakes(x: Tensor) -> Mistakes:
     return bind([SCALED_IN_PLACE], x)
 
 
+# Families: the normaliser multiplying where it divides (x / torch.rsqrt(m) is x * sqrt(m)); the mean square
+# taken around the mean, the variance, while x itself is not centred (mean_subtracted centres both).
+RMS_FACTOR_INVERTED = mistake(
+    "rms_norm", "factor_inverted",
+    "your RMSNorm multiplies x by {factor} instead of dividing by sqrt(mean(x**2) + eps) (x / torch.rsqrt(m) is "
+    "x * sqrt(m): rsqrt is already 1 / sqrt): x * torch.rsqrt(mean(x**2) + eps) * weight, or x / torch.sqrt(...)",
+    dict())
+RMS_FACTORS = {"sqrt(mean(x**2) + eps)": 0.5, "mean(x**2) + eps": 1.0}
+RMS_OF_SPREAD = mistake(
+    "rms_norm", "variance_denominator",
+    "your RMSNorm divides x by sqrt({variance} + eps), the spread of x around its mean (the mean is subtracted "
+    "inside the mean square only): RMSNorm's denominator is the root mean square of x itself, "
+    "sqrt(mean(x**2) + eps), with no mean subtracted anywhere", dict())
+RMS_SPREADS = {"mean((x - mean(x))**2)": False, "x.var(dim=-1)": True}
+
+
 def rms_norm_mistakes(x: Tensor, state: dict[str, Tensor], eps: float, *, default_eps: bool = False,
                       got: Any = None) -> Mistakes:
-    """For RMSNorm(x) with this eps (which gave `got`); also an eps of FIXED_EPS_VALUES written into the code."""
+    """For RMSNorm(x) with this eps (which gave `got`); also an eps of FIXED_EPS_VALUES written into the code,
+    the normaliser multiplying (RMS_FACTORS) and the variance for the mean square (RMS_SPREADS)."""
     entries = list(RMS_NORM_MISTAKES)
     if bool((x > 0).all()):  # mean(|x|) is mean(x) there: the two mistakes cannot be told apart
         entries = [m for m in entries if m.model["variant"] not in ("abs_mean", "square_of_mean")]
     if default_eps:
         entries.append(DEFAULT_EPS)
-    named = simulated(entries, lambda variant: rms_norm(x, state["weight"], eps, variant=variant))
+    family = {RMS_FACTOR_INVERTED.text(factor=text): (lambda p=p: rms_norm(x, state["weight"], eps, power=p))
+              for text, p in RMS_FACTORS.items()}
+    family.update({RMS_OF_SPREAD.text(variance=text): (lambda u=u: rms_norm(x, state["weight"], eps, spread=u))
+                   for text, u in RMS_SPREADS.items()})
+    named = besides(simulated(entries, lambda variant: rms_norm(x, state["weight"], eps, variant=variant)), family)
     precision = lower_precision_mistakes(
         "RMSNorm", lambda dtype: F.rms_norm(x.to(dtype), x.shape[-1:], state["weight"].to(dtype), eps), x, got)
     fixed = _fixed_eps(lambda value: rms_norm(x, state["weight"], value), {}, got, default_eps)
@@ -1824,9 +1851,28 @@ def _gated(x: Tensor, state: dict[str, Tensor], activation: Callable[[Tensor], T
     return F.linear(activation(F.linear(x, s["w_gate.weight"])) * F.linear(x, s["w_up.weight"]), s["w_down.weight"])
 
 
+# A family: silu on the gate and once more elsewhere (on w_up alone instead of the gate is silu_on_up).
+SWIGLU_EXTRA_SILU = mistake("swiglu", "extra_silu",
+                            "your silu is applied to {where} as well as to the gate: only w_gate(x) goes through it, "
+                            "w_down(silu(w_gate(x)) * w_up(x))", dict())
+EXTRA_SILU_PLACES = ("w_up(x)", "silu(w_gate(x)) * w_up(x)", "w_down(...)")  # the up branch, the product, the output
+
+
+def _extra_silu(x: Tensor, state: dict[str, Tensor], where: str) -> Tensor:
+    s = {k: v.double() for k, v in state.items()}
+    x = x.double()
+    gate, up = F.silu(F.linear(x, s["w_gate.weight"])), F.linear(x, s["w_up.weight"])
+    hidden = gate * F.silu(up) if where == "w_up(x)" else gate * up
+    out = F.linear(F.silu(hidden) if where.startswith("silu") else hidden, s["w_down.weight"])
+    return F.silu(out) if where == "w_down(...)" else out
+
+
 def swiglu_mistakes(x: Tensor, state: dict[str, Tensor]) -> Mistakes:
-    """For SwiGLU(x) with these weights; also the gate through another activation (GATE_ACTIVATIONS)."""
+    """For SwiGLU(x) with these weights; also the gate through another activation (GATE_ACTIVATIONS), and silu
+    applied once more somewhere (EXTRA_SILU_PLACES)."""
     family = {SWIGLU_ACTIVATION.text(fn=fn): (lambda act=act: _gated(x, state, act)) for fn, act in GATE_ACTIVATIONS.items()}
+    family.update({SWIGLU_EXTRA_SILU.text(where=where): (lambda w=where: _extra_silu(x, state, w))
+                   for where in EXTRA_SILU_PLACES})
     return besides(simulated(SWIGLU_MISTAKES, lambda variant: swiglu(x, state, variant=variant)), family)
 
 
@@ -2294,11 +2340,13 @@ def clip_grads_mistakes(grads: list[Tensor], max_norm: float, index: int) -> Mis
 
 def schedule(steps: list[int], max_lr: float, min_lr: float, warmup: int, total: int, variant: str = "", *,
              warmup_offsets: tuple[int, int] = (0, 0), progress_offsets: tuple[int, int] = (0, 0),
-             cosine: tuple[str, str] = ("min_lr", "max_lr - min_lr")) -> Tensor:
+             cosine: tuple[str, str] = ("min_lr", "max_lr - min_lr"),
+             rounding: Callable[[float], float] | None = None) -> Tensor:
     """lr at each step (float64), with the mistake `variant` switched on, or the warmup's fraction
     (step + a) / (warmup_steps + b) and the cosine's progress (step - warmup_steps + a) / (total_steps -
     warmup_steps + b) off by the offsets (a, b) given, or the cosine base + 0.5 * amplitude * (1 + cos) of
-    `cosine` (base, amplitude: "min_lr" or "0", "max_lr - min_lr" or "max_lr")."""
+    `cosine` (base, amplitude: "min_lr" or "0", "max_lr - min_lr" or "max_lr"), or the progress rounded to a
+    whole number by `rounding`."""
     out = []
     (wa, wb), (pa, pb) = warmup_offsets, progress_offsets
     for s in steps:
@@ -2316,6 +2364,8 @@ def schedule(steps: list[int], max_lr: float, min_lr: float, warmup: int, total:
                 progress = s / total
             elif variant == "over_total":
                 progress = (s - warmup) / total
+            if rounding is not None:
+                progress = rounding(progress)
             angle = progress if variant == "no_pi" else math.pi * progress
             top, bottom = (min_lr, max_lr) if variant == "swapped" else (max_lr, min_lr)
             if variant == "no_floor":
@@ -2387,6 +2437,18 @@ PROGRESS_OFF_BY_ONE = mistake(
     lambda steps, max_lr, min_lr, warmup, total, offsets: schedule(steps, max_lr, min_lr, warmup, total,
                                                                    progress_offsets=offsets))
 OFFSETS = [(a, b) for a in (-1, 0, 1) for b in (-1, 0, 1) if (a, b) != (0, 0)]
+# A family: the cosine's progress rounded to a whole number (integer division, round, ceil), 0 or 1, so the lr
+# jumps between max_lr and min_lr instead of decaying.
+PROGRESS_ROUNDED = mistake(
+    "lr_schedule", "progress_rounded",
+    "your cosine's progress is a whole number, {expr} (0 or 1), so the lr jumps between max_lr and min_lr instead "
+    "of decaying: the progress is the true quotient, (step - warmup_steps) / (total_steps - warmup_steps), a float "
+    "that runs from 0 to 1", lambda steps, max_lr, min_lr, warmup, total, rounding: schedule(
+        steps, max_lr, min_lr, warmup, total, rounding=rounding))
+PROGRESS_ROUNDINGS: dict[str, Callable[[float], float]] = {
+    "(step - warmup_steps) // (total_steps - warmup_steps)": math.floor,
+    "round((step - warmup_steps) / (total_steps - warmup_steps))": round,
+    "math.ceil((step - warmup_steps) / (total_steps - warmup_steps))": math.ceil}
 # A family: the cosine piece's base or amplitude without min_lr (both without it is no_floor).
 COSINE_FORM = mistake(
     "lr_schedule", "cosine_form",
@@ -2405,21 +2467,23 @@ def _plus(term: str, offset: int) -> str:
 
 def schedule_mistakes(steps: list[int], max_lr: float, min_lr: float, warmup: int, total: int,
                       got: Any = None) -> Mistakes:
-    """For lr_at at `steps` (which gave `got`); also the warmup and the progress off by one (OFFSETS)."""
+    """For lr_at at `steps` (which gave `got`); also the warmup and the progress off by one (OFFSETS), the
+    cosine's form (COSINE_FORMS) and its progress rounded (PROGRESS_ROUNDINGS)."""
     config = (steps, max_lr, min_lr, warmup, total)
     family = {text: entry.on(*config, offsets) for text, entry, offsets in _schedule_texts()}
     return besides(simulated(SCHEDULE_MISTAKES, lambda variant: schedule(*config, variant)), family, got)
 
 
 @functools.cache
-def _schedule_texts() -> tuple[tuple[str, Mistake, tuple[int, int]], ...]:
+def _schedule_texts() -> tuple[tuple[str, Mistake, Any], ...]:
     warmup = [(WARMUP_OFF_BY_ONE.text(numerator=_plus("step", a), denominator=_plus("warmup_steps", b)),
                WARMUP_OFF_BY_ONE, (a, b)) for a, b in OFFSETS if (a, b) not in ((1, 0), (1, 1))]  # plus_one, nanogpt
     progress = [(PROGRESS_OFF_BY_ONE.text(numerator=_plus("step - warmup_steps", a),
                                           denominator=_plus("total_steps - warmup_steps", b)), PROGRESS_OFF_BY_ONE,
                  (a, b)) for a, b in OFFSETS]
     forms = [(COSINE_FORM.text(lr=written), COSINE_FORM, form) for form, written in COSINE_FORMS.items()]
-    return tuple(warmup + progress + forms)
+    rounded = [(PROGRESS_ROUNDED.text(expr=expr), PROGRESS_ROUNDED, fn) for expr, fn in PROGRESS_ROUNDINGS.items()]
+    return tuple(warmup + progress + forms + rounded)
 
 
 # --- rope --------------------------------------------------------------------------------------------
@@ -2498,12 +2562,34 @@ def _exponent_texts(entry: Mistake, d: str, skip: tuple[int, int]) -> dict[str, 
             for a, b in EXPONENT_OFFSETS if (a, b) != skip}
 
 
+# A family: the exponent 2i / head_dim rounded down to a whole number (an integer division, or an int of the
+# quotient), which collapses the frequencies: 0 for every pair (all 1, the angle is the position itself), or, with
+# the minus inside the floor, -1 for every pair after the first.
+ROPE_EXPONENT_FLOORED = mistake(
+    "rope", "exponent_floored",
+    "your exponent is {exponent}, an integer division (//, or an int() or .long() of the quotient) that rounds "
+    "down to a whole number, so your frequencies collapse to {freqs}: the exponent is -2i / head_dim with true "
+    "division (/) in floating point, a different frequency for each pair, base**(-2i / head_dim)", dict())
+FLOORED_EXPONENTS = {("2i // head_dim", "[1, 1, 1, ...]"): lambda i, base: torch.ones_like(i),
+                     ("-2i // head_dim", "[1, 1/base, 1/base, ...]"): lambda i, base: torch.where(i == 0, 1.0, 1 / base)}
+
+
+def _floored_tables(max_len: int, head_dim: int, base: float, freqs: Callable[[Tensor, float], Tensor]
+                    ) -> tuple[Tensor, Tensor]:
+    angles = torch.outer(torch.arange(max_len, dtype=torch.float64),
+                         freqs(torch.arange(head_dim // 2, dtype=torch.float64), base))
+    return angles.cos(), angles.sin()
+
+
 def rope_table_mistakes(max_len: int, head_dim: int, base: float = 10000.0) -> Mistakes:
     """For the pair (cos, sin) of rope_angles; see them one at a time with `mapped`. Also the exponent off by
-    EXPONENT_OFFSETS (off_by_one is (-2, 0))."""
+    EXPONENT_OFFSETS (off_by_one is (-2, 0)), and rounded down to a whole number (FLOORED_EXPONENTS)."""
     named = simulated(ROPE_TABLE_MISTAKES, lambda variant: rope_tables(max_len, head_dim, base, variant=variant))
     family = {text: (lambda k=k: rope_tables(max_len, head_dim, base, exponent_offsets=k))
               for text, k in _exponent_texts(ROPE_EXPONENT, "head_dim", (-2, 0)).items()}
+    family.update({ROPE_EXPONENT_FLOORED.text(exponent=exponent, freqs=freqs):
+                   (lambda f=f: _floored_tables(max_len, head_dim, base, f))
+                   for (exponent, freqs), f in FLOORED_EXPONENTS.items()})
     return {**named, **family}
 
 
@@ -3069,6 +3155,50 @@ def gqa_mistakes(state: dict[str, Tensor], x: Tensor, n_heads: int, n_kv_heads: 
                                                                chunks=chunks, variant=variant)[0]))
 
 
+# Errors of a forward whose keys or values reach the attention with the wrong number of heads, named by the sizes
+# they reveal and the check's n_heads, n_kv_heads and d_k (gqa_heads_error).
+KV_SPLIT_N_HEADS = recognised(
+    "grouped_query_attention", "kv_split_n_heads",
+    "your keys or values are split into n_heads heads (split_heads(self.w_k(x), self.n_heads)): w_k and w_v make "
+    "n_kv_heads * d_k features, n_kv_heads heads of d_k, so split them with split_heads(..., self.n_kv_heads); "
+    "repeat_kv then makes n_heads heads of them")
+# A family: n_rep, the copies of each key/value head, another size of the module's than n_heads // n_kv_heads.
+GQA_N_REP = recognised(
+    "grouped_query_attention", "n_rep",
+    "your n_rep is {n_rep}: it is n_heads // n_kv_heads, the number of query heads that share one key/value head, "
+    "so that repeat_kv(k, n_rep) makes n_heads heads, one for each query head")
+N_REP_SIZES: dict[str, Callable[[int, int], int]] = {"self.n_kv_heads": lambda h, kv: kv, "self.n_heads": lambda h, kv: h}
+SPLIT_NOT_DIVISIBLE = re.compile(r"d_model=(\d+) is not divisible by n_heads=(\d+)")  # the split_heads stand-in's words
+ROPE_WIDTH = re.compile(r"x has (\d+) features, the tables are for (\d+)")  # the apply_rope stand-in's words
+
+
+def gqa_heads_error(message: str, n_heads: int, n_kv_heads: int, d_k: int) -> str | None:
+    """The sentence of the mistake that an error of GroupedQueryAttention(n_heads * d_k, n_heads, n_kv_heads)'s
+    forward names, where only one mistake explains it: the keys' or values' n_kv_heads * d_k features split into
+    n_heads (split_heads refuses, or apply_rope is handed d_k / n_rep features), or, where the attention's
+    matmul finds the queries' n_heads heads (tensor a) against another count of key/value heads (tensor b), the
+    one mistake that makes that count: the split into n_heads, or repeat_kv applied twice (caching after it,
+    say), make n_heads * n_rep; an n_rep of N_REP_SIZES makes n_kv_heads * n_rep; no repeat (or a repeat_kv along
+    another dim) leaves n_kv_heads."""
+    if n_kv_heads >= n_heads or n_heads % n_kv_heads:
+        return None
+    n_rep, width = n_heads // n_kv_heads, n_kv_heads * d_k
+    found = SPLIT_NOT_DIVISIBLE.search(message)
+    if found and (int(found[1]), int(found[2])) == (width, n_heads):
+        return KV_SPLIT_N_HEADS.sentence
+    found = ROPE_WIDTH.search(message)
+    if found and width % n_heads == 0 and (int(found[1]), int(found[2])) == (width // n_heads, d_k):
+        return KV_SPLIT_N_HEADS.sentence
+    found = MISMATCHED_SIZES.search(message)
+    if not found or int(found[1]) != n_heads or "dimension 1" not in message:
+        return None
+    # (sentence, the key/value heads it makes); None: a mistake that has no sentence here, which blocks the others
+    made = [(KV_SPLIT_N_HEADS.sentence, n_heads * n_rep), (None, n_heads * n_rep), (None, n_kv_heads),
+            *((GQA_N_REP.text(n_rep=name), n_kv_heads * size(n_heads, n_kv_heads)) for name, size in N_REP_SIZES.items())]
+    matching = [sentence for sentence, count in made if count == int(found[2])]
+    return matching[0] if len(matching) == 1 else None
+
+
 # A family: the copies' new axis at another place before the reshape (at 1 it is repeat_kv_tiled).
 REPEAT_KV_AXIS = mistake(
     "grouped_query_attention", "repeat_kv_axis",
@@ -3296,11 +3426,34 @@ EMPTY_ROW = recognised("sampling", "empty_row",
                        "always stays (a token stays while the mass strictly more probable than it is below top_p)")
 
 
+# A filter done in sorted order (torch.sort's values) and returned so, without putting each entry back at its
+# token's index: the sorted values of what the filter keeps, its top-k or top-p worked out either way that sorted
+# order suggests (every tie kept, or the boundary's ties cut by position: topk_exact, topp_sorted_ties).
+SORTED_ORDER = mistake(
+    "sampling", "sorted_order",
+    "your filter returns its result in sorted order (the values of torch.sort, most probable first), not in the "
+    "vocabulary's: entry j must stay token j's logit; filter in sorted order if you like, then put the entries back "
+    "at their indices (torch.empty_like(logits).scatter(-1, sorted_idx, sorted_logits)), or scatter the sorted "
+    "mask back and fill the original logits with it",
+    lambda logits, got, temperature, top_k, top_p: _in_sorted_order(logits, got, temperature, top_k, top_p))
+SORTED_ORDER_VARIANTS = ("", "topk_exact", "topp_sorted_ties")
+
+
+def _in_sorted_order(logits: Tensor, got: Any, temperature: float, top_k: int | None, top_p: float | None) -> Tensor:
+    """The filter's result sorted along the vocabulary, its filters worked out as SORTED_ORDER_VARIANTS do: the one
+    that is what came back (`got`), else the contract's filter sorted (which rules the mistake out)."""
+    results = [filtered(logits, temperature, top_k, top_p, variant) for variant in SORTED_ORDER_VARIANTS]
+    ordered = [r.sort(dim=-1, descending=True).values for r in results if r is not None]
+    return next((r for r in ordered if _same(got, r)), ordered[0])
+
+
 def filter_mistakes(logits: Tensor, got: Any, want: Tensor, temperature: float = 1.0, top_k: int | None = None,
                     top_p: float | None = None) -> Mistakes:
-    """For filter_logits(logits, ...): `got` is what came back, `want` the right answer."""
+    """For filter_logits(logits, ...): `got` is what came back, `want` the right answer; also the result left in
+    sorted order (SORTED_ORDER, fitted to `got` among the ways a sorted filter goes)."""
     family = {TOP_K_OFF_BY_ONE.text(kept=_plus("top_k", k)): (lambda k=k: filtered(logits, temperature, top_k, top_p,
                                                                                   k_offset=k)) for k in (-1, 1)}
+    family.update(bind([SORTED_ORDER], logits, got, temperature, top_k, top_p))
     mistakes = unambiguous({**simulated(FILTER_MISTAKES, lambda variant: filtered(logits, temperature, top_k, top_p,
                                                                                 variant)), **family})
     fill = _finite_fill(got, want)

@@ -39,13 +39,16 @@ def _let_through(failure: AssertionError, lets_through: dict[Mistake, bool] | No
 
 
 @contextmanager
-def naming_errors(what: str, mistake: Mistake, when: Callable[[StudentError], bool] = lambda exc: True
-                  ) -> Iterator[None]:
+def naming_errors(what: str, mistake: Mistake | Callable[[StudentError], Mistake | str | None],
+                  when: Callable[[StudentError], bool] = lambda exc: True) -> Iterator[None]:
     """Inside it, an error student code raised (not a hang, crash or 'not started') for which `when(error)`
-    holds fails the check as `what`, named as `mistake`; any other error passes on as it was."""
+    holds fails the check as `what`, named as `mistake` (or as what `mistake(error)` names, a mistake or its
+    sentence: None names nothing); any other error passes on as it was."""
     try:
         yield
     except StudentError as exc:
         if type(exc) is StudentError and when(exc):
-            raise diagnosed(f"{what}: {exc.describe()}", mistake) from None
+            named = mistake(exc) if callable(mistake) else mistake
+            if named is not None:
+                raise diagnosed(f"{what}: {exc.describe()}", named) from None
         raise
