@@ -147,7 +147,8 @@ def remote_training(model: Any, called: str, state: dict[str, Tensor], batch_at:
         logits = model.forward_kept(inputs)
         if not isinstance(logits, Tensor) or tuple(logits.shape) != shape or not logits.is_floating_point():
             got = tuple(logits.shape) if isinstance(logits, Tensor) else type(logits).__name__
-            raise TrainingFailed(f"step {step}: {called} {tuple(inputs.shape)}) returned {got}, expected logits {shape}")
+            call = f"{called} {tuple(inputs.shape)})"  # whole, so that a translation reads it as one call
+            raise TrainingFailed(f"step {step}: {call} returned {got}, expected logits {shape}")
         logits = logits.float().requires_grad_(True)
         loss = loss_of(logits, targets)
         if not torch.isfinite(loss):

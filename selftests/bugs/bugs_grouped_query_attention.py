@@ -136,4 +136,8 @@ BUGS += [
     Bug("grouped_query_attention", "n_rep_is_n_heads", "gqa.py", "n_rep = self.n_heads // self.n_kv_heads",
         "n_rep = self.n_heads", "repeats each key/value head n_heads times",
         diagnosis=("your n_rep is self.n_heads:",)),
+    Bug("grouped_query_attention", "no_mask_with_cache", "gqa.py",
+        "mask = causal_mask(q.size(-2), k.size(-2), device=x.device)", "mask = None",
+        "drops the causal mask on the cached path, which is right for one new token only",
+        diagnosis=("your cached forward attends without a mask",)),
 ]

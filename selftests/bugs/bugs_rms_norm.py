@@ -139,4 +139,9 @@ BUGS += [
     Bug("rms_norm", "unbiased_variance_mean_square", "norms.py", RMS_MS, "ms = x.var(dim=-1, keepdim=True)  # (..., 1)",
         "takes torch.var (unbiased, around the mean) for the mean square",
         diagnosis=("divides x by sqrt(x.var(dim=-1) + eps)",)),
+    Bug("rms_norm", "l2_norm_plus_eps", "norms.py",
+        "return x * torch.rsqrt(ms + self.eps) * self.weight",
+        "return x / (x.norm(dim=-1, keepdim=True) + self.eps) * self.weight",
+        "divides by the L2 norm (plus eps) where the root mean square belongs",
+        diagnosis=("divides by the L2 norm plus eps",)),
 ]

@@ -187,4 +187,10 @@ BUGS += [
         logits[..., top_k:] = float("-inf")""",
         "keeps the first top_k of the sorted logits and returns them in sorted order",
         diagnosis=("your filter returns its result in sorted order",)),
+    Bug("sampling", "top_p_mask_left_sorted", "sampling.py",
+        "above = (probs.unsqueeze(-2) * (probs.unsqueeze(-2) > probs.unsqueeze(-1))).sum(-1)  # (..., V)",
+        "sorted_probs = probs.sort(dim=-1, descending=True).values\n"
+        "        above = sorted_probs.cumsum(-1) - sorted_probs  # (..., V), in sorted order",
+        "works the top-p mask out on the sorted probabilities and applies it to the logits unsorted",
+        diagnosis=("your top-p mask is worked out in sorted order",)),
 ]

@@ -105,4 +105,12 @@ BUGS += [
         "return self.w_down(F.silu(F.silu(self.w_gate(x)) * self.w_up(x)))",
         "applies silu to the gated product as well as to the gate",
         diagnosis=("your silu is applied to silu(w_gate(x)) * w_up(x) as well as to the gate",)),
+    Bug("swiglu", "gate_for_both_branches", "ffn.py",
+        "F.silu(self.w_gate(x)) * self.w_up(x)", "F.silu(self.w_gate(x)) * self.w_gate(x)",
+        "copies the gate's line into the second factor, so w_gate serves both branches",
+        diagnosis=("w_gate serves both branches",)),
+    Bug("swiglu", "up_for_both_branches", "ffn.py",
+        "F.silu(self.w_gate(x)) * self.w_up(x)", "F.silu(self.w_up(x)) * self.w_up(x)",
+        "copies the up projection's line into the gate, so w_up serves both branches",
+        diagnosis=("w_up serves both branches",)),
 ]

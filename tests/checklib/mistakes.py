@@ -1649,7 +1649,7 @@ def rms_norm(x: Tensor, weight: Tensor, eps: float, *, variant: str = "", power:
         eps = 1e-6
     if variant == "global_mean":
         ms = x.pow(2).mean()
-    elif variant == "sum":
+    elif variant in ("sum", "l2_norm"):
         ms = x.pow(2).sum(dim=-1, keepdim=True)
     elif variant == "abs_mean":
         ms = x.abs().mean(dim=-1, keepdim=True)
@@ -1661,7 +1661,7 @@ def rms_norm(x: Tensor, weight: Tensor, eps: float, *, variant: str = "", power:
         ms = x.pow(2).mean(dim=-1, keepdim=True)
     if variant == "abs_mean":
         out = x / (ms + eps)
-    elif variant == "eps_outside_sqrt":
+    elif variant in ("eps_outside_sqrt", "l2_norm"):
         out = x / (torch.sqrt(ms) + eps)
     elif variant == "no_sqrt":
         out = x / (ms + eps)
@@ -1682,6 +1682,8 @@ RMS_NORM_MISTAKES = variants("rms_norm", (
     ("your eps is added after the square root, x / (sqrt(mean(x**2)) + eps); it belongs inside: "
      "rsqrt(mean(x**2) + eps)", "eps_outside_sqrt"),
     ("your RMSNorm ignores eps, which divides by zero on an all-zero row", "no_eps"),
+    ("your RMSNorm divides by the L2 norm plus eps, x.norm(dim=-1) + eps, which is √D times the root mean square: "
+     "divide by sqrt(mean(x**2) + eps)", "l2_norm"),
     ("your RMSNorm divides by mean(x**2) + eps, not by its square root", "no_sqrt"),
     ("your mean square divides the sum of squares by D - 1: it is the mean, divided by D (x.pow(2).mean(-1))",
      "over_d_minus_1"),
@@ -1774,6 +1776,10 @@ def swiglu(x: Tensor, state: dict[str, Tensor], *, variant: str = "") -> Tensor:
         hidden = F.silu(gate)
     elif variant == "silu_after_product":
         hidden = F.silu(gate * up)
+    elif variant == "gate_for_both":
+        hidden = F.silu(gate) * gate
+    elif variant == "up_for_both":
+        hidden = F.silu(up) * up
     else:
         hidden = activation(gate) * up
     return F.linear(hidden, s["w_down.weight"])
@@ -1790,6 +1796,10 @@ SWIGLU_MISTAKES = variants("swiglu", (
     ("your hidden layer is silu(w_gate(x)) alone: multiply it by w_up(x)", "no_up"),
     ("your silu is applied to the product; only the gate goes through it: silu(w_gate(x)) * w_up(x)",
      "silu_after_product"),
+    ("your hidden layer is silu(w_gate(x)) * w_gate(x): w_gate serves both branches (a copy-paste?), the second "
+     "factor is w_up(x)", "gate_for_both"),
+    ("your hidden layer is silu(w_up(x)) * w_up(x): w_up serves both branches (a copy-paste?), the gate is "
+     "silu(w_gate(x))", "up_for_both"),
 ))
 SWIGLU_BIASES = mistake("swiglu", "biases", "your layers have biases: SwiGLU's three nn.Linear are created with bias=False",
                         lambda expected: expected | {k.replace(".weight", ".bias") for k in expected})
@@ -2364,6 +2374,8 @@ def schedule(steps: list[int], max_lr: float, min_lr: float, warmup: int, total:
                 progress = s / total
             elif variant == "over_total":
                 progress = (s - warmup) / total
+            elif variant == "step_over_decay":
+                progress = s / (total - warmup)
             if rounding is not None:
                 progress = rounding(progress)
             angle = progress if variant == "no_pi" else math.pi * progress
@@ -2398,6 +2410,9 @@ SCHEDULE_MISTAKES = variants("lr_schedule", {
     "(step - warmup_steps) / (total_steps - warmup_steps)": "progress_from_0",
     "your cosine's progress divides by total_steps instead of total_steps - warmup_steps, so it never "
     "reaches min_lr": "over_total",
+    "your cosine's progress is step / (total_steps - warmup_steps), counted from step 0 (it reaches 1 before "
+    "total_steps): it starts after the warmup, (step - warmup_steps) / (total_steps - warmup_steps)":
+        "step_over_decay",
     "your cosine lacks the factor 0.5: 0.5 * (1 + cos) runs from 1 to 0": "no_half",
     "your cosine lacks the 1 +: 0.5 * (1 + cos(pi * progress)) runs from 1 to 0, where 0.5 * cos runs from "
     "0.5 to -0.5": "no_one",
@@ -3064,7 +3079,7 @@ def gqa_calls(state: dict[str, Tensor], x: Tensor, n_heads: int, n_kv_heads: int
             past = (k, v)
             total = k.shape[-2]
             offset = 0 if variant == "mask_without_offset" else total - new
-            attend = torch.ones(new, total, dtype=torch.bool).tril(offset)
+            attend = None if variant == "no_mask_with_cache" else torch.ones(new, total, dtype=torch.bool).tril(offset)
             if rope is not None and variant == "rope_twice":
                 k = _rope_rotate(k, *rope, torch.arange(total))
         if rope is not None and variant == "rope_after_cache":
@@ -3098,6 +3113,9 @@ GQA_MISTAKES = variants("grouped_query_attention", {
     "cached, at their own positions": "rope_twice",
     "your causal mask with a cache has no offset (query i sees keys 0 .. i): the new queries are the last T "
     "positions and see every cached key, causal_mask(T_new, T_total)": "mask_without_offset",
+    "your cached forward attends without a mask: a chunk of several new positions needs the causal mask over "
+    "every cached key and itself, causal_mask(T_new, T_total), so that no query sees the keys after its own":
+        "no_mask_with_cache",
     "your forward returns the merged heads without out_proj: the output is out_proj(merge_heads(...))": "no_out_proj",
 })
 GQA_MISTAKES_BY_VARIANT = {m.name: m for m in GQA_MISTAKES}
@@ -3447,6 +3465,26 @@ def _in_sorted_order(logits: Tensor, got: Any, temperature: float, top_k: int | 
     return next((r for r in ordered if _same(got, r)), ordered[0])
 
 
+# A top-p mask worked out in sorted order and applied to the logits as they are: it keeps the first tokens of the
+# vocabulary, as many as top-p keeps.
+SORTED_MASK_UNSORTED = mistake(
+    "sampling", "sorted_mask_unsorted",
+    "your top-p mask is worked out in sorted order (the cumsum of the sorted probabilities) but applied to the "
+    "logits in the vocabulary's order, so it keeps the first tokens of the vocabulary instead of the most probable: "
+    "put the mask back at the tokens' indices (mask.scatter(-1, sorted_idx, sorted_mask)) before masked_fill",
+    lambda logits, temperature, top_k, top_p: _sorted_mask_unsorted(logits, temperature, top_k, top_p))
+
+
+def _sorted_mask_unsorted(logits: Tensor, temperature: float, top_k: int | None, top_p: float | None
+                          ) -> Tensor | None:
+    before = filtered(logits, temperature, top_k, None)  # what the top-p step is given
+    if top_p is None or before is None:
+        return None
+    probs = before.double().softmax(dim=-1).sort(dim=-1, descending=True).values
+    kept = ((probs.cumsum(dim=-1) - probs) < top_p).sum(dim=-1, keepdim=True)  # by position in sorted order
+    return before.masked_fill(torch.arange(logits.shape[-1]) >= kept, float("-inf"))
+
+
 def filter_mistakes(logits: Tensor, got: Any, want: Tensor, temperature: float = 1.0, top_k: int | None = None,
                     top_p: float | None = None) -> Mistakes:
     """For filter_logits(logits, ...): `got` is what came back, `want` the right answer; also the result left in
@@ -3454,6 +3492,7 @@ def filter_mistakes(logits: Tensor, got: Any, want: Tensor, temperature: float =
     family = {TOP_K_OFF_BY_ONE.text(kept=_plus("top_k", k)): (lambda k=k: filtered(logits, temperature, top_k, top_p,
                                                                                   k_offset=k)) for k in (-1, 1)}
     family.update(bind([SORTED_ORDER], logits, got, temperature, top_k, top_p))
+    family.update(bind([SORTED_MASK_UNSORTED], logits, temperature, top_k, top_p))
     mistakes = unambiguous({**simulated(FILTER_MISTAKES, lambda variant: filtered(logits, temperature, top_k, top_p,
                                                                                 variant)), **family})
     fill = _finite_fill(got, want)
@@ -4607,6 +4646,12 @@ def sequential_shifted(message: str) -> str | None:
     return (SEQUENTIAL_SHORT if got < want else SEQUENTIAL_LONG).text(seq=seq, got=got, want=want)
 
 
+WARMUP_WITHOUT_STEPS = recognised(
+    "lr_schedule", "warmup_without_steps",
+    "your warmup divides by warmup_steps when it is 0 (step <= warmup_steps holds at step 0, or no test at all): "
+    "with no warmup there is nothing to divide; warm up only while step < warmup_steps")
+
+
 def error_mistake(message: str, where: str = "", kinds: tuple[str, ...] = (), component: str = "") -> str | None:
     """The sentence of the mistake that an error raised in student code names, if it names one: torch's words
     for it (TORCH_ERRORS), a ValueError that no check expected (`where`: the student's frames, innermost last;
@@ -4618,6 +4663,8 @@ def error_mistake(message: str, where: str = "", kinds: tuple[str, ...] = (), co
     frames = [line for line in where.splitlines() if line.strip()]
     if component == "vit_classifier" and CAT_OF_SIZE_1.search(message) and frames and "cat(" in frames[-1]:
         return CAT_NOT_EXPANDED.sentence
+    if component == "lr_schedule" and "ZeroDivisionError" in kinds and frames and "warmup" in frames[-1]:
+        return WARMUP_WITHOUT_STEPS.sentence
     if "ValueError" in kinds and frames:
         if UNPACKED.search(message) and (".shape" in frames[-1] or ".size()" in frames[-1]):
             return SHAPE_UNPACKED.sentence
