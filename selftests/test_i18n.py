@@ -157,7 +157,8 @@ CODE_WORDS = {"True", "False", "None", "softmax", "dtype", "inf", "Python", "PID
               "return", "view", "reshape", "eval", "out", "weights", "Tq", "Dh", "xj", "yj",  # as code writes them
               "silu", "sigmoid", "gather", "stack", "squeeze", "expand", "triu", "mean", "var", "pi", "kth", "xi", "yi",
               "nW", "Py", "Px", "Hkv", "start", "torch", "Tensor", "Parameter", "cpu", "GLU", "GeGLU", "ReGLU",
-              "Adam", "nanoGPT", "LLaMA", "RoFormer", "Hugging", "Face", "Meta", "Transformer"}  # works, makers
+              "Adam", "nanoGPT", "LLaMA", "RoFormer", "Hugging", "Face", "Meta", "Transformer",  # works, makers
+              "Debian"}  # where the font note says how to install a CJK font
 
 
 @lru_cache(maxsize=None)
