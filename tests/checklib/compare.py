@@ -136,8 +136,7 @@ def _matches(actual: Any, candidate: Any, rtol: float | None, atol: float | None
     if isinstance(candidate, Approximate):
         if not isinstance(actual, Tensor) or actual.shape != candidate.shape or not candidate.values.isfinite().all():
             return False
-        default_rtol, default_atol = tolerance(actual.dtype)
-        allowed = candidate.error + (default_atol if atol is None else atol)
+        allowed = candidate.error + (tolerance(actual.dtype)[1] if atol is None else atol)
         return bool(((actual.detach().to(torch.float64) - candidate.values).abs() <= allowed).all())
     if isinstance(candidate, torch.Size):
         shape = actual if isinstance(actual, torch.Size) else actual.shape if isinstance(actual, Tensor) else None

@@ -495,7 +495,7 @@ FLOAT_D_K = mistake("qkv_projection", "float_d_k", "your d_k is d_model / n_head
                     lambda d_model, n_heads: d_model / n_heads)
 
 
-def projection_mistakes(x: Tensor, state: dict[str, Tensor], name: str, n_heads: int = 0) -> Mistakes:
+def projection_mistakes(x: Tensor, state: dict[str, Tensor], name: str, n_heads: int) -> Mistakes:
     """For q, k or v of project_qkv of MultiHeadAttention(d_model, n_heads): the wrong layer, the right one without
     its bias or its weight's transpose, or scaled by √d_k."""
     own = f"w_{name}"
@@ -507,7 +507,7 @@ def projection_mistakes(x: Tensor, state: dict[str, Tensor], name: str, n_heads:
         mistakes.update(bind([NO_BIAS_APPLIED], x, state, own, name=name, own=own))
     if state[f"{own}.weight"].shape[0] == state[f"{own}.weight"].shape[1]:
         mistakes.update(bind([WEIGHT_NOT_TRANSPOSED], x, state, own, name=name, own=own))
-    d_k = x.shape[-1] // n_heads if n_heads else 0
+    d_k = x.shape[-1] // n_heads
     if d_k > 1:
         mistakes.update(bind(PROJECTION_SCALED, x, state, own, d_k, name=name, own=own))
     return mistakes
@@ -1142,14 +1142,18 @@ PATCH_MISTAKES = (
             "the pixels of each of your patches are flattened column by column: flatten (C, P, P) row by row",
             dict(order=(0, 2, 4, 1, 5, 3))),
 )
-STRIDED_PATCHES = variants("patch_embedding", (
-    ("your patches take every (H/P)-th row and every (W/P)-th column of the image ((p1 h) (p2 w) in einops, or a "
-     "view as (P, H/P)): a patch is P adjacent rows and columns, b c (h p1) (w p2) -> b (h w) (c p1 p2)", "both"),
-    ("your patches take every (H/P)-th row of the image ((p1 h) in einops, or a view as (P, H/P)): a patch is P "
-     "adjacent rows, b c (h p1) (w p2) -> b (h w) (c p1 p2)", "rows"),
-    ("your patches take every (W/P)-th column of the image ((p2 w) in einops, or a view as (P, W/P)): a patch is P "
-     "adjacent columns, b c (h p1) (w p2) -> b (h w) (c p1 p2)", "columns"),
-))
+STRIDED_PATCHES = (
+    mistake("patch_embedding", "strided_patches",
+            "your patches take every (H/P)-th row and every (W/P)-th column of the image ((p1 h) (p2 w) in einops, "
+            "or a view as (P, H/P)): a patch is P adjacent rows and columns, b c (h p1) (w p2) -> b (h w) (c p1 p2)",
+            dict(strided="both")),
+    mistake("patch_embedding", "strided_rows",
+            "your patches take every (H/P)-th row of the image ((p1 h) in einops, or a view as (P, H/P)): a patch is "
+            "P adjacent rows, b c (h p1) (w p2) -> b (h w) (c p1 p2)", dict(strided="rows")),
+    mistake("patch_embedding", "strided_columns",
+            "your patches take every (W/P)-th column of the image ((p2 w) in einops, or a view as (P, W/P)): a patch "
+            "is P adjacent columns, b c (h p1) (w p2) -> b (h w) (c p1 p2)", dict(strided="columns")),
+)
 UNFOLD_LAYOUT = mistake("patch_embedding", "unfold_layout",
                         "you returned F.unfold's layout (B, C*P*P, N): transpose it to (B, N, C*P*P)",
                         lambda images, patch: F.unfold(images, patch, stride=patch))
@@ -1247,8 +1251,8 @@ def patchify_mistakes(images: Tensor, patch: int, got: Any = None) -> Mistakes:
 def _strided(images: Tensor, patch: int, model: Callable[..., Any]) -> Mistakes:
     """STRIDED_PATCHES, where the strided side has more than one patch (with one, a strided patch is a patch)."""
     rows, cols = (size // patch > 1 for size in images.shape[-2:])
-    entries = [m for m in STRIDED_PATCHES if {"rows": rows, "columns": cols, "both": rows and cols}[m.name]]
-    return {m.sentence: (lambda v=m.name: model(strided=v)) for m in entries}
+    return simulated([m for m in STRIDED_PATCHES if {"rows": rows, "columns": cols, "both": rows and cols}[
+        m.model["strided"]]], model)
 
 
 def embedding_mistakes(images: Tensor, patch: int, state: dict[str, Tensor], got: Any = None) -> Mistakes:
@@ -1761,13 +1765,19 @@ def rms_norm_mistakes(x: Tensor, state: dict[str, Tensor], eps: float, *, defaul
 
 # --- swiglu ------------------------------------------------------------------------------------------
 
-def swiglu(x: Tensor, state: dict[str, Tensor], *, variant: str = "") -> Tensor:
-    """The contract's SwiGLU in float64, with the mistake `variant` switched on."""
+def swiglu(x: Tensor, state: dict[str, Tensor], *, variant: str = "",
+           activation: Callable[[Tensor], Tensor] | None = None, extra_silu: str = "") -> Tensor:
+    """The contract's SwiGLU in float64, with the mistake `variant` switched on, or the gate through another
+    `activation`, or silu applied once more at `extra_silu` (one of EXTRA_SILU_PLACES)."""
     s = {k: v.double() for k, v in state.items()}
     x = x.double()
     gate, up = F.linear(x, s["w_gate.weight"]), F.linear(x, s["w_up.weight"])
-    activation = {"sigmoid": torch.sigmoid, "relu": F.relu, "gelu": F.gelu,
-                  "no_activation": lambda z: z}.get(variant, F.silu)
+    if extra_silu:
+        hidden = F.silu(gate) * (F.silu(up) if extra_silu == "w_up(x)" else up)
+        out = F.linear(F.silu(hidden) if extra_silu.startswith("silu") else hidden, s["w_down.weight"])
+        return F.silu(out) if extra_silu == "w_down(...)" else out
+    activation = activation or {"sigmoid": torch.sigmoid, "relu": F.relu, "gelu": F.gelu,
+                                "no_activation": lambda z: z}.get(variant, F.silu)
     if variant == "silu_on_up":
         hidden = gate * F.silu(up)
     elif variant == "sum":
@@ -1855,12 +1865,6 @@ GATE_ACTIVATIONS: dict[str, Callable[[Tensor], Tensor]] = {
     "F.hardswish": F.hardswish, "z * sigmoid(1.702 * z)": lambda z: z * torch.sigmoid(1.702 * z)}
 
 
-def _gated(x: Tensor, state: dict[str, Tensor], activation: Callable[[Tensor], Tensor]) -> Tensor:
-    s = {k: v.double() for k, v in state.items()}
-    x = x.double()
-    return F.linear(activation(F.linear(x, s["w_gate.weight"])) * F.linear(x, s["w_up.weight"]), s["w_down.weight"])
-
-
 # A family: silu on the gate and once more elsewhere (on w_up alone instead of the gate is silu_on_up).
 SWIGLU_EXTRA_SILU = mistake("swiglu", "extra_silu",
                             "your silu is applied to {where} as well as to the gate: only w_gate(x) goes through it, "
@@ -1868,20 +1872,12 @@ SWIGLU_EXTRA_SILU = mistake("swiglu", "extra_silu",
 EXTRA_SILU_PLACES = ("w_up(x)", "silu(w_gate(x)) * w_up(x)", "w_down(...)")  # the up branch, the product, the output
 
 
-def _extra_silu(x: Tensor, state: dict[str, Tensor], where: str) -> Tensor:
-    s = {k: v.double() for k, v in state.items()}
-    x = x.double()
-    gate, up = F.silu(F.linear(x, s["w_gate.weight"])), F.linear(x, s["w_up.weight"])
-    hidden = gate * F.silu(up) if where == "w_up(x)" else gate * up
-    out = F.linear(F.silu(hidden) if where.startswith("silu") else hidden, s["w_down.weight"])
-    return F.silu(out) if where == "w_down(...)" else out
-
-
 def swiglu_mistakes(x: Tensor, state: dict[str, Tensor]) -> Mistakes:
     """For SwiGLU(x) with these weights; also the gate through another activation (GATE_ACTIVATIONS), and silu
     applied once more somewhere (EXTRA_SILU_PLACES)."""
-    family = {SWIGLU_ACTIVATION.text(fn=fn): (lambda act=act: _gated(x, state, act)) for fn, act in GATE_ACTIVATIONS.items()}
-    family.update({SWIGLU_EXTRA_SILU.text(where=where): (lambda w=where: _extra_silu(x, state, w))
+    family = {SWIGLU_ACTIVATION.text(fn=fn): (lambda act=act: swiglu(x, state, activation=act))
+              for fn, act in GATE_ACTIVATIONS.items()}
+    family.update({SWIGLU_EXTRA_SILU.text(where=where): (lambda w=where: swiglu(x, state, extra_silu=w))
                    for where in EXTRA_SILU_PLACES})
     return besides(simulated(SWIGLU_MISTAKES, lambda variant: swiglu(x, state, variant=variant)), family)
 
@@ -4091,28 +4087,27 @@ def _right_mask(H: int, W: int, ws: int, s: int) -> Tensor:
     return _region_mask(H, W, ws, [H - ws, H - s], [W - ws, W - s])
 
 
+def _looped_mask(H: int, W: int, ws: int, rows: tuple, cols: tuple) -> Tensor:
+    """The mask of Swin's label loops, `for rows in ...: for cols in ...: labels[rows, cols] = count`, over these
+    row and column indices as a mistake writes them (what no index reaches keeps label 0)."""
+    labels = torch.zeros(H, W, dtype=torch.long)
+    for count, (r, c) in enumerate(itertools.product(rows, cols)):
+        labels[r, c] = count
+    return _mask_of(labels, ws)
+
+
 def _tuple_first_slice(H: int, W: int, ws: int, s: int, both: bool) -> Tensor:
     """The labels written with `(0, H - ws)` for slice(0, H - ws) (and the same for W when `both`):
     indexing with a tuple picks rows 0 and H - ws, and with two tuples the two pixels (0, 0), (H-ws, W-ws)."""
-    labels = torch.zeros(1, H, W, 1, dtype=torch.long)
-    count = 0
-    for rows in ((0, H - ws), slice(H - ws, H - s), slice(H - s, H)):
-        for cols in ((0, W - ws) if both else slice(0, W - ws), slice(W - ws, W - s), slice(W - s, W)):
-            labels[:, rows, cols, :] = count
-            count += 1
-    return _mask_of(labels[0, :, :, 0], ws)
+    return _looped_mask(H, W, ws, ((0, H - ws), slice(H - ws, H - s), slice(H - s, H)),
+                        ((0, W - ws) if both else slice(0, W - ws), slice(W - ws, W - s), slice(W - s, W)))
 
 
 def _sliced_with(H: int, W: int, ws: int, s: int, rows_of: int, cols_of: int) -> Tensor:
-    """The mask of Swin's loops over slices whose row cuts are those of a side `rows_of` long (and the column
-    cuts of `cols_of`): what the code makes where H and W are mixed up (what no slice reaches keeps label 0)."""
-    labels = torch.zeros(H, W, dtype=torch.long)
-    count = 0
-    for rows in (slice(0, rows_of - ws), slice(rows_of - ws, rows_of - s), slice(rows_of - s, rows_of)):
-        for cols in (slice(0, cols_of - ws), slice(cols_of - ws, cols_of - s), slice(cols_of - s, cols_of)):
-            labels[rows, cols] = count
-            count += 1
-    return _mask_of(labels, ws)
+    """The mask of Swin's loops whose row cuts are those of a side `rows_of` long (and the column cuts of
+    `cols_of`): what the code makes where H and W are mixed up."""
+    return _looped_mask(H, W, ws, (slice(0, rows_of - ws), slice(rows_of - ws, rows_of - s), slice(rows_of - s, rows_of)),
+                        (slice(0, cols_of - ws), slice(cols_of - ws, cols_of - s), slice(cols_of - s, cols_of)))
 
 
 def _shift_labels(H: int, W: int, ws: int, s: int) -> Tensor:
