@@ -49,9 +49,10 @@ class Zygote:
         import torch  # noqa: F401 - the point: workers inherit it imported
 
         from . import executor  # noqa: F401 - and the implementation's side of the boundary
-        from .torch_setup import optimizers_without_dynamo
+        from .torch_setup import optimizers_without_dynamo, warm_kernels
 
         optimizers_without_dynamo()
+        warm_kernels()  # once here rather than in every worker
         # What is imported by now lives as long as the process: out of the collector's reach, no full
         # collection walks torch's 200,000 objects (0.1 s) here, nor touches their pages in a worker.
         gc.freeze()
