@@ -4,14 +4,16 @@ from __future__ import annotations
 # A helper process starts about when this one does: it forks its own zygote while this one checks the files
 # (measured: both begin their checks within 0.01 s).
 HELPER_START_S = 0.01
-# Seconds each component's checks take on the reference (the time of its items in a grading with processes=1,
-# in workers, on a quiet machine of these, 2026-12-01). Only used to share components fairly between grading
-# processes; a stale figure costs speed.
-COST = {"kv_cache": 0.27, "pre_ln_block": 0.15, "multi_head_attention": 0.15, "patch_embedding": 0.06,
-        "qkv_projection": 0.12, "sinusoidal_encoding": 0.04, "masking": 0.04, "head_splitting": 0.03,
-        "scaling": 0.025, "optimizer": 0.14, "cross_entropy": 0.06, "layer_norm": 0.04, "rms_norm": 0.04,
-        "swiglu": 0.02, "lr_schedule": 0.04, "rope": 0.07, "grouped_query_attention": 0.13, "tiny_lm": 0.26,
-        "sampling": 0.25, "vit_classifier": 0.27, "swin_windows": 0.11, "window_attention": 0.13}
+# Seconds each component's checks take on the reference: the time of its items in gradings of solutions/ with two
+# processes, as this module shares them out (so a component's first items include the wait for its worker), as a
+# share of all items' time (median of 5 gradings, 2026-12-02), scaled to a grading's 3.7 s. Only used to share
+# components fairly between grading processes; a stale figure costs speed (with the figures of 2026-12-01,
+# measured one process at a time, the second process finished 0.2-1.1 s after the first).
+COST = {"vit_classifier": 0.71, "kv_cache": 0.61, "sampling": 0.36, "tiny_lm": 0.32, "window_attention": 0.19,
+        "pre_ln_block": 0.17, "multi_head_attention": 0.16, "rope": 0.15, "optimizer": 0.15,
+        "grouped_query_attention": 0.15, "swin_windows": 0.13, "cross_entropy": 0.087, "patch_embedding": 0.073,
+        "lr_schedule": 0.069, "masking": 0.062, "layer_norm": 0.055, "sinusoidal_encoding": 0.054,
+        "qkv_projection": 0.053, "head_splitting": 0.05, "rms_norm": 0.043, "swiglu": 0.032, "scaling": 0.031}
 
 
 def plan_shards(components: list[str], processes: int) -> list[tuple[list[str], int, int]]:

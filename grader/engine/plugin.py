@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Callable
 
 import pytest
+from _pytest.runner import runtestprotocol  # pytest's own protocol, as plugins that rerun checks call it
 
 from ..contract import FILES
 from ..paths import PYPROJECT, ROOT
@@ -73,6 +74,17 @@ class PlainFailures:
             return None  # pytest's own report: passing and skipping cost nothing to report
         return pytest.TestReport(item.nodeid, item.location, {}, "failed", describe_failure(excinfo.value)[1],
                                  call.when, duration=call.duration, start=call.start, stop=call.stop)
+
+
+class Unlogged:
+    """A pytest plugin: each check runs as pytest runs it (setup, call, teardown, each reported to the
+    Collector), without the log hooks around it that only a terminal report reads: working out every
+    check's location for `pytest_runtest_logstart` and laying out its line cost more than small checks do."""
+
+    @pytest.hookimpl(tryfirst=True)
+    def pytest_runtest_protocol(self, item: pytest.Item, nextitem: pytest.Item | None) -> bool:
+        runtestprotocol(item, log=False, nextitem=nextitem)
+        return True
 
 
 def _classify(call: pytest.CallInfo, report: pytest.TestReport) -> tuple[str, str]:
@@ -194,7 +206,7 @@ def loads(component: str, broken: dict[str, str]) -> bool:
 
 def plugins(submission: Submission) -> list[object]:
     """The plugins every grading session of the checks runs with, besides a Collector."""
-    return [submission, PlainFailures(), LastResort()]
+    return [submission, PlainFailures(), Unlogged(), LastResort()]
 
 
 def pytest_args(files: list[Path], limits: Limits) -> list[str]:
