@@ -156,7 +156,7 @@ class LastResort:
 _TIMED = pytest.StashKey[bool]()
 
 
-@dataclass
+@dataclass(eq=False)  # a plugin: pytest 8 keeps its plugins in sets (hashed by identity)
 class Submission:
     """A pytest plugin that tells the check files' plugin (grader/engine/checks.py) what it grades: the
     submission's private copy, how its workers are confined and limited, and the files known not to load.
