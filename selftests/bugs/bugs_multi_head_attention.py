@@ -149,11 +149,6 @@ BUGS += [
 # Set 12 (session 10, core and vision): realistic slips in other idioms, named by the entries that exist
 # or by the families widened the same day.
 BUGS += [
-    Bug('multi_head_attention', 'forward_drops_mask', 'attention.py',
-        'out, weights = scaled_dot_product_attention(q, k, v, mask)',
-        'out, weights = scaled_dot_product_attention(q, k, v)',
-        'MultiHeadAttention.forward calls the attention without its mask',
-        diagnosis=('your attention ignores the mask',)),
     Bug('multi_head_attention', 'last_attention_head_mean', 'attention.py',
         'self.last_attention = weights.detach()',
         'self.last_attention = weights.detach().mean(dim=1)',
