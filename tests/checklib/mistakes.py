@@ -4326,20 +4326,22 @@ def window_checks(H: int, W: int, ws: int) -> dict[Mistake, bool]:
 # A family: the check of shift_size's bounds (0 <= shift_size < window_size) written another way, each member with
 # the bad shifts it lets through (those of the case that fails: a case that passes rules nothing out, so a missing
 # upper bound is named by the shifts it lets through, shift_size == window_size and above).
-SHIFT_BOUNDS = (
-    (recognised("swin_windows", "shift_bound_inclusive",
-                "your check lets shift_size == window_size through (<= for <, or no upper bound at all): the shift "
-                "lies in 0 .. window_size - 1, 0 <= shift_size < window_size"), lambda ws, s: s == ws),
-    (recognised("swin_windows", "shift_upper_unchecked",
-                "your check lets a shift_size above window_size through: check both bounds, "
-                "0 <= shift_size < window_size"), lambda ws, s: s > ws),
-    (recognised("swin_windows", "shift_lower_unchecked",
-                "your check lets a negative shift_size through: check both bounds, 0 <= shift_size < window_size"),
-     lambda ws, s: s < 0),
-    (recognised("swin_windows", "shift_abs_bound",
-                "your check bounds abs(shift_size) (or -window_size < shift_size), letting a negative shift through: "
-                "the shift lies in 0 .. window_size - 1"), lambda ws, s: -ws < s < 0),
-)
+SHIFT_BOUND_INCLUSIVE = recognised(
+    "swin_windows", "shift_bound_inclusive",
+    "your check lets shift_size == window_size through (<= for <, or no upper bound at all): the shift lies in "
+    "0 .. window_size - 1, 0 <= shift_size < window_size")
+SHIFT_UPPER_UNCHECKED = recognised(
+    "swin_windows", "shift_upper_unchecked",
+    "your check lets a shift_size above window_size through: check both bounds, 0 <= shift_size < window_size")
+SHIFT_LOWER_UNCHECKED = recognised(
+    "swin_windows", "shift_lower_unchecked",
+    "your check lets a negative shift_size through: check both bounds, 0 <= shift_size < window_size")
+SHIFT_ABS_BOUND = recognised(
+    "swin_windows", "shift_abs_bound",
+    "your check bounds abs(shift_size) (or -window_size < shift_size), letting a negative shift through: the shift "
+    "lies in 0 .. window_size - 1")
+SHIFT_BOUNDS = ((SHIFT_BOUND_INCLUSIVE, lambda ws, s: s == ws), (SHIFT_UPPER_UNCHECKED, lambda ws, s: s > ws),
+                (SHIFT_LOWER_UNCHECKED, lambda ws, s: s < 0), (SHIFT_ABS_BOUND, lambda ws, s: -ws < s < 0))
 
 
 def shift_checks(ws: int, s: int) -> dict[Mistake, bool]:
