@@ -51,8 +51,7 @@ def impl(request, impl):
 def cached_call(module, x: torch.Tensor, start: int, stop: int, cache, what: str):
     """module(x[:, start:stop], cache=cache) after x[:, :start] was cached; an error that says the mask covers
     the new positions only is named."""
-    with naming_errors(what, mistakes.MASK_OVER_NEW_ONLY,
-                       lambda exc: mistakes.mask_over_new_only(exc.message, stop - start, stop)):
+    with naming_errors(what, lambda exc: mistakes.cached_mask_error(exc, stop - start, stop)):
         return module(x[:, start:stop], cache=cache)
 
 
@@ -125,9 +124,9 @@ def test_cache_update_appends_along_the_sequence(impl, gen, chunks, dtype):
         hint = ("update appends the new keys and values after the cached ones along the sequence "
                 "dimension (dim -2 of (B, H, T, Dh)) and returns everything cached so far")
         assert_equal(result[0], torch.cat(keys, dim=-2), what=f"k_all from {what}", hint=hint,
-                     mistakes=mistakes.cache_update_mistakes(keys))
+                     mistakes=mistakes.cache_update_mistakes(keys, values, "k"))
         assert_equal(result[1], torch.cat(values, dim=-2), what=f"v_all from {what}", hint=hint,
-                     mistakes=mistakes.cache_update_mistakes(values))
+                     mistakes=mistakes.cache_update_mistakes(values, keys, "v"))
         cached = sum(chunks[:step + 1])
         got = len(cache)
         if not got == cached:

@@ -172,7 +172,7 @@ def test_block_dropout_only_in_train_mode(impl, gen):
     what = f"TransformerBlock({d_model}, {n_heads}, {d_ff}, dropout=1.0) in train mode (every branch dropped, so x itself)"
     hint = "dropout applies to each branch's output before it is added to x: x + dropout(branch)"
     try:
-        assert_close(every(x), x, what=what, hint=hint, mistakes=mistakes.dropped_residual_mistakes(x))
+        assert_close(every(x), x, what=what, hint=hint, mistakes=mistakes.dropped_residual_mistakes(x, state, n_heads))
     except CheckFailure as failure:
         if failure.matched:
             raise

@@ -99,3 +99,18 @@ BUGS += [
         "if x.size(1) % n_heads != 0:", "checks the sequence length against n_heads instead of d_model",
         diagnosis=("your own check raised ValueError on a valid call",)),
 ]
+
+# Set 12 (session 10, core and vision): realistic slips in other idioms, named by the entries that exist
+# or by the families widened the same day.
+BUGS += [
+    Bug('head_splitting', 'split_size_heads', 'attention.py',
+        'return rearrange(x, "b t (h d) -> b h t d", h=n_heads)',
+        'return torch.stack(x.split(n_heads, dim=-1), dim=1)',
+        "x.split(n_heads, dim=-1) takes chunks of n_heads features (split's size is the chunk's width)",
+        diagnosis=('you made n_heads the width of a head',)),
+    Bug('head_splitting', 'split_transpose_1_3', 'attention.py',
+        'return rearrange(x, "b t (h d) -> b h t d", h=n_heads)',
+        'B, T, D = x.shape\n    return x.view(B, T, n_heads, D // n_heads).transpose(1, 3)',
+        'views (B, T, H, Dh) and transposes dims 1 and 3',
+        diagnosis=('a (B, Dh, H, T) layout',)),
+]

@@ -111,3 +111,44 @@ BUGS += [
         "a one-line append that asks `if self.k` for 'is there a cache yet'",
         diagnosis=TRUTH),
 ]
+
+# Set 12 (session 10, core and vision): realistic slips in other idioms, named by the entries that exist
+# or by the families widened the same day.
+BUGS += [
+    Bug('kv_cache', 'cat_heads', 'kv_cache.py',
+        'self.k = torch.cat([self.k, k], dim=-2)\n            self.v = torch.cat([self.v, v], dim=-2)',
+        'self.k = torch.cat([self.k, k], dim=1)\n            self.v = torch.cat([self.v, v], dim=1)',
+        'concatenates along dim 1, the heads',
+        diagnosis=('along dimension 1 (the heads)',)),
+    Bug('kv_cache', 'returns_new_only', 'kv_cache.py',
+        '        return self.k, self.v\n',
+        '        return k, v\n',
+        'update appends but returns only the new k and v',
+        diagnosis=('your cache forgets', 'attends only to the new positions', 'tell which')),
+    Bug('kv_cache', 'len_head_dim', 'kv_cache.py',
+        'return 0 if self.k is None else self.k.size(-2)',
+        'return 0 if self.k is None else self.k.size(-1)',
+        '__len__ returns the last dimension (head features)',
+        diagnosis=('counts the head features',)),
+]
+
+# Set 12 (session 10): the families added the same day (an unprojected input, a mask of other sizes, a fixed-rank
+# einsum, out from k, scores as weights, one branch not dropped, overlapping unfold, a cache crossed, the sizes
+# of causal_mask swapped, the shift's bounds), each with a sibling.
+BUGS += [
+    Bug('kv_cache', 'v_from_k', 'kv_cache.py',
+        'self.v = torch.cat([self.v, v], dim=-2)',
+        'self.v = torch.cat([self.v, k], dim=-2)',
+        'appends k to the cached values (copy-paste of the k line)',
+        diagnosis=('your update appends k to self.v',)),
+    Bug('kv_cache', 'first_v_is_k', 'kv_cache.py',
+        'self.k, self.v = k, v',
+        'self.k, self.v = k, k',
+        'stores k as the values on the first call',
+        diagnosis=('your update fills self.v with k from its first call on',)),
+    Bug('kv_cache', 'mask_args_swapped', 'attention.py',
+        'mask = causal_mask(q.size(-2), k.size(-2), device=x.device)',
+        'mask = causal_mask(k.size(-2), q.size(-2), device=x.device)',
+        'calls causal_mask(k_len, q_len) with a cache',
+        diagnosis=('calls causal_mask with its sizes swapped',)),
+]

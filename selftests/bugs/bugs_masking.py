@@ -123,3 +123,59 @@ BUGS += [
         "adds -10000 to the masked scores, as the original BERT code did",
         diagnosis=("an additive mask",)),
 ]
+
+# Set 12 (session 10, core and vision): realistic slips in other idioms, named by the entries that exist
+# or by the families widened the same day.
+BUGS += [
+    Bug('masking', 'triu_convention', 'attention.py',
+        'return ones.tril(diagonal=k_len - q_len)',
+        'return ones.triu(diagonal=k_len - q_len + 1)',
+        "returns the upper triangle above the diagonal, the 'True means masked' convention",
+        diagnosis=('your mask is inverted',)),
+    Bug('masking', 'plus_inf', 'attention.py',
+        'return scores.masked_fill(~mask, float("-inf"))',
+        'return scores.masked_fill(~mask, float("inf"))',
+        'fills the masked scores with +inf',
+        diagnosis=('you filled the masked scores with inf',)),
+    Bug('masking', 'where_inverted', 'attention.py',
+        'return scores.masked_fill(~mask, float("-inf"))',
+        'return torch.where(mask, float("-inf"), scores)',
+        'torch.where(mask, -inf, scores): fills where the mask is True',
+        diagnosis=('you masked the positions where the mask is True',)),
+    Bug('masking', 'fp16_min', 'attention.py',
+        'return scores.masked_fill(~mask, float("-inf"))',
+        'return scores.masked_fill(~mask, torch.finfo(torch.float16).min)',
+        "fills with float16's lowest value, -65504, whatever the dtype",
+        diagnosis=('with -65504, which is not low enough',)),
+    Bug('masking', 'arange_lt', 'attention.py',
+        'return ones.tril(diagonal=k_len - q_len)',
+        'return torch.arange(k_len, device=device)[None, :] < torch.arange(q_len, device=device)[:, None] + (k_len - q_len)',
+        'builds the mask from arange with < instead of <=',
+        diagnosis=('your mask excludes the diagonal',)),
+    Bug('masking', 'arange_no_offset', 'attention.py',
+        'return ones.tril(diagonal=k_len - q_len)',
+        'return torch.arange(k_len, device=device)[None, :] <= torch.arange(q_len, device=device)[:, None]',
+        'builds the mask from arange comparisons without the k_len - q_len offset',
+        diagnosis=('your mask ignores the offset k_len - q_len',)),
+    Bug('masking', 'scores_times_mask', 'attention.py',
+        'return scores.masked_fill(~mask, float("-inf"))',
+        'return scores * mask',
+        'multiplies the scores by the mask instead of filling',
+        diagnosis=('you filled the masked scores with 0',)),
+]
+
+# Set 12 (session 10): the families added the same day (an unprojected input, a mask of other sizes, a fixed-rank
+# einsum, out from k, scores as weights, one branch not dropped, overlapping unfold, a cache crossed, the sizes
+# of causal_mask swapped, the shift's bounds), each with a sibling.
+BUGS += [
+    Bug('masking', 'shape_k_q', 'attention.py',
+        'ones = torch.ones(q_len, k_len, dtype=torch.bool, device=device)',
+        'ones = torch.ones(k_len, q_len, dtype=torch.bool, device=device)',
+        'builds the ones as (k_len, q_len)',
+        diagnosis=('torch.ones(k_len, q_len)',)),
+    Bug('masking', 'square_q', 'attention.py',
+        'ones = torch.ones(q_len, k_len, dtype=torch.bool, device=device)',
+        'ones = torch.ones(q_len, q_len, dtype=torch.bool, device=device)',
+        'builds the ones as (q_len, q_len), forgetting k_len',
+        diagnosis=('torch.ones(q_len, q_len)',)),
+]

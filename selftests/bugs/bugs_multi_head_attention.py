@@ -145,3 +145,39 @@ BUGS += [
         "multiplies the weights and the values with torch.bmm, which takes 3-D tensors only",
         diagnosis=("you called torch.bmm, which takes 3-D tensors only",)),
 ]
+
+# Set 12 (session 10, core and vision): realistic slips in other idioms, named by the entries that exist
+# or by the families widened the same day.
+BUGS += [
+    Bug('multi_head_attention', 'last_attention_head_mean', 'attention.py',
+        'self.last_attention = weights.detach()',
+        'self.last_attention = weights.detach().mean(dim=1)',
+        "stores the weights averaged over the heads (nn.MultiheadAttention's default)",
+        diagnosis=('you averaged the weights over the heads',)),
+    Bug('multi_head_attention', 'sdpa_inverted_inline', 'attention.py',
+        'weights = apply_mask(attention_scores(q, k), mask).softmax(dim=-1)',
+        "scores = attention_scores(q, k)\n    if mask is not None:\n        scores = scores.masked_fill(mask, float('-inf'))\n    weights = scores.softmax(dim=-1)",
+        'masks inline with masked_fill(mask, -inf), filling where the mask is True',
+        diagnosis=('you used the mask inverted',)),
+]
+
+# Set 12 (session 10): the families added the same day (an unprojected input, a mask of other sizes, a fixed-rank
+# einsum, out from k, scores as weights, one branch not dropped, overlapping unfold, a cache crossed, the sizes
+# of causal_mask swapped, the shift's bounds), each with a sibling.
+BUGS += [
+    Bug('multi_head_attention', 'weights_times_k', 'attention.py',
+        'return weights @ v, weights',
+        'return weights @ k, weights',
+        'multiplies the weights by k instead of v (copy-paste)',
+        diagnosis=('your output averages the keys',)),
+    Bug('multi_head_attention', 'returns_scores', 'attention.py',
+        'weights = apply_mask(attention_scores(q, k), mask).softmax(dim=-1)\n    return weights @ v, weights',
+        'scores = apply_mask(attention_scores(q, k), mask)\n    return scores.softmax(dim=-1) @ v, scores',
+        'returns the masked scores as the weights',
+        diagnosis=('the masked scores before the softmax',)),
+    Bug('multi_head_attention', 'einsum_weights_4d', 'attention.py',
+        'return weights @ v, weights',
+        "return torch.einsum('bhij,bhjd->bhid', weights, v), weights",
+        "writes weights @ v as einsum('bhij,bhjd->bhid'), 4-D only",
+        diagnosis=('your torch.einsum equation spells out a fixed number',)),
+]

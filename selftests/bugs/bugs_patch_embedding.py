@@ -116,3 +116,39 @@ BUGS += [
         "groups the rows as (p1 h) and the columns as (w p2)",
         diagnosis=("your patches take every (H/P)-th row of the image",)),
 ]
+
+# Set 12 (session 10, core and vision): realistic slips in other idioms, named by the entries that exist
+# or by the families widened the same day.
+BUGS += [
+    Bug('patch_embedding', 'unfold_no_transpose', 'vit.py',
+        'return rearrange(images, "b c (h p1) (w p2) -> b (h w) (c p1 p2)", p1=patch_size, p2=patch_size)',
+        'return torch.nn.functional.unfold(images, patch_size, stride=patch_size)',
+        "returns F.unfold's output without the transpose",
+        diagnosis=("you returned F.unfold's layout",)),
+    Bug('patch_embedding', 'reshape_only', 'vit.py',
+        'return rearrange(images, "b c (h p1) (w p2) -> b (h w) (c p1 p2)", p1=patch_size, p2=patch_size)',
+        'return images.reshape(images.size(0), -1, images.size(1) * patch_size * patch_size)',
+        'reshapes the images to (B, -1, C*P*P) without cutting them into patches',
+        diagnosis=('permute(0, 1, 2, 3, 4, 5)',)),
+    Bug('patch_embedding', 'view_permute_channels_last', 'vit.py',
+        'return rearrange(images, "b c (h p1) (w p2) -> b (h w) (c p1 p2)", p1=patch_size, p2=patch_size)',
+        'B, C, H, W = images.shape\n    p = patch_size\n    return images.view(B, C, H // p, p, W // p, p).permute(0, 2, 4, 3, 5, 1).reshape(B, -1, C * p * p)',
+        'view + permute(0, 2, 4, 3, 5, 1), channels innermost',
+        diagnosis=('with the channels innermost',)),
+    Bug('patch_embedding', 'num_patches_not_squared', 'vit.py',
+        'self.num_patches = (img_size // patch_size) ** 2',
+        'self.num_patches = img_size // patch_size',
+        'counts the patches along one side only',
+        diagnosis=('counts the patches along one side only',)),
+]
+
+# Set 12 (session 10): the families added the same day (an unprojected input, a mask of other sizes, a fixed-rank
+# einsum, out from k, scores as weights, one branch not dropped, overlapping unfold, a cache crossed, the sizes
+# of causal_mask swapped, the shift's bounds), each with a sibling.
+BUGS += [
+    Bug('patch_embedding', 'unfold_no_stride', 'vit.py',
+        'return rearrange(images, "b c (h p1) (w p2) -> b (h w) (c p1 p2)", p1=patch_size, p2=patch_size)',
+        'return torch.nn.functional.unfold(images, patch_size).transpose(1, 2)',
+        'F.unfold without stride=patch_size: overlapping windows',
+        diagnosis=('your patches overlap',)),
+]

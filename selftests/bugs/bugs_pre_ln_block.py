@@ -138,3 +138,48 @@ BUGS += [
         "self.norm1 = nn.LayerNorm(d_model, eps=1e-6)\n        self.norm2 = nn.LayerNorm(d_model, eps=1e-6)",
         "builds both LayerNorms with eps=1e-6, as timm's ViT blocks do", diagnosis=("your norms have eps=1e-6",)),
 ]
+
+# Set 12 (session 10, core and vision): realistic slips in other idioms, named by the entries that exist
+# or by the families widened the same day.
+BUGS += [
+    Bug('pre_ln_block', 'ff_residual_missing', 'block.py',
+        'return x + self.dropout(self.ff(self.norm2(x)))',
+        'return self.dropout(self.ff(self.norm2(x)))',
+        'returns the feed-forward branch without adding it to x',
+        diagnosis=('no residual connection around the feed-forward',)),
+    Bug('pre_ln_block', 'norm2_for_attention', 'block.py',
+        'self.attention(self.norm1(x), mask, cache)',
+        'self.attention(self.norm2(x), mask, cache)',
+        "normalises the attention's input with norm2",
+        diagnosis=('one LayerNorm for both branches (the weights of norm2',)),
+    Bug('pre_ln_block', 'norms_swapped', 'block.py',
+        'x = x + self.dropout(self.attention(self.norm1(x), mask, cache))\n        return x + self.dropout(self.ff(self.norm2(x)))',
+        'x = x + self.dropout(self.attention(self.norm2(x), mask, cache))\n        return x + self.dropout(self.ff(self.norm1(x)))',
+        'swaps the two norms: norm2 before the attention, norm1 before the feed-forward',
+        diagnosis=('attention(norm2(x)), then returns h + ff(norm1(h))',)),
+    Bug('pre_ln_block', 'norm_after_ff', 'block.py',
+        'self.ff(self.norm2(x))',
+        'self.norm2(self.ff(x))',
+        "normalises the feed-forward's output instead of its input",
+        diagnosis=("normalises the feed-forward's output",)),
+    Bug("pre_ln_block", "attention_output_normed", "block.py", "self.attention(self.norm1(x), mask, cache)",
+        "self.norm1(self.attention(x, mask, cache))",
+        "normalises the attention's output instead of its input",
+        diagnosis=("normalises the attention's output",)),
+]
+
+# Set 12 (session 10): the families added the same day (an unprojected input, a mask of other sizes, a fixed-rank
+# einsum, out from k, scores as weights, one branch not dropped, overlapping unfold, a cache crossed, the sizes
+# of causal_mask swapped, the shift's bounds), each with a sibling.
+BUGS += [
+    Bug('pre_ln_block', 'ff_no_dropout', 'block.py',
+        'return x + self.dropout(self.ff(self.norm2(x)))',
+        'return x + self.ff(self.norm2(x))',
+        'forgets the dropout around the feed-forward branch',
+        diagnosis=('does not drop out the branch ff(norm2(x))',)),
+    Bug('pre_ln_block', 'attention_no_dropout', 'block.py',
+        'x = x + self.dropout(self.attention(self.norm1(x), mask, cache))',
+        'x = x + self.attention(self.norm1(x), mask, cache)',
+        'forgets the dropout around the attention branch',
+        diagnosis=('does not drop out the branch attention(norm1(x))',)),
+]

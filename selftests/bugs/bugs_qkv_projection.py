@@ -77,3 +77,37 @@ BUGS += [
         "writes the value projection by hand as x @ W + b, without transposing nn.Linear's (out, in) weight",
         diagnosis=("your v is x @ w_v.weight, without the transpose",)),
 ]
+
+# Set 12 (session 10, core and vision): realistic slips in other idioms, named by the entries that exist
+# or by the families widened the same day.
+BUGS += [
+    Bug('qkv_projection', 'q_k_swapped', 'attention.py',
+        'return self.w_q(x), self.w_k(x), self.w_v(x)',
+        'return self.w_k(x), self.w_q(x), self.w_v(x)',
+        'returns w_k(x) as q and w_q(x) as k (q and k swapped)',
+        diagnosis=('your q equals w_k(x)',)),
+    Bug('qkv_projection', 'q_weight_untransposed', 'attention.py',
+        'return self.w_q(x), self.w_k(x), self.w_v(x)',
+        'return x @ self.w_q.weight + self.w_q.bias, self.w_k(x), self.w_v(x)',
+        'computes q as x @ w_q.weight + bias, without the transpose',
+        diagnosis=('your q is x @ w_q.weight, without the transpose',)),
+]
+
+# Set 12 (session 10): the families added the same day (an unprojected input, a mask of other sizes, a fixed-rank
+# einsum, out from k, scores as weights, one branch not dropped, overlapping unfold, a cache crossed, the sizes
+# of causal_mask swapped, the shift's bounds), each with a sibling.
+BUGS += [
+    Bug('qkv_projection', 'v_unprojected', 'attention.py',
+        'return self.w_q(x), self.w_k(x), self.w_v(x)',
+        'return self.w_q(x), self.w_k(x), x',
+        'returns x itself as v, forgetting its projection',
+        diagnosis=('your v is x itself, not projected',)),
+    Bug('qkv_projection', 'd_k_is_d_model', 'attention.py',
+        'self.d_k = d_model, n_heads, d_model // n_heads\n',
+        'self.d_k = d_model, n_heads, d_model\n',
+        'sets d_k = d_model, forgetting to divide by the heads',
+        diagnosis=('your d_k is d_model',)),
+    Bug("qkv_projection", "q_unprojected", "attention.py", "return self.w_q(x), self.w_k(x), self.w_v(x)",
+        "return x, self.w_k(x), self.w_v(x)", "returns x itself as q, forgetting its projection",
+        diagnosis=("your q is x itself, not projected",)),
+]

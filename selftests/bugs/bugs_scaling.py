@@ -118,3 +118,39 @@ BUGS += [  # the square root written as ** 1 / 2, which Python reads as (d ** 1)
         "reads d with a fixed index, q.size(1): the heads of a (B, H, T, d) input, the queries of a (B, T, d) one",
         diagnosis=("divided by √q.size(1)", "divided by √Tq")),
 ]
+
+# Set 12 (session 10, core and vision): realistic slips in other idioms, named by the entries that exist
+# or by the families widened the same day.
+BUGS += [
+    Bug('scaling', 'sqrt_of_k_len', 'attention.py',
+        '/ math.sqrt(q.size(-1))',
+        '/ math.sqrt(k.size(-2))',
+        "takes the scale from k's sequence dimension",
+        diagnosis=('divided by √Tk',)),
+    Bug('scaling', 'both_scaled', 'attention.py',
+        'return q @ k.transpose(-2, -1) / math.sqrt(q.size(-1))',
+        'd = q.size(-1)\n    return (q / math.sqrt(d)) @ (k / math.sqrt(d)).transpose(-2, -1)',
+        'divides both q and k by sqrt(d), so the dot products are divided by d',
+        diagnosis=('divided by d instead of by √d',)),
+    Bug('scaling', 'permute_3d', 'attention.py',
+        'return q @ k.transpose(-2, -1) / math.sqrt(q.size(-1))',
+        'return q @ k.permute(0, 2, 1) / math.sqrt(q.size(-1))',
+        'transposes k with permute(0, 2, 1), which assumes 3-D inputs',
+        diagnosis=('transposes fixed dimensions of k',)),
+    Bug('scaling', 'neg_half_precedence', 'attention.py',
+        'return q @ k.transpose(-2, -1) / math.sqrt(q.size(-1))',
+        'return q @ k.transpose(-2, -1) * q.size(-1) ** -1 / 2',
+        'multiplies by d ** -1 / 2, which Python reads as (d ** -1) / 2',
+        diagnosis=('divided by 2d',)),
+]
+
+# Set 12 (session 10): the families added the same day (an unprojected input, a mask of other sizes, a fixed-rank
+# einsum, out from k, scores as weights, one branch not dropped, overlapping unfold, a cache crossed, the sizes
+# of causal_mask swapped, the shift's bounds), each with a sibling.
+BUGS += [
+    Bug('scaling', 'einsum_4d', 'attention.py',
+        'return q @ k.transpose(-2, -1) / math.sqrt(q.size(-1))',
+        "return torch.einsum('bhid,bhjd->bhij', q, k) / math.sqrt(q.size(-1))",
+        "writes the scores as einsum('bhid,bhjd->bhij'), which takes 4-D inputs only",
+        diagnosis=('your torch.einsum equation spells out a fixed number',)),
+]

@@ -119,3 +119,23 @@ BUGS += [
         "computes div_term = 10000^(2i/d) and multiplies the positions by it where they are divided by it",
         diagnosis=("your frequencies grow with the pair index",)),
 ]
+
+# Set 12 (session 10, core and vision): realistic slips in other idioms, named by the entries that exist
+# or by the families widened the same day.
+BUGS += [
+    Bug('sinusoidal_encoding', 'odd_indices', 'positional.py',
+        'torch.arange(0, d_model, 2, dtype=torch.float32)',
+        'torch.arange(1, d_model, 2, dtype=torch.float32)',
+        'takes the exponents from arange(1, d_model, 2), the odd columns',
+        diagnosis=('10000**(-(2i + 1) / d_model)',)),
+    Bug('sinusoidal_encoding', 'log10', 'positional.py',
+        'math.log(10000.0)',
+        'math.log10(10000.0)',
+        'uses math.log10 where the natural log is meant',
+        diagnosis=('the base 54.6 instead of 10000',)),
+    Bug('sinusoidal_encoding', 'over_half_d', 'positional.py',
+        '(-math.log(10000.0) / d_model)',
+        '(-math.log(10000.0) / (d_model // 2))',
+        'divides the exponent by d_model // 2 instead of d_model',
+        diagnosis=('your exponent is 2 times too large',)),
+]

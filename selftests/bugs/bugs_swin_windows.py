@@ -171,3 +171,34 @@ BUGS += [
         "copies the row loop's slices into the column loop (H for W)",
         diagnosis=("your column slices are cut with H",)),
 ]
+
+# Set 12 (session 10, core and vision): realistic slips in other idioms, named by the entries that exist
+# or by the families widened the same day.
+BUGS += [
+    Bug('swin_windows', 'shift_zero_rejected', 'swin.py',
+        'if not 0 <= s < ws or',
+        'if not 0 < s < ws or',
+        'rejects shift_size == 0 (0 < s for 0 <= s)',
+        diagnosis=('raised ValueError on a valid call',)),
+    Bug('swin_windows', 'slices_s_ws_swapped', 'swin.py',
+        'for rows in (slice(0, H - ws), slice(H - ws, H - s), slice(H - s, H)):',
+        'for rows in (slice(0, H - s), slice(H - s, H - ws), slice(H - ws, H)):',
+        'swaps s and ws in the row slices',
+        diagnosis=('cut along the columns only',)),
+]
+
+# Set 12 (session 10): the families added the same day (an unprojected input, a mask of other sizes, a fixed-rank
+# einsum, out from k, scores as weights, one branch not dropped, overlapping unfold, a cache crossed, the sizes
+# of causal_mask swapped, the shift's bounds), each with a sibling.
+BUGS += [
+    Bug('swin_windows', 'shift_ws_allowed', 'swin.py',
+        'if not 0 <= s < ws or',
+        'if not 0 <= s <= ws or',
+        'checks shift_size <= window_size instead of <',
+        diagnosis=('lets shift_size == window_size through',)),
+    Bug('swin_windows', 'shift_lower_unchecked', 'swin.py',
+        'if not 0 <= s < ws or',
+        'if not s < ws or',
+        'checks only shift_size < window_size, not the lower bound',
+        diagnosis=('lets a negative shift_size through',)),
+]

@@ -138,3 +138,31 @@ BUGS += [
         "masks the future positions in the ViT's blocks, as a decoder would",
         diagnosis=("your blocks get a causal mask",)),
 ]
+
+# Set 12 (session 10, core and vision): realistic slips in other idioms, named by the entries that exist
+# or by the families widened the same day.
+BUGS += [
+    Bug('vit_classifier', 'mean_of_patches', 'vit.py',
+        'return self.head(self.norm(x)[:, 0])',
+        'return self.head(self.norm(x)[:, 1:].mean(dim=1))',
+        'classifies the mean of the patch tokens (global average pooling)',
+        diagnosis=('the mean over the patch tokens',)),
+    Bug('vit_classifier', 'double_residual', 'vit.py',
+        'x = block(x)',
+        'x = x + block(x)',
+        'adds a residual around each block, x = x + block(x)',
+        diagnosis=('adds a residual around each block',)),
+    Bug('vit_classifier', 'last_block_skipped', 'vit.py',
+        'for block in self.blocks:',
+        'for block in self.blocks[:-1]:',
+        'loops over self.blocks[:-1], skipping the last block',
+        diagnosis=('skips its last block',)),
+    Bug('vit_classifier', 'blocks_read_embedding', 'vit.py',
+        '        for block in self.blocks:\n            x = block(x)\n        return self.head(self.norm(x)[:, 0])',
+        '        for block in self.blocks:\n            h = block(x)\n        return self.head(self.norm(h)[:, 0])',
+        "every block reads the embeddings (h = block(x)); only the last one's output is classified",
+        diagnosis=('only your last block reaches the head',)),
+    Bug("vit_classifier", "first_block_skipped", "vit.py", "for block in self.blocks:", "for block in self.blocks[1:]:",
+        "loops over self.blocks[1:], skipping the first block",
+        diagnosis=("skips its first block",)),
+]

@@ -138,3 +138,36 @@ BUGS += [
         "takes 2ws as the stride of the row offset (the window width times two)",
         diagnosis=("multiplies the row offset by 2ws:",)),
 ]
+
+# Set 12 (session 10, core and vision): realistic slips in other idioms, named by the entries that exist
+# or by the families widened the same day.
+BUGS += [
+    Bug('window_attention', 'meshgrid_xy', 'swin.py',
+        'indexing="ij"',
+        'indexing="xy"',
+        "builds the coordinates with meshgrid(..., indexing='xy')",
+        diagnosis=('puts the column offset first',)),
+    Bug('window_attention', 'bias_permute_201_transposed', 'swin.py',
+        'scores = scores + bias.permute(2, 0, 1)',
+        'scores = scores + bias.permute(2, 1, 0)',
+        'moves the heads first with permute(2, 1, 0)',
+        diagnosis=('your bias is transposed',)),
+    Bug('window_attention', 'roll_dims_2_3', 'swin.py',
+        'y = torch.roll(y, (-s, -s), dims=(1, 2))',
+        'y = torch.roll(y, (-s, -s), dims=(2, 3))',
+        'rolls dims (2, 3), as for (B, C, H, W), before the windows',
+        diagnosis=('dims=(2, 3)',)),
+    Bug('window_attention', 'gelu_tanh', 'swin.py',
+        'nn.Sequential(nn.Linear(dim, hidden), nn.GELU(),',
+        "nn.Sequential(nn.Linear(dim, hidden), nn.GELU(approximate='tanh'),",
+        "uses GELU's tanh approximation in the MLP",
+        diagnosis=("GELU's tanh approximation",)),
+    Bug('window_attention', 'attn_residual_dropped', 'swin.py',
+        'x = x + y',
+        'x = y',
+        'drops the residual around the window attention (x = y)',
+        diagnosis=('no residual connection around the window attention',)),
+    Bug("window_attention", "mlp_residual_dropped", "swin.py", "return x + self.mlp(self.norm2(x))",
+        "return self.mlp(self.norm2(x))", "returns the MLP's output without the second residual",
+        diagnosis=("returns mlp(norm2(x)) without the residual connection",)),
+]

@@ -299,6 +299,23 @@ def _shifted(q_len: int, k_len: int, shift: int) -> tuple[str, Callable[[], Tens
     return entry.text(n=abs(shift), before=-shift - 1), entry.on(q_len, k_len, shift)
 
 
+# A family: the ones built with other sizes than (q_len, k_len), then tril(diagonal=k_len - q_len) as asked.
+MASK_SIZES = mistake("masking", "mask_sizes",
+                     "your mask is built from torch.ones({sizes}): it is (q_len, k_len), one row per query and one "
+                     "column per key, torch.ones(q_len, k_len).tril(diagonal=k_len - q_len)", dict())
+MASK_SIZE_CHOICES = ("k_len, q_len", "q_len, q_len", "k_len, k_len")
+
+
+def _mask_sizes(q_len: int, k_len: int) -> Mistakes:
+    """MASK_SIZES, where q_len and k_len differ (else every member is right)."""
+    if q_len == k_len:
+        return {}
+    sizes = {"q_len": q_len, "k_len": k_len}
+    return {MASK_SIZES.text(sizes=choice): (lambda rows=sizes[choice.split(", ")[0]], cols=sizes[choice.split(", ")[1]]:
+                                            _ones(rows, cols).tril(diagonal=k_len - q_len))
+            for choice in MASK_SIZE_CHOICES}
+
+
 def causal_mask_mistakes(q_len: int, k_len: int, got: Any = None) -> Mistakes:
     """For causal_mask(q_len, k_len) (which gave `got`); also every tril of another diagonal (on a square mask,
     only as a shift: the two read the same there)."""
@@ -306,6 +323,7 @@ def causal_mask_mistakes(q_len: int, k_len: int, got: Any = None) -> Mistakes:
     if q_len != k_len:
         family.update({DIAGONAL_FIXED.text(diagonal=d): DIAGONAL_FIXED.on(q_len, k_len, d) for d in DIAGONALS
                        if d != q_len - k_len})  # offset_reversed
+    family.update(_mask_sizes(q_len, k_len))
     return besides(bind(CAUSAL_MASK_MISTAKES, q_len, k_len), family, got)
 
 
@@ -493,13 +511,18 @@ PROJECTION_SCALED = (
 )
 FLOAT_D_K = mistake("qkv_projection", "float_d_k", "your d_k is d_model / n_heads, a float: use // so it is an int",
                     lambda d_model, n_heads: d_model / n_heads)
+# d_k another size of the layer than one head's width (d_model itself, or the number of heads)
+D_K_SIZE = mistake("qkv_projection", "d_k_size",
+                   "your d_k is {size}: it is the width of one head, d_model // n_heads", dict())
+UNPROJECTED = mistake("qkv_projection", "unprojected",
+                      "your {name} is x itself, not projected: {name} = {own}(x)", lambda x: x.double())
 
 
 def projection_mistakes(x: Tensor, state: dict[str, Tensor], name: str, n_heads: int) -> Mistakes:
     """For q, k or v of project_qkv of MultiHeadAttention(d_model, n_heads): the wrong layer, the right one without
     its bias or its weight's transpose, or scaled by √d_k."""
     own = f"w_{name}"
-    mistakes: Mistakes = {}
+    mistakes: Mistakes = bind([UNPROJECTED], x, name=name, own=own)
     for layer in QKV_LAYERS:
         if layer != own:
             mistakes.update(bind([WRONG_LAYER], x, state, layer, name=name, layer=layer, own=own))
@@ -526,7 +549,10 @@ def bias_default_mistakes(without_bias: set[str]) -> Mistakes:
 
 
 def d_k_mistakes(d_model: int, n_heads: int) -> Mistakes:
-    return bind([FLOAT_D_K], d_model, n_heads)
+    sizes = {"d_model": d_model, "n_heads": n_heads}
+    return {**bind([FLOAT_D_K], d_model, n_heads),
+            **{D_K_SIZE.text(size=size): (lambda v=value: v) for size, value in sizes.items()
+               if value != d_model // n_heads and list(sizes.values()).count(value) == 1}}
 
 
 def qkv_width_mistakes(key: str, d_model: int, n_heads: int) -> Mistakes:
@@ -544,7 +570,8 @@ def attention(q: Tensor, k: Tensor, v: Tensor, mask: Tensor | None, *, scale: bo
               mask_mode: str = "fill", swap_qk: bool = False, transpose_weights: bool = False,
               normalise: bool = True, divisor: float | None = None, fill: float = float("-inf"),
               log_weights: bool = False, scale_by_v: bool = False, scale_twice: bool = False,
-              keys_from_v: bool = False) -> tuple[Tensor, Tensor]:
+              keys_from_v: bool = False, values_from_k: bool = False, scores_as_weights: bool = False
+              ) -> tuple[Tensor, Tensor]:
     """(out, weights) of scaled dot-product attention in float64, with one mistake switched on (`divisor`:
     the scores divided by it instead of by √d; `fill`: the masked scores' value, -inf or a finite one)."""
     if mask is not None and mask_mode == "fill_weights":  # in the inputs' dtype: what a huge fill becomes there
@@ -570,8 +597,8 @@ def attention(q: Tensor, k: Tensor, v: Tensor, mask: Tensor | None, *, scale: bo
         weights = s.log_softmax(dim=-1)
     if mask is not None and mask_mode == "multiply":
         weights = weights * mask
-    out = (weights.transpose(-2, -1) if transpose_weights else weights) @ v
-    return out, weights
+    out = (weights.transpose(-2, -1) if transpose_weights else weights) @ (k if values_from_k else v)
+    return out, s if scores_as_weights else weights
 
 
 # switches of both attention() and mha(): one mistake that the checks of either can see
@@ -586,10 +613,20 @@ SCORES_FROM_V = mistake("multi_head_attention", "scores_from_v",
                         "your scores compare the queries with the values, attention_scores(q, v): they compare them "
                         "with the keys, attention_scores(q, k), and the weights then average v",
                         dict(keys_from_v=True))
+# out averaging the keys, weights @ k (a copy-paste of the line above it)
+VALUES_FROM_K = mistake("multi_head_attention", "values_from_k",
+                        "your output averages the keys, weights @ k: the weights average the values, out = weights @ v",
+                        dict(values_from_k=True))
+# the weights returned (and kept as last_attention) are the masked scores, the softmax's input
+SCORES_AS_WEIGHTS = mistake("multi_head_attention", "scores_as_weights",
+                            "the weights you return are the masked scores before the softmax: return the softmax "
+                            "of them, the weights that multiply v", dict(scores_as_weights=True))
 SDPA_MISTAKES = (
     SOFTMAX_OVER_QUERIES,
     MASK_IGNORED,
     SCORES_FROM_V,
+    VALUES_FROM_K,
+    SCORES_AS_WEIGHTS,
     mistake("multi_head_attention", "mask_multiplied",
             "you multiplied the weights by the mask after the softmax, so the rows no longer sum to 1: fill the masked "
             "scores with -inf before the softmax", dict(mask_mode="multiply")),
@@ -706,6 +743,8 @@ MHA_MISTAKES = (
             dict(causal_default=True)),
     MASK_IGNORED,
     SCORES_FROM_V,
+    VALUES_FROM_K,
+    SCORES_AS_WEIGHTS,
     mistake("multi_head_attention", "heads_split_by_reshape",
             "you split the heads with a plain reshape to (B, H, T, Dh), without swapping T and H",
             dict(split="no_transpose")),
@@ -944,6 +983,9 @@ def block(state: dict[str, Tensor], x: Tensor, mask: Tensor | None, n_heads: int
         x = x + attend(x)
         x = norm("norm2", x)
         return x + ff(x)
+    if variant in ("attention_output_normed", "ff_output_normed"):  # the norm moved after its sublayer
+        x = x + (norm("norm1", attend(x)) if variant == "attention_output_normed" else attend(norm("norm1", x)))
+        return x + (norm("norm2", ff(x)) if variant == "ff_output_normed" else ff(norm("norm2", x)))
     h = attend(norm("norm1", x))
     x = h if variant == "no_attention_residual" else x + h
     h = ff(norm("norm1" if variant == "norm1_for_ff" else "norm2", x))
@@ -962,6 +1004,10 @@ BLOCK_MISTAKES = variants("pre_ln_block", (
     ("your residuals add to the normalised x instead of x itself: keep x, and give norm1(x) only to the attention",
      "residual_from_normed"),
     ("your feed-forward uses GELU; the contract's is ReLU", "gelu"),
+    ("your block normalises the attention's output, x + norm1(attention(x)): Pre-LN normalises the sublayer's "
+     "input, x + attention(norm1(x))", "attention_output_normed"),
+    ("your block normalises the feed-forward's output, x + norm2(ff(x)): Pre-LN normalises the sublayer's input, "
+     "x + ff(norm2(x))", "ff_output_normed"),
     ("your block does not pass the mask on to its attention", "ignores_mask"),
     ("your block applies a causal mask when none is given; without a mask every token attends to every other",
      "always_causal"),
@@ -1031,7 +1077,7 @@ WIRING = mistake(
     "your block computes h = {first}attention({attn_in}), then returns {second}ff({ff_in}): the Pre-LN block's "
     "residuals are h = x + attention(norm1(x)), then h + ff(norm2(h)), each sublayer reading the stream it adds to",
     dict())
-WIRING_CHOICES = (("norm1(x)", "x"), ("x + ", "norm1(x) + ", ""), ("norm2(h)", "norm2(x)", "h", "x", "norm1(h)"),
+WIRING_CHOICES = (("norm1(x)", "x", "norm2(x)"), ("x + ", "norm1(x) + ", ""), ("norm2(h)", "norm2(x)", "h", "x", "norm1(h)"),
                   ("h + ", "x + ", "norm2(h) + ", ""))
 RIGHT_WIRING = ("norm1(x)", "x + ", "norm2(h)", "h + ")
 
@@ -1053,7 +1099,8 @@ def wired_block(state: dict[str, Tensor], x: Tensor, mask: Tensor | None, n_head
     attended = {} if attended is None else attended
     n1x = norm("norm1", x)
     if attn_in not in attended:
-        attended[attn_in] = mha(s, n1x if attn_in == "norm1(x)" else x, mask, n_heads, prefix="attention.")[0]
+        attended[attn_in] = mha(s, {"norm1(x)": n1x, "x": x}.get(attn_in) if attn_in != "norm2(x)" else
+                                norm("norm2", x), mask, n_heads, prefix="attention.")[0]
     a = attended[attn_in]
     h = {"x + ": x + a, "norm1(x) + ": n1x + a, "": a}[first]
     f = ff({"norm2(h)": norm("norm2", h), "norm2(x)": norm("norm2", x), "h": h, "x": x,
@@ -1101,9 +1148,27 @@ def ff_width_mistakes(key: str, d_model: int, n_heads: int, d_ff: int) -> Mistak
     return linear_width_mistakes(key.removesuffix(".weight"), want, widths)
 
 
-def dropped_residual_mistakes(x: Tensor) -> Mistakes:
-    """For a block's output on x with dropout=1.0 in train mode (which must be x)."""
-    return bind([RESIDUAL_DROPPED], x)
+# A family: one branch not dropped out (self.dropout forgotten around it), seen with dropout=1.0 in train mode.
+BRANCH_NOT_DROPPED = mistake(
+    "pre_ln_block", "branch_not_dropped",
+    "your block does not drop out the branch {term}: with dropout=1.0 in train mode it gave x + {term}; apply "
+    "self.dropout to each branch before adding it, x + dropout(branch)", dict())
+
+
+def dropped_residual_mistakes(x: Tensor, state: dict[str, Tensor] | None = None, n_heads: int = 0) -> Mistakes:
+    """For a block's output on x with dropout=1.0 in train mode (which must be x); given the block's weights,
+    also one branch kept (BRANCH_NOT_DROPPED)."""
+    mistakes = bind([RESIDUAL_DROPPED], x)
+    if state is not None:
+        s = {k: v.double() for k, v in state.items()}
+        xd = x.double()
+
+        def norm(name: str) -> Tensor:
+            return F.layer_norm(xd, (xd.shape[-1],), s[f"{name}.weight"], s[f"{name}.bias"], eps=1e-5)
+        terms = {"attention(norm1(x))": lambda: xd + mha(s, norm("norm1"), None, n_heads, prefix="attention.")[0],
+                 "ff(norm2(x))": lambda: xd + linear(F.relu(linear(norm("norm2"), s, "ff.0")), s, "ff.2")}
+        mistakes.update({BRANCH_NOT_DROPPED.text(term=term): model for term, model in terms.items()})
+    return mistakes
 
 
 def squeeze_mistakes(x: Tensor) -> Mistakes:
@@ -1157,6 +1222,20 @@ STRIDED_PATCHES = (
 UNFOLD_LAYOUT = mistake("patch_embedding", "unfold_layout",
                         "you returned F.unfold's layout (B, C*P*P, N): transpose it to (B, N, C*P*P)",
                         lambda images, patch: F.unfold(images, patch, stride=patch))
+# F.unfold's stride left at its default of 1: every P x P window, overlapping, not the image cut into patches
+UNFOLD_STRIDE_1 = mistake("patch_embedding", "unfold_stride_1",
+                          "your patches overlap: F.unfold(images, patch_size) slides by its default stride of 1, giving "
+                          "every P x P window; cut the image into patches with F.unfold(images, patch_size, "
+                          "stride=patch_size)", lambda images, patch: F.unfold(images.double(), patch).transpose(1, 2))
+
+
+def _unfold_stride_1(images: Tensor, patch: int, model: Callable[[Tensor], Any] = lambda t: t) -> Mistakes:
+    """UNFOLD_STRIDE_1 where it differs from the right patches (a side longer than one patch)."""
+    if max(images.shape[-2:]) <= patch:
+        return {}
+    return {UNFOLD_STRIDE_1.sentence: lambda: model(UNFOLD_STRIDE_1.model(images, patch))}
+
+
 NUM_PATCHES_MISTAKES = (
     mistake("patch_embedding", "num_patches_precedence",
             "your num_patches is img_size // patch_size**2: ** binds before //, so write (img_size // patch_size) ** 2",
@@ -1244,7 +1323,7 @@ def patchify_mistakes(images: Tensor, patch: int, got: Any = None) -> Mistakes:
     """For patchify(images, patch) (which gave `got`); also every other order of the view (PATCH_ORDER)."""
     named = {**simulated(PATCH_MISTAKES, lambda order: patches(images, patch, order)),
              **_strided(images, patch, lambda **kw: patches(images, patch, **kw)),
-             **bind([UNFOLD_LAYOUT], images, patch)}
+             **bind([UNFOLD_LAYOUT], images, patch), **_unfold_stride_1(images, patch)}
     return besides(named, _patch_orders(images, patch, lambda order: patches(images, patch, order)), got)
 
 
@@ -1258,7 +1337,8 @@ def _strided(images: Tensor, patch: int, model: Callable[..., Any]) -> Mistakes:
 def embedding_mistakes(images: Tensor, patch: int, state: dict[str, Tensor], got: Any = None) -> Mistakes:
     def model(order=(0, 2, 4, 1, 3, 5), strided=""):
         return linear(patches(images, patch, order, strided), state, "proj")
-    return besides({**simulated(PATCH_MISTAKES, model), **_strided(images, patch, model)},
+    return besides({**simulated(PATCH_MISTAKES, model), **_strided(images, patch, model),
+                    **_unfold_stride_1(images, patch, lambda t: linear(t, state, "proj"))},
                    _patch_orders(images, patch, model), got)
 
 
@@ -1396,9 +1476,43 @@ def mask_over_new_only(message: str, new: int, total: int) -> bool:
     return new != total and mismatched_sizes(message) == {new, total}
 
 
-def cache_update_mistakes(chunks: list[Tensor]) -> Mistakes:
-    """For what update returns after appending `chunks` (each (B, H, T, Dh)) one by one."""
-    return bind(CACHE_UPDATE_MISTAKES, chunks)
+MASK_SIZES_SWAPPED = recognised("kv_cache", "mask_sizes_swapped",
+                                "your cached forward calls causal_mask with its sizes swapped, causal_mask(k_len, "
+                                "q_len), so its own check rejects k_len < q_len: the queries come first, "
+                                "causal_mask(q.size(-2), k.size(-2)) with k_len the length that cache.update returns")
+
+
+def cached_mask_error(exc: Any, new: int, total: int) -> Mistake | None:
+    """The mistake that an error of a cached forward (of `new` positions, `total` with the cached ones) names:
+    a mask over the new positions only, or causal_mask's ValueError on sizes given in the wrong order."""
+    if mask_over_new_only(exc.message, new, total):
+        return MASK_OVER_NEW_ONLY
+    frames = [line for line in exc.where.splitlines() if line.strip()]
+    if new < total and "ValueError" in exc.kinds and any(re.search(r"causal_mask\(\s*k\b", f) for f in frames):
+        return MASK_SIZES_SWAPPED
+    return None
+
+
+# A family: one of the two cached tensors built from the other's chunks (a copy-paste of the k line for v), in the
+# append branch only or in both.
+CACHE_CROSSED = mistake("kv_cache", "crossed",
+                        "your update appends {wrong} to {own}, {own} = torch.cat([{own}, {wrong}], dim=-2): it "
+                        "appends {new}, {own} = torch.cat([{own}, {new}], dim=-2)", dict())
+CACHE_CROSSED_FIRST = mistake("kv_cache", "crossed_first",
+                              "your update fills {own} with {wrong} from its first call on (self.k, self.v = k, k, "
+                              "say): {own} holds {new}, the first call's and those appended after it", dict())
+
+
+def cache_update_mistakes(chunks: list[Tensor], other: list[Tensor] | None = None, own: str = "") -> Mistakes:
+    """For what update returns after appending `chunks` (each (B, H, T, Dh)) one by one; with the other tensor's
+    `other` chunks (`own` "k" or "v"), also the other's chunks appended in its place (CACHE_CROSSED)."""
+    mistakes = bind(CACHE_UPDATE_MISTAKES, chunks)
+    if other is not None:
+        names = dict(own=f"self.{own}", wrong="v" if own == "k" else "k", new=own)
+        if len(chunks) > 1:
+            mistakes[CACHE_CROSSED.text(**names)] = lambda: torch.cat([chunks[0], *other[1:]], dim=-2)
+        mistakes[CACHE_CROSSED_FIRST.text(**names)] = lambda: torch.cat(other, dim=-2)
+    return mistakes
 
 
 def cache_len_mistakes(shape: tuple[int, ...], calls: int, positions: int) -> Mistakes:
@@ -3736,16 +3850,21 @@ def vit(state: dict[str, Tensor], images: Tensor, *, patch_size: int, n_heads: i
     def norm(h: Tensor) -> Tensor:
         return F.layer_norm(h, (d_model,), s["norm.weight"], s["norm.bias"], eps=1e-5)
 
-    for i in range(n_layers):
+    layers = {"last_block_skipped": range(n_layers - 1), "first_block_skipped": range(1, n_layers),
+              "blocks_read_embedding": range(n_layers - 1, n_layers)}.get(variant, range(n_layers))
+    for i in layers:
         p = f"blocks.{n_layers - 1 if variant == 'shared_blocks' else i}."
         mask = torch.ones(x.size(1), x.size(1), dtype=torch.bool).tril() if variant == "causal_blocks" else None
-        x = block({k.removeprefix(p): v for k, v in s.items() if k.startswith(p)}, x, mask, n_heads)
+        out = block({k.removeprefix(p): v for k, v in s.items() if k.startswith(p)}, x, mask, n_heads)
+        x = x + out if variant == "block_residual_added" else out
         if variant == "norm_every_block":
             x = norm(x)
     if variant not in ("no_final_norm", "norm_every_block"):
         x = norm(x)
     if variant == "mean_pool":
         pooled = x.mean(dim=1)
+    elif variant == "patch_mean_pool":
+        pooled = x[:, 1:].mean(dim=1)
     elif variant in ("head_last", "appended_head_last"):
         pooled = x[:, -1]
     elif variant == "first_image":
@@ -3780,6 +3899,16 @@ VIT_MISTAKES = variants("vit_classifier", ((sentence, variant) for variant, sent
     "no_final_norm": "your ViT applies the head without the final norm: head(norm(x)[:, 0])",
     "norm_every_block": "your ViT applies the final norm after every block instead of once after the last: the "
                         "blocks normalise their own inputs, norm comes only before the head",
+    "patch_mean_pool": "your head reads the mean over the patch tokens, x[:, 1:].mean(dim=1) (global average "
+                       "pooling): the contract's ViT reads the class token, head(norm(x)[:, 0])",
+    "last_block_skipped": "your ViT skips its last block (self.blocks[:-1], or range(len(self.blocks) - 1)): "
+                          "run every block, for block in self.blocks: x = block(x)",
+    "first_block_skipped": "your ViT skips its first block (self.blocks[1:]): run every block, for block in "
+                           "self.blocks: x = block(x)",
+    "blocks_read_embedding": "only your last block reaches the head: each block reads the patch embeddings, "
+                             "not the previous block's output; chain them, x = block(x)",
+    "block_residual_added": "your ViT adds a residual around each block, x = x + block(x): a TransformerBlock "
+                            "already adds its own residuals, so x = block(x)",
     "shared_blocks": "all your blocks compute with the last block's weights: one TransformerBlock repeated "
                      "([block] * n_layers) is one module, so loading each block's weights overwrote the others; "
                      "create a new TransformerBlock for each layer",
@@ -4194,6 +4323,33 @@ def window_checks(H: int, W: int, ws: int) -> dict[Mistake, bool]:
     return one_bad_side(H, W, ws, WINDOW_ONE_BAD_SIDE)
 
 
+# A family: the check of shift_size's bounds (0 <= shift_size < window_size) written another way, each member with
+# the bad shifts it lets through (those of the case that fails: a case that passes rules nothing out, so a missing
+# upper bound is named by the shifts it lets through, shift_size == window_size and above).
+SHIFT_BOUND_INCLUSIVE = recognised(
+    "swin_windows", "shift_bound_inclusive",
+    "your check lets shift_size == window_size through (<= for <, or no upper bound at all): the shift lies in "
+    "0 .. window_size - 1, 0 <= shift_size < window_size")
+SHIFT_UPPER_UNCHECKED = recognised(
+    "swin_windows", "shift_upper_unchecked",
+    "your check lets a shift_size above window_size through: check both bounds, 0 <= shift_size < window_size")
+SHIFT_LOWER_UNCHECKED = recognised(
+    "swin_windows", "shift_lower_unchecked",
+    "your check lets a negative shift_size through: check both bounds, 0 <= shift_size < window_size")
+SHIFT_ABS_BOUND = recognised(
+    "swin_windows", "shift_abs_bound",
+    "your check bounds abs(shift_size) (or -window_size < shift_size), letting a negative shift through: the shift "
+    "lies in 0 .. window_size - 1")
+SHIFT_BOUNDS = ((SHIFT_BOUND_INCLUSIVE, lambda ws, s: s == ws), (SHIFT_UPPER_UNCHECKED, lambda ws, s: s > ws),
+                (SHIFT_LOWER_UNCHECKED, lambda ws, s: s < 0), (SHIFT_ABS_BOUND, lambda ws, s: -ws < s < 0))
+
+
+def shift_checks(ws: int, s: int) -> dict[Mistake, bool]:
+    """For shifted_window_mask(..., ws, s) with a shift outside 0 .. ws - 1: whether each SHIFT_BOUNDS member lets it
+    through."""
+    return {entry: lets(ws, s) for entry, lets in SHIFT_BOUNDS}
+
+
 def shifted_mask_mistakes(H: int, W: int, ws: int, s: int) -> Mistakes:
     """shifted_window_mask(H, W, ws, s) as common mistakes compute it (bool masks)."""
     follows: Mistakes = {}
@@ -4312,10 +4468,13 @@ def swin_block(state: dict[str, Tensor], x: Tensor, n_heads: int, ws: int, shift
         y = torch.roll(y, (sign * shift,) * len(dims), dims) if dims else y
     elif shift and variant != "no_roll_back":
         y = torch.roll(y, (back, back), dims=(1, 2))
-    x = (norm(x, "norm1") if variant == "residual_from_normed" else x) + y
+    x = y if variant == "attention_residual_dropped" else (
+        norm(x, "norm1") if variant == "residual_from_normed" else x) + y
     h = x if variant == "mlp_without_norm2" else norm(x - y if variant == "parallel_mlp" else x, "norm2")
-    act = F.relu if variant == "relu" else F.gelu
-    return x + F.linear(act(F.linear(h, w["mlp.0.weight"], w["mlp.0.bias"])), w["mlp.2.weight"], w["mlp.2.bias"])
+    act = F.relu if variant == "relu" else functools.partial(F.gelu, approximate="tanh") if variant == "gelu_tanh" \
+        else F.gelu
+    mlp = F.linear(act(F.linear(h, w["mlp.0.weight"], w["mlp.0.bias"])), w["mlp.2.weight"], w["mlp.2.bias"])
+    return mlp if variant == "mlp_residual_dropped" else x + mlp
 
 
 SWIN_INDEX_MISTAKES = variants("window_attention", ((sentence, variant) for variant, sentence in {
@@ -4392,6 +4551,12 @@ SWIN_BLOCK_MISTAKES = variants("window_attention", ((sentence, variant) for vari
     "parallel_mlp": "your MLP reads the block's input, mlp(norm2(x)) of the x before the attention was added: the "
                     "branches run one after the other, x = x + attention(...), then x + mlp(norm2(x)) of that x",
     "relu": "your MLP uses ReLU: Swin's MLP is Linear, GELU, Linear (nn.GELU())",
+    "gelu_tanh": "your MLP uses GELU's tanh approximation (nn.GELU(approximate='tanh')): Swin's MLP uses the "
+                 "exact GELU, nn.GELU()",
+    "attention_residual_dropped": "your block has no residual connection around the window attention (x = y): "
+                                  "x = x + y, y being the attention's output rolled back",
+    "mlp_residual_dropped": "your block returns mlp(norm2(x)) without the residual connection: "
+                            "return x + mlp(norm2(x))",
 }.items()))
 
 
@@ -4442,8 +4607,9 @@ ROLLS = mistake(
     "your block rolls the map with {before} before window_partition and with {after} after window_reverse: "
     "the rolls are torch.roll(y, (-shift_size, -shift_size), dims=(1, 2)) before and torch.roll(y, (shift_size, "
     "shift_size), dims=(1, 2)) after", dict())
-ROLLS_BEFORE: tuple[Roll, ...] = ((-1, (1, 2)), (1, (1, 2)), (0, ()), (-1, (1,)), (-1, (2,)))
-ROLLS_AFTER: tuple[Roll, ...] = ((1, (1, 2)), (-1, (1, 2)), (0, ()), (1, (1,)), (1, (2,)))
+# dims=(2, 3) is the (B, C, H, W) habit: on (B, H, W, C) it rolls the columns and the channels
+ROLLS_BEFORE: tuple[Roll, ...] = ((-1, (1, 2)), (1, (1, 2)), (0, ()), (-1, (1,)), (-1, (2,)), (-1, (2, 3)))
+ROLLS_AFTER: tuple[Roll, ...] = ((1, (1, 2)), (-1, (1, 2)), (0, ()), (1, (1,)), (1, (2,)), (1, (2, 3)))
 ROLLS_NAMED = {((-1, (1, 2)), (1, (1, 2))), ((1, (1, 2)), (-1, (1, 2))), ((-1, (1, 2)), (-1, (1, 2))),
                ((-1, (1, 2)), (0, ()))}  # right, roll_wrong_way, rolled_back_same_way, no_roll_back
 
@@ -4456,7 +4622,7 @@ def _roll_words(roll: Roll) -> str:
     amount = "-shift_size" if sign < 0 else "shift_size"
     if len(dims) == 1:
         return f"torch.roll(y, {amount}, dims={dims[0]})"
-    return f"torch.roll(y, ({amount}, {amount}), dims=(1, 2))"
+    return f"torch.roll(y, ({amount}, {amount}), dims={dims})"
 
 
 def swin_block_mistakes(state: dict[str, Tensor], x: Tensor, n_heads: int, ws: int, shift: int,
@@ -4583,11 +4749,17 @@ RETURN_TYPES_PAIR = recognised(
     GENERAL, "return_types_pair",
     "you used what x.max(dim) (or min, sort, topk, median) returns as a tensor: with a dim it returns a pair "
     "(values, indices); take .values (or [0]), or use x.amax(dim, keepdim=True) / x.amin(...)")
+EINSUM_FIXED_RANK = recognised(
+    GENERAL, "einsum_fixed_rank",
+    "your torch.einsum equation spells out a fixed number of dimensions (such as 'bhid,bhjd->bhij'), and a tensor "
+    "came with another number: write the leading dimensions as an ellipsis, '...id,...jd->...ij', so that one "
+    "equation serves (T, d), (B, T, d) and (B, H, T, d) alike")
 TORCH_ERRORS = (
     ("view size is not compatible with input tensor's size and stride", VIEW_NOT_CONTIGUOUS),
     ("Boolean value of Tensor with more than one value is ambiguous", TENSOR_AS_BOOL),
     ("must be a 3D tensor", BMM_NOT_3D),
     ("'torch.return_types.", RETURN_TYPES_PAIR),
+    ("and no ellipsis was given", EINSUM_FIXED_RANK),
 )
 # torch.cat's words for tensors of other sizes, one of them 1: CAT_NOT_EXPANDED
 CAT_OF_SIZE_1 = re.compile(r"Sizes of tensors must match except in dimension \d+\. Expected size (1 but got size \d+"
