@@ -1501,6 +1501,8 @@ def layer_norm(x: Tensor, weight: Tensor, bias: Tensor, eps: float, *, variant: 
         return normed + b
     if variant == "one_plus_weight":
         return normed * (1 + w) + b
+    if variant == "bias_before_weight":
+        return (normed + b) * w
     return normed * w + b
 
 
@@ -1519,6 +1521,8 @@ LAYER_NORM_MISTAKES = variants("layer_norm", (
      "over the last dimension (dim=-1, keepdim=True)", "mean_over_dim1"),
     ("your LayerNorm multiplies by bias and adds weight: it is * weight + bias", "weight_bias_swapped"),
     ("your LayerNorm never adds bias", "no_bias"),
+    ("your LayerNorm adds bias before it multiplies by weight, (normed + bias) * weight: the weight scales "
+     "the normalised x, then the bias shifts it, normed * weight + bias", "bias_before_weight"),
     ("your LayerNorm never multiplies by weight", "no_weight"),
     ("your LayerNorm divides by the root mean square of x, not by its standard deviation: the variance is "
      "the mean of (x - mean)**2, not of x**2", "rms_denominator"),
@@ -1580,11 +1584,68 @@ def _fixed_eps(norm: Callable[[float], Tensor], named: Mistakes, got: Any, defau
     return besides(named, family, got, prefer_named=False)
 
 
+# A family of both norms: a statistic reduced over another axis than the features, as written in the code
+# (dim=0, dim=1, dim=-2; keepdim kept). A dim that the input lacks says nothing; where two dims are the same
+# axis (dim=1 and dim=-2 of a 3-d input) both are weighed, and the other cases tell them apart.
+NORM_AXES = (0, 1, -2)
+LN_VARIANCE_AXIS = mistake(
+    "layer_norm", "variance_axis",
+    "your variance is taken over dim={dim} while the mean is over the features: both statistics are per "
+    "position, over the last dimension (dim=-1, keepdim=True)", dict())
+LN_STATISTICS_AXIS = mistake(
+    "layer_norm", "statistics_axis",
+    "your mean and variance are taken over dim={dim} instead of the features: LayerNorm's statistics are per "
+    "position, over the last dimension (dim=-1, keepdim=True)", dict())
+LN_MEAN_AXIS = mistake(
+    "layer_norm", "mean_axis",
+    "your mean is taken over dim={dim} instead of the features: LayerNorm's statistics are per position, "
+    "over the last dimension (dim=-1, keepdim=True)", dict())
+RMS_AXIS = mistake(
+    "rms_norm", "mean_square_axis",
+    "your mean square is taken over dim={dim} instead of the features: RMSNorm's is per position, over the "
+    "last dimension (dim=-1, keepdim=True)", dict())
+
+
+def _axis_layer_norm(x: Tensor, weight: Tensor, bias: Tensor, eps: float, mean_dim: int, var_dim: int
+                     ) -> Tensor | None:
+    """LayerNorm in float64 with its mean over `mean_dim` and the variance (around that mean) over `var_dim`;
+    None where x lacks one of those dims."""
+    if x.dim() < 2 or max(mean_dim, var_dim) >= x.dim():
+        return None
+    x = x.double()
+    mean = x.mean(dim=mean_dim, keepdim=True)
+    var = (x - mean).pow(2).mean(dim=var_dim, keepdim=True)
+    return (x - mean) / torch.sqrt(var + eps) * weight.double() + bias.double()
+
+
+def layer_norm_axis_family(x: Tensor, state: dict[str, Tensor], eps: float) -> Mistakes:
+    """LN_VARIANCE_AXIS, LN_STATISTICS_AXIS and LN_MEAN_AXIS (dim=-2 only: mean_over_dim0/1 name the others)."""
+    w, b = state["weight"], state["bias"]
+    family: Mistakes = {}
+    for dim in NORM_AXES:
+        family[LN_VARIANCE_AXIS.text(dim=dim)] = lambda dim=dim: _axis_layer_norm(x, w, b, eps, -1, dim)
+        family[LN_STATISTICS_AXIS.text(dim=dim)] = lambda dim=dim: _axis_layer_norm(x, w, b, eps, dim, dim)
+    family[LN_MEAN_AXIS.text(dim=-2)] = lambda: _axis_layer_norm(x, w, b, eps, -2, -1)
+    return family
+
+
+def rms_norm_axis_family(x: Tensor, state: dict[str, Tensor], eps: float) -> Mistakes:
+    """RMS_AXIS: the mean square over dim=0, 1 or -2."""
+    def model(dim: int) -> Tensor | None:
+        if x.dim() < 2 or dim >= x.dim():
+            return None
+        xd = x.double()
+        return xd / torch.sqrt(xd.pow(2).mean(dim=dim, keepdim=True) + eps) * state["weight"].double()
+    return {RMS_AXIS.text(dim=dim): (lambda dim=dim: model(dim)) for dim in NORM_AXES}
+
+
 def layer_norm_mistakes(x: Tensor, state: dict[str, Tensor], eps: float, *, default_eps: bool = False,
                         got: Any = None) -> Mistakes:
-    """For LayerNorm(x) with this eps (which gave `got`); also an eps of FIXED_EPS_VALUES written into the code."""
-    named = simulated([*LAYER_NORM_MISTAKES, *([DEFAULT_EPS] if default_eps else [])],
-                      lambda variant: layer_norm(x, state["weight"], state["bias"], eps, variant=variant))
+    """For LayerNorm(x) with this eps (which gave `got`); also an eps of FIXED_EPS_VALUES written into the code
+    and a statistic over another axis (layer_norm_axis_family)."""
+    named = besides(simulated([*LAYER_NORM_MISTAKES, *([DEFAULT_EPS] if default_eps else [])],
+                              lambda variant: layer_norm(x, state["weight"], state["bias"], eps, variant=variant)),
+                    layer_norm_axis_family(x, state, eps), got)
     precision = lower_precision_mistakes(
         "LayerNorm", lambda dtype: F.layer_norm(x.to(dtype), x.shape[-1:], state["weight"].to(dtype),
                                                 state["bias"].to(dtype), eps), x, got)
@@ -1755,6 +1816,7 @@ def rms_norm_mistakes(x: Tensor, state: dict[str, Tensor], eps: float, *, defaul
               for text, p in RMS_FACTORS.items()}
     family.update({RMS_OF_SPREAD.text(variance=text): (lambda u=u: rms_norm(x, state["weight"], eps, spread=u))
                    for text, u in RMS_SPREADS.items()})
+    family.update(rms_norm_axis_family(x, state, eps))
     named = besides(simulated(entries, lambda variant: rms_norm(x, state["weight"], eps, variant=variant)), family)
     precision = lower_precision_mistakes(
         "RMSNorm", lambda dtype: F.rms_norm(x.to(dtype), x.shape[-1:], state["weight"].to(dtype), eps), x, got)
