@@ -2237,10 +2237,12 @@ def closure_mistakes() -> Mistakes:
 
 def adamw_run(values: list[Tensor], grads: list[list[Tensor | None]], groups: list[dict], lrs: list[list[float]],
               variant: str = "", bias_steps: tuple[int, int] = (0, 0),
-              corrections: tuple[str, str] = ("b1", "b2")) -> list[list[Tensor]]:
+              corrections: tuple[str, str] = ("b1", "b2"), swapped: tuple[bool, bool] = (False, False)
+              ) -> list[list[Tensor]]:
     """Every step's parameters (float64) of the contract's AdamW, with the mistake `variant` switched on, or
     the bias corrections 1 - c1**(t + k1), 1 - c2**(t + k2) of `bias_steps` (k1, k2) and `corrections` (c1, c2:
-    "b1", "b2", or "none", no correction).
+    "b1", "b2", or "none", no correction), or with the weights of m's and/or v's average swapped (`swapped`:
+    m = (1 - b1) * m + b1 * g).
 
     `groups[i]` holds parameter i's settings (lr, betas, eps, weight_decay) at construction; `lrs[s][i]` is
     its lr at step s; `grads[s][i]` its gradient at step s, or None.
@@ -2273,8 +2275,14 @@ def adamw_run(values: list[Tensor], grads: list[list[Tensor | None]], groups: li
                 p[i] *= 1 - lr * wd
             if variant == "no_state":
                 m[i], v[i], t = torch.zeros_like(p[i]), torch.zeros_like(p[i]), 1
-            m[i] = m_beta * m[i] + (1.0 if variant == "m_without_1_minus_b1" else 1 - m_beta) * g
-            v[i] = b2 * v[i] + (1.0 if variant == "v_without_1_minus_b2" else 1 - b2) * (g if variant == "v_of_g" else g * g)
+            m_keep, m_new = m_beta, (1.0 if variant == "m_without_1_minus_b1" else 1 - m_beta)
+            v_keep, v_new = b2, (1.0 if variant == "v_without_1_minus_b2" else 1 - b2)
+            if swapped[0]:
+                m_keep, m_new = m_new, m_keep
+            if swapped[1]:
+                v_keep, v_new = v_new, v_keep
+            m[i] = m_keep * m[i] + m_new * g
+            v[i] = v_keep * v[i] + v_new * (g if variant == "v_of_g" else g * g)
             betas = {"b1": b1, "b2": b2, "none": 0.0}
             c1, c2 = (1.0, 1.0) if variant == "no_bias_correction" else (
                 1 - betas[corrections[0]]**(t + bias_steps[0]), 1 - betas[corrections[1]]**(t + bias_steps[1]))
@@ -2307,6 +2315,18 @@ BIAS_BETA_PAIRS = [(c1, c2) for c1 in ("b1", "b2", "none") for c2 in ("b1", "b2"
                    if (c1, c2) not in (("b1", "b2"), ("none", "none"))]
 
 
+# A family: the weights of a moment's running average swapped, (1 - b) * m + b * g, in m, v or both.
+MOMENT_WEIGHTS_SWAPPED = mistake(
+    "optimizer", "moment_weights_swapped",
+    "your moment update ({moments}) swaps the weights of its running average, {wrong}: the old value keeps the beta, "
+    "m = b1 * m + (1 - b1) * g and v = b2 * v + (1 - b2) * g**2", dict())
+MOMENT_SWAPS = {
+    (True, False): ("m", "m = (1 - b1) * m + b1 * g"),
+    (False, True): ("v", "v = (1 - b2) * v + b2 * g**2"),
+    (True, True): ("m, v", "m = (1 - b1) * m + b1 * g, v = (1 - b2) * v + b2 * g**2"),
+}
+
+
 def _correction(beta: str) -> str:
     return "1" if beta == "none" else f"1 - {beta}**t"
 
@@ -2316,16 +2336,18 @@ def _adamw_mistakes(values, grads, groups, lrs, pick: Callable[[list[list[Tensor
     as `got`); each run computed once, when a check fails."""
     cache: dict[Any, Any] = {}
 
-    def model(variant="", bias_steps=(0, 0), corrections=("b1", "b2")):
-        if (variant, bias_steps, corrections) not in cache:
-            cache[variant, bias_steps, corrections] = pick(adamw_run(values, grads, groups, lrs, variant, bias_steps,
-                                                                     corrections))
-        return cache[variant, bias_steps, corrections]
+    def model(variant="", bias_steps=(0, 0), corrections=("b1", "b2"), swapped=(False, False)):
+        key = variant, bias_steps, corrections, swapped
+        if key not in cache:
+            cache[key] = pick(adamw_run(values, grads, groups, lrs, variant, bias_steps, corrections, swapped))
+        return cache[key]
 
     family = {BIAS_STEPS.text(t1=_plus("t", k1), t2=_plus("t", k2)): (lambda k=(k1, k2): model(bias_steps=k))
               for k1, k2 in BIAS_SHIFTS}
     family.update({BIAS_BETAS.text(c1=_correction(c1), c2=_correction(c2)): (lambda c=(c1, c2): model(corrections=c))
                    for c1, c2 in BIAS_BETA_PAIRS})
+    family.update({MOMENT_WEIGHTS_SWAPPED.text(moments=moments, wrong=wrong): (lambda w=w: model(swapped=w))
+                   for w, (moments, wrong) in MOMENT_SWAPS.items()})
     return besides(simulated(ADAMW_MISTAKES, model), family, got)
 
 
@@ -2394,14 +2416,39 @@ CLIP_GRADS_MISTAKES = (
 )
 
 
+# A family of both clip checks: the total norm of another order than 2 (the sum of absolute values, the
+# largest absolute value), returned and used for the factor alike.
+CLIP_NORM_ORDER = mistake(
+    "optimizer", "norm_order",
+    "your total norm is of order {ord} (torch.linalg.vector_norm(..., ord={ord}) over every entry): "
+    "clip_grad_norm's is the L2 norm, the square root of the sum of every squared entry",
+    lambda grads, max_norm, index, order: _ordered_clip(grads, max_norm, index, order))
+CLIP_NORM_ORDERS = (1, "inf")
+
+
+def _ordered_clip(grads: list[Tensor], max_norm: float, index: int | None, order: Any) -> Tensor:
+    """The norm of that order (index None), or gradient `index` clipped by it."""
+    flat = torch.cat([g.double().flatten() for g in grads])
+    norm = torch.linalg.vector_norm(flat, ord=math.inf if order == "inf" else order)
+    if index is None:
+        return norm
+    return grads[index].double() * torch.clamp(max_norm / (norm + 1e-6), max=1.0)
+
+
+def _norm_orders(grads: list[Tensor], max_norm: float, index: int | None) -> Mistakes:
+    return {CLIP_NORM_ORDER.text(ord=order): CLIP_NORM_ORDER.on(grads, max_norm, index, order)
+            for order in CLIP_NORM_ORDERS}
+
+
 def clip_norm_mistakes(grads: list[Tensor], max_norm: float) -> Mistakes:
-    """For the norm clip_grad_norm returns."""
-    return bind(CLIP_NORM_MISTAKES, grads, max_norm, _norm(grads))
+    """For the norm clip_grad_norm returns; also the CLIP_NORM_ORDER family."""
+    return besides(bind(CLIP_NORM_MISTAKES, grads, max_norm, _norm(grads)), _norm_orders(grads, max_norm, None))
 
 
 def clip_grads_mistakes(grads: list[Tensor], max_norm: float, index: int) -> Mistakes:
-    """For gradient `index` after clip_grad_norm(parameters, max_norm)."""
-    return bind(CLIP_GRADS_MISTAKES, grads[index].double(), max_norm, _norm(grads))
+    """For gradient `index` after clip_grad_norm(parameters, max_norm); also the CLIP_NORM_ORDER family."""
+    return besides(bind(CLIP_GRADS_MISTAKES, grads[index].double(), max_norm, _norm(grads)),
+                   _norm_orders(grads, max_norm, index))
 
 
 # --- lr_schedule -------------------------------------------------------------------------------------
