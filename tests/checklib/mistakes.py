@@ -3154,8 +3154,9 @@ def _rope_rotate(x: Tensor, cos: Tensor, sin: Tensor, positions: Tensor) -> Tens
 
 def gqa_calls(state: dict[str, Tensor], x: Tensor, n_heads: int, n_kv_heads: int, *, mask: Tensor | None = None,
               rope: tuple[Tensor, Tensor] | None = None, chunks: list[tuple[int, int]] | None = None,
-              variant: str = "") -> tuple[Tensor, list[tuple[Tensor, Tensor]]]:
-    """(the outputs of every call, concatenated along T; the (k, v) each cached call appended to the cache)."""
+              variant: str = "", rotated: str = "qk") -> tuple[Tensor, list[tuple[Tensor, Tensor]]]:
+    """(the outputs of every call, concatenated along T; the (k, v) each cached call appended to the cache);
+    `rotated`: which of q, k, v rope rotates (the contract's: q and k)."""
     batch, length, d_model = x.shape
     d_k, n_rep = d_model // n_heads, n_heads // n_kv_heads
     outputs, appended = [], []
@@ -3171,9 +3172,12 @@ def gqa_calls(state: dict[str, Tensor], x: Tensor, n_heads: int, n_kv_heads: int
         if rope is not None and variant != "no_rope":
             first = 0 if variant == "rope_from_zero" else start
             positions = torch.arange(first, first + new)
-            q = _rope_rotate(q, *rope, positions)
-            if variant not in ("rope_q_only", "rope_after_cache"):
+            if "q" in rotated:
+                q = _rope_rotate(q, *rope, positions)
+            if variant not in ("rope_q_only", "rope_after_cache") and "k" in rotated:
                 k = _rope_rotate(k, *rope, positions)
+            if "v" in rotated:
+                v = _rope_rotate(v, *rope, positions)
         if variant == "cache_repeated":
             k, v = k.repeat_interleave(n_rep, dim=1), v.repeat_interleave(n_rep, dim=1)
         attend = mask
@@ -3224,6 +3228,11 @@ GQA_MISTAKES = variants("grouped_query_attention", {
     "your forward returns the merged heads without out_proj: the output is out_proj(merge_heads(...))": "no_out_proj",
 })
 GQA_MISTAKES_BY_VARIANT = {m.name: m for m in GQA_MISTAKES}
+# A family: rope applied to another set of q, k, v than the queries and keys (the queries only is rope_q_only).
+ROPE_ROTATES = mistake("grouped_query_attention", "rope_rotates",
+                       "your forward rotates {which} with apply_rope: rope rotates exactly the queries and the keys, "
+                       "q and k at the same positions, and never the values", dict())
+ROPE_ROTATED = {"k": "k", "qkv": "q, k, v", "kv": "k, v", "qv": "q, v"}
 GQA_ONE_BY_ONE_ROPE = mistake("grouped_query_attention", "rope_not_at_positions",
                               "your queries and keys are not rotated at their positions: either rope is ignored, or "
                               "its positions start at 0 in every call; they are len(cache) .. len(cache) + T - 1",
@@ -3274,8 +3283,14 @@ def gqa_mistakes(state: dict[str, Tensor], x: Tensor, n_heads: int, n_kv_heads: 
     if chunks is not None and all(stop - start == 1 for start, stop in chunks):
         # one position per call: counted from 0, every position is 0, which is no rotation at all
         entries = [m for m in entries if m.name not in ("no_rope", "rope_from_zero")] + [GQA_ONE_BY_ONE_ROPE]
-    return simulated(entries, lambda variant: select(gqa_calls(state, x, n_heads, n_kv_heads, mask=mask, rope=rope,
-                                                               chunks=chunks, variant=variant)[0]))
+    named = simulated(entries, lambda variant: select(gqa_calls(state, x, n_heads, n_kv_heads, mask=mask, rope=rope,
+                                                                chunks=chunks, variant=variant)[0]))
+    if rope is None:
+        return named
+    family = {ROPE_ROTATES.text(which=which): (lambda r=r: select(gqa_calls(
+        state, x, n_heads, n_kv_heads, mask=mask, rope=rope, chunks=chunks, rotated=r)[0]))
+        for r, which in ROPE_ROTATED.items()}
+    return besides(named, family)
 
 
 # Errors of a forward whose keys or values reach the attention with the wrong number of heads, named by the sizes
@@ -3614,9 +3629,14 @@ def distribution_mistakes(row: Tensor, temperature: float, top_k: int | None, to
     """For the frequencies of many draws from one logits row (V,): the distributions mistakes draw from.
 
     All of them, even those that share a distribution here: frequencies are compared loosely, so hiding
-    two that coincide could leave a third, merely near, to be named alone (the engine says when several fit)."""
+    two that coincide could leave a third, merely near, to be named alone (the engine says when several fit):
+    a top-k of top_k - 1 draws what a strict top-k draws where no value ties, so both are weighed."""
+    def drawn(k: int) -> Tensor | None:
+        kept = filtered(row, temperature, top_k, top_p, k_offset=k)
+        return None if kept is None else kept.double().softmax(-1)
     return {**simulated(FILTER_MISTAKES,
                         lambda variant: filtered(row, temperature, top_k, top_p, variant).double().softmax(-1)),
+            **{TOP_K_OFF_BY_ONE.text(kept=_plus("top_k", k)): (lambda k=k: drawn(k)) for k in (-1, 1)},
             **bind(DRAW_MISTAKES, row, temperature, top_k, top_p)}
 
 
@@ -3675,6 +3695,10 @@ GREEDY_MISTAKES = (
             lambda logits, got: torch.Size((logits.shape[1],)) if logits.shape[1] != logits.shape[0] else None),
     mistake("sampling", "last_of_tied", "your greedy pick takes the last of tied maxima: argmax's is the first",
             lambda logits, got: logits.shape[1] - 1 - logits.flip(-1).argmax(-1)),
+    mistake("sampling", "argmax_flat",
+            "your greedy pick is argmax() without a dim, one index into the whole flattened batch: take each "
+            "row's, logits.argmax(dim=-1), (B,)",
+            lambda logits, got: torch.Size(())),
     mistake("sampling", "some_maximum",
             "your greedy pick is a maximum, but not always the first of tied maxima (a draw at a tiny "
             "temperature?): temperature 0 is the argmax, which takes the first", _first_of_tied),
@@ -3800,7 +3824,16 @@ GENERATE_MISTAKES = (
     mistake("sampling", "new_tokens_only",
             "you returned only the new tokens: generate returns the prompt followed by them, (B, T + max_new_tokens)",
             lambda logits_of, idx, new: torch.Size((idx.shape[0], new)) if idx.shape[1] else None),
+    mistake("sampling", "new_tokens_prepended",
+            "you put each new token in front of the sequence (torch.cat([step, out])), so the result holds the new "
+            "tokens last to first, then the prompt: append each one, torch.cat([out, step], dim=1)",
+            lambda logits_of, idx, new: _prepended(decoded(logits_of, idx, new), idx.shape[1]) if new > 1 else None),
 )
+
+
+def _prepended(seq: Tensor, prompt: int) -> Tensor:
+    """`seq` as a generate that puts each new token in front of what it has: the new tokens reversed, the prompt."""
+    return torch.cat([seq[:, prompt:].flip(1), seq[:, :prompt]], dim=1)
 
 
 def generate_mistakes(logits_of: Callable[[Tensor], Tensor], idx: Tensor, new: int) -> Mistakes:
