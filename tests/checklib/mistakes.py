@@ -2460,7 +2460,7 @@ def schedule(steps: list[int], max_lr: float, min_lr: float, warmup: int, total:
     """lr at each step (float64), with the mistake `variant` switched on, or the warmup's fraction
     (step + a) / (warmup_steps + b) and the cosine's progress (step - warmup_steps + a) / (total_steps -
     warmup_steps + b) off by the offsets (a, b) given, or the cosine base + 0.5 * amplitude * (1 + cos) of
-    `cosine` (base, amplitude: "min_lr" or "0", "max_lr - min_lr" or "max_lr"), or the progress rounded to a
+    `cosine` (base, amplitude: "min_lr" or "0", "max_lr - min_lr", "max_lr" or "max_lr + min_lr"), or the progress rounded to a
     whole number by `rounding`."""
     out = []
     (wa, wb), (pa, pb) = warmup_offsets, progress_offsets
@@ -2495,7 +2495,7 @@ def schedule(steps: list[int], max_lr: float, min_lr: float, warmup: int, total:
                 lr = min_lr + 0.5 * (max_lr - min_lr) * math.cos(angle)
             else:
                 base = {"min_lr": bottom, "0": 0.0, "max": 0.0}[cosine[0]]
-                amplitude = {"max_lr - min_lr": top - bottom, "max_lr": top}[cosine[1]]
+                amplitude = {"max_lr - min_lr": top - bottom, "max_lr": top, "max_lr + min_lr": top + bottom}[cosine[1]]
                 lr = base + 0.5 * amplitude * (1 + math.cos(angle))
                 if cosine[0] == "max":  # clamped from below instead of shifted
                     lr = max(lr, min_lr)
@@ -2578,7 +2578,9 @@ COSINE_FORM = mistake(
 COSINE_FORMS = {("0", "max_lr - min_lr"): "0.5 * (max_lr - min_lr) * (1 + cos(pi * progress))",
                 ("min_lr", "max_lr"): "min_lr + 0.5 * max_lr * (1 + cos(pi * progress))",
                 ("max", "max_lr"): "max(min_lr, 0.5 * max_lr * (1 + cos(pi * progress)))",
-                ("max", "max_lr - min_lr"): "max(min_lr, 0.5 * (max_lr - min_lr) * (1 + cos(pi * progress)))"}
+                ("max", "max_lr - min_lr"): "max(min_lr, 0.5 * (max_lr - min_lr) * (1 + cos(pi * progress)))",
+                ("min_lr", "max_lr + min_lr"): "min_lr + 0.5 * (max_lr + min_lr) * (1 + cos(pi * progress))",
+                ("0", "max_lr + min_lr"): "0.5 * (max_lr + min_lr) * (1 + cos(pi * progress))"}
 
 
 def _plus(term: str, offset: int) -> str:
@@ -2744,7 +2746,10 @@ def rope_rotated(x: Tensor, cos: Tensor, sin: Tensor, positions: Tensor | None, 
     if variant == "rotate_half":
         x1, x2 = x[..., : d_head // 2], x[..., d_head // 2:]
         return torch.cat((x1 * c - x2 * s, x1 * s + x2 * c), dim=-1)
-    x1, x2 = x[..., 0::2], x[..., 1::2]
+    if variant == "halves_in":
+        x1, x2 = x[..., : d_head // 2], x[..., d_head // 2:]
+    else:
+        x1, x2 = x[..., 0::2], x[..., 1::2]
     if variant == "tables_repeated":
         rotated = torch.stack((-x2, x1), dim=-1).flatten(-2)
         return x * torch.cat((c, c), dim=-1) + rotated * torch.cat((s, s), dim=-1)
@@ -2762,6 +2767,8 @@ ROPE_MISTAKES = variants("rope", {
         "rotate_half",
     "you rotate adjacent pairs but write the results back as two halves (torch.cat): put each pair's two "
     "features back side by side, at 2i and 2i+1 (stack on a new last dimension, then flatten)": "halves_out",
+    "you read the pairs as the two halves (x[..., :Dh // 2] with x[..., Dh // 2:]) but write them back side by "
+    "side: this kit's pairs are adjacent features (2i, 2i+1) both ways, x[..., 0::2] with x[..., 1::2]": "halves_in",
     "your rotation turns the wrong way (by minus the angle): out[2i] = x[2i] * cos - x[2i+1] * sin and "
     "out[2i+1] = x[2i] * sin + x[2i+1] * cos": "minus_angle",
     "you swapped the cos and sin tables: c comes from cos, s from sin": "swapped_tables",
@@ -2919,8 +2926,10 @@ def decoder_block(state: dict[str, Tensor], x: Tensor, n_heads: int, n_kv_heads:
         return _attention(s, prefix + "attn.", inp, n_heads, n_kv_heads, rope, None if variant == "no_mask" else mask,
                           cache, causal)
 
+    first_norm = prefix + ("ffn_norm" if variant == "one_norm_object" else "attn_norm") + ".weight"
+
     def norm1(inp: Tensor) -> Tensor:
-        return _rms(inp, s[prefix + "attn_norm.weight"], eps1)
+        return _rms(inp, s[first_norm], eps1)
 
     def norm2(inp: Tensor) -> Tensor:
         return _rms(inp, s[second_norm], eps2)
@@ -2960,6 +2969,9 @@ DECODER_BLOCK_MISTAKES = variants("tiny_lm", ((sentence, variant) for variant, s
     "ffn_without_residual": "your block returns ffn(ffn_norm(h)) without adding h back (the second residual is "
                             "missing)",
     "shared_norm": "your feed-forward branch is normalised by attn_norm: it has its own, ffn_norm",
+    "one_norm_object": "your attn_norm and ffn_norm are one RMSNorm object (self.ffn_norm = self.attn_norm): "
+                       "loading ffn_norm's weight overwrote attn_norm's, so both branches use it; create two "
+                       "separate RMSNorm(d_model, eps)",
     "no_mask": "your block does not pass the mask on to the attention",
 }.items()))
 # An eps the block is given but does not hand on to a norm (RMSNorm(d_model) keeps the default 1e-5).
