@@ -2010,6 +2010,9 @@ LOG_SOFTMAX_MISTAKES = (
     mistake("cross_entropy", "log_softmax_last_dim",
             "your log_softmax ignores `dim` and always normalises over the last dimension",
             lambda x, dim: torch.log_softmax(x, -1) if _other_than_last(dim, x) else None),
+    mistake("cross_entropy", "log_softmax_negated",
+            "your log_softmax has the wrong sign, log(sum(exp(x - max))) - (x - max): it is x - max - "
+            "log(sum(exp(x - max))), never positive", lambda x, dim: -torch.log_softmax(x, dim)),
     mistake("cross_entropy", "log_softmax_global_max",
             "your log_softmax subtracts the maximum of the whole tensor instead of each row's own maximum",
             lambda x, dim: (x - x.max()) - torch.log(torch.exp(x - x.max()).sum(dim=dim, keepdim=True))),
@@ -2052,8 +2055,9 @@ CROSS_ENTROPY_MISTAKES = (
             "ignore_index argument", _ignoring_minus_100),
     mistake("cross_entropy", "sum_not_mean", "you returned the sum of -log p[target], not the mean over the kept positions",
             lambda c: -c.picked.sum()),
-    mistake("cross_entropy", "no_minus_sign", "you forgot the minus sign: cross-entropy is the mean of -log p[target]",
-            lambda c: c.picked.mean()),
+    mistake("cross_entropy", "no_minus_sign",
+            "your loss has the wrong sign, the mean of +log p[target] (a minus forgotten, or a log_softmax whose sign is "
+            "flipped): cross-entropy is the mean of -log p[target]", lambda c: c.picked.mean()),
     mistake("cross_entropy", "probability_not_log",
             "you averaged -p[target] (the probability) instead of -log p[target]", lambda c: -c.picked.exp().mean()),
     mistake("cross_entropy", "every_class_averaged",
@@ -2182,6 +2186,19 @@ def cross_entropy_mistakes(logits: Tensor, targets: Tensor, ignore_index: int) -
     c = _Targets(flat, t, keep, logp, picked, ignore_index, logits.double())
     family = {CE_DENOMINATOR.text(count=text): (lambda n=n: -picked.sum() / n) for text, n in _denominators(c).items()}
     return besides(bind(CROSS_ENTROPY_MISTAKES, c), family)
+
+
+CE_PYTHON_NUMBER = mistake(
+    "cross_entropy", "python_number",
+    "your cross_entropy returns a Python number holding the right loss (.item(), float(...) or math.log): return "
+    "the 0-dim tensor itself, which the backward pass runs through",
+    lambda got, want: got if isinstance(got, (float, int)) and not isinstance(got, bool)
+    and abs(got - float(want)) <= 1e-4 * max(1.0, abs(float(want))) else None)
+
+
+def python_number_mistakes(got: Any, want: Tensor) -> Mistakes:
+    """For what cross_entropy returned instead of a 0-dim tensor, the right loss being `want`."""
+    return bind([CE_PYTHON_NUMBER], got, want)
 
 
 def subtracted_in_place_mistakes(x: Tensor, dim: int = -1) -> Mistakes:
