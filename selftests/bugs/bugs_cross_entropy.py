@@ -159,4 +159,8 @@ BUGS += [
         "return -picked.mean().item()",
         "returns a Python float with .item() instead of a 0-dim tensor",
         diagnosis=("your cross_entropy returns a Python number",)),
+    Bug("cross_entropy", "gather_before_keep", "training.py", PICKED,
+        "picked = logp.gather(1, targets.unsqueeze(1)).squeeze(1)[keep]  # (N_kept,)",
+        "gathers every row's target before dropping the ignored rows, so an ignore_index of -100 is gathered",
+        diagnosis=("indexes log p with the ignored targets themselves",)),
 ]

@@ -143,4 +143,12 @@ BUGS += [
         "return min_lr + 0.5 * (max_lr + min_lr) * (1 + math.cos(math.pi * progress))",
         "adds min_lr to max_lr in the cosine's amplitude where it subtracts it",
         diagnosis=("your cosine is min_lr + 0.5 * (max_lr + min_lr)",)),
+    Bug("lr_schedule", "two_pi_cosine", "training.py", COSINE,
+        "return min_lr + 0.5 * (max_lr - min_lr) * (1 + math.cos(2 * math.pi * progress))",
+        "takes the cosine of 2 pi times the progress, a full period that climbs back to max_lr",
+        diagnosis=("your cosine's angle is 2 * pi * progress",)),
+    Bug("lr_schedule", "half_pi_cosine", "training.py", COSINE,
+        "return min_lr + 0.5 * (max_lr - min_lr) * (1 + math.cos(math.pi / 2 * progress))",
+        "takes the cosine of pi / 2 times the progress, a quarter period that stops halfway down",
+        diagnosis=("your cosine's angle is pi / 2 * progress",)),
 ]

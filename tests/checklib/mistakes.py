@@ -2196,6 +2196,13 @@ CE_PYTHON_NUMBER = mistake(
     and abs(got - float(want)) <= 1e-4 * max(1.0, abs(float(want))) else None)
 
 
+CE_GATHERED_IGNORED = recognised(
+    "cross_entropy", "gathered_ignored",
+    "your cross_entropy indexes log p with the ignored targets themselves (an ignore_index such as -100 is no "
+    "class, so gather or indexing fails on it): drop the positions whose target is ignore_index first, then "
+    "gather, logp[keep].gather(1, targets[keep].unsqueeze(1))")
+
+
 def python_number_mistakes(got: Any, want: Tensor) -> Mistakes:
     """For what cross_entropy returned instead of a 0-dim tensor, the right loss being `want`."""
     return bind([CE_PYTHON_NUMBER], got, want)
@@ -2473,12 +2480,12 @@ def clip_grads_mistakes(grads: list[Tensor], max_norm: float, index: int) -> Mis
 def schedule(steps: list[int], max_lr: float, min_lr: float, warmup: int, total: int, variant: str = "", *,
              warmup_offsets: tuple[int, int] = (0, 0), progress_offsets: tuple[int, int] = (0, 0),
              cosine: tuple[str, str] = ("min_lr", "max_lr - min_lr"),
-             rounding: Callable[[float], float] | None = None) -> Tensor:
+             rounding: Callable[[float], float] | None = None, factor: float | None = None) -> Tensor:
     """lr at each step (float64), with the mistake `variant` switched on, or the warmup's fraction
     (step + a) / (warmup_steps + b) and the cosine's progress (step - warmup_steps + a) / (total_steps -
     warmup_steps + b) off by the offsets (a, b) given, or the cosine base + 0.5 * amplitude * (1 + cos) of
     `cosine` (base, amplitude: "min_lr" or "0", "max_lr - min_lr", "max_lr" or "max_lr + min_lr"), or the progress rounded to a
-    whole number by `rounding`."""
+    whole number by `rounding`, or the cosine's angle `factor` * progress instead of pi * progress."""
     out = []
     (wa, wb), (pa, pb) = warmup_offsets, progress_offsets
     for s in steps:
@@ -2501,6 +2508,8 @@ def schedule(steps: list[int], max_lr: float, min_lr: float, warmup: int, total:
             if rounding is not None:
                 progress = rounding(progress)
             angle = progress if variant == "no_pi" else math.pi * progress
+            if factor is not None:
+                angle = factor * progress
             top, bottom = (min_lr, max_lr) if variant == "swapped" else (max_lr, min_lr)
             if variant == "no_floor":
                 lr = 0.5 * max_lr * (1 + math.cos(angle))
@@ -2586,6 +2595,14 @@ PROGRESS_ROUNDINGS: dict[str, Callable[[float], float]] = {
     "(step - warmup_steps) // (total_steps - warmup_steps)": math.floor,
     "round((step - warmup_steps) / (total_steps - warmup_steps))": round,
     "math.ceil((step - warmup_steps) / (total_steps - warmup_steps))": math.ceil}
+# A family: the cosine's angle another multiple of the progress than pi (the progress itself is no_pi).
+COSINE_ANGLE = mistake(
+    "lr_schedule", "cosine_angle",
+    "your cosine's angle is {angle}: it is pi * progress, half a period, so that the lr falls from max_lr at the "
+    "end of the warmup to min_lr at total_steps and no further",
+    lambda steps, max_lr, min_lr, warmup, total, factor: schedule(steps, max_lr, min_lr, warmup, total,
+                                                                  factor=factor))
+COSINE_ANGLES = {"2 * pi * progress": 2 * math.pi, "pi / 2 * progress": math.pi / 2}
 # A family: the cosine piece's base or amplitude without min_lr (both without it is no_floor).
 COSINE_FORM = mistake(
     "lr_schedule", "cosine_form",
@@ -2622,7 +2639,8 @@ def _schedule_texts() -> tuple[tuple[str, Mistake, Any], ...]:
                  (a, b)) for a, b in OFFSETS]
     forms = [(COSINE_FORM.text(lr=written), COSINE_FORM, form) for form, written in COSINE_FORMS.items()]
     rounded = [(PROGRESS_ROUNDED.text(expr=expr), PROGRESS_ROUNDED, fn) for expr, fn in PROGRESS_ROUNDINGS.items()]
-    return tuple(warmup + progress + forms + rounded)
+    angles = [(COSINE_ANGLE.text(angle=expr), COSINE_ANGLE, factor) for expr, factor in COSINE_ANGLES.items()]
+    return tuple(warmup + progress + forms + rounded + angles)
 
 
 # --- rope --------------------------------------------------------------------------------------------
