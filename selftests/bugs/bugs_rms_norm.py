@@ -144,4 +144,12 @@ BUGS += [
         "return x / (x.norm(dim=-1, keepdim=True) + self.eps) * self.weight",
         "divides by the L2 norm (plus eps) where the root mean square belongs",
         diagnosis=("divides by the L2 norm plus eps",)),
+    Bug("rms_norm", "mean_square_over_dim_minus_2", "norms.py", RMS_MS,
+        "ms = x.pow(2).mean(dim=-2, keepdim=True)  # (..., 1)",
+        "averages the squares over the sequence axis (dim=-2) instead of the features",
+        diagnosis=("your mean square is taken over dim=-2",)),
+    Bug("rms_norm", "mean_square_over_first_dim", "norms.py", RMS_MS,
+        "ms = x.pow(2).mean(dim=0, keepdim=True)  # (..., 1)",
+        "averages the squares over the batch axis (dim=0) instead of the features",
+        diagnosis=("your mean square is taken over dim=0",)),
 ]

@@ -142,4 +142,8 @@ BUGS += [
         "inv_freq = 1.0 / base ** (torch.arange(0, head_dim, 2) / head_dim).long()",
         "casts the quotient 2i / head_dim to an integer, so every exponent is 0",
         diagnosis=("your exponent is 2i // head_dim, an integer division",)),
+    Bug("rope", "halves_read_pairs_written", "rope.py", PAIRS,
+        "x1, x2 = x[..., : Dh // 2], x[..., Dh // 2:]",
+        "reads the pairs as halves (i, i + Dh/2) but writes them back interleaved",
+        diagnosis=("you read the pairs as the two halves",)),
 ]

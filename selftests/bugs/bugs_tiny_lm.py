@@ -129,4 +129,12 @@ BUGS += [
         "self.attn = GroupedQueryAttention(d_model, n_heads, n_heads, bias=False)",
         "ignores n_kv_heads and builds full multi-head attention in every block",
         diagnosis=("your blocks' attention has n_heads key/value heads",)),
+    Bug("tiny_lm", "rope_head_dim_over_kv_heads", "gpt.py", "cos, sin = rope_angles(max_len, d_model // n_heads, rope_base)",
+        "cos, sin = rope_angles(max_len, d_model // n_kv_heads, rope_base)",
+        "sizes the RoPE tables by the key/value heads",
+        diagnosis=("your RoPE tables are for d_model // n_kv_heads features",)),
+    Bug("tiny_lm", "one_norm_for_both", "gpt.py", "self.ffn_norm = RMSNorm(d_model, eps)",
+        "self.ffn_norm = self.attn_norm",
+        "reuses the attention's RMSNorm before the feed-forward network, sharing one weight",
+        diagnosis=("your attn_norm and ffn_norm are one RMSNorm object",)),
 ]

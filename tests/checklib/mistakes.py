@@ -1615,6 +1615,8 @@ def layer_norm(x: Tensor, weight: Tensor, bias: Tensor, eps: float, *, variant: 
         return normed + b
     if variant == "one_plus_weight":
         return normed * (1 + w) + b
+    if variant == "bias_before_weight":
+        return (normed + b) * w
     return normed * w + b
 
 
@@ -1633,6 +1635,8 @@ LAYER_NORM_MISTAKES = variants("layer_norm", (
      "over the last dimension (dim=-1, keepdim=True)", "mean_over_dim1"),
     ("your LayerNorm multiplies by bias and adds weight: it is * weight + bias", "weight_bias_swapped"),
     ("your LayerNorm never adds bias", "no_bias"),
+    ("your LayerNorm adds bias before it multiplies by weight, (normed + bias) * weight: the weight scales "
+     "the normalised x, then the bias shifts it, normed * weight + bias", "bias_before_weight"),
     ("your LayerNorm never multiplies by weight", "no_weight"),
     ("your LayerNorm divides by the root mean square of x, not by its standard deviation: the variance is "
      "the mean of (x - mean)**2, not of x**2", "rms_denominator"),
@@ -1694,11 +1698,68 @@ def _fixed_eps(norm: Callable[[float], Tensor], named: Mistakes, got: Any, defau
     return besides(named, family, got, prefer_named=False)
 
 
+# A family of both norms: a statistic reduced over another axis than the features, as written in the code
+# (dim=0, dim=1, dim=-2; keepdim kept). A dim that the input lacks says nothing; where two dims are the same
+# axis (dim=1 and dim=-2 of a 3-d input) both are weighed, and the other cases tell them apart.
+NORM_AXES = (0, 1, -2)
+LN_VARIANCE_AXIS = mistake(
+    "layer_norm", "variance_axis",
+    "your variance is taken over dim={dim} while the mean is over the features: both statistics are per "
+    "position, over the last dimension (dim=-1, keepdim=True)", dict())
+LN_STATISTICS_AXIS = mistake(
+    "layer_norm", "statistics_axis",
+    "your mean and variance are taken over dim={dim} instead of the features: LayerNorm's statistics are per "
+    "position, over the last dimension (dim=-1, keepdim=True)", dict())
+LN_MEAN_AXIS = mistake(
+    "layer_norm", "mean_axis",
+    "your mean is taken over dim={dim} instead of the features: LayerNorm's statistics are per position, "
+    "over the last dimension (dim=-1, keepdim=True)", dict())
+RMS_AXIS = mistake(
+    "rms_norm", "mean_square_axis",
+    "your mean square is taken over dim={dim} instead of the features: RMSNorm's is per position, over the "
+    "last dimension (dim=-1, keepdim=True)", dict())
+
+
+def _axis_layer_norm(x: Tensor, weight: Tensor, bias: Tensor, eps: float, mean_dim: int, var_dim: int
+                     ) -> Tensor | None:
+    """LayerNorm in float64 with its mean over `mean_dim` and the variance (around that mean) over `var_dim`;
+    None where x lacks one of those dims."""
+    if x.dim() < 2 or max(mean_dim, var_dim) >= x.dim():
+        return None
+    x = x.double()
+    mean = x.mean(dim=mean_dim, keepdim=True)
+    var = (x - mean).pow(2).mean(dim=var_dim, keepdim=True)
+    return (x - mean) / torch.sqrt(var + eps) * weight.double() + bias.double()
+
+
+def layer_norm_axis_family(x: Tensor, state: dict[str, Tensor], eps: float) -> Mistakes:
+    """LN_VARIANCE_AXIS, LN_STATISTICS_AXIS and LN_MEAN_AXIS (dim=-2 only: mean_over_dim0/1 name the others)."""
+    w, b = state["weight"], state["bias"]
+    family: Mistakes = {}
+    for dim in NORM_AXES:
+        family[LN_VARIANCE_AXIS.text(dim=dim)] = lambda dim=dim: _axis_layer_norm(x, w, b, eps, -1, dim)
+        family[LN_STATISTICS_AXIS.text(dim=dim)] = lambda dim=dim: _axis_layer_norm(x, w, b, eps, dim, dim)
+    family[LN_MEAN_AXIS.text(dim=-2)] = lambda: _axis_layer_norm(x, w, b, eps, -2, -1)
+    return family
+
+
+def rms_norm_axis_family(x: Tensor, state: dict[str, Tensor], eps: float) -> Mistakes:
+    """RMS_AXIS: the mean square over dim=0, 1 or -2."""
+    def model(dim: int) -> Tensor | None:
+        if x.dim() < 2 or dim >= x.dim():
+            return None
+        xd = x.double()
+        return xd / torch.sqrt(xd.pow(2).mean(dim=dim, keepdim=True) + eps) * state["weight"].double()
+    return {RMS_AXIS.text(dim=dim): (lambda dim=dim: model(dim)) for dim in NORM_AXES}
+
+
 def layer_norm_mistakes(x: Tensor, state: dict[str, Tensor], eps: float, *, default_eps: bool = False,
                         got: Any = None) -> Mistakes:
-    """For LayerNorm(x) with this eps (which gave `got`); also an eps of FIXED_EPS_VALUES written into the code."""
-    named = simulated([*LAYER_NORM_MISTAKES, *([DEFAULT_EPS] if default_eps else [])],
-                      lambda variant: layer_norm(x, state["weight"], state["bias"], eps, variant=variant))
+    """For LayerNorm(x) with this eps (which gave `got`); also an eps of FIXED_EPS_VALUES written into the code
+    and a statistic over another axis (layer_norm_axis_family)."""
+    named = besides(simulated([*LAYER_NORM_MISTAKES, *([DEFAULT_EPS] if default_eps else [])],
+                              lambda variant: layer_norm(x, state["weight"], state["bias"], eps, variant=variant)),
+                    layer_norm_axis_family(x, state, eps), got)
     precision = lower_precision_mistakes(
         "LayerNorm", lambda dtype: F.layer_norm(x.to(dtype), x.shape[-1:], state["weight"].to(dtype),
                                                 state["bias"].to(dtype), eps), x, got)
@@ -1869,6 +1930,7 @@ def rms_norm_mistakes(x: Tensor, state: dict[str, Tensor], eps: float, *, defaul
               for text, p in RMS_FACTORS.items()}
     family.update({RMS_OF_SPREAD.text(variance=text): (lambda u=u: rms_norm(x, state["weight"], eps, spread=u))
                    for text, u in RMS_SPREADS.items()})
+    family.update(rms_norm_axis_family(x, state, eps))
     named = besides(simulated(entries, lambda variant: rms_norm(x, state["weight"], eps, variant=variant)), family)
     precision = lower_precision_mistakes(
         "RMSNorm", lambda dtype: F.rms_norm(x.to(dtype), x.shape[-1:], state["weight"].to(dtype), eps), x, got)
@@ -2062,6 +2124,9 @@ LOG_SOFTMAX_MISTAKES = (
     mistake("cross_entropy", "log_softmax_last_dim",
             "your log_softmax ignores `dim` and always normalises over the last dimension",
             lambda x, dim: torch.log_softmax(x, -1) if _other_than_last(dim, x) else None),
+    mistake("cross_entropy", "log_softmax_negated",
+            "your log_softmax has the wrong sign, log(sum(exp(x - max))) - (x - max): it is x - max - "
+            "log(sum(exp(x - max))), never positive", lambda x, dim: -torch.log_softmax(x, dim)),
     mistake("cross_entropy", "log_softmax_global_max",
             "your log_softmax subtracts the maximum of the whole tensor instead of each row's own maximum",
             lambda x, dim: (x - x.max()) - torch.log(torch.exp(x - x.max()).sum(dim=dim, keepdim=True))),
@@ -2104,8 +2169,9 @@ CROSS_ENTROPY_MISTAKES = (
             "ignore_index argument", _ignoring_minus_100),
     mistake("cross_entropy", "sum_not_mean", "you returned the sum of -log p[target], not the mean over the kept positions",
             lambda c: -c.picked.sum()),
-    mistake("cross_entropy", "no_minus_sign", "you forgot the minus sign: cross-entropy is the mean of -log p[target]",
-            lambda c: c.picked.mean()),
+    mistake("cross_entropy", "no_minus_sign",
+            "your loss has the wrong sign, the mean of +log p[target] (a minus forgotten, or a log_softmax whose sign is "
+            "flipped): cross-entropy is the mean of -log p[target]", lambda c: c.picked.mean()),
     mistake("cross_entropy", "probability_not_log",
             "you averaged -p[target] (the probability) instead of -log p[target]", lambda c: -c.picked.exp().mean()),
     mistake("cross_entropy", "every_class_averaged",
@@ -2236,6 +2302,26 @@ def cross_entropy_mistakes(logits: Tensor, targets: Tensor, ignore_index: int) -
     return besides(bind(CROSS_ENTROPY_MISTAKES, c), family)
 
 
+CE_PYTHON_NUMBER = mistake(
+    "cross_entropy", "python_number",
+    "your cross_entropy returns a Python number holding the right loss (.item(), float(...) or math.log): return "
+    "the 0-dim tensor itself, which the backward pass runs through",
+    lambda got, want: got if isinstance(got, (float, int)) and not isinstance(got, bool)
+    and abs(got - float(want)) <= 1e-4 * max(1.0, abs(float(want))) else None)
+
+
+CE_GATHERED_IGNORED = recognised(
+    "cross_entropy", "gathered_ignored",
+    "your cross_entropy indexes log p with the ignored targets themselves (an ignore_index such as -100 is no "
+    "class, so gather or indexing fails on it): drop the positions whose target is ignore_index first, then "
+    "gather, logp[keep].gather(1, targets[keep].unsqueeze(1))")
+
+
+def python_number_mistakes(got: Any, want: Tensor) -> Mistakes:
+    """For what cross_entropy returned instead of a 0-dim tensor, the right loss being `want`."""
+    return bind([CE_PYTHON_NUMBER], got, want)
+
+
 def subtracted_in_place_mistakes(x: Tensor, dim: int = -1) -> Mistakes:
     return bind([MAX_SUBTRACTED_IN_PLACE], x, dim)
 
@@ -2289,10 +2375,12 @@ def closure_mistakes() -> Mistakes:
 
 def adamw_run(values: list[Tensor], grads: list[list[Tensor | None]], groups: list[dict], lrs: list[list[float]],
               variant: str = "", bias_steps: tuple[int, int] = (0, 0),
-              corrections: tuple[str, str] = ("b1", "b2")) -> list[list[Tensor]]:
+              corrections: tuple[str, str] = ("b1", "b2"), swapped: tuple[bool, bool] = (False, False)
+              ) -> list[list[Tensor]]:
     """Every step's parameters (float64) of the contract's AdamW, with the mistake `variant` switched on, or
     the bias corrections 1 - c1**(t + k1), 1 - c2**(t + k2) of `bias_steps` (k1, k2) and `corrections` (c1, c2:
-    "b1", "b2", or "none", no correction).
+    "b1", "b2", or "none", no correction), or with the weights of m's and/or v's average swapped (`swapped`:
+    m = (1 - b1) * m + b1 * g).
 
     `groups[i]` holds parameter i's settings (lr, betas, eps, weight_decay) at construction; `lrs[s][i]` is
     its lr at step s; `grads[s][i]` its gradient at step s, or None.
@@ -2325,8 +2413,14 @@ def adamw_run(values: list[Tensor], grads: list[list[Tensor | None]], groups: li
                 p[i] *= 1 - lr * wd
             if variant == "no_state":
                 m[i], v[i], t = torch.zeros_like(p[i]), torch.zeros_like(p[i]), 1
-            m[i] = m_beta * m[i] + (1.0 if variant == "m_without_1_minus_b1" else 1 - m_beta) * g
-            v[i] = b2 * v[i] + (1.0 if variant == "v_without_1_minus_b2" else 1 - b2) * (g if variant == "v_of_g" else g * g)
+            m_keep, m_new = m_beta, (1.0 if variant == "m_without_1_minus_b1" else 1 - m_beta)
+            v_keep, v_new = b2, (1.0 if variant == "v_without_1_minus_b2" else 1 - b2)
+            if swapped[0]:
+                m_keep, m_new = m_new, m_keep
+            if swapped[1]:
+                v_keep, v_new = v_new, v_keep
+            m[i] = m_keep * m[i] + m_new * g
+            v[i] = v_keep * v[i] + v_new * (g if variant == "v_of_g" else g * g)
             betas = {"b1": b1, "b2": b2, "none": 0.0}
             c1, c2 = (1.0, 1.0) if variant == "no_bias_correction" else (
                 1 - betas[corrections[0]]**(t + bias_steps[0]), 1 - betas[corrections[1]]**(t + bias_steps[1]))
@@ -2359,6 +2453,18 @@ BIAS_BETA_PAIRS = [(c1, c2) for c1 in ("b1", "b2", "none") for c2 in ("b1", "b2"
                    if (c1, c2) not in (("b1", "b2"), ("none", "none"))]
 
 
+# A family: the weights of a moment's running average swapped, (1 - b) * m + b * g, in m, v or both.
+MOMENT_WEIGHTS_SWAPPED = mistake(
+    "optimizer", "moment_weights_swapped",
+    "your moment update ({moments}) swaps the weights of its running average, {wrong}: the old value keeps the beta, "
+    "m = b1 * m + (1 - b1) * g and v = b2 * v + (1 - b2) * g**2", dict())
+MOMENT_SWAPS = {
+    (True, False): ("m", "m = (1 - b1) * m + b1 * g"),
+    (False, True): ("v", "v = (1 - b2) * v + b2 * g**2"),
+    (True, True): ("m, v", "m = (1 - b1) * m + b1 * g, v = (1 - b2) * v + b2 * g**2"),
+}
+
+
 def _correction(beta: str) -> str:
     return "1" if beta == "none" else f"1 - {beta}**t"
 
@@ -2368,16 +2474,18 @@ def _adamw_mistakes(values, grads, groups, lrs, pick: Callable[[list[list[Tensor
     as `got`); each run computed once, when a check fails."""
     cache: dict[Any, Any] = {}
 
-    def model(variant="", bias_steps=(0, 0), corrections=("b1", "b2")):
-        if (variant, bias_steps, corrections) not in cache:
-            cache[variant, bias_steps, corrections] = pick(adamw_run(values, grads, groups, lrs, variant, bias_steps,
-                                                                     corrections))
-        return cache[variant, bias_steps, corrections]
+    def model(variant="", bias_steps=(0, 0), corrections=("b1", "b2"), swapped=(False, False)):
+        key = variant, bias_steps, corrections, swapped
+        if key not in cache:
+            cache[key] = pick(adamw_run(values, grads, groups, lrs, variant, bias_steps, corrections, swapped))
+        return cache[key]
 
     family = {BIAS_STEPS.text(t1=_plus("t", k1), t2=_plus("t", k2)): (lambda k=(k1, k2): model(bias_steps=k))
               for k1, k2 in BIAS_SHIFTS}
     family.update({BIAS_BETAS.text(c1=_correction(c1), c2=_correction(c2)): (lambda c=(c1, c2): model(corrections=c))
                    for c1, c2 in BIAS_BETA_PAIRS})
+    family.update({MOMENT_WEIGHTS_SWAPPED.text(moments=moments, wrong=wrong): (lambda w=w: model(swapped=w))
+                   for w, (moments, wrong) in MOMENT_SWAPS.items()})
     return besides(simulated(ADAMW_MISTAKES, model), family, got)
 
 
@@ -2446,14 +2554,39 @@ CLIP_GRADS_MISTAKES = (
 )
 
 
+# A family of both clip checks: the total norm of another order than 2 (the sum of absolute values, the
+# largest absolute value), returned and used for the factor alike.
+CLIP_NORM_ORDER = mistake(
+    "optimizer", "norm_order",
+    "your total norm is of order {ord} (torch.linalg.vector_norm(..., ord={ord}) over every entry): "
+    "clip_grad_norm's is the L2 norm, the square root of the sum of every squared entry",
+    lambda grads, max_norm, index, order: _ordered_clip(grads, max_norm, index, order))
+CLIP_NORM_ORDERS = (1, "inf")
+
+
+def _ordered_clip(grads: list[Tensor], max_norm: float, index: int | None, order: Any) -> Tensor:
+    """The norm of that order (index None), or gradient `index` clipped by it."""
+    flat = torch.cat([g.double().flatten() for g in grads])
+    norm = torch.linalg.vector_norm(flat, ord=math.inf if order == "inf" else order)
+    if index is None:
+        return norm
+    return grads[index].double() * torch.clamp(max_norm / (norm + 1e-6), max=1.0)
+
+
+def _norm_orders(grads: list[Tensor], max_norm: float, index: int | None) -> Mistakes:
+    return {CLIP_NORM_ORDER.text(ord=order): CLIP_NORM_ORDER.on(grads, max_norm, index, order)
+            for order in CLIP_NORM_ORDERS}
+
+
 def clip_norm_mistakes(grads: list[Tensor], max_norm: float) -> Mistakes:
-    """For the norm clip_grad_norm returns."""
-    return bind(CLIP_NORM_MISTAKES, grads, max_norm, _norm(grads))
+    """For the norm clip_grad_norm returns; also the CLIP_NORM_ORDER family."""
+    return besides(bind(CLIP_NORM_MISTAKES, grads, max_norm, _norm(grads)), _norm_orders(grads, max_norm, None))
 
 
 def clip_grads_mistakes(grads: list[Tensor], max_norm: float, index: int) -> Mistakes:
-    """For gradient `index` after clip_grad_norm(parameters, max_norm)."""
-    return bind(CLIP_GRADS_MISTAKES, grads[index].double(), max_norm, _norm(grads))
+    """For gradient `index` after clip_grad_norm(parameters, max_norm); also the CLIP_NORM_ORDER family."""
+    return besides(bind(CLIP_GRADS_MISTAKES, grads[index].double(), max_norm, _norm(grads)),
+                   _norm_orders(grads, max_norm, index))
 
 
 # --- lr_schedule -------------------------------------------------------------------------------------
@@ -2461,12 +2594,12 @@ def clip_grads_mistakes(grads: list[Tensor], max_norm: float, index: int) -> Mis
 def schedule(steps: list[int], max_lr: float, min_lr: float, warmup: int, total: int, variant: str = "", *,
              warmup_offsets: tuple[int, int] = (0, 0), progress_offsets: tuple[int, int] = (0, 0),
              cosine: tuple[str, str] = ("min_lr", "max_lr - min_lr"),
-             rounding: Callable[[float], float] | None = None) -> Tensor:
+             rounding: Callable[[float], float] | None = None, factor: float | None = None) -> Tensor:
     """lr at each step (float64), with the mistake `variant` switched on, or the warmup's fraction
     (step + a) / (warmup_steps + b) and the cosine's progress (step - warmup_steps + a) / (total_steps -
     warmup_steps + b) off by the offsets (a, b) given, or the cosine base + 0.5 * amplitude * (1 + cos) of
-    `cosine` (base, amplitude: "min_lr" or "0", "max_lr - min_lr" or "max_lr"), or the progress rounded to a
-    whole number by `rounding`."""
+    `cosine` (base, amplitude: "min_lr" or "0", "max_lr - min_lr", "max_lr" or "max_lr + min_lr"), or the progress rounded to a
+    whole number by `rounding`, or the cosine's angle `factor` * progress instead of pi * progress."""
     out = []
     (wa, wb), (pa, pb) = warmup_offsets, progress_offsets
     for s in steps:
@@ -2489,6 +2622,8 @@ def schedule(steps: list[int], max_lr: float, min_lr: float, warmup: int, total:
             if rounding is not None:
                 progress = rounding(progress)
             angle = progress if variant == "no_pi" else math.pi * progress
+            if factor is not None:
+                angle = factor * progress
             top, bottom = (min_lr, max_lr) if variant == "swapped" else (max_lr, min_lr)
             if variant == "no_floor":
                 lr = 0.5 * max_lr * (1 + math.cos(angle))
@@ -2500,7 +2635,7 @@ def schedule(steps: list[int], max_lr: float, min_lr: float, warmup: int, total:
                 lr = min_lr + 0.5 * (max_lr - min_lr) * math.cos(angle)
             else:
                 base = {"min_lr": bottom, "0": 0.0, "max": 0.0}[cosine[0]]
-                amplitude = {"max_lr - min_lr": top - bottom, "max_lr": top}[cosine[1]]
+                amplitude = {"max_lr - min_lr": top - bottom, "max_lr": top, "max_lr + min_lr": top + bottom}[cosine[1]]
                 lr = base + 0.5 * amplitude * (1 + math.cos(angle))
                 if cosine[0] == "max":  # clamped from below instead of shifted
                     lr = max(lr, min_lr)
@@ -2574,6 +2709,14 @@ PROGRESS_ROUNDINGS: dict[str, Callable[[float], float]] = {
     "(step - warmup_steps) // (total_steps - warmup_steps)": math.floor,
     "round((step - warmup_steps) / (total_steps - warmup_steps))": round,
     "math.ceil((step - warmup_steps) / (total_steps - warmup_steps))": math.ceil}
+# A family: the cosine's angle another multiple of the progress than pi (the progress itself is no_pi).
+COSINE_ANGLE = mistake(
+    "lr_schedule", "cosine_angle",
+    "your cosine's angle is {angle}: it is pi * progress, half a period, so that the lr falls from max_lr at the "
+    "end of the warmup to min_lr at total_steps and no further",
+    lambda steps, max_lr, min_lr, warmup, total, factor: schedule(steps, max_lr, min_lr, warmup, total,
+                                                                  factor=factor))
+COSINE_ANGLES = {"2 * pi * progress": 2 * math.pi, "pi / 2 * progress": math.pi / 2}
 # A family: the cosine piece's base or amplitude without min_lr (both without it is no_floor).
 COSINE_FORM = mistake(
     "lr_schedule", "cosine_form",
@@ -2583,7 +2726,9 @@ COSINE_FORM = mistake(
 COSINE_FORMS = {("0", "max_lr - min_lr"): "0.5 * (max_lr - min_lr) * (1 + cos(pi * progress))",
                 ("min_lr", "max_lr"): "min_lr + 0.5 * max_lr * (1 + cos(pi * progress))",
                 ("max", "max_lr"): "max(min_lr, 0.5 * max_lr * (1 + cos(pi * progress)))",
-                ("max", "max_lr - min_lr"): "max(min_lr, 0.5 * (max_lr - min_lr) * (1 + cos(pi * progress)))"}
+                ("max", "max_lr - min_lr"): "max(min_lr, 0.5 * (max_lr - min_lr) * (1 + cos(pi * progress)))",
+                ("min_lr", "max_lr + min_lr"): "min_lr + 0.5 * (max_lr + min_lr) * (1 + cos(pi * progress))",
+                ("0", "max_lr + min_lr"): "0.5 * (max_lr + min_lr) * (1 + cos(pi * progress))"}
 
 
 def _plus(term: str, offset: int) -> str:
@@ -2608,7 +2753,8 @@ def _schedule_texts() -> tuple[tuple[str, Mistake, Any], ...]:
                  (a, b)) for a, b in OFFSETS]
     forms = [(COSINE_FORM.text(lr=written), COSINE_FORM, form) for form, written in COSINE_FORMS.items()]
     rounded = [(PROGRESS_ROUNDED.text(expr=expr), PROGRESS_ROUNDED, fn) for expr, fn in PROGRESS_ROUNDINGS.items()]
-    return tuple(warmup + progress + forms + rounded)
+    angles = [(COSINE_ANGLE.text(angle=expr), COSINE_ANGLE, factor) for expr, factor in COSINE_ANGLES.items()]
+    return tuple(warmup + progress + forms + rounded + angles)
 
 
 # --- rope --------------------------------------------------------------------------------------------
@@ -2749,7 +2895,10 @@ def rope_rotated(x: Tensor, cos: Tensor, sin: Tensor, positions: Tensor | None, 
     if variant == "rotate_half":
         x1, x2 = x[..., : d_head // 2], x[..., d_head // 2:]
         return torch.cat((x1 * c - x2 * s, x1 * s + x2 * c), dim=-1)
-    x1, x2 = x[..., 0::2], x[..., 1::2]
+    if variant == "halves_in":
+        x1, x2 = x[..., : d_head // 2], x[..., d_head // 2:]
+    else:
+        x1, x2 = x[..., 0::2], x[..., 1::2]
     if variant == "tables_repeated":
         rotated = torch.stack((-x2, x1), dim=-1).flatten(-2)
         return x * torch.cat((c, c), dim=-1) + rotated * torch.cat((s, s), dim=-1)
@@ -2767,6 +2916,8 @@ ROPE_MISTAKES = variants("rope", {
         "rotate_half",
     "you rotate adjacent pairs but write the results back as two halves (torch.cat): put each pair's two "
     "features back side by side, at 2i and 2i+1 (stack on a new last dimension, then flatten)": "halves_out",
+    "you read the pairs as the two halves (x[..., :Dh // 2] with x[..., Dh // 2:]) but write them back side by "
+    "side: this kit's pairs are adjacent features (2i, 2i+1) both ways, x[..., 0::2] with x[..., 1::2]": "halves_in",
     "your rotation turns the wrong way (by minus the angle): out[2i] = x[2i] * cos - x[2i+1] * sin and "
     "out[2i+1] = x[2i] * sin + x[2i+1] * cos": "minus_angle",
     "you swapped the cos and sin tables: c comes from cos, s from sin": "swapped_tables",
@@ -2924,8 +3075,10 @@ def decoder_block(state: dict[str, Tensor], x: Tensor, n_heads: int, n_kv_heads:
         return _attention(s, prefix + "attn.", inp, n_heads, n_kv_heads, rope, None if variant == "no_mask" else mask,
                           cache, causal)
 
+    first_norm = prefix + ("ffn_norm" if variant == "one_norm_object" else "attn_norm") + ".weight"
+
     def norm1(inp: Tensor) -> Tensor:
-        return _rms(inp, s[prefix + "attn_norm.weight"], eps1)
+        return _rms(inp, s[first_norm], eps1)
 
     def norm2(inp: Tensor) -> Tensor:
         return _rms(inp, s[second_norm], eps2)
@@ -2965,6 +3118,9 @@ DECODER_BLOCK_MISTAKES = variants("tiny_lm", ((sentence, variant) for variant, s
     "ffn_without_residual": "your block returns ffn(ffn_norm(h)) without adding h back (the second residual is "
                             "missing)",
     "shared_norm": "your feed-forward branch is normalised by attn_norm: it has its own, ffn_norm",
+    "one_norm_object": "your attn_norm and ffn_norm are one RMSNorm object (self.ffn_norm = self.attn_norm): "
+                       "loading ffn_norm's weight overwrote attn_norm's, so both branches use it; create two "
+                       "separate RMSNorm(d_model, eps)",
     "no_mask": "your block does not pass the mask on to the attention",
 }.items()))
 # An eps the block is given but does not hand on to a norm (RMSNorm(d_model) keeps the default 1e-5).
@@ -3159,8 +3315,9 @@ def _rope_rotate(x: Tensor, cos: Tensor, sin: Tensor, positions: Tensor) -> Tens
 
 def gqa_calls(state: dict[str, Tensor], x: Tensor, n_heads: int, n_kv_heads: int, *, mask: Tensor | None = None,
               rope: tuple[Tensor, Tensor] | None = None, chunks: list[tuple[int, int]] | None = None,
-              variant: str = "") -> tuple[Tensor, list[tuple[Tensor, Tensor]]]:
-    """(the outputs of every call, concatenated along T; the (k, v) each cached call appended to the cache)."""
+              variant: str = "", rotated: str = "qk") -> tuple[Tensor, list[tuple[Tensor, Tensor]]]:
+    """(the outputs of every call, concatenated along T; the (k, v) each cached call appended to the cache);
+    `rotated`: which of q, k, v rope rotates (the contract's: q and k)."""
     batch, length, d_model = x.shape
     d_k, n_rep = d_model // n_heads, n_heads // n_kv_heads
     outputs, appended = [], []
@@ -3176,9 +3333,12 @@ def gqa_calls(state: dict[str, Tensor], x: Tensor, n_heads: int, n_kv_heads: int
         if rope is not None and variant != "no_rope":
             first = 0 if variant == "rope_from_zero" else start
             positions = torch.arange(first, first + new)
-            q = _rope_rotate(q, *rope, positions)
-            if variant not in ("rope_q_only", "rope_after_cache"):
+            if "q" in rotated:
+                q = _rope_rotate(q, *rope, positions)
+            if variant not in ("rope_q_only", "rope_after_cache") and "k" in rotated:
                 k = _rope_rotate(k, *rope, positions)
+            if "v" in rotated:
+                v = _rope_rotate(v, *rope, positions)
         if variant == "cache_repeated":
             k, v = k.repeat_interleave(n_rep, dim=1), v.repeat_interleave(n_rep, dim=1)
         attend = mask
@@ -3229,6 +3389,11 @@ GQA_MISTAKES = variants("grouped_query_attention", {
     "your forward returns the merged heads without out_proj: the output is out_proj(merge_heads(...))": "no_out_proj",
 })
 GQA_MISTAKES_BY_VARIANT = {m.name: m for m in GQA_MISTAKES}
+# A family: rope applied to another set of q, k, v than the queries and keys (the queries only is rope_q_only).
+ROPE_ROTATES = mistake("grouped_query_attention", "rope_rotates",
+                       "your forward rotates {which} with apply_rope: rope rotates exactly the queries and the keys, "
+                       "q and k at the same positions, and never the values", dict())
+ROPE_ROTATED = {"k": "k", "qkv": "q, k, v", "kv": "k, v", "qv": "q, v"}
 GQA_ONE_BY_ONE_ROPE = mistake("grouped_query_attention", "rope_not_at_positions",
                               "your queries and keys are not rotated at their positions: either rope is ignored, or "
                               "its positions start at 0 in every call; they are len(cache) .. len(cache) + T - 1",
@@ -3279,8 +3444,14 @@ def gqa_mistakes(state: dict[str, Tensor], x: Tensor, n_heads: int, n_kv_heads: 
     if chunks is not None and all(stop - start == 1 for start, stop in chunks):
         # one position per call: counted from 0, every position is 0, which is no rotation at all
         entries = [m for m in entries if m.name not in ("no_rope", "rope_from_zero")] + [GQA_ONE_BY_ONE_ROPE]
-    return simulated(entries, lambda variant: select(gqa_calls(state, x, n_heads, n_kv_heads, mask=mask, rope=rope,
-                                                               chunks=chunks, variant=variant)[0]))
+    named = simulated(entries, lambda variant: select(gqa_calls(state, x, n_heads, n_kv_heads, mask=mask, rope=rope,
+                                                                chunks=chunks, variant=variant)[0]))
+    if rope is None:
+        return named
+    family = {ROPE_ROTATES.text(which=which): (lambda r=r: select(gqa_calls(
+        state, x, n_heads, n_kv_heads, mask=mask, rope=rope, chunks=chunks, rotated=r)[0]))
+        for r, which in ROPE_ROTATED.items()}
+    return besides(named, family)
 
 
 # Errors of a forward whose keys or values reach the attention with the wrong number of heads, named by the sizes
@@ -3619,9 +3790,14 @@ def distribution_mistakes(row: Tensor, temperature: float, top_k: int | None, to
     """For the frequencies of many draws from one logits row (V,): the distributions mistakes draw from.
 
     All of them, even those that share a distribution here: frequencies are compared loosely, so hiding
-    two that coincide could leave a third, merely near, to be named alone (the engine says when several fit)."""
+    two that coincide could leave a third, merely near, to be named alone (the engine says when several fit):
+    a top-k of top_k - 1 draws what a strict top-k draws where no value ties, so both are weighed."""
+    def drawn(k: int) -> Tensor | None:
+        kept = filtered(row, temperature, top_k, top_p, k_offset=k)
+        return None if kept is None else kept.double().softmax(-1)
     return {**simulated(FILTER_MISTAKES,
                         lambda variant: filtered(row, temperature, top_k, top_p, variant).double().softmax(-1)),
+            **{TOP_K_OFF_BY_ONE.text(kept=_plus("top_k", k)): (lambda k=k: drawn(k)) for k in (-1, 1)},
             **bind(DRAW_MISTAKES, row, temperature, top_k, top_p)}
 
 
@@ -3680,6 +3856,10 @@ GREEDY_MISTAKES = (
             lambda logits, got: torch.Size((logits.shape[1],)) if logits.shape[1] != logits.shape[0] else None),
     mistake("sampling", "last_of_tied", "your greedy pick takes the last of tied maxima: argmax's is the first",
             lambda logits, got: logits.shape[1] - 1 - logits.flip(-1).argmax(-1)),
+    mistake("sampling", "argmax_flat",
+            "your greedy pick is argmax() without a dim, one index into the whole flattened batch: take each "
+            "row's, logits.argmax(dim=-1), (B,)",
+            lambda logits, got: torch.Size(())),
     mistake("sampling", "some_maximum",
             "your greedy pick is a maximum, but not always the first of tied maxima (a draw at a tiny "
             "temperature?): temperature 0 is the argmax, which takes the first", _first_of_tied),
@@ -3805,7 +3985,16 @@ GENERATE_MISTAKES = (
     mistake("sampling", "new_tokens_only",
             "you returned only the new tokens: generate returns the prompt followed by them, (B, T + max_new_tokens)",
             lambda logits_of, idx, new: torch.Size((idx.shape[0], new)) if idx.shape[1] else None),
+    mistake("sampling", "new_tokens_prepended",
+            "you put each new token in front of the sequence (torch.cat([step, out])), so the result holds the new "
+            "tokens last to first, then the prompt: append each one, torch.cat([out, step], dim=1)",
+            lambda logits_of, idx, new: _prepended(decoded(logits_of, idx, new), idx.shape[1]) if new > 1 else None),
 )
+
+
+def _prepended(seq: Tensor, prompt: int) -> Tensor:
+    """`seq` as a generate that puts each new token in front of what it has: the new tokens reversed, the prompt."""
+    return torch.cat([seq[:, prompt:].flip(1), seq[:, :prompt]], dim=1)
 
 
 def generate_mistakes(logits_of: Callable[[Tensor], Tensor], idx: Tensor, new: int) -> Mistakes:
