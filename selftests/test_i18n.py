@@ -509,7 +509,7 @@ CHINESE_SAMPLE = (
     "sampling:temperature_multiplied", "scaling:k_dot_T", "sinusoidal_encoding:batch_dimension_added",
     "sinusoidal_encoding:no_odd_d_model_check", "sinusoidal_encoding:no_positivity_check",
     "swiglu:w_down_transposed", "swin_windows:official_float_mask", "swin_windows:reverse_grid_column_major",
-    "swin_windows:partition_view_after_permute", "swin_windows:check_and_not_or", "swin_windows:view_without_permute", "tiny_lm:attn_residual_from_normed", "tiny_lm:head_with_bias",
+    "swin_windows:partition_view_after_permute", "swin_windows:check_and_not_or", "swin_windows:shift_ws_allowed", "swin_windows:view_without_permute", "tiny_lm:attn_residual_from_normed", "tiny_lm:head_with_bias",
     "tiny_lm:rope_head_dim_d_model", "tiny_lm:shared_cache_object", "vit_classifier:cls_token_2d",
     "window_attention:index_axes_swapped", "window_attention:index_stride_2ws", "window_attention:mask_interleaved",
     "window_attention:mlp_ratio_ignored", "window_attention:mlp_without_norm2",

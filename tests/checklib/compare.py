@@ -80,11 +80,12 @@ def _fail(what: str, problem: str, hint: str, diagnosis: "Diagnosis | None" = No
     raise CheckFailure(message, matched, ruled_out)
 
 
-def diagnosed(message: str, mistake: "Mistake | str") -> CheckFailure:
+def diagnosed(message: str, mistake: "Mistake | str", ruled_out: "tuple[Mistake, ...]" = ()) -> CheckFailure:
     """The failure `message` explained by one known mistake that a check recognised by itself (an error
-    that student code raised, say): the diagnosis line appended, the mistake matched."""
+    that student code raised, say): the diagnosis line appended, the mistake matched (and `ruled_out`, the
+    mistakes whose code would not have failed so, ruled out)."""
     sentence = mistake.sentence if isinstance(mistake, Mistake) else mistake
-    return CheckFailure(f"{message}\n{diagnosis_line([sentence])}", [sentence])
+    return CheckFailure(f"{message}\n{diagnosis_line([sentence])}", [sentence], [m.sentence for m in ruled_out])
 
 
 def explained(failure: CheckFailure, mistake: "Mistake | str") -> CheckFailure:

@@ -2160,13 +2160,14 @@ def _ignoring_minus_100(c: _Targets) -> Tensor | None:
     return -torch.log_softmax(c.flat, -1)[k].gather(1, c.t[k].unsqueeze(1)).mean()
 
 
+CE_IGNORES_MINUS_100 = mistake("cross_entropy", "ignores_minus_100",
+                               "your cross_entropy ignores -100 whatever ignore_index says: compare the targets "
+                               "with the ignore_index argument", _ignoring_minus_100)
 CROSS_ENTROPY_MISTAKES = (
     mistake("cross_entropy", "mean_counts_ignored",
             "your mean counts the ignored positions too: divide by the number of targets that are not "
             "ignore_index", lambda c: -c.picked.sum() / c.t.numel()),
-    mistake("cross_entropy", "ignores_minus_100",
-            "your cross_entropy ignores -100 whatever ignore_index says: compare the targets with the "
-            "ignore_index argument", _ignoring_minus_100),
+    CE_IGNORES_MINUS_100,
     mistake("cross_entropy", "sum_not_mean", "you returned the sum of -log p[target], not the mean over the kept positions",
             lambda c: -c.picked.sum()),
     mistake("cross_entropy", "no_minus_sign",
@@ -2662,7 +2663,8 @@ SCHEDULE_MISTAKES = variants("lr_schedule", {
     "your cosine lacks the 1 +: 0.5 * (1 + cos(pi * progress)) runs from 1 to 0, where 0.5 * cos runs from "
     "0.5 to -0.5": "no_one",
     "your cosine's angle is the progress itself, not pi times it": "no_pi",
-    "your cosine runs from min_lr up to max_lr (max_lr and min_lr swapped)": "swapped",
+    "your cosine runs from min_lr up to max_lr instead of down (max_lr and min_lr swapped, or 1 - cos where "
+    "1 + cos belongs)": "swapped",
     "your decay is linear: the contract's is a cosine, 0.5 * (1 + cos(pi * progress))": "linear",
     "after total_steps your schedule returns 0: it stays at min_lr": "zero_after",
     "after total_steps your schedule goes back to max_lr: it stays at min_lr": "max_after",

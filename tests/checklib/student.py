@@ -40,15 +40,17 @@ def _let_through(failure: AssertionError, lets_through: dict[Mistake, bool] | No
 
 @contextmanager
 def naming_errors(what: str, mistake: Mistake | Callable[[StudentError], Mistake | str | None],
-                  when: Callable[[StudentError], bool] = lambda exc: True) -> Iterator[None]:
+                  when: Callable[[StudentError], bool] = lambda exc: True,
+                  ruling_out: tuple[Mistake, ...] = ()) -> Iterator[None]:
     """Inside it, an error student code raised (not a hang, crash or 'not started') for which `when(error)`
     holds fails the check as `what`, named as `mistake` (or as what `mistake(error)` names, a mistake or its
-    sentence: None names nothing); any other error passes on as it was."""
+    sentence: None names nothing), and rules out the mistakes `ruling_out` (code with one of them would not
+    raise so); any other error passes on as it was."""
     try:
         yield
     except StudentError as exc:
         if type(exc) is StudentError and when(exc):
             named = mistake(exc) if callable(mistake) else mistake
             if named is not None:
-                raise diagnosed(f"{what}: {exc.describe()}", named) from None
+                raise diagnosed(f"{what}: {exc.describe()}", named, ruling_out) from None
         raise
