@@ -117,12 +117,11 @@ class WorkerPool:
         self.broken = dict(submission.known_broken())
         self.workers: dict[tuple[str, tuple[str, ...]], Worker] = {}
         self._order: list[str] = []  # the session's components, in the order their checks run
-        self._place: dict[str, int] = {}
 
     def prespawn(self, components: list[str]) -> None:
         """Start the workers of the first components now; each later one starts when the checks of the
         component `AHEAD` places before it begin (it imports its files while they run)."""
-        self._order, self._place = list(components), {component: place for place, component in enumerate(components)}
+        self._order = list(components)
         self._spawn_ahead(self._order[:self.AHEAD])
 
     def _spawn_ahead(self, components: list[str]) -> None:
@@ -137,8 +136,8 @@ class WorkerPool:
         return self.workers[key]
 
     def target(self, component: str, trusted: tuple[str, ...] = ()) -> Target:
-        place = self._place.get(component)
-        if place is not None:
+        if component in self._order:
+            place = self._order.index(component)
             self._spawn_ahead(self._order[place + 1:place + 1 + self.AHEAD])
         return Target(RemoteExecutor(self._worker(component, trusted), self.limits.timeout_s))
 
