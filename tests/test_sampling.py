@@ -61,8 +61,14 @@ def pick_top_p(logits: torch.Tensor, target: float, temperature: float = 1.0, to
     """A top_p near `target` far from every token's mass above (no boundary decided by rounding)."""
     above = masses_above(logits, temperature, top_k)
     grid = sorted((round(target + d / 1000, 3) for d in range(-150, 151)), key=lambda p: abs(p - target))
-    margin = {p: min(abs(a - p) for a in above) for p in grid if 0 < p < 1}
-    best = next((p for p in margin if margin[p] > 0.01), max(margin, key=margin.get))
+    margin: dict[float, float] = {}
+    for p in (p for p in grid if 0 < p < 1):  # nearest the target first: the first clear one is taken
+        margin[p] = min(abs(a - p) for a in above)
+        if margin[p] > 0.01:
+            best = p
+            break
+    else:
+        best = max(margin, key=margin.get)
     assert margin[best] > 1e-3, "the check's inputs leave no top_p away from a boundary"
     return best
 

@@ -42,7 +42,15 @@ class _NoClasses(pickle.Unpickler):
         raise WireError(f"refused to load {module}.{name}: only plain data may cross the boundary")
 
 
+_PLAIN = frozenset({type(None), bool, int, float, str, bytes})
+
+
 def encode(value: Any) -> Any:
+    kind = type(value)
+    if kind in _PLAIN:  # most of a message: tested first
+        return value
+    if kind is dict:
+        return {str(k): encode(v) for k, v in value.items()}
     if isinstance(value, torch.Tensor):
         tensor = value.detach()
         device = tensor.device.type
@@ -64,8 +72,6 @@ def encode(value: Any) -> Any:
         return [encode(v) for v in value]
     if isinstance(value, dict):
         return {str(k): encode(v) for k, v in value.items()}
-    if value is None or type(value) in (bool, int, float, str, bytes):
-        return value
     raise WireError(f"cannot send a {type(value).__name__}")
 
 
