@@ -26,6 +26,7 @@ from ..paths import EXERCISES
 from ..sandbox.confine import Plan
 from ..sandbox.handle import RemoteExecutor, Worker
 from ..sandbox.protocol import Limits
+from .planning import worker_group
 from .plugin import SUBMISSION, Submission, describe_failure
 from .target import Target, open_target
 
@@ -101,11 +102,13 @@ def submission_of(config: pytest.Config) -> Submission | None:
     folder = str(Path(config.getoption("--target")).resolve())
     return Submission(folder, Plan.for_copy(config.getoption("--sandbox"), folder),
                       Limits(timeout_s=config.getoption("--check-timeout"), memory_mb=config.getoption("--memory-mb")),
-                      dict(item.split("=", 1) for item in config.getoption("--broken")))
+                      dict(item.split("=", 1) for item in config.getoption("--broken")), share=False)
 
 
 class WorkerPool:
-    """Student code in workers: one per component (and set of trusted names), started early, kept all session."""
+    """Student code in workers: one per component (and set of trusted names), started early, kept all session;
+    the components of a SHARED_WORKERS group share one (grader/engine/planning.py), but for those that
+    reached a mate's code in this grading (`Submission.alone`), which get one of their own."""
 
     # Workers started ahead of the checks that use them. All at once, a session's dozen workers set themselves up
     # side by side, and the first check waited for its worker 0.1-0.3 s; one or two ahead, each worker gets ready
@@ -115,7 +118,8 @@ class WorkerPool:
     def __init__(self, submission: Submission) -> None:
         self.folder, self.plan, self.limits = submission.folder, submission.plan, submission.limits
         self.broken = dict(submission.known_broken())
-        self.workers: dict[tuple[str, tuple[str, ...]], Worker] = {}
+        self.share, self.alone, self.crossed = submission.share, submission.alone, submission.crossed
+        self.workers: dict[tuple[frozenset[str], tuple[str, ...]], Worker] = {}
         self._order: list[str] = []  # the session's components, in the order their checks run
 
     def prespawn(self, components: list[str]) -> None:
@@ -129,17 +133,22 @@ class WorkerPool:
             self._worker(component).spawn()
 
     def _worker(self, component: str, trusted: tuple[str, ...] = ()) -> Worker:
-        key = (component, trusted)
+        shared = frozenset() if trusted or not self.share or component in self.alone \
+            else worker_group(component) - self.alone
+        key = (shared or frozenset({component}), trusted)
         if key not in self.workers:
             self.workers[key] = Worker(self.plan, component, self.limits, self.broken,
-                                       component_modules(component), trusted)
+                                       component_modules(component), trusted, shared if len(shared) > 1 else frozenset(),
+                                       self.crossed)
         return self.workers[key]
 
     def target(self, component: str, trusted: tuple[str, ...] = ()) -> Target:
         if component in self._order:
             place = self._order.index(component)
             self._spawn_ahead(self._order[place + 1:place + 1 + self.AHEAD])
-        return Target(RemoteExecutor(self._worker(component, trusted), self.limits.timeout_s))
+        worker = self._worker(component, trusted)
+        worker.switch(component, component_modules(component))
+        return Target(RemoteExecutor(worker, self.limits.timeout_s))
 
     def close(self) -> None:
         for worker in self.workers.values():

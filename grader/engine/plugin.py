@@ -168,6 +168,12 @@ class Submission:
     broken: dict[str, str] = field(default_factory=dict)
     # The loader may still be at work when the session starts: this waits for what it found (then `broken`).
     pending: Callable[[], dict[str, str]] | None = field(default=None, compare=False, repr=False)
+    # Whether components may share workers (grader/engine/planning.py's SHARED_WORKERS): only where this plugin
+    # runs the session's checks, so that those whose code reaches a worker-mate's (`crossed`) are graded again,
+    # each in a worker of its own (`alone`), before the session ends.
+    share: bool = True
+    crossed: set[str] = field(default_factory=set)
+    alone: set[str] = field(default_factory=set)
 
     def pytest_configure(self, config: pytest.Config) -> None:
         config.stash[SUBMISSION] = self
@@ -191,6 +197,25 @@ class Submission:
         if dropped:
             config.hook.pytest_deselected(items=dropped)
             items[:] = kept
+
+    @pytest.hookimpl(hookwrapper=True)
+    def pytest_runtestloop(self, session: pytest.Session):
+        yield
+        self.grade_crossed_again(session.items, session.config)
+
+    def grade_crossed_again(self, items: list[pytest.Item], config: pytest.Config) -> None:
+        """Run again the checks of the components whose code reached a worker-mate's names, each component in a
+        worker of its own this time; their first results are forgotten."""
+        collectors = [p for p in config.pluginmanager.get_plugins() if isinstance(p, Collector)]
+        while self.crossed:
+            again = [item for item in items if item.get_closest_marker("component").args[0] in self.crossed]
+            self.alone |= self.crossed
+            self.crossed.clear()
+            for item in again:
+                for collector in collectors:
+                    collector.cases.pop(item.nodeid, None)
+            for item, nextitem in zip(again, [*again[1:], None]):
+                item.ihook.pytest_runtest_protocol(item=item, nextitem=nextitem)
 
     def __getstate__(self) -> dict:  # (to a forked grading process: what is pending there comes by its own pipe)
         return {**self.__dict__, "pending": None}

@@ -28,7 +28,7 @@ def remote_targets(target: str | Path, *, timeout: float | None = None) -> Itera
     with private_copy(target, reachable=chosen == confine.USERS) as (folder, unreadable), \
             confine.hidden_while_grading(chosen):
         pool = WorkerPool(Submission(folder, Plan.for_copy(chosen, folder), limits_for(timeout=timeout),
-                                     dict(unreadable or {})))
+                                     dict(unreadable or {}), share=False))  # no session here grades again
         try:
             yield pool
         finally:

@@ -39,6 +39,7 @@ class CheckSession:
         submission = self._session.config.stash[SUBMISSION]
         submission.folder, submission.plan, submission.limits = folder, plan, limits
         submission.broken = dict(load_errors)
+        submission.crossed, submission.alone = set(), set()
         items = [item for item in self._items if item.get_closest_marker("component").args[0] in components]
         self._session.items = items  # the workers' fixture starts one worker per component found here
         self._collector.cases.clear()
@@ -47,6 +48,7 @@ class CheckSession:
         for item, next_item in zip(items, [*items[1:], None]):
             # after the last item (next_item None) every fixture is torn down, the workers with them
             item.ihook.pytest_runtest_protocol(item=item, nextitem=next_item)
+        submission.grade_crossed_again(items, self._session.config)
         return list(self._collector.cases.values())
 
 

@@ -25,8 +25,8 @@ class Executor:
 
     def __init__(self, folder: str | Path, isolate_for: str | None = None,
                  broken: dict[str, str] | None = None, code: dict[str, object] | None = None,
-                 copies: bool = True) -> None:
-        self.package = Package(folder, isolate_for, broken, code)
+                 copies: bool = True, mates: frozenset[str] = frozenset()) -> None:
+        self.package = Package(folder, isolate_for, broken, code, mates)
         # Tensors are copied in and out; in a worker the codec has copied them already (copies=False).
         self.copies = copies
         self.objects: dict[int, Any] = {}

@@ -17,7 +17,7 @@ from typing import Any
 
 from . import wire
 from .confine import SANDBOX_FAILED, Plan
-from .protocol import ERROR_CLASSES, Limits, StudentCrash, StudentError, StudentTimeout, call_label
+from .protocol import ERROR_CLASSES, CrossedOver, Limits, StudentCrash, StudentError, StudentTimeout, call_label
 from .zygote import ZYGOTE
 
 REPLY_LIMIT = 256 * 1024 * 1024  # no honest answer comes near this
@@ -35,8 +35,12 @@ class Worker:
     """One worker process for one implementation folder and one component's isolation."""
 
     def __init__(self, plan: Plan, isolate_for: str | None, limits: Limits, broken: dict[str, str] | None = None,
-                 preload: tuple[str, ...] = (), trusted: tuple[str, ...] = ()) -> None:
+                 preload: tuple[str, ...] = (), trusted: tuple[str, ...] = (), mates: frozenset[str] = frozenset(),
+                 crossed: set[str] | None = None) -> None:
         self.plan, self.isolate_for, self.limits, self.trusted = plan, isolate_for, limits, tuple(trusted)
+        # the components it serves, `isolate_for` being the one whose checks run now (see `switch`)
+        self.mates = frozenset(mates)
+        self.crossed = set() if crossed is None else crossed  # components whose code reached a mate's names
         self.broken = dict(broken or {})
         self.preload = tuple(preload)
         self.timed_out: set[str] = set()  # calls that hung once: later ones fail at once
@@ -55,7 +59,8 @@ class Worker:
         if self.pid is not None or self._spawning:
             return
         ZYGOTE.ask({"cmd": "spawn", "plan": self.plan, "isolate_for": self.isolate_for, "limits": self.limits,
-                     "broken": self.broken, "preload": self.preload, "trusted": self.trusted}, self._attach)
+                     "broken": self.broken, "preload": self.preload, "trusted": self.trusted, "mates": self.mates},
+                   self._attach)
         self._spawning = True
 
     def _start(self) -> None:
@@ -83,6 +88,26 @@ class Worker:
             self.output += chunk[:room]
             self.output_dropped += len(chunk) - len(chunk[:room])
         os.close(fd)
+
+    def switch(self, component: str, preload: tuple[str, ...]) -> None:
+        """Serve another of the mates' checks from now on: the worker drops what the last one's code made and
+        imports the files afresh; where it cannot be made as it was, or a request has not begun it yet, a fresh
+        worker starts for them instead."""
+        if component == self.isolate_for:
+            return
+        previous, self.isolate_for, self.preload = self.isolate_for, component, tuple(preload)
+        if self.pid is None and not self._spawning:
+            return  # the next request starts it as `component`
+        try:
+            reply = self.request({"op": "switch", "component": component, "preload": self.preload},
+                                 time.monotonic() + self.limits.startup_s)
+        except (WorkerTimeout, WorkerDied):
+            reply = {}
+        if reply.get("crossed") and previous is not None:
+            self.crossed.add(previous)
+        if not reply.get("ok"):
+            self.kill(how_it_ended=False)
+        self.earlier_error = None
 
     def send_ahead(self, message: dict, label: str | None = None) -> None:
         """Send a request without waiting for its answer; with a `label`, an error in it becomes
@@ -228,6 +253,9 @@ class RemoteExecutor:
             reply, self.worker.earlier_error = self.worker.earlier_error, None
         if "error" in reply:
             error = reply["error"]
+            if error.get("class") == "CrossedOver":
+                self.worker.crossed.add(self.worker.isolate_for)
+                raise CrossedOver(str(error.get("message")))
             cls = ERROR_CLASSES.get(error.get("class"), StudentError)
             raise cls(str(error.get("type")), str(error.get("message")), str(error.get("where", "")),
                       tuple(str(k) for k in error.get("kinds", ())), "" if earlier else label)

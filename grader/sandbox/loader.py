@@ -6,6 +6,11 @@ for a trusted stand-in (`grader/sandbox/standins/`): whole files that hold none 
 component's code, and single functions or methods inside files that do. Only
 the stand-ins of names the component does not own are ever loaded here, each
 executed afresh for this package (see grader/sandbox/standins/__init__.py).
+
+In a worker that `isolate_for` shares with other components (`mates`), their
+stand-ins are not loaded either: their names are guarded instead, and code that
+reaches one raises CrossedOver, so that the grader grades the component again
+in a worker of its own (grader/engine/checks.py).
 """
 from __future__ import annotations
 
@@ -19,6 +24,7 @@ from pathlib import Path
 import torch.nn as nn
 
 from . import standins
+from .protocol import CrossedOver
 from ..contract import MODULES, OWNERS
 
 _counter = itertools.count()
@@ -48,14 +54,17 @@ class Package:
     """
 
     def __init__(self, folder: str | Path, isolate_for: str | None = None,
-                 broken: dict[str, str] | None = None, code: dict[str, object] | None = None) -> None:
+                 broken: dict[str, str] | None = None, code: dict[str, object] | None = None,
+                 mates: frozenset[str] = frozenset()) -> None:
         self.folder = Path(folder).resolve()
         self.broken = broken or {}  # file -> why it cannot be loaded (found out before)
         if not self.folder.is_dir():
             raise ImplementationLoadError(f"no such folder: {self.folder}")
         self.isolate_for = isolate_for
+        self.mates = mates - {isolate_for}
+        self.crossed: str | None = None  # the first of the mates' names that code here reached
         if code is None:
-            code = standins.read(standins.available_for(isolate_for))
+            code = standins.read(standins.available_for(isolate_for, mates=self.mates))
         self.name = f"_drills_impl_{next(_counter)}"
         package = types.ModuleType(self.name)
         package.__path__ = [str(self.folder)]
@@ -87,12 +96,21 @@ class Package:
         return None if module is None else getattr(module, name.rpartition(".")[2])
 
     def _replaced_whole(self, module: str) -> bool:
-        """A file is replaced whole when the component owns none of it and every piece of it is loaded."""
+        """A file is replaced whole when the component owns none of it and every piece of it is loaded (or
+        guarded: a mate's), so that a sibling's `from .attention import split_heads` gets what stands in."""
         if self.isolate_for is None:
             return False
         names = OWNERS[module]
         return (all(self.isolate_for not in owners for owners in names.values())
-                and all(standins.PIECES[name] in self.pieces for name in names))
+                and all(self._standing_in(name) is not None for name in names))
+
+    def _standing_in(self, name: str):
+        """What takes the place of another component's contract name: its stand-in, or a guard where it is a
+        mate's; None where neither is loaded (a student release's missing piece: the student's own then)."""
+        trusted = self.trusted(name)
+        if trusted is None and standins.owners(name) & self.mates:
+            return self._guard(name)
+        return trusted
 
     def _assemble(self, module: str) -> types.ModuleType:
         """A module with the contract's names of `module`, all stand-ins (classes built from their methods)."""
@@ -101,9 +119,9 @@ class Package:
         for name in OWNERS[module]:
             owner, _, method = name.partition(".")
             if method:
-                methods.setdefault(owner, {})[method] = self.trusted(name)
+                methods.setdefault(owner, {})[method] = self._standing_in(name)
             else:
-                setattr(assembled, name, self.trusted(name))
+                setattr(assembled, name, self._standing_in(name))
         for owner, body in methods.items():
             setattr(assembled, owner, type(owner, (nn.Module,), {**body, "__module__": assembled.__name__}))
         assembled.__getattr__ = lambda name: self._own_name(module, name)  # PEP 562: names beyond the contract
@@ -184,8 +202,10 @@ class Package:
     def _patch_foreign_names(self, module: types.ModuleType, module_name: str) -> None:
         """Swap in the stand-ins of the names in `module` that other components own (where loaded)."""
         for qualname, owners in OWNERS[module_name].items():
-            trusted = self.trusted(qualname)
-            if self.isolate_for in owners or trusted is None:
+            if self.isolate_for in owners:
+                continue
+            trusted = self._standing_in(qualname)
+            if trusted is None:
                 continue
             owner_name, _, method = qualname.partition(".")
             if not method:
@@ -194,10 +214,21 @@ class Package:
             cls = getattr(module, owner_name, None)
             if not isinstance(cls, type):
                 continue
-            if method == "__init__":
+            if method == "__init__" and standins.PIECES[qualname] in self.pieces:
                 cls.__init__ = self.pieces[standins.PIECES[qualname]].wrap_init(cls.__init__)
             else:
                 setattr(cls, method, trusted)
+
+    def _guard(self, qualname: str):
+        """What stands in for a worker-mate's name: it only says that code here reached it."""
+        package = self
+
+        def guarded(*args, **kwargs):
+            package.crossed = package.crossed or qualname
+            raise CrossedOver(qualname)
+
+        guarded.__name__ = guarded.__qualname__ = qualname.rpartition(".")[2]
+        return guarded
 
     def new_trusted(self, name: str, args: tuple, kwargs: dict):
         """A grader stand-in or tool; where none is loaded (a student release), the implementation's own."""
@@ -206,6 +237,9 @@ class Package:
             wrapped = standins.TOOLS[name][1]
             inner = () if wrapped is None else (self.new_trusted(wrapped, (), {}),)
             return cls(*inner, *args, **kwargs)
+        if cls is None and name in standins.PIECES and standins.owners(name) & self.mates:
+            self.crossed = self.crossed or name
+            raise CrossedOver(name)
         if cls is None:
             if name in standins.TOOLS or self.isolate_for is not None and standins.shipped(standins.PIECES[name]):
                 raise ImplementationLoadError(f"grader error: the trusted {name} is not available to these checks")

@@ -76,6 +76,13 @@ class WeightsMismatch(StudentError):
         return self.message
 
 
+class CrossedOver(BaseException):
+    """Code graded for one component reached a name of another that shares its worker (and whose stand-in the
+    worker therefore does not hold): the grader grades that component again in a worker of its own. Raised in
+    the worker (a BaseException, past student code's `except Exception`) and again on the grader's side, where
+    no check takes it for the student's error."""
+
+
 def _public(text: str) -> str:
     """`text` without the name of the package the grader imports the implementation as."""
     return re.sub(r"\b_drills_impl_\d+\.(?:_own_|_trusted_\w+\.)?", "", text)

@@ -10,16 +10,20 @@ from __future__ import annotations
 
 import ctypes
 import dataclasses
+import gc
 import os
 import signal
 import sys
 from multiprocessing.connection import Connection
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from . import confine, standins, wire
 from .confine import Plan
 from ..results import MESSAGE_LIMIT  # the worker cuts what crosses to what a report carries
 from .protocol import Limits, NotStarted, StudentError
+
+if TYPE_CHECKING:
+    from .state import ProcessState
 
 PR_SET_PDEATHSIG, PR_SET_CHILD_SUBREAPER = 1, 36
 # Imported by torch on the first operation on meta tensors (over a second: it and 800 more modules, sympy too).
@@ -71,20 +75,24 @@ def _die_with(parent_pid: int) -> None:
 
 
 def serve(requests: Connection, output_fd: int, plan: Plan, isolate_for: str | None, limits: Limits,
-          broken: dict[str, str], zygote_pid: int, preload: tuple[str, ...] = (), trusted: tuple[str, ...] = ()) -> None:
+          broken: dict[str, str], zygote_pid: int, preload: tuple[str, ...] = (), trusted: tuple[str, ...] = (),
+          mates: frozenset[str] = frozenset()) -> None:
     """The worker's main loop: answer requests until the pipe closes.
 
     `preload` names modules to import before the first request (a failure
     there is reported again by the request that needs the module). The
     stand-ins this worker may use are read before it is confined: the files
-    of the others are out of its reach from then on.
+    of the others are out of its reach from then on. A worker that `mates`
+    share with `isolate_for` holds none of theirs either, and a `switch`
+    request moves it on to another of them (see `_switch`).
     """
     _die_with(zygote_pid)
     import torch
 
     from .executor import Executor
+    from .state import ProcessState
 
-    code = standins.read(standins.available_for(isolate_for, trusted))
+    code = standins.read(standins.available_for(isolate_for, trusted, mates))
     if plan.protection in (confine.LANDLOCK, confine.USERS):  # a scratch folder of its own
         import tempfile
 
@@ -92,13 +100,18 @@ def serve(requests: Connection, output_fd: int, plan: Plan, isolate_for: str | N
     _lock_down(output_fd, requests.fileno(), limits, plan)
     torch.set_num_threads(1)
     folder = plan.folder
-    executor: Executor | None = None
-    for module in preload:
-        try:
-            executor = executor or Executor(folder, isolate_for, broken, code, copies=False)
-            executor.run("load", module=module)
-        except BaseException:  # noqa: BLE001 - the request that needs the module says what went wrong
-            pass
+    state = ProcessState() if mates else None  # as it was before any student code ran
+
+    def executor_for(component: str | None, modules: tuple[str, ...]) -> Executor:
+        executor = Executor(folder, component, broken, code, copies=False, mates=mates)
+        for module in modules:
+            try:
+                executor.run("load", module=module)
+            except BaseException:  # noqa: BLE001 - the request that needs the module says what went wrong
+                pass
+        return executor
+
+    executor: Executor | None = executor_for(isolate_for, preload) if preload else None
     meta_before = META_MODULE in sys.modules  # imported in the zygote already (warmed)
     while True:
         try:
@@ -107,11 +120,19 @@ def serve(requests: Connection, output_fd: int, plan: Plan, isolate_for: str | N
             os._exit(0)
         op, reset = request.pop("op"), request.pop("reset", False)
         try:
+            if op == "switch":  # the last component's code may have reached a mate's name in a request not read
+                crossed = executor.package.crossed if executor is not None else None
+                reply: dict[str, Any] = {"ok": state is not None and _switch(executor, state), "crossed": crossed}
+                if reply["ok"]:
+                    isolate_for = request["component"]
+                    executor = executor_for(isolate_for, request.get("preload", ()))
+                requests.send_bytes(wire.dumps(reply))
+                continue
             if executor is None:
-                executor = Executor(folder, isolate_for, broken, code, copies=False)
+                executor = Executor(folder, isolate_for, broken, code, copies=False, mates=mates)
             if reset:
                 executor.run("reset")
-            reply: dict[str, Any] = {"ok": executor.run(op, **request)}
+            reply = {"ok": executor.run(op, **request)}
         except StudentError as exc:
             kind = "not_started" if isinstance(exc, NotStarted) else type(exc).__name__
             reply = {"error": {"class": kind, "type": exc.type_name, "message": exc.message[:MESSAGE_LIMIT],
@@ -122,6 +143,9 @@ def serve(requests: Connection, output_fd: int, plan: Plan, isolate_for: str | N
         except BaseException as exc:  # noqa: BLE001 - whatever the student raised
             reply = {"error": {"class": "StudentError", "type": type(exc).__name__,
                                "message": _safe_str(exc)[:MESSAGE_LIMIT], "where": "", "kinds": [type(exc).__name__]}}
+        if executor is not None and executor.package.crossed:  # whatever the code made of CrossedOver
+            reply = {"error": {"class": "CrossedOver", "type": "CrossedOver", "message": executor.package.crossed,
+                               "where": "", "kinds": []}}
         if not meta_before and META_MODULE in sys.modules:  # on every reply: some are never read
             reply["meta_loaded"] = True
         try:
@@ -130,6 +154,18 @@ def serve(requests: Connection, output_fd: int, plan: Plan, isolate_for: str | N
             data = wire.dumps({"error": {"class": "BadResult", "type": "TypeError", "where": "", "kinds": ["TypeError"],
                                          "message": str(exc)}})
         requests.send_bytes(data)
+
+
+def _switch(executor: Any, state: "ProcessState") -> bool:
+    """Leave the component graded so far: drop its objects and modules, put back what its code changed in the
+    process; False where the process cannot be made as it was (the grader then starts a fresh worker)."""
+    try:
+        if executor is not None:
+            executor.close()
+        gc.collect()  # what the dropped modules held (their finalizers run now, before the state is put back)
+        return state.restore()
+    except BaseException:  # noqa: BLE001 - a finalizer of student code that raised, say: start afresh
+        return False
 
 
 def _safe_str(exc: BaseException) -> str:

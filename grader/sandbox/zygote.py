@@ -192,7 +192,8 @@ def _fork_worker(sock: socket.socket, request: dict, zygote_pid: int) -> None:
             requests_grader.close()
             os.close(out_read)
             serve(Connection(os.dup(requests_worker.fileno())), out_write, request["plan"], request["isolate_for"],
-                  request["limits"], request["broken"], zygote_pid, request["preload"], request["trusted"])
+                  request["limits"], request["broken"], zygote_pid, request["preload"], request["trusted"],
+                  request["mates"])
         finally:
             os._exit(0)
     requests_worker.close()

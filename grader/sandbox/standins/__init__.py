@@ -94,14 +94,16 @@ def shipped(piece: str) -> bool:
     return (FOLDER / f"{piece}.py").is_file()
 
 
-def available_for(component: str | None, also: tuple[str, ...] = ()) -> frozenset[str]:
-    """The pieces a worker grading `component` may load: those of names it does not own, and of `also`.
+def available_for(component: str | None, also: tuple[str, ...] = (), mates: frozenset[str] = frozenset()
+                  ) -> frozenset[str]:
+    """The pieces a worker grading `component` may load: those of names it does not own, and of `also`; in a
+    worker it shares with `mates` (grader/engine/planning.py's SHARED_WORKERS), none of names they own either.
 
     `component=None` (grading everything in context) loads none.
     """
     if component is None:
         return frozenset()
-    pieces = {piece for name, piece in PIECES.items() if component not in owners(name)}
+    pieces = {piece for name, piece in PIECES.items() if not owners(name) & {component, *mates}}
     pieces |= {PIECES[name] for name in also if name in PIECES}
     pieces |= {piece for piece, _ in TOOLS.values()}
     return frozenset(p for p in pieces if shipped(p))

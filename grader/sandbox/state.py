@@ -1,0 +1,118 @@
+"""What student code may change in a worker's process beyond its own modules, for a worker that components share.
+
+A worker that serves several components (grader/engine/planning.py's
+SHARED_WORKERS) gives each its own fresh import of the files; what else one
+component's code changed must not reach the next one's checks. `ProcessState`
+is taken before any student code runs; `restore()` puts back what can be put
+back (torch's global settings and random state, names rebound in torch,
+builtins and math, sys.path and the import hooks, the environment, the working
+folder, signal handlers) and says whether the process is as it was: a thread or
+a child process left running, or a limit lowered, cannot be undone, and the
+next component then gets a fresh worker. Worker side: imports nothing of the
+grader's.
+"""
+from __future__ import annotations
+
+import builtins
+import math
+import os
+import resource
+import signal
+import sys
+import threading
+import warnings
+
+import torch
+import torch.nn.functional as F
+
+# Namespaces whose names student code might rebind (`torch.softmax = ...`): their entries are put back.
+_NAMESPACES = (torch, torch.nn, F, torch.Tensor, torch.nn.Module, builtins, math)
+_LIMITS = (resource.RLIMIT_AS, resource.RLIMIT_NOFILE, resource.RLIMIT_NPROC, resource.RLIMIT_CPU,
+           resource.RLIMIT_FSIZE, resource.RLIMIT_STACK, resource.RLIMIT_CORE)
+_SIGNALS = tuple(s for s in signal.Signals if s not in (signal.SIGKILL, signal.SIGSTOP))
+
+
+def _default_device() -> torch.device:
+    get = getattr(torch, "get_default_device", None)  # torch 2.3 and later
+    return get() if get is not None else torch.empty(0).device
+
+
+class ProcessState:
+    """The process-wide state of a worker, as it was when taken (see the module docstring)."""
+
+    def __init__(self) -> None:
+        self.dtype = torch.get_default_dtype()
+        self.device = _default_device()
+        self.grad = torch.is_grad_enabled()
+        self.threads = torch.get_num_threads()
+        self.deterministic = (torch.are_deterministic_algorithms_enabled(),
+                              torch.is_deterministic_algorithms_warn_only_enabled())
+        self.anomaly = torch.is_anomaly_enabled()
+        self.rng = torch.get_rng_state()
+        self.names = [(space, dict(vars(space))) for space in _NAMESPACES]
+        self.path, self.meta_path, self.path_hooks = list(sys.path), list(sys.meta_path), list(sys.path_hooks)
+        self.environ = dict(os.environ)
+        self.cwd = os.getcwd()
+        self.handlers = {s: signal.getsignal(s) for s in _SIGNALS}
+        self.limits = {r: resource.getrlimit(r) for r in _LIMITS}
+        self.streams = (sys.stdout, sys.stderr, sys.stdin)
+        self.recursion = sys.getrecursionlimit()
+        self.filters = list(warnings.filters)
+
+    def restore(self) -> bool:
+        """Put back what student code changed; False where something cannot be put back."""
+        # each only where it changed: setting the default device, even to itself, costs torch 0.6 s of imports
+        if torch.get_default_dtype() != self.dtype:
+            torch.set_default_dtype(self.dtype)
+        if _default_device() != self.device:
+            torch.set_default_device(self.device)
+        if torch.is_grad_enabled() != self.grad:
+            torch.set_grad_enabled(self.grad)
+        if torch.get_num_threads() != self.threads:
+            torch.set_num_threads(self.threads)
+        if (torch.are_deterministic_algorithms_enabled(),
+                torch.is_deterministic_algorithms_warn_only_enabled()) != self.deterministic:
+            torch.use_deterministic_algorithms(self.deterministic[0], warn_only=self.deterministic[1])
+        if torch.is_anomaly_enabled() != self.anomaly:
+            torch.autograd.set_detect_anomaly(self.anomaly)
+        torch.set_rng_state(self.rng)
+        for space, names in self.names:
+            now = vars(space)
+            for name, value in names.items():
+                if now.get(name, _MISSING) is not value:
+                    setattr(space, name, value)
+        sys.path[:], sys.meta_path[:], sys.path_hooks[:] = self.path, self.meta_path, self.path_hooks
+        sys.path_importer_cache.clear()
+        os.environ.clear()
+        os.environ.update(self.environ)
+        os.chdir(self.cwd)
+        for s, handler in self.handlers.items():
+            if signal.getsignal(s) is not handler and handler is not None:
+                signal.signal(s, handler)
+        sys.stdout, sys.stderr, sys.stdin = self.streams
+        sys.setrecursionlimit(self.recursion)
+        sys.settrace(None)
+        sys.setprofile(None)
+        warnings.filters[:] = self.filters
+        return self.limits == {r: resource.getrlimit(r) for r in _LIMITS} and _alone()
+
+
+_MISSING = object()
+
+
+def _alone() -> bool:
+    """No thread but this one, and no child process still running."""
+    if threading.active_count() > 1:
+        return False
+    try:
+        if len(os.listdir("/proc/self/task")) > 1:  # threads started outside Python's threading too
+            return False
+    except OSError:  # no /proc here
+        pass
+    while True:
+        try:
+            pid, _ = os.waitpid(-1, os.WNOHANG)
+        except ChildProcessError:
+            return True
+        if pid == 0:  # a child still running
+            return False
