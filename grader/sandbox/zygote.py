@@ -37,6 +37,7 @@ class Zygote:
         self.pid: int | None = None
         self._awaiting: deque[Answer] = deque()  # who takes each answer still to come
         self.meta_loaded = False  # a worker imported torch's meta-tensor machinery (see warm_up)
+        self._warmed = False  # torch's kernels run once in this process (or the one it was forked from)
 
     @property
     def running(self) -> bool:
@@ -51,8 +52,10 @@ class Zygote:
         from . import executor  # noqa: F401 - and the implementation's side of the boundary
         from .torch_setup import optimizers_without_dynamo, warm_kernels
 
-        optimizers_without_dynamo()
-        warm_kernels()  # once here rather than in every worker
+        if not self._warmed:  # a forked grading process inherits it done
+            optimizers_without_dynamo()
+            warm_kernels()  # once here rather than in every worker
+            self._warmed = True
         # What is imported by now lives as long as the process: out of the collector's reach, no full
         # collection walks torch's 200,000 objects (0.1 s) here, nor touches their pages in a worker.
         gc.freeze()
