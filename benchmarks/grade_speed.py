@@ -3,7 +3,8 @@
     .venv/bin/python benchmarks/grade_speed.py [--runs N] [--markdown]
 
 Times (median of N rounds of cold runs, each a fresh interpreter): `python -c "import
-torch"`, `python -m grader grade solutions/` (a complete correct submission),
+torch"` (the measure of every ratio), the same import without Python's teardown of torch
+at exit (which the grader skips: it ends with os._exit), `python -m grader grade solutions/` (a complete correct submission),
 `python -m grader grade exercises/` (untouched stubs), `python -m grader
 check` of masking and of kv_cache against solutions/, and of each track's
 components (grader/contract.py's TRACKS). Run it on an otherwise idle machine.
@@ -49,6 +50,8 @@ def main() -> int:
         results = str(Path(tmp) / "results.json")
         rows = [
             ("python -c 'import torch'", [py, "-c", "import torch"]),
+            # the import alone: Python's teardown of torch (about 0.3 s), which the grader skips (grader/cli.py: run)
+            ("python -c 'import torch, os; os._exit(0)'", [py, "-c", "import torch, os; os._exit(0)"]),
             ("grade solutions/ (all correct)", [py, "-m", "grader", "grade", "solutions", "--results", results]),
             ("grade exercises/ (untouched stubs)", [py, "-m", "grader", "grade", "exercises", "--results", results]),
             ("check masking --target solutions", [py, "-m", "grader", "check", "masking", "--target", "solutions"]),

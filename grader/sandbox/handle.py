@@ -96,6 +96,7 @@ class Worker:
         if component == self.isolate_for:
             return
         previous, self.isolate_for, self.preload = self.isolate_for, component, tuple(preload)
+        self.timed_out.clear()  # a name that hung for the last one may be a stand-in for this one
         if self.pid is None and not self._spawning:
             return  # the next request starts it as `component`
         try:
