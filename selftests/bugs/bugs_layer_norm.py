@@ -129,4 +129,20 @@ BUGS += [
         LN_FORWARD.replace("dim=-1", "dim=0"),
         "takes both the mean and the variance over dim=0, the batch, instead of the features",
         diagnosis=("your mean and variance are taken over dim=0",)),
+    Bug("layer_norm", "affine_before_normalising", "norms.py", LN_FORWARD,
+        """        x = x * self.weight + self.bias
+        mean = x.mean(dim=-1, keepdim=True)
+        var = (x - mean).pow(2).mean(dim=-1, keepdim=True)
+        return (x - mean) / torch.sqrt(var + self.eps)""",
+        "scales and shifts x first, then normalises the result",
+        diagnosis=("your LayerNorm applies weight and bias to x before it normalises",)),
+    Bug("layer_norm", "affine_twice", "norms.py", "        mean = x.mean(dim=-1, keepdim=True)  # (..., 1)\n",
+        "        x = self.weight * x + self.bias  # the affine part, as the paper's figure shows it\n"
+        "        mean = x.mean(dim=-1, keepdim=True)  # (..., 1)\n",
+        "applies the affine part at the start as well as at the end",
+        diagnosis=("your LayerNorm applies weight and bias twice",)),
+    Bug("layer_norm", "half_power_precedence", "norms.py", LN_RETURN,
+        "return (x - mean) / (var + self.eps) ** 1 / 2 * self.weight + self.bias",
+        "writes the square root as ** 1 / 2, which Python reads as (** 1) / 2",
+        diagnosis=("your LayerNorm divides by 2 (var + eps)",)),
 ]

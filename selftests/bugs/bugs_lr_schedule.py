@@ -151,4 +151,8 @@ BUGS += [
         "return min_lr + 0.5 * (max_lr - min_lr) * (1 + math.cos(math.pi / 2 * progress))",
         "takes the cosine of pi / 2 times the progress, a quarter period that stops halfway down",
         diagnosis=("your cosine's angle is pi / 2 * progress",)),
+    Bug("lr_schedule", "warmup_over_total_steps", "training.py", "return max_lr * step / warmup_steps",
+        "return max_lr * step / total_steps",
+        "divides the warmup's step by total_steps",
+        diagnosis=("your warmup divides by total_steps",)),
 ]

@@ -178,4 +178,8 @@ BUGS += [
         'ones = torch.ones(q_len, q_len, dtype=torch.bool, device=device)',
         'builds the ones as (q_len, q_len), forgetting k_len',
         diagnosis=('torch.ones(q_len, q_len)',)),
+    Bug("masking", "bool_mask_added", "attention.py", 'return scores.masked_fill(~mask, float("-inf"))',
+        "return scores + mask",
+        "adds the bool mask to the scores, as if it were an additive one",
+        diagnosis=("you added the bool mask to the scores",)),
 ]

@@ -152,4 +152,22 @@ BUGS += [
         "ms = x.pow(2).mean(dim=0, keepdim=True)  # (..., 1)",
         "averages the squares over the batch axis (dim=0) instead of the features",
         diagnosis=("your mean square is taken over dim=0",)),
+    Bug("rms_norm", "weight_before_normalising", "norms.py", RMS_FORWARD,
+        """        x = self.weight * x
+        ms = x.pow(2).mean(dim=-1, keepdim=True)
+        return x * torch.rsqrt(ms + self.eps)""",
+        "scales x by weight first, then normalises the result",
+        diagnosis=("your RMSNorm multiplies x by weight before it normalises",)),
+    Bug("rms_norm", "weight_twice", "norms.py", RMS_MS,
+        "x = x * self.weight\n        ms = x.pow(2).mean(dim=-1, keepdim=True)",
+        "multiplies x by weight at the start as well as at the end",
+        diagnosis=("your RMSNorm multiplies by weight twice",)),
+    Bug("rms_norm", "half_power_precedence", "norms.py", RMS_RETURN,
+        "return x * (ms + self.eps) ** -1 / 2 * self.weight",
+        "writes the inverse square root as ** -1 / 2, which Python reads as (** -1) / 2",
+        diagnosis=("your RMSNorm scales x by 1 / (2 (mean(x**2) + eps))",)),
+    Bug("rms_norm", "half_power_under_division", "norms.py", RMS_RETURN,
+        "return x / (ms + self.eps) ** 1 / 2 * self.weight",
+        "divides by the root written ** 1 / 2, which Python reads as (** 1) / 2",
+        diagnosis=("your RMSNorm scales x by 1 / (2 (mean(x**2) + eps))",)),
 ]

@@ -146,4 +146,13 @@ BUGS += [
         "x1, x2 = x[..., : Dh // 2], x[..., Dh // 2:]",
         "reads the pairs as halves (i, i + Dh/2) but writes them back interleaved",
         diagnosis=("you read the pairs as the two halves",)),
+    Bug("rope", "pair_read_the_other_way", "rope.py", "x1, x2 = x[..., 0::2], x[..., 1::2]  # (..., T, Dh/2) each",
+        "x1, x2 = x[..., 1::2], x[..., 0::2]  # (..., T, Dh/2) each",
+        "takes the odd feature of each pair as its first one",
+        diagnosis=("you read each pair the other way round",)),
+    Bug("rope", "pair_written_the_other_way", "rope.py",
+        "return torch.stack((x1 * c - x2 * s, x1 * s + x2 * c), dim=-1).flatten(-2)",
+        "return torch.stack((x1 * s + x2 * c, x1 * c - x2 * s), dim=-1).flatten(-2)",
+        "writes the pair's second result to the even feature",
+        diagnosis=("you write each rotated pair back the other way round",)),
 ]

@@ -205,4 +205,8 @@ BUGS += [
         "out = torch.cat([step, out], dim=1)",
         "puts each new token in front of the sequence",
         diagnosis=("you put each new token in front of the sequence",)),
+    Bug("sampling", "top_k_filled_with_zero", "sampling.py",
+        'logits = logits.masked_fill(logits < kth, float("-inf"))', "logits = logits.masked_fill(logits < kth, 0.0)",
+        "sets the logits outside the top k to 0, taking 0 for 'removed'",
+        diagnosis=("your filter fills the removed entries with 0",)),
 ]

@@ -165,4 +165,14 @@ BUGS += [
     Bug("vit_classifier", "first_block_skipped", "vit.py", "for block in self.blocks:", "for block in self.blocks[1:]:",
         "loops over self.blocks[1:], skipping the first block",
         diagnosis=("skips its first block",)),
+    Bug("vit_classifier", "norm_before_blocks", "vit.py",
+        """        for block in self.blocks:
+            x = block(x)
+        return self.head(self.norm(x)[:, 0])  # (B, n_classes)""",
+        """        x = self.norm(x)
+        for block in self.blocks:
+            x = block(x)
+        return self.head(x[:, 0])  # (B, n_classes)""",
+        "applies the final norm to the embeddings, before the blocks",
+        diagnosis=("your ViT applies the final norm before the blocks",)),
 ]

@@ -263,6 +263,11 @@ MASK_ADDED = mistake(
     "still depends on the score (score {fill:+.3g}): replace them with one very low value, "
     "scores.masked_fill(~mask, float('-inf')), torch.finfo(dtype).min or a constant <= -1e9",
     lambda masked, scores_there, fill: scores_there.double() + fill)
+BOOL_MASK_ADDED = mistake(
+    "masking", "bool_mask_added",
+    "you added the bool mask to the scores (scores + mask counts True as 1 and False as 0): a bool mask says where "
+    "to fill, it is not added; fill where it is False, scores.masked_fill(~mask, float('-inf'))",
+    lambda scores, full_mask: scores[full_mask] + 1)
 FILLED_IN_PLACE = mistake("masking", "filled_in_place",
                           "apply_mask filled the caller's scores in place (masked_fill_): use masked_fill or torch.where, "
                           "which return a new tensor", lambda scores, full, fill: scores.masked_fill(~full, fill))
@@ -335,10 +340,12 @@ def _masked_value(values: Tensor) -> float | None:
 
 
 def kept_where_allowed_mistakes(out: Tensor, scores: Tensor, full_mask: Tensor) -> Mistakes:
-    """For `out[full_mask]` (the allowed positions): what comes back if the mask was used the wrong way round."""
+    """For `out[full_mask]` (the allowed positions): what comes back if the mask was used the wrong way round, or
+    added to the scores."""
     fill = _masked_value(out[full_mask])
     low = fill is not None and (fill <= -1e9 or fill == float("-inf"))
-    return bind([MASKED_WHERE_ALLOWED], scores, full_mask, fill) if low else {}
+    return {**(bind([MASKED_WHERE_ALLOWED], scores, full_mask, fill) if low else {}),
+            **bind([BOOL_MASK_ADDED], scores, full_mask)}
 
 
 def masked_fill_mistakes(masked: Tensor, scores_there: Tensor) -> Mistakes:
@@ -1586,6 +1593,10 @@ def layer_norm(x: Tensor, weight: Tensor, bias: Tensor, eps: float, *, variant: 
         var = (x * x).mean(dim=-1, keepdim=True) - mean * mean
         return ((x - mean) / torch.sqrt(var + eps) * w + b).double()
     x, w, b = x.double(), weight.double(), bias.double()
+    if variant in ("affine_first", "affine_twice"):  # weight and bias applied to x, the result normalised
+        x = x * w + b
+        if variant == "affine_first":
+            w, b = torch.ones_like(w), torch.zeros_like(b)
     if variant in ("mean_over_dim0", "mean_over_dim1"):  # the mean over another axis, the variance around it
         mean = x.mean(dim=int(variant[-1]), keepdim=True)
         return (x - mean) / torch.sqrt((x - mean).pow(2).mean(dim=-1, keepdim=True) + eps) * w + b
@@ -1603,7 +1614,7 @@ def layer_norm(x: Tensor, weight: Tensor, bias: Tensor, eps: float, *, variant: 
     if variant == "default_eps_1e-6":
         eps = 1e-6
     denominator = torch.sqrt(var) + eps if variant == "eps_outside_sqrt" else (
-        var + eps if variant == "no_sqrt" else torch.sqrt(var + eps))
+        var + eps if variant == "no_sqrt" else 2 * (var + eps) if variant == "half_power" else torch.sqrt(var + eps))
     normed = (x - mean) / denominator
     if variant == "no_mean":
         normed = x / denominator
@@ -1650,6 +1661,12 @@ LAYER_NORM_MISTAKES = variants("layer_norm", (
      "at 1 and scales directly, (x - mean) / sqrt(var + eps) * weight + bias", "one_plus_weight"),
     ("your variance is E[x²] - E[x]², which cancels catastrophically in float32 when the inputs sit far "
      "from zero: average the squared deviations (x - mean)**2 instead", "naive_variance"),
+    ("your LayerNorm applies weight and bias to x before it normalises, so the normalisation undoes them: "
+     "normalise first, then scale and shift, (x - mean) / sqrt(var + eps) * weight + bias", "affine_first"),
+    ("your LayerNorm applies weight and bias twice, to x before it normalises and again after: only after, "
+     "(x - mean) / sqrt(var + eps) * weight + bias", "affine_twice"),
+    ("your LayerNorm divides by 2 (var + eps): Python reads (var + eps) ** 1 / 2 as ((var + eps) ** 1) / 2 "
+     "(** binds tighter than /); the square root is ** 0.5, ** (1 / 2) or torch.sqrt", "half_power"),
 ))
 # a switch of both layer_norm() and rms_norm(): the checks of either component see it
 DEFAULT_EPS = mistake("layer_norm", "default_eps_1e-6",
@@ -1820,6 +1837,8 @@ def rms_norm(x: Tensor, weight: Tensor, eps: float, *, variant: str = "", power:
     if power != -0.5 or spread is not None:
         ms = x.pow(2).mean(dim=-1, keepdim=True) if spread is None else x.var(dim=-1, keepdim=True, unbiased=spread)
         return x * (ms + eps) ** power * w
+    if variant in ("weight_first", "weight_twice"):  # x scaled by weight, the result normalised
+        x, w = x * w, (torch.ones_like(w) if variant == "weight_first" else w)
     if variant == "mean_subtracted":
         x = x - x.mean(dim=-1, keepdim=True)
     if variant == "no_eps":
@@ -1844,6 +1863,8 @@ def rms_norm(x: Tensor, weight: Tensor, eps: float, *, variant: str = "", power:
         out = x / (torch.sqrt(ms) + eps)
     elif variant == "no_sqrt":
         out = x / (ms + eps)
+    elif variant == "half_power":
+        out = x / (2 * (ms + eps))
     elif variant == "eps_added_after":
         out = x / torch.sqrt(ms) + eps
     else:
@@ -1878,6 +1899,13 @@ RMS_NORM_MISTAKES = variants("rms_norm", (
      "at 1 and scales directly, x / sqrt(mean(x**2) + eps) * weight", "one_plus_weight"),
     ("your RMSNorm adds weight to the normalised x; it multiplies: x / sqrt(mean(x**2) + eps) * weight",
      "weight_added"),
+    ("your RMSNorm multiplies x by weight before it normalises, so the normalisation undoes the weight: "
+     "normalise first, then scale, x / sqrt(mean(x**2) + eps) * weight", "weight_first"),
+    ("your RMSNorm multiplies by weight twice, x before it normalises and the result again: only after, "
+     "x / sqrt(mean(x**2) + eps) * weight", "weight_twice"),
+    ("your RMSNorm scales x by 1 / (2 (mean(x**2) + eps)): Python reads m ** -1 / 2 as (m ** -1) / 2, and "
+     "x / m ** 1 / 2 as x / m / 2 (** binds tighter than /); the root is ** -0.5, ** (-1 / 2) or torch.rsqrt",
+     "half_power"),
 ))
 
 
@@ -2038,7 +2066,11 @@ SWIGLU_ACTIVATION = mistake("swiglu", "activation",
 GATE_ACTIVATIONS: dict[str, Callable[[Tensor], Tensor]] = {
     "F.gelu(z, approximate='tanh')": lambda z: F.gelu(z, approximate="tanh"), "torch.tanh": torch.tanh,
     "F.softplus": F.softplus, "F.elu": F.elu, "F.leaky_relu": F.leaky_relu, "F.mish": F.mish,
-    "F.hardswish": F.hardswish, "z * sigmoid(1.702 * z)": lambda z: z * torch.sigmoid(1.702 * z)}
+    "F.hardswish": F.hardswish, "z * sigmoid(1.702 * z)": lambda z: z * torch.sigmoid(1.702 * z),
+    # silu written out by hand, one slip each (the minus of exp(-z) lost, the 1 / (1 + ...) left out, a product
+    # where silu divides)
+    "z / (1 + torch.exp(z))": lambda z: z / (1 + torch.exp(z)), "z * torch.exp(-z)": lambda z: z * torch.exp(-z),
+    "z * torch.exp(z)": lambda z: z * torch.exp(z), "z * (1 + torch.exp(-z))": lambda z: z * (1 + torch.exp(-z))}
 
 
 # A family: silu on the gate and once more elsewhere (on w_up alone instead of the gate is silu_on_up).
@@ -2608,7 +2640,7 @@ def schedule(steps: list[int], max_lr: float, min_lr: float, warmup: int, total:
             lr = {"plus_one": max_lr * (s + 1) / warmup, "nanogpt": max_lr * (s + 1) / (warmup + 1),
                   "to_one": s / warmup, "int_division": max_lr * (s // warmup),
                   "warmup_from_min_lr": min_lr + (max_lr - min_lr) * s / warmup,
-                  "warmup_to_min_lr": min_lr * s / warmup}.get(
+                  "warmup_to_min_lr": min_lr * s / warmup, "warmup_over_total": max_lr * s / total}.get(
                       variant, max_lr * (s + wa) / (warmup + wb))
         elif s > total and variant != "cosine_continues":
             lr = 0.0 if variant == "zero_after" else max_lr if variant == "max_after" else min_lr
@@ -2672,6 +2704,8 @@ SCHEDULE_MISTAKES = variants("lr_schedule", {
     "gives min_lr": "cosine_continues",
     "your warmup starts at min_lr: it climbs from 0, max_lr * step / warmup_steps": "warmup_from_min_lr",
     "your warmup climbs to min_lr: it climbs to max_lr, max_lr * step / warmup_steps": "warmup_to_min_lr",
+    "your warmup divides by total_steps, max_lr * step / total_steps, so it ends far below max_lr: it climbs "
+    "over the warmup only, max_lr * step / warmup_steps": "warmup_over_total",
 })
 
 
@@ -2899,6 +2933,8 @@ def rope_rotated(x: Tensor, cos: Tensor, sin: Tensor, positions: Tensor | None, 
         return torch.cat((x1 * c - x2 * s, x1 * s + x2 * c), dim=-1)
     if variant == "halves_in":
         x1, x2 = x[..., : d_head // 2], x[..., d_head // 2:]
+    elif variant == "pair_read_swapped":
+        x1, x2 = x[..., 1::2], x[..., 0::2]
     else:
         x1, x2 = x[..., 0::2], x[..., 1::2]
     if variant == "tables_repeated":
@@ -2908,6 +2944,8 @@ def rope_rotated(x: Tensor, cos: Tensor, sin: Tensor, positions: Tensor | None, 
     second = (first if variant == "even_rotated_first" else x1) * s + x2 * c
     if variant == "halves_out":
         return torch.cat((first, second), dim=-1)
+    if variant == "pair_written_swapped":
+        return torch.stack((second, first), dim=-1).flatten(-2)
     return torch.stack((first, second), dim=-1).flatten(-2)
 
 
@@ -2932,6 +2970,11 @@ ROPE_MISTAKES = variants("rope", {
     "columns 2i and 2i+1 of the repeated table": "tables_repeated",
     "your second formula uses the already rotated even features (x[..., 0::2] was overwritten, or is a view "
     "of what you wrote): compute both from the original pair": "even_rotated_first",
+    "you read each pair the other way round, (x[2i+1], x[2i]): the pair's first feature is the even one, "
+    "x1 = x[..., 0::2], x2 = x[..., 1::2]": "pair_read_swapped",
+    "you write each rotated pair back the other way round, the second result at 2i: out[2i] = x[2i] * cos - "
+    "x[2i+1] * sin and out[2i+1] = x[2i] * sin + x[2i+1] * cos (stack((first, second), dim=-1))":
+        "pair_written_swapped",
 })
 ROPE_IN_FLOAT32 = mistake("rope", "computed_in_float32",
                           "your apply_rope computes in float32 (x.float(), or complex64 numbers) and never casts back: "
@@ -3680,12 +3723,13 @@ def _uniform_over_kept(kept_row: Tensor) -> Tensor:
 
 
 def _finite_fill(got: Tensor, want: Tensor) -> float | None:
-    """The one finite constant `got` holds wherever `want` is -inf, if it is low (a fill that is not -inf)."""
+    """The one finite constant `got` holds wherever `want` is -inf, if it is low or 0 (a fill that is not -inf:
+    a large negative constant, or the zero a learner takes for "nothing")."""
     removed = want == NEG_INF
     if not isinstance(got, Tensor) or got.shape != want.shape or not bool(removed.any()):
         return None
     fill = _masked_value(got[removed])
-    return fill if fill is not None and math.isfinite(fill) and fill <= -1e4 else None
+    return fill if fill is not None and math.isfinite(fill) and (fill <= -1e4 or fill == 0) else None
 
 
 def _same(a: Any, b: Any) -> bool:
@@ -4041,6 +4085,8 @@ def vit(state: dict[str, Tensor], images: Tensor, *, patch_size: int, n_heads: i
     def norm(h: Tensor) -> Tensor:
         return F.layer_norm(h, (d_model,), s["norm.weight"], s["norm.bias"], eps=1e-5)
 
+    if variant == "norm_before_blocks":
+        x = norm(x)
     layers = {"last_block_skipped": range(n_layers - 1), "first_block_skipped": range(1, n_layers),
               "blocks_read_embedding": range(n_layers - 1, n_layers)}.get(variant, range(n_layers))
     for i in layers:
@@ -4050,7 +4096,7 @@ def vit(state: dict[str, Tensor], images: Tensor, *, patch_size: int, n_heads: i
         x = x + out if variant == "block_residual_added" else out
         if variant == "norm_every_block":
             x = norm(x)
-    if variant not in ("no_final_norm", "norm_every_block"):
+    if variant not in ("no_final_norm", "norm_every_block", "norm_before_blocks"):
         x = norm(x)
     if variant == "mean_pool":
         pooled = x.mean(dim=1)
@@ -4090,6 +4136,9 @@ VIT_MISTAKES = variants("vit_classifier", ((sentence, variant) for variant, sent
     "no_final_norm": "your ViT applies the head without the final norm: head(norm(x)[:, 0])",
     "norm_every_block": "your ViT applies the final norm after every block instead of once after the last: the "
                         "blocks normalise their own inputs, norm comes only before the head",
+    "norm_before_blocks": "your ViT applies the final norm before the blocks, to the embeddings: each Pre-LN block "
+                          "normalises its own input, and the final norm comes after the last block, just before "
+                          "the head, head(norm(x)[:, 0])",
     "patch_mean_pool": "your head reads the mean over the patch tokens, x[:, 1:].mean(dim=1) (global average "
                        "pooling): the contract's ViT reads the class token, head(norm(x)[:, 0])",
     "last_block_skipped": "your ViT skips its last block (self.blocks[:-1], or range(len(self.blocks) - 1)): "
