@@ -16,6 +16,7 @@ from pathlib import Path
 
 import pytest
 
+from grader.channels.release import context_dependents
 from grader.contract import COMPONENTS
 from grader.course import load_course
 from grader.engine.planning import SHARED_WORKERS, plan_shards, worker_group
@@ -56,11 +57,14 @@ def edited(tmp_path: Path, file: str, old: str, new: str) -> Path:
     return folder
 
 
-def test_groups_are_disjoint_sets_of_components():
+def test_groups_are_disjoint_sets_of_components_whose_code_runs_none_of_each_others():
     members = [c for group in SHARED_WORKERS for c in group]
     assert len(members) == len(set(members)) and set(members) <= set(COMPONENTS)
     assert all(len(group) > 1 for group in SHARED_WORKERS)
     assert worker_group("kv_cache") == {"kv_cache"}
+    # the reference's call graph, as the release reads it (its checks' own reach is the next test's)
+    assert {c: sorted(context_dependents(c) & group) for group in SHARED_WORKERS for c in group
+            if context_dependents(c) & group} == {}
 
 
 def test_the_planner_keeps_group_mates_together_where_the_load_allows():
