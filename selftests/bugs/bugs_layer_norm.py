@@ -145,4 +145,7 @@ BUGS += [
         "return (x - mean) / (var + self.eps) ** 1 / 2 * self.weight + self.bias",
         "writes the square root as ** 1 / 2, which Python reads as (** 1) / 2",
         diagnosis=("your LayerNorm divides by 2 (var + eps)",)),
+    Bug("layer_norm", "global_mean_only", "norms.py", "mean = x.mean(dim=-1, keepdim=True)  # (..., 1)",
+        "mean = x.mean()", "averages over the whole tensor for the mean (the variance stays per position)",
+        diagnosis=("your mean is taken over the whole tensor (x.mean(), no dim)",)),
 ]

@@ -135,4 +135,9 @@ BUGS += [
         "g = self.w_gate(x)\n        return self.w_down(g * (-g).exp() * self.w_up(x))",
         "writes silu as g * exp(-g), the sigmoid's 1 / (1 + ...) left out",
         diagnosis=("your gate uses z * torch.exp(-z)",)),
+    Bug("swiglu", "silu_on_the_output", "ffn.py",
+        "return self.w_down(F.silu(self.w_gate(x)) * self.w_up(x))  # (..., d_ff) -> (..., D)",
+        "return F.silu(self.w_down(self.w_gate(x) * self.w_up(x)))",
+        "puts the activation around the whole network instead of on the gate",
+        diagnosis=("your silu is applied to the output",)),
 ]

@@ -1597,8 +1597,9 @@ def layer_norm(x: Tensor, weight: Tensor, bias: Tensor, eps: float, *, variant: 
         x = x * w + b
         if variant == "affine_first":
             w, b = torch.ones_like(w), torch.zeros_like(b)
-    if variant in ("mean_over_dim0", "mean_over_dim1"):  # the mean over another axis, the variance around it
-        mean = x.mean(dim=int(variant[-1]), keepdim=True)
+    if variant in ("mean_over_dim0", "mean_over_dim1", "global_mean_only"):  # the mean over other axes, the
+        # variance around it, over the features
+        mean = x.mean() if variant == "global_mean_only" else x.mean(dim=int(variant[-1]), keepdim=True)
         return (x - mean) / torch.sqrt((x - mean).pow(2).mean(dim=-1, keepdim=True) + eps) * w + b
     dims = tuple(range(x.dim())) if variant == "global_statistics" else (-1,)
     mean = x.mean(dim=dims, keepdim=True)
@@ -1644,6 +1645,8 @@ LAYER_NORM_MISTAKES = variants("layer_norm", (
      "over the last dimension (dim=-1, keepdim=True)", "mean_over_dim0"),
     ("your mean is taken over dimension 1 instead of the features: LayerNorm's statistics are per position, "
      "over the last dimension (dim=-1, keepdim=True)", "mean_over_dim1"),
+    ("your mean is taken over the whole tensor (x.mean(), no dim) while the variance is per position: both "
+     "statistics are per position, over the last dimension (dim=-1, keepdim=True)", "global_mean_only"),
     ("your LayerNorm multiplies by bias and adds weight: it is * weight + bias", "weight_bias_swapped"),
     ("your LayerNorm never adds bias", "no_bias"),
     ("your LayerNorm adds bias before it multiplies by weight, (normed + bias) * weight: the weight scales "
@@ -1994,6 +1997,8 @@ def swiglu(x: Tensor, state: dict[str, Tensor], *, variant: str = "",
         hidden = F.silu(gate) * gate
     elif variant == "up_for_both":
         hidden = F.silu(up) * up
+    elif variant == "silu_on_output":
+        return F.silu(F.linear(gate * up, s["w_down.weight"]))
     else:
         hidden = activation(gate) * up
     return F.linear(hidden, s["w_down.weight"])
@@ -2014,6 +2019,9 @@ SWIGLU_MISTAKES = variants("swiglu", (
      "factor is w_up(x)", "gate_for_both"),
     ("your hidden layer is silu(w_up(x)) * w_up(x): w_up serves both branches (a copy-paste?), the gate is "
      "silu(w_gate(x))", "up_for_both"),
+    ("your silu is applied to the output, silu(w_down(w_gate(x) * w_up(x))), instead of the gate: the activation "
+     "gates the hidden layer, w_down(silu(w_gate(x)) * w_up(x)), and the output is w_down's as it is",
+     "silu_on_output"),
 ))
 SWIGLU_BIASES = mistake("swiglu", "biases", "your layers have biases: SwiGLU's three nn.Linear are created with bias=False",
                         lambda expected: expected | {k.replace(".weight", ".bias") for k in expected})
