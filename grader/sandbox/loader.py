@@ -221,14 +221,16 @@ class Package:
 
     def _guard(self, qualname: str):
         """What stands in for a worker-mate's name: it only says that code here reached it."""
-        package = self
-
         def guarded(*args, **kwargs):
-            package.crossed = package.crossed or qualname
-            raise CrossedOver(qualname)
+            self._cross(qualname)
 
         guarded.__name__ = guarded.__qualname__ = qualname.rpartition(".")[2]
         return guarded
+
+    def _cross(self, name: str) -> None:
+        """Code here reached `name`, a worker-mate's: remember it (student code may swallow the exception)."""
+        self.crossed = self.crossed or name
+        raise CrossedOver(name)
 
     def new_trusted(self, name: str, args: tuple, kwargs: dict):
         """A grader stand-in or tool; where none is loaded (a student release), the implementation's own."""
@@ -238,8 +240,7 @@ class Package:
             inner = () if wrapped is None else (self.new_trusted(wrapped, (), {}),)
             return cls(*inner, *args, **kwargs)
         if cls is None and name in standins.PIECES and standins.owners(name) & self.mates:
-            self.crossed = self.crossed or name
-            raise CrossedOver(name)
+            self._cross(name)
         if cls is None:
             if name in standins.TOOLS or self.isolate_for is not None and standins.shipped(standins.PIECES[name]):
                 raise ImplementationLoadError(f"grader error: the trusted {name} is not available to these checks")

@@ -129,7 +129,7 @@ def serve(requests: Connection, output_fd: int, plan: Plan, isolate_for: str | N
                 requests.send_bytes(wire.dumps(reply))
                 continue
             if executor is None:
-                executor = Executor(folder, isolate_for, broken, code, copies=False, mates=mates)
+                executor = executor_for(isolate_for, ())
             if reset:
                 executor.run("reset")
             reply = {"ok": executor.run(op, **request)}
