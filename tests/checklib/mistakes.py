@@ -3763,15 +3763,25 @@ def judged_whole(mistakes: Mistakes, got: Any, fn: Callable[[Any], Any]) -> Mist
 
 
 def unambiguous(mistakes: Mistakes) -> Mistakes:
-    """The mistakes whose output no other mistake of the mapping shares on these inputs (computed now):
-    where two mistakes look the same, naming either could be wrong."""
-    values = {}
-    for sentence, model in mistakes.items():
-        try:
-            values[sentence] = model() if callable(model) else model
-        except Exception:  # noqa: BLE001 - a mistake that does not apply to these inputs
-            continue
-    return {s: v for s, v in values.items() if not any(o != s and _same(v, w) for o, w in values.items())}
+    """The mistakes whose output no other mistake of the mapping shares on these inputs (the others give None):
+    where two mistakes look the same, naming either could be wrong. Still lazy: every output is computed
+    once, when the first is weighed (a check that passes weighs none)."""
+    values: dict[str, Any] = {}
+
+    def computed() -> dict[str, Any]:
+        if not values:
+            for sentence, model in mistakes.items():
+                try:
+                    values[sentence] = model() if callable(model) else model
+                except Exception:  # noqa: BLE001 - a mistake that does not apply to these inputs
+                    values[sentence] = None
+        return values
+
+    def model_of(sentence: str) -> Any:
+        mine = computed()[sentence]
+        return None if any(o != sentence and _same(mine, w) for o, w in values.items()) else mine
+
+    return {sentence: (lambda s=sentence: model_of(s)) for sentence in mistakes}
 
 
 EMPTY_ROW = recognised("sampling", "empty_row",
@@ -4291,35 +4301,6 @@ def vit_dropout_diagnosis(default: bool, zero_drops: bool = True, rate: Any = No
 
 # --- swin_windows ------------------------------------------------------------------------------------
 
-def _unambiguous(models: dict[str, Callable[[], Any]]) -> Mistakes:
-    """The models, each still lazy, except those that give the same tensor as another model on these inputs
-    (which of the two mistakes was made would then be a guess, and a diagnosis is never a guess)."""
-    cache: dict[str, Any] = {}
-
-    def computed() -> dict[str, Any]:
-        if not cache:
-            for sentence, model in models.items():
-                try:
-                    cache[sentence] = model()
-                except Exception:  # noqa: BLE001 - a mistake that does not apply to these inputs
-                    cache[sentence] = None
-            cache["_"] = True
-        return cache
-
-    def same(a: Any, b: Any) -> bool:
-        return (isinstance(a, Tensor) and isinstance(b, Tensor) and a.shape == b.shape and a.dtype == b.dtype
-                and bool((a == b).all()))
-
-    def model_of(sentence: str) -> Any:
-        values = computed()
-        mine = values[sentence]
-        if any(same(mine, v) for s, v in values.items() if s not in (sentence, "_")):
-            return None
-        return mine
-
-    return {sentence: (lambda s=sentence: model_of(s)) for sentence in models}
-
-
 def _grid(x: Tensor, ws: int) -> Tensor:
     """(B, H, W, C) -> (B, gh, ws, gw, ws, C)."""
     B, H, W, C = x.shape
@@ -4397,7 +4378,7 @@ def _window_order_texts(entry_name: str) -> tuple[tuple[str, tuple[int, ...]], .
 def partition_mistakes(x: Tensor, ws: int) -> Mistakes:
     """window_partition(x, ws) as common mistakes compute it, and in every other order (PARTITION_ORDER)."""
     family = {text: (lambda order=order: _permuted(x, ws, *order)) for text, order in _window_order_texts("partition")}
-    return _unambiguous({**bind(PARTITION_MISTAKES, x, ws), **family})
+    return unambiguous({**bind(PARTITION_MISTAKES, x, ws), **family})
 
 
 def _regrouped(windows: Tensor, view: tuple[int, ...], order: tuple[int, ...], shape: tuple[int, int]) -> Tensor:
@@ -4437,7 +4418,7 @@ def reverse_mistakes(windows: Tensor, ws: int, H: int, W: int) -> Mistakes:
     view = (H // ws, W // ws, ws, ws)
     family = {text: (lambda order=order: _regrouped(windows, view, order, (H, W)))
               for text, order in _window_order_texts("reverse")}
-    return _unambiguous({**bind(REVERSE_MISTAKES, windows, ws, H, W), **family})
+    return unambiguous({**bind(REVERSE_MISTAKES, windows, ws, H, W), **family})
 
 
 def _slice_labels(n: int, cuts: list[int]) -> Tensor:
@@ -4604,7 +4585,7 @@ def shifted_mask_mistakes(H: int, W: int, ws: int, s: int) -> Mistakes:
     for order, words in (((0, 3, 1, 2, 4, 5), "column-major over the grid"),
                          ((0, 1, 3, 4, 2, 5), "tokens column by column"), (None, "strips of rows (no permute)")):
         follows.update(bind([MASK_FOLLOWS_PARTITION], H, W, ws, s, order, order=words))
-    return _unambiguous({**follows, **bind(SHIFTED_MASK_MISTAKES, H, W, ws, s)})
+    return unambiguous({**follows, **bind(SHIFTED_MASK_MISTAKES, H, W, ws, s)})
 
 
 MASK_OF_SQUARE_WINDOWS = mistake(
