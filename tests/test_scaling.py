@@ -42,6 +42,8 @@ def scores_of(impl, folder: str, q: torch.Tensor, k: torch.Tensor, what: str):
     try:
         return adapters.attention_scores(impl)(q, k)
     except StudentError as exc:
+        if type(exc) is StudentError and mistakes.k_not_transposed(exc.message, tuple(q.shape), tuple(k.shape)):
+            raise diagnosed(f"{what}: {exc.describe()}", mistakes.K_NOT_TRANSPOSED) from None
         if type(exc) is StudentError:
             try:
                 source = read_text(Path(folder) / "attention.py")  # never a link, a FIFO or megabytes

@@ -27,6 +27,12 @@ BUGS = [
         "return q @ k.T / math.sqrt(q.size(-1))",
         "uses k.T, which reverses every dimension of a batched k instead of the last two",
         diagnosis=("k.T",)),
+    # Held-out set 12's q_at_k: the matmul raises on every case (d differs from Tk in each), with 2-D and
+    # batched wordings of torch's error.
+    Bug("scaling", "k_not_transposed", "attention.py", SCORES,
+        "return q @ k / math.sqrt(q.size(-1))",
+        "multiplies q by k without transposing k",
+        diagnosis=("your scores multiply q by k as it is (q @ k)",)),
     Bug("scaling", "scale_in_place", "attention.py", SCORES,
         "q /= math.sqrt(q.size(-1))\n    return q @ k.transpose(-2, -1)",
         "scales q in place, changing the caller's tensor",

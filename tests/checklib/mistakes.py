@@ -150,6 +150,28 @@ def transpose_mistakes(source: str) -> list[Mistake]:
                 if dims and all(d >= 0 for d in dims) and FIXED_TRANSPOSE not in found:
                     found.append(FIXED_TRANSPOSE)
     return found
+
+
+K_NOT_TRANSPOSED = recognised("scaling", "k_not_transposed",
+                              "your scores multiply q by k as it is (q @ k), so d meets Tk: each query is compared "
+                              "with each key over d, q @ k.transpose(-2, -1), which gives (..., Tq, Tk)")
+UNMULTIPLIABLE = re.compile(r"shapes cannot be multiplied \((\d+)x(\d+) and (\d+)x(\d+)\)")
+BATCH2_SIZES = re.compile(r"dimensions of batch2 tensor to be: \[(\d+), (\d+)\] but got: \[(\d+), (\d+)\]")
+
+
+def k_not_transposed(message: str, q_shape: tuple[int, ...], k_shape: tuple[int, ...]) -> bool:
+    """Whether torch's matmul error says that q (..., Tq, d) met k (..., Tk, d) untransposed: 2-D q and k as
+    (Tq x d) and (Tk x d), batched ones as a batch2 of (B, Tk) where (B, d) was expected."""
+    if len(q_shape) < 2 or len(q_shape) != len(k_shape):
+        return False
+    (tq, d), tk, batch = q_shape[-2:], k_shape[-2], math.prod(q_shape[:-2])
+    pair = UNMULTIPLIABLE.search(message)
+    if pair is not None:
+        return len(q_shape) == 2 and tuple(map(int, pair.groups())) == (tq, d, tk, d)
+    sizes = BATCH2_SIZES.search(message)
+    return sizes is not None and tuple(map(int, sizes.groups())) == (batch, d, batch, tk)
+
+
 Q_SCALED_IN_PLACE = mistake("scaling", "q_scaled_in_place",
                             "attention_scores divided the caller's q by √d in place (q /= ...): "
                             "compute a new tensor instead", lambda q: q.double() / math.sqrt(q.shape[-1]))
