@@ -154,7 +154,7 @@ CODE_WORDS = {"True", "False", "None", "softmax", "dtype", "inf", "Python", "PID
               "bool", "dim", "sin", "cos", "exp", "log", "sqrt", "argmax",  # math and tensor vocabulary, as in code
               "logits", "idx", "lr", "eps", "ws", "wd", "kv", "nan", "NaN", "meta", "SDPA", "MLP", "GELU", "ReLU",
               "Linear", "dropout", "ValueError", "NoneType", "int", "float", "list", "dict", "tuple", "len", "max",
-              "return", "view", "reshape", "eval", "out", "weights", "Tq", "Dh", "xj", "yj",  # as code writes them
+              "return", "view", "reshape", "eval", "out", "weights", "Tq", "Tk", "Dh", "xj", "yj",  # as code writes them
               "silu", "sigmoid", "gather", "stack", "squeeze", "expand", "triu", "mean", "var", "pi", "kth", "xi", "yi",
               "nW", "Py", "Px", "Hkv", "start", "torch", "Tensor", "Parameter", "cpu", "GLU", "GeGLU", "ReGLU",
               "Adam", "nanoGPT", "LLaMA", "RoFormer", "Hugging", "Face", "Meta", "Transformer",  # works, makers
@@ -501,7 +501,8 @@ CHINESE_SAMPLE = (
     "optimizer:adam_l2_decay", "optimizer:clip_per_parameter", "optimizer:no_value_checks",
     "patch_embedding:assumes_square_images", "patch_embedding:no_divisibility_check",
     "patch_embedding:num_patches_precedence", "patch_embedding:proj_input_size", "pre_ln_block:dropout_always_on",
-    "pre_ln_block:library_encoder_layer", "pre_ln_block:squeezes_the_batch", "qkv_projection:bias_flag_ignored",
+    "pre_ln_block:library_encoder_layer", "pre_ln_block:residual_in_place",
+    "pre_ln_block:squeezes_the_batch", "qkv_projection:bias_flag_ignored",
     "qkv_projection:d_k_true_division", "qkv_projection:no_divisibility_check", "rms_norm:eps_added_to_output",
     "rms_norm:library_rms_norm", "rms_norm:mean_square_without_keepdim", "rms_norm:weight_starts_at_zeros", "rope:complex_table",
     "rope:negative_positions_wrap", "rope:rotated_in_place", "sampling:greedy_argmax_dim0",
@@ -509,7 +510,7 @@ CHINESE_SAMPLE = (
     "sampling:temperature_multiplied", "scaling:k_dot_T", "sinusoidal_encoding:batch_dimension_added",
     "sinusoidal_encoding:no_odd_d_model_check", "sinusoidal_encoding:no_positivity_check",
     "swiglu:w_down_transposed", "swin_windows:official_float_mask", "swin_windows:reverse_grid_column_major",
-    "swin_windows:partition_view_after_permute", "swin_windows:check_and_not_or", "swin_windows:shift_ws_allowed", "swin_windows:view_without_permute", "tiny_lm:attn_residual_from_normed", "tiny_lm:head_with_bias",
+    "swin_windows:partition_view_after_permute", "swin_windows:check_and_not_or", "swin_windows:shift_ws_allowed", "swin_windows:view_without_permute", "tiny_lm:attn_residual_from_normed", "tiny_lm:residual_in_place", "tiny_lm:head_with_bias",
     "tiny_lm:rope_head_dim_d_model", "tiny_lm:shared_cache_object", "vit_classifier:cls_token_2d",
     "window_attention:index_axes_swapped", "window_attention:index_stride_2ws", "window_attention:mask_interleaved",
     "window_attention:mlp_ratio_ignored", "window_attention:mlp_without_norm2",

@@ -226,6 +226,18 @@ def test_block_permutation_equivariance(impl, gen, shape):
     assert_close(out_perm.mean(dim=1), out.mean(dim=1), what="mean over tokens of TransformerBlock(permuted x)", hint=hint)
 
 
+def test_block_leaves_input_alone(impl, gen):
+    """Functions never modify their inputs: the residuals are new tensors, not additions into the caller's x."""
+    batch, length, d_model, n_heads, d_ff = 2, 5, 8, 2, 16
+    m = new_block(impl, d_model, n_heads, d_ff, block_state(d_model, d_ff, gen=gen))
+    x = randn(batch, length, d_model, gen=gen)
+    _, (after, _) = m.call_returning_args(x, causal_bool_mask(length))
+    assert_close(after, x, what=f"x {tuple(x.shape)} after TransformerBlock's forward",
+                 hint="forward must not modify the caller's x: add each residual into a new tensor, "
+                      "x = x + self.dropout(...), not x += ... (an in-place add writes into the tensor the caller "
+                      "passed)")
+
+
 CAUSAL_HINT = ("with a causal mask, output i may only depend on tokens j <= i: pass the mask to the attention; "
                "LayerNorm and the feed-forward must act on each token separately")
 

@@ -256,6 +256,19 @@ def test_decoder_block_matches_reference(impl, gen, case):
                  mistakes=mistakes.decoder_block_mistakes(state, x, H, Hkv, rope, mask, eps=eps))
 
 
+def test_decoder_block_leaves_input_alone(impl, gen):
+    """Functions never modify their inputs: the residuals are new tensors, not additions into the caller's x."""
+    B, T, D, H, Hkv, d_ff = 2, 5, 8, 2, 1, 12
+    m = BLOCK(impl, D, H, Hkv, d_ff)
+    m.load_weights(block_state(D, H, Hkv, d_ff, gen=gen, dtype=torch.float32))
+    x = randn(B, T, D, gen=gen)
+    _, (after, _) = m.call_returning_args(x, self_attention_mask("causal", B, H, T, gen))
+    assert_close(after, x, what=f"x {tuple(x.shape)} after DecoderBlock({D}, {H}, {Hkv}, {d_ff})'s forward",
+                 hint="forward must not modify the caller's x: add each residual into a new tensor, "
+                      "h = x + self.attn(...), not x += ... (an in-place add writes into the tensor the caller "
+                      "passed)")
+
+
 # vocab_size, max_len, d_model, n_heads, n_kv_heads, n_layers, d_ff, rope_base; then B, T, dtype
 LM_CASES = [
     (config(11, 16, 16, 4, 2, 2, 24), 2, 9, torch.float32),

@@ -33,6 +33,8 @@ INDEX = "index[i, j] = (yi - yj + ws - 1) * (2ws - 1) + (xi - xj + ws - 1) for t
 WHERE = ("q, k, v = qkv(x) in that order, split into heads; scores q kᵀ / √(C / n_heads) plus "
          "table[index[i, j], h] for head h; where mask[b % nW] is False no weight; softmax, times v, heads "
          "merged, proj")
+IN_PLACE_RESIDUAL = ("forward must not modify the caller's x: add each residual into a new tensor, x = x + y, "
+                     "not x += y (an in-place add writes into the tensor the caller passed)")
 BLOCK_WHERE = ("y = norm1(x), rolled by -shift_size (when not 0), window_partition, attn with "
                "shifted_window_mask (none without a shift), window_reverse, rolled by +shift_size; x = x + y; "
                "return x + mlp(norm2(x)), mlp = Linear, GELU, Linear")
@@ -278,6 +280,7 @@ def test_bias_table_learns(impl, gen):
 
 
 def test_leaves_inputs_alone(impl, gen):
+    """Functions never modify their inputs: WindowAttention its windows and mask, a shifted SwinBlock its map."""
     dim, ws, n_heads = 8, 2, 2
     mask = random_mask(2, ws, gen)
     x = randn(4, ws * ws, dim, gen=gen)
@@ -285,6 +288,11 @@ def test_leaves_inputs_alone(impl, gen):
     _, after = m.call_returning_args(x, mask)
     assert_close(after[0], x, what="x after WindowAttention's forward", hint="forward must not modify x")
     assert_equal(after[1], mask, what="mask after WindowAttention's forward", hint="forward must not modify mask")
+    block = loaded(BLOCK(impl, dim, n_heads, ws, 1), block_state(dim, n_heads, ws, 4.0, gen=gen, dtype=torch.float32))
+    image = randn(2, 2 * ws, 3 * ws, dim, gen=gen)
+    _, (after_block,) = block.call_returning_args(image)
+    call = block_call(dim, n_heads, ws, 1, 4.0)
+    assert_close(after_block, image, what=f"x {tuple(image.shape)} after {call}'s forward", hint=IN_PLACE_RESIDUAL)
 
 
 # --------------------------------------------------------------------------- SwinBlock

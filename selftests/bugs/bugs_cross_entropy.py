@@ -163,4 +163,8 @@ BUGS += [
         "picked = logp.gather(1, targets.unsqueeze(1)).squeeze(1)[keep]  # (N_kept,)",
         "gathers every row's target before dropping the ignored rows, so an ignore_index of -100 is gathered",
         diagnosis=("indexes log p with the ignored targets themselves",)),
+    # Held-out set 13's softmax_normalises_last_dim: the maximum along dim, the sum along the last dimension.
+    Bug("cross_entropy", "softmax_sum_last_dim", "training.py", "    return e / e.sum(dim=dim, keepdim=True)",
+        "    return e / e.sum(dim=-1, keepdim=True)", "normalises softmax's exponentials over the last dimension",
+        diagnosis=("subtracts the maximum along `dim` but sums along the last dimension",)),
 ]

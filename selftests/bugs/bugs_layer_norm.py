@@ -148,4 +148,12 @@ BUGS += [
     Bug("layer_norm", "global_mean_only", "norms.py", "mean = x.mean(dim=-1, keepdim=True)  # (..., 1)",
         "mean = x.mean()", "averages over the whole tensor for the mean (the variance stays per position)",
         diagnosis=("your mean is taken over the whole tensor (x.mean(), no dim)",)),
+    # Held-out set 13's normalise_all_non_batch_dims.
+    Bug("layer_norm", "per_sample_statistics", "norms.py",
+        "        mean = x.mean(dim=-1, keepdim=True)  # (..., 1)\n"
+        "        var = (x - mean).pow(2).mean(dim=-1, keepdim=True)  # (..., 1), biased",
+        "        dims = tuple(range(1, x.dim()))\n        mean = x.mean(dim=dims, keepdim=True)\n"
+        "        var = (x - mean).pow(2).mean(dim=dims, keepdim=True)",
+        "takes the statistics over every dimension of a sample, not over the features",
+        diagnosis=("your mean and variance are taken per sample",)),
 ]

@@ -182,4 +182,9 @@ BUGS += [
         'x = x + self.attention(self.norm1(x), mask, cache)',
         'forgets the dropout around the attention branch',
         diagnosis=('does not drop out the branch attention(norm1(x))',)),
+    Bug("pre_ln_block", "residual_in_place", "block.py",
+        "x = x + self.dropout(self.attention(self.norm1(x), mask, cache))",
+        "x += self.dropout(self.attention(self.norm1(x), mask, cache))",
+        "adds the attention branch into the caller's x in place (x += ...)",
+        named_by="after TransformerBlock's forward"),
 ]

@@ -137,4 +137,9 @@ BUGS += [
         "self.ffn_norm = self.attn_norm",
         "reuses the attention's RMSNorm before the feed-forward network, sharing one weight",
         diagnosis=("your attn_norm and ffn_norm are one RMSNorm object",)),
+    Bug("tiny_lm", "residual_in_place", "gpt.py",
+        "h = x + self.attn(self.attn_norm(x), mask, rope=rope, cache=cache)",
+        "x += self.attn(self.attn_norm(x), mask, rope=rope, cache=cache)\n        h = x",
+        "adds the attention branch into the caller's x in place (x += ...)",
+        named_by="after DecoderBlock(8, 2, 1, 12)'s forward"),
 ]

@@ -1,5 +1,10 @@
 from . import Bug
 
+MASKED = ("        if mask is not None:\n            nW = mask.size(0)\n"
+          "            scores = scores.view(B_ // nW, nW, self.n_heads, N, N)\n"
+          "            scores = scores.masked_fill(~mask[None, :, None], float(\"-inf\")).view(B_, self.n_heads, N, N)\n"
+          "        ")
+
 REL = "rel = coords[:, :, None] - coords[:, None, :] + ws - 1  # (2, N, N), each in [0, 2ws - 2]"
 INDEX = 'self.register_buffer("relative_position_index", rel[0] * (2 * ws - 1) + rel[1])  # (N, N)'
 QKV = "q, k, v = (split_heads(t, self.n_heads) for t in self.qkv(x).chunk(3, dim=-1))  # (B_, H, N, Dh)"
@@ -170,4 +175,14 @@ BUGS += [
     Bug("window_attention", "mlp_residual_dropped", "swin.py", "return x + self.mlp(self.norm2(x))",
         "return self.mlp(self.norm2(x))", "returns the MLP's output without the second residual",
         diagnosis=("returns mlp(norm2(x)) without the residual connection",)),
+    # Held-out set 13's residual_in_place: no check saw it until SwinBlock joined test_leaves_inputs_alone.
+    Bug("window_attention", "residual_in_place", "swin.py", "        x = x + y\n", "        x += y\n",
+        "adds the attention's residual into the caller's map in place (x += y)",
+        named_by="after SwinBlock(8, 2, 2, shift_size=1)'s forward"),
+    # Held-out set 13's bias_after_softmax (MASKED: the lines between the bias and the softmax, kept).
+    Bug("window_attention", "bias_after_softmax", "swin.py",
+        "        scores = scores + bias.permute(2, 0, 1)\n" + MASKED + "return self.proj(merge_heads(scores.softmax(dim=-1) @ v))",
+        MASKED + "return self.proj(merge_heads((scores.softmax(dim=-1) + bias.permute(2, 0, 1)) @ v))",
+        "adds the relative position bias to the weights after the softmax",
+        diagnosis=("your relative position bias is added to the weights after the softmax",)),
 ]

@@ -1623,7 +1623,8 @@ def layer_norm(x: Tensor, weight: Tensor, bias: Tensor, eps: float, *, variant: 
         # variance around it, over the features
         mean = x.mean() if variant == "global_mean_only" else x.mean(dim=int(variant[-1]), keepdim=True)
         return (x - mean) / torch.sqrt((x - mean).pow(2).mean(dim=-1, keepdim=True) + eps) * w + b
-    dims = tuple(range(x.dim())) if variant == "global_statistics" else (-1,)
+    dims = tuple(range(x.dim())) if variant == "global_statistics" else tuple(range(1, x.dim())) or (-1,) \
+        if variant == "per_sample_statistics" else (-1,)
     mean = x.mean(dim=dims, keepdim=True)
     var = x.var(dim=dims, keepdim=True, unbiased=variant in ("unbiased", "std_plus_eps", "unbiased_no_eps"))
     if variant == "std_plus_eps":
@@ -1663,6 +1664,9 @@ LAYER_NORM_MISTAKES = variants("layer_norm", (
     ("your LayerNorm divides by var + eps, not by its square root", "no_sqrt"),
     ("your mean and variance are taken over the whole tensor; LayerNorm takes them per position, "
      "over the last dimension only (dim=-1, keepdim=True)", "global_statistics"),
+    ("your mean and variance are taken per sample, over every dimension but the first (as "
+     "nn.LayerNorm(x.shape[1:]) would): LayerNorm takes them per position, over the last dimension only "
+     "(dim=-1, keepdim=True)", "per_sample_statistics"),
     ("your mean is taken over dimension 0 instead of the features: LayerNorm's statistics are per position, "
      "over the last dimension (dim=-1, keepdim=True)", "mean_over_dim0"),
     ("your mean is taken over dimension 1 instead of the features: LayerNorm's statistics are per position, "
@@ -2158,6 +2162,10 @@ def _other_than_last(dim: int, x: Tensor) -> bool:
     return dim % x.dim() != x.dim() - 1
 
 
+def _sum_over_last(e: Tensor) -> Tensor:
+    return e / e.sum(dim=-1, keepdim=True)
+
+
 SOFTMAX_MISTAKES = (
     mistake("cross_entropy", "softmax_max_not_subtracted",
             "your softmax does not subtract the maximum first: exp of a large score overflows to inf and inf/inf "
@@ -2168,6 +2176,11 @@ SOFTMAX_MISTAKES = (
             "(amax(dim, keepdim=True)): a row far below it underflows to 0/0", lambda x, dim: _naive_softmax(x - x.max(), dim)),
     mistake("cross_entropy", "softmax_last_dim", "your softmax ignores `dim` and always normalises over the last dimension",
             lambda x, dim: torch.softmax(x, -1) if _other_than_last(dim, x) else None),
+    mistake("cross_entropy", "softmax_sum_last_dim",
+            "your softmax subtracts the maximum along `dim` but sums along the last dimension: every reduction of "
+            "softmax(x, dim) runs along dim, e / e.sum(dim=dim, keepdim=True)",
+            lambda x, dim: _sum_over_last(torch.exp(x - x.amax(dim=dim, keepdim=True))) if _other_than_last(dim, x)
+            else None),
     mistake("cross_entropy", "softmax_max_without_keepdim",
             "your softmax subtracts x.max(dim).values without keepdim=True, so the maxima broadcast along the "
             "wrong dimension", lambda x, dim: _naive_softmax(x - x.max(dim=dim).values, dim)),
@@ -4676,16 +4689,22 @@ def swin_attention(state: dict[str, Tensor], x: Tensor, n_heads: int, ws: int, m
         q, k = k, q
     scores = q @ k.transpose(-2, -1) / math.sqrt(C if variant == "scale_channel" else 1 if variant == "unscaled"
                                                  else dh)
+    bias = None
     if variant != "no_bias":
         bias = w["relative_position_bias_table"][swin_relative_index(ws, variant)]  # (N, N, H)
-        scores = scores + (bias.reshape(n_heads, N, N) if variant == "bias_without_permute" else bias.permute(2, 0, 1))
+        bias = bias.reshape(n_heads, N, N) if variant == "bias_without_permute" else bias.permute(2, 0, 1)
+        if variant != "bias_after_softmax":
+            scores = scores + bias
     if mask is not None and variant != "mask_ignored":
         nW = mask.shape[0]
         per = mask.repeat_interleave(B_ // nW, 0) if variant == "mask_interleaved" else mask.repeat(B_ // nW, 1, 1)
         per = per[:, None]
         scores = scores + per.double() if variant == "mask_01" else scores.masked_fill(~per, float("-inf"))
     axis = int(variant.removeprefix("softmax_dim_")) if variant.startswith("softmax_dim_") else -1
-    out = (scores.softmax(dim=axis) @ v).transpose(1, 2).reshape(B_, N, C)
+    weights = scores.softmax(dim=axis)
+    if variant == "bias_after_softmax":
+        weights = weights + bias
+    out = (weights @ v).transpose(1, 2).reshape(B_, N, C)
     return F.linear(out, w["proj.weight"], w.get("proj.bias"))
 
 
@@ -4753,6 +4772,9 @@ SWIN_ATTENTION_MISTAKES = variants("window_attention", ((sentence, variant) for 
     "bias_without_permute": "your bias table[index] of shape (N, N, n_heads) is reshaped to (n_heads, N, N) without "
                             "moving the heads first: permute(2, 0, 1), so that head h adds table[index[i, j], h]",
     "no_bias": "your scores have no relative position bias: add table[index[i, j], h] to head h's score of i and j",
+    "bias_after_softmax": "your relative position bias is added to the weights after the softmax: it belongs to the "
+                          "scores, softmax(q kᵀ / √(C / n_heads) + bias), so that it shifts which keys get weight and "
+                          "each row of weights still sums to 1",
     "qkv_heads_first": "you read qkv's output as (heads, 3, head width) per token: it is q, k, v one after the other "
                        "(C features each), each split into heads as split_heads does",
     "qk_swapped": "your q and k are swapped (the scores transposed before the bias): qkv's output is q, k, v in "
