@@ -6,9 +6,10 @@ import torch
 import torch.nn.functional as F
 
 from checklib import adapters, mistakes
-from checklib.compare import assert_close, check_tensor, fail, shown
+from checklib.compare import assert_close, check_tensor, explained, fail, shown
 from checklib.student import expect_value_error
 from checklib.weights import mha_state, randn
+from grader.results import CheckFailure
 
 MHA = adapters.MultiHeadAttention
 LAYERS = ("w_q", "w_k", "w_v", "out_proj")
@@ -76,10 +77,17 @@ def test_project_qkv_values(impl, gen, shape, bias, dtype):
         check_tensor(out, what=what, shape=(batch, length, d_model), dtype=dtype,
                      hint="each of q, k, v is (B, T, D) in the input's dtype: project first, split heads later")
         expected = F.linear(x, state[f"{layer}.weight"], state.get(f"{layer}.bias"))
-        assert_close(out, expected, what=what,
-                     hint=f"{name} must be {layer}(x) = x @ {layer}.weight^T" + (f" + {layer}.bias" if bias else "")
-                          + f"; check that {name} comes from its own layer {layer}",
-                     mistakes=mistakes.projection_mistakes(x, state, name, n_heads))
+        try:
+            assert_close(out, expected, what=what,
+                         hint=f"{name} must be {layer}(x) = x @ {layer}.weight^T" + (f" + {layer}.bias" if bias else "")
+                              + f"; check that {name} comes from its own layer {layer}",
+                         mistakes=mistakes.projection_mistakes(x, state, name, n_heads))
+        except CheckFailure as failure:  # each output right, in another order: that says more than one wrong layer
+            order = mistakes.returned_order(result, {n: F.linear(x, state[f"w_{n}.weight"], state.get(f"w_{n}.bias"))
+                                                     for n in "qkv"})
+            if order is None:
+                raise
+            raise explained(failure, mistakes.QKV_ORDER.text(order=order)) from None
 
 
 @pytest.mark.parametrize("d_model, n_heads", [(10, 3), (8, 3), (6, 4)])

@@ -507,6 +507,24 @@ QKV_LAYERS = ("w_q", "w_k", "w_v", "out_proj")
 WRONG_LAYER = mistake("qkv_projection", "wrong_layer",
                       "your {name} equals {layer}(x): {name} must come from its own layer {own}",
                       lambda x, state, layer: linear(x, state, layer))
+QKV_ORDER = recognised("qkv_projection", "returned_order",
+                       "your project_qkv returns the three projections in the order ({order}): it returns "
+                       "(q, k, v), in that order")
+
+
+def returned_order(result: tuple, expected: dict[str, Tensor]) -> str | None:
+    """The order ("q, v, k") in which `result` holds each of the `expected` projections q, k, v once, where it
+    is not (q, k, v); None where it holds something else."""
+    names = []
+    for out in result:
+        same = [name for name, want in expected.items() if isinstance(out, Tensor) and out.shape == want.shape
+                and torch.allclose(out.double(), want.double(), rtol=1e-4, atol=1e-5)]
+        if len(same) != 1:
+            return None
+        names += same
+    return ", ".join(names) if sorted(names) == ["k", "q", "v"] and names != ["q", "k", "v"] else None
+
+
 NO_BIAS_APPLIED = mistake("qkv_projection", "bias_not_applied",
                           "your {name} is x @ {own}.weight^T without the bias: call the layer, {own}(x)",
                           lambda x, state, layer: linear(x, state, layer, bias=False))
