@@ -17,6 +17,7 @@ from checklib import adapters, mistakes
 from checklib.compare import assert_close, assert_equal, check_tensor, fail
 from checklib.student import expect_value_error, naming_errors
 from checklib.weights import block_state, linear_state, mha_state, randn
+from grader.sandbox.protocol import StudentError
 
 # (B, T, D, H): T = 1, H = 1, one head per feature, usual sizes.
 SHAPES = [(2, 5, 8, 2), (1, 1, 4, 1), (3, 6, 12, 3), (2, 4, 6, 6)]
@@ -332,6 +333,16 @@ def test_mask_with_cache_raises(impl, gen, kind):
     assert message, "the ValueError should say what is wrong (a cache implies the causal mask; pass one or the other)"
 
 
+def kept_attention(module):
+    """The module's last_attention; None where it keeps none (no such attribute, or None)."""
+    try:
+        return module.attr("last_attention")
+    except StudentError as exc:
+        if "AttributeError" in exc.kinds:
+            return None
+        raise
+
+
 @pytest.mark.parametrize("kind", CACHES)
 @pytest.mark.parametrize("prefill", [1, 4])
 def test_last_attention_after_cached_step(impl, gen, prefill, kind):
@@ -342,7 +353,19 @@ def test_last_attention_after_cached_step(impl, gen, prefill, kind):
     module(x[:, :prefill], cache=cache)
     for t in range(prefill, prefill + 2):
         module(x[:, t:t + 1], cache=cache)
-        check_tensor(module.attr("last_attention"),
-                     what=f"last_attention after decoding position {t} with a cache (cache: {kind})",
-                     shape=(batch, n_heads, 1, t + 1),
+        got = kept_attention(module)
+        # The last row of what the same module keeps for the whole sequence without a cache: whether and how
+        # it keeps the weights is multi_head_attention's to judge (a head-averaged layout, or none at all,
+        # costs points there, not here).
+        module(x[:, :t + 1])
+        whole = kept_attention(module)
+        if whole is None:
+            continue
+        kept = isinstance(whole, torch.Tensor) and whole.dim() >= 2 and whole.shape[-2:] == (t + 1, t + 1)
+        what = f"last_attention after decoding position {t} with a cache (cache: {kind})"
+        check_tensor(got, what=what, shape=(*whole.shape[:-2], 1, t + 1) if kept else (batch, n_heads, 1, t + 1),
                      hint="one new query attends to every position so far: (B, H, 1, T_cached + 1)")
+        if kept:
+            assert_close(got, whole[..., -1:, :], what=f"{what} vs the last row of the same module's "
+                         f"last_attention for positions 0 .. {t} without a cache",
+                         hint="the new query's weights over every position so far, the cached ones included")

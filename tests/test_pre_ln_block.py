@@ -181,6 +181,20 @@ def test_block_dropout_only_in_train_mode(impl, gen):
         except (StudentError, AttributeError):
             raise failure from None
         raise rediagnosed(failure, diagnose(rate, mistakes.dropout_rate_mistakes(rate, 1.0))) from None
+    # Built without the argument, the block drops at the contract's default rate, 0.1, in train mode.
+    default = BLOCK(impl, d_model, n_heads, d_ff)
+    default.load_weights(state)
+    default.train()
+    what = f"TransformerBlock({d_model}, {n_heads}, {d_ff}) in train mode (the default dropout=0.1) vs eval mode"
+    hint = "dropout defaults to 0.1: __init__(d_model, n_heads, d_ff, dropout=0.1)"
+    try:
+        assert_not_close(default(x), expected, what=what, hint=hint)
+    except CheckFailure as failure:
+        try:
+            rate = default.attr("dropout").attr("p")
+        except (StudentError, AttributeError):
+            raise failure from None
+        raise explained(failure, mistakes.BLOCK_DROPOUT_DEFAULT.text(rate=rate)) from None
 
 
 @pytest.mark.parametrize("mask_kind", ["none", "causal"])

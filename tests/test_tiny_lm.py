@@ -124,10 +124,12 @@ def model_kwargs(cfg: dict) -> dict:
     return {k: cfg[k] for k in ("n_heads", "n_kv_heads", "n_layers", "max_len", "rope_base")}
 
 
-def run(call, what: str, cfg: dict, *args, fills_max_len: bool = False, **kwargs):
+def run(call, what: str, cfg: dict, *args, fills_max_len: bool = False, fresh_caches: bool = False, **kwargs):
     """A call of the student's model; an error that a known mistake makes gets its diagnosis.
 
-    `fills_max_len`: the call's last position is max_len - 1, which is allowed.
+    `fills_max_len`: the call's last position is max_len - 1, which is allowed. `fresh_caches`: the call gets
+    empty caches, whose count (one per block) taken for the first position would overrun max_len (a
+    ValueError then names START_FROM_CACHE_COUNT).
     """
     try:
         return call(*args, **kwargs)
@@ -139,7 +141,10 @@ def run(call, what: str, cfg: dict, *args, fills_max_len: bool = False, **kwargs
         if width is not None:  # the tables' width against what each divisor mistake makes it
             fail(what, problem, hint=WHERE, actual=width, expected=cfg["d_model"] // cfg["n_heads"],
                  mistakes=mistakes.rope_width_mistakes(cfg["d_model"], cfg["n_heads"], cfg["n_kv_heads"]))
+        counted = (fresh_caches and "ValueError" in exc.kinds
+                   and len(kwargs["caches"]) + args[0].shape[-1] > cfg["max_len"])
         sentence = (mistakes.mask_with_cache_mistake(exc.message)
+                    or (mistakes.START_FROM_CACHE_COUNT.text() if counted else None)
                     or (mistakes.max_len_off_by_one_mistake(cfg["max_len"]) if fills_max_len
                         and "ValueError" in exc.kinds else None))
         if sentence is None:
@@ -357,6 +362,10 @@ def test_rejects_positions_beyond_max_len(impl, gen):
     m = new_lm(impl, cfg, lm_state(cfg, gen=gen, dtype=torch.float32))
     call = lm_call(cfg)
     expect_value_error(m, tokens(1, 9, 9, gen), what=f"{call}(idx (1, 9)): 9 positions, max_len 8")
+    # fresh caches start at position 0: 7 positions fit (len(caches), the 2 blocks, as a start would not)
+    out = run(m, f"{call}(idx (1, 7), fresh caches from new_caches())", cfg, tokens(1, 7, 9, gen),
+              caches=m.new_caches(), fresh_caches=True)
+    check_tensor(out, what=f"{call}(idx (1, 7), fresh caches)", shape=(1, 7, 9), hint="logits are (B, T, vocab_size)")
     caches = m.new_caches()
     out = m(tokens(1, 6, 9, gen), caches=caches)
     check_tensor(out, what=f"{call}(idx (1, 6), caches)", shape=(1, 6, 9), hint="logits are (B, T, vocab_size)")

@@ -187,4 +187,10 @@ BUGS += [
         "x += self.dropout(self.attention(self.norm1(x), mask, cache))",
         "adds the attention branch into the caller's x in place (x += ...)",
         named_by="after TransformerBlock's forward"),
+    # Held-out set 14's dropout_default_zero: no check built a block without its dropout argument.
+    Bug("pre_ln_block", "dropout_default_zero", "block.py",
+        "def __init__(self, d_model: int, n_heads: int, d_ff: int, dropout: float = 0.1) -> None:",
+        "def __init__(self, d_model: int, n_heads: int, d_ff: int, dropout: float = 0.0) -> None:",
+        "gives dropout a default of 0.0 instead of 0.1",
+        diagnosis=("your TransformerBlock's dropout defaults to 0.0",)),
 ]

@@ -142,4 +142,9 @@ BUGS += [
         "x += self.attn(self.attn_norm(x), mask, rope=rope, cache=cache)\n        h = x",
         "adds the attention branch into the caller's x in place (x += ...)",
         named_by="after DecoderBlock(8, 2, 1, 12)'s forward"),
+    # Held-out set 14's start_from_number_of_caches: no check saw it (6 cached positions and a third of the
+    # blocks' RoPE tables raise a ValueError of their own), until a fresh-caches prefill of max_len - 1.
+    Bug("tiny_lm", "start_from_cache_count", "gpt.py", "start = 0 if caches is None else len(caches[0])",
+        "start = 0 if caches is None else len(caches)", "takes the first position from the number of caches",
+        diagnosis=("your first position with caches is len(caches), the number of blocks",)),
 ]

@@ -1102,6 +1102,11 @@ DROPOUT_RATE_IGNORED = mistake(
     "nn.Dropout(p={p:g}); pass the argument on, self.dropout = nn.Dropout(dropout)", lambda p: p)
 
 
+BLOCK_DROPOUT_DEFAULT = recognised("pre_ln_block", "dropout_default",
+                                   "your TransformerBlock's dropout defaults to {rate}: the contract's default is "
+                                   "dropout=0.1, so a block built without it drops 10% of each branch in train mode")
+
+
 def dropout_rate_mistakes(p: Any, asked: float) -> Mistakes:
     """For the rate `p` of the block's `dropout` submodule, built with dropout=`asked`: a number other than it."""
     if isinstance(p, bool) or not isinstance(p, (int, float)) or math.isclose(p, asked):
@@ -3398,6 +3403,11 @@ def rope_width_mistakes(d_model: int, n_heads: int, n_kv_heads: int) -> Mistakes
 
 def max_len_off_by_one_mistake(max_len: int) -> str:
     return MAX_LEN_OFF_BY_ONE.text(last=max_len - 1)
+
+
+START_FROM_CACHE_COUNT = recognised("tiny_lm", "start_from_cache_count",
+                                    "your first position with caches is len(caches), the number of blocks: it is the "
+                                    "number of positions cached so far, len(caches[0])")
 
 
 def mask_with_cache_mistake(message: str) -> str | None:
