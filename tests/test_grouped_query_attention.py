@@ -15,11 +15,12 @@ import torch
 import torch.nn.functional as F
 
 from checklib import adapters, mistakes
-from checklib.compare import assert_close, check_tensor, fail
+from checklib.compare import assert_close, check_tensor, explained, fail
 from checklib.masks import self_attention_mask
 from checklib.scratch import assert_from_scratch
 from checklib.student import expect_value_error, naming_errors
 from checklib.weights import gqa_state, randn, torch_mha
+from grader.sandbox.protocol import StudentError
 
 GQA = adapters.GroupedQueryAttention
 REPEAT_KV = adapters.repeat_kv
@@ -333,8 +334,18 @@ def test_mask_with_cache_raises(impl, gen):
     m = new_gqa(impl, d_model, n_heads, n_kv_heads, gqa_state(d_model, n_heads, n_kv_heads, gen=gen))
     x = randn(2, 3, d_model, gen=gen)
     mask = torch.ones(3, 3, dtype=torch.bool).tril()
-    message = expect_value_error(m, x, mask, cache=adapters.KVCache(impl),
-                                 what="GroupedQueryAttention(x, mask, cache=cache)")
+    try:
+        message = expect_value_error(m, x, mask, cache=adapters.KVCache(impl),
+                                     what="GroupedQueryAttention(x, mask, cache=cache), the cache fresh and empty")
+    except AssertionError as failure:  # a second look: with a position in the cache, does it raise?
+        cache = adapters.KVCache(impl)
+        try:
+            m(x[:, :1], cache=cache)
+            expect_value_error(m, x, mask, cache=cache,
+                               what="GroupedQueryAttention(x, mask, cache=cache) after one cached position")
+        except (AssertionError, StudentError):
+            raise failure from None
+        raise explained(failure, mistakes.CACHE_TRUTH_VALUE) from None
     assert message, "the ValueError should say what is wrong (a cache implies the causal mask; pass one or the other)"
 
 

@@ -19,10 +19,11 @@ from checklib.causal import (
     with_future_changed,
 )
 from checklib import adapters, mistakes
-from checklib.compare import assert_close, assert_equal, check_tensor, fail
+from checklib.compare import assert_close, assert_equal, check_tensor, explained, fail
 from checklib.masks import random_mask, self_attention_mask, to_torch_attn_mask
 from checklib.scratch import assert_from_scratch
 from checklib.weights import mha_state, randn, torch_mha
+from grader.results import CheckFailure
 
 SDPA = adapters.scaled_dot_product_attention
 MHA = adapters.MultiHeadAttention
@@ -119,8 +120,13 @@ def test_sdpa_matches_torch(impl, gen, case, mask_kind, dtype):
     expected = F.scaled_dot_product_attention(q.double(), k.double(), v.double(), attn_mask=mask).to(dtype)
     out, _ = SDPA(impl)(q, k, v, mask)
     hint = SDPA_WHERE if mask is None else SDPA_WHERE + "; keys where the mask is False get a weight of 0"
-    assert_close(out, expected, what=f"out of {describe(q, k, v, mask)} vs torch.nn.functional.scaled_dot_product_attention",
-                 hint=hint, mistakes=mistakes.sdpa_out_mistakes(q, k, v, mask, out))
+    try:
+        assert_close(out, expected, what=f"out of {describe(q, k, v, mask)} vs torch.nn.functional.scaled_dot_product_attention",
+                     hint=hint, mistakes=mistakes.sdpa_out_mistakes(q, k, v, mask, out))
+    except CheckFailure as failure:  # a second call with the same inputs: does it even give the same?
+        if failure.matched or not mistakes.changes_between_calls(lambda: SDPA(impl)(q, k, v, mask)[0], out):
+            raise
+        raise explained(failure, mistakes.RANDOM_ATTENTION) from None
 
 
 WEIGHT_CASES = [(c, kind) for i, c in enumerate(VALUE_CASES) for kind in (("none", "2d", "full") * 2)[i % 3:i % 3 + 2]]

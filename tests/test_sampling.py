@@ -93,7 +93,9 @@ def settings(kw: dict) -> str:
 def check_filter(impl, logits: torch.Tensor, **kw) -> None:
     what = f"filter_logits(logits {tuple(logits.shape)} {str(logits.dtype)[6:]}, {settings(kw)})"
     with naming_errors(what, mistakes.KTH_WITHOUT_ITS_DIMENSION, lambda exc: bool(kw.get("top_k")) and
-                       mistakes.kth_without_its_dimension(exc.message, tuple(logits.shape))):
+                       mistakes.kth_without_its_dimension(exc.message, tuple(logits.shape))), \
+            naming_errors(what, mistakes.TOP_K_ABOVE_VOCAB, lambda exc: mistakes.top_k_above_vocab(
+                exc.message, kw.get("top_k"), logits.shape[-1])):
         got = filter_call(impl, logits, **kw)
     want = brute_filter(logits, **kw)
     check_tensor(got, what=what, shape=logits.shape, dtype=logits.dtype,

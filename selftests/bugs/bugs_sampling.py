@@ -209,4 +209,8 @@ BUGS += [
         'logits = logits.masked_fill(logits < kth, float("-inf"))', "logits = logits.masked_fill(logits < kth, 0.0)",
         "sets the logits outside the top k to 0, taking 0 for 'removed'",
         diagnosis=("your filter fills the removed entries with 0",)),
+    # Held-out set 14's top_k_above_vocab_unguarded.
+    Bug("sampling", "top_k_above_vocab", "sampling.py", "    if top_k is not None and top_k < logits.size(-1):",
+        "    if top_k is not None:", "calls topk(top_k) even when top_k is larger than the vocabulary",
+        diagnosis=("your filter calls topk(top_k) with a top_k larger than the vocabulary",)),
 ]

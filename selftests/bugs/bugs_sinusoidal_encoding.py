@@ -138,4 +138,10 @@ BUGS += [
         '(-math.log(10000.0) / (d_model // 2))',
         'divides the exponent by d_model // 2 instead of d_model',
         diagnosis=('your exponent is 2 times too large',)),
+    # Held-out set 14's integer_division_exponent: told its base was 1.
+    Bug("sinusoidal_encoding", "exponent_floor_divided", "positional.py",
+        "inv_freq = torch.exp(torch.arange(0, d_model, 2, dtype=torch.float32) * (-math.log(10000.0) / d_model))",
+        "inv_freq = 1.0 / (10000 ** (torch.arange(0, d_model, 2) // d_model))",
+        "floor-divides the integer exponent 2i // d_model, which is 0",
+        diagnosis=("your frequencies are all 1",)),
 ]

@@ -290,6 +290,12 @@ BOOL_MASK_ADDED = mistake(
     "you added the bool mask to the scores (scores + mask counts True as 1 and False as 0): a bool mask says where "
     "to fill, it is not added; fill where it is False, scores.masked_fill(~mask, float('-inf'))",
     lambda scores, full_mask: scores[full_mask] + 1)
+MASK_TIMES_INF = mistake(
+    "masking", "mask_times_inf",
+    "your allowed scores came back NaN: 0 * -inf is NaN, so an additive mask made by multiplying, "
+    "(~mask) * float('-inf') (or ~mask * -inf added to mask * scores), poisons every score it should leave alone; "
+    "fill instead, scores.masked_fill(~mask, float('-inf'))",
+    lambda scores, full_mask: torch.full_like(scores[full_mask], float("nan")))
 FILLED_IN_PLACE = mistake("masking", "filled_in_place",
                           "apply_mask filled the caller's scores in place (masked_fill_): use masked_fill or torch.where, "
                           "which return a new tensor", lambda scores, full, fill: scores.masked_fill(~full, fill))
@@ -367,7 +373,7 @@ def kept_where_allowed_mistakes(out: Tensor, scores: Tensor, full_mask: Tensor) 
     fill = _masked_value(out[full_mask])
     low = fill is not None and (fill <= -1e9 or fill == float("-inf"))
     return {**(bind([MASKED_WHERE_ALLOWED], scores, full_mask, fill) if low else {}),
-            **bind([BOOL_MASK_ADDED], scores, full_mask)}
+            **bind([BOOL_MASK_ADDED, MASK_TIMES_INF], scores, full_mask)}
 
 
 def masked_fill_mistakes(masked: Tensor, scores_there: Tensor) -> Mistakes:
@@ -953,6 +959,12 @@ EXPONENT_TIMES = mistake("sinusoidal_encoding", "exponent_times",
                          "{base:.3g}): it is 2i/d_model, with i counting the pairs (arange(0, d_model, 2) already "
                          "gives 2i)", lambda max_len, d_model, base: table(max_len, d_model, base=base))
 EXPONENT_FACTORS = (2.0, 3.0, 4.0, 0.5)
+# Every frequency 1 (a base of 1): what an exponent of integers floor-divided gives, 2i // d_model = 0.
+EXPONENT_FLOORED = mistake("sinusoidal_encoding", "exponent_floored",
+                           "your frequencies are all 1, every pair turning by 1 radian a position: the exponent "
+                           "2i / d_model came out 0, as the integer division arange(0, d_model, 2) // d_model "
+                           "gives; divide as floats, torch.arange(0, d_model, 2) / d_model",
+                           lambda max_len, d_model: table(max_len, d_model, base=1.0))
 
 
 TABLE_EXPONENT = mistake(
@@ -983,6 +995,8 @@ def _other_base(max_len: int, d_model: int, got: Any) -> Mistakes:
     denominators = [10000.0 ** (d_model / (d_model + k)) for k in {b for _, b in EXPONENT_OFFSETS} if d_model + k > 0]
     if not math.isfinite(base) or any(math.isclose(base, b, rel_tol=1e-2) for b in (10000.0, 1000.0, *denominators)):
         return {}
+    if math.isclose(base, 1.0, rel_tol=1e-2):
+        return bind([EXPONENT_FLOORED], max_len, d_model)
     k = next((k for k in EXPONENT_FACTORS if math.isclose(base, 10000.0 ** k, rel_tol=1e-2)), None)
     if k is not None:
         return bind([EXPONENT_TIMES], max_len, d_model, 10000.0 ** k, k=k, base=10000.0 ** k)
@@ -1625,6 +1639,27 @@ def reprojected_mistakes(new_state: dict[str, Tensor], x: Tensor, n_heads: int, 
     return bind([REPROJECTED], new_state, x, n_heads, layer)
 
 
+RANDOM_ATTENTION = recognised(
+    "multi_head_attention", "random_attention",
+    "your attention gives another result on every call with the same inputs: something random runs in it, such "
+    "as F.dropout (whose training=True is its default, so it drops in eval mode too); attention here has no "
+    "dropout, so remove it")
+
+
+def changes_between_calls(call: Callable[[], Any], first: Any) -> bool:
+    """Whether `call()` gives another tensor than `first`, what the same call gave before (NaN equal to NaN)."""
+    second = call()
+    return (isinstance(first, Tensor) and isinstance(second, Tensor) and first.shape == second.shape
+            and not torch.allclose(first, second, rtol=0.0, atol=0.0, equal_nan=True))
+
+
+CACHE_TRUTH_VALUE = recognised(
+    "grouped_query_attention", "cache_truth_value",
+    "your check lets a mask through with an empty cache (it raises once the cache holds a position): `if cache "
+    "and ...` asks the cache's truth value, and an empty KVCache has len 0, so it reads as False; test "
+    "`cache is not None`")
+
+
 # --- layer_norm --------------------------------------------------------------------------------------
 
 def layer_norm(x: Tensor, weight: Tensor, bias: Tensor, eps: float, *, variant: str = "") -> Tensor:
@@ -2204,6 +2239,10 @@ SOFTMAX_MISTAKES = (
             "softmax(x, dim) runs along dim, e / e.sum(dim=dim, keepdim=True)",
             lambda x, dim: _sum_over_last(torch.exp(x - x.amax(dim=dim, keepdim=True))) if _other_than_last(dim, x)
             else None),
+    mistake("cross_entropy", "softmax_max_last_dim",
+            "your softmax subtracts the maximum along the last dimension but sums along `dim`: the shift must be "
+            "constant along dim, x.amax(dim=dim, keepdim=True), or it changes the result",
+            lambda x, dim: _naive_softmax(x - x.amax(dim=-1, keepdim=True), dim) if _other_than_last(dim, x) else None),
     mistake("cross_entropy", "softmax_max_without_keepdim",
             "your softmax subtracts x.max(dim).values without keepdim=True, so the maxima broadcast along the "
             "wrong dimension", lambda x, dim: _naive_softmax(x - x.max(dim=dim).values, dim)),
@@ -2409,6 +2448,10 @@ CE_PYTHON_NUMBER = mistake(
     and abs(got - float(want)) <= 1e-4 * max(1.0, abs(float(want))) else None)
 
 
+CE_DEFAULT_IGNORE_INDEX = recognised(
+    "cross_entropy", "default_ignore_index",
+    "your ignore_index defaults to another value than -100 (given as ignore_index=-100, your cross_entropy is "
+    "right): the contract's default is PyTorch's, ignore_index=-100")
 CE_GATHERED_IGNORED = recognised(
     "cross_entropy", "gathered_ignored",
     "your cross_entropy indexes log p with the ignored targets themselves (an ignore_index such as -100 is no "
@@ -2459,6 +2502,9 @@ ADAMW_MISTAKES = variants("optimizer", {
     "your state (m, v and the step count) starts afresh at every step: create it only on a parameter's "
     "first update and keep it in self.state[p]": "no_state",
     "your update uses the gradient instead of m (no first moment)": "no_momentum",
+    "your m and v are one tensor (state['m'] = state['v'] = torch.zeros_like(p) gives one tensor two names), so "
+    "each in-place update of one changes the other: create each with its own torch.zeros_like(p)":
+        "moments_aliased",
 })
 
 
@@ -2519,7 +2565,10 @@ def adamw_run(values: list[Tensor], grads: list[list[Tensor | None]], groups: li
             if swapped[1]:
                 v_keep, v_new = v_new, v_keep
             m[i] = m_keep * m[i] + m_new * g
-            v[i] = v_keep * v[i] + v_new * (g if variant == "v_of_g" else g * g)
+            if variant == "moments_aliased":  # one tensor: updated in place as m, then again as v
+                m[i] = v[i] = v_keep * m[i] + v_new * g * g
+            else:
+                v[i] = v_keep * v[i] + v_new * (g if variant == "v_of_g" else g * g)
             betas = {"b1": b1, "b2": b2, "none": 0.0}
             c1, c2 = (1.0, 1.0) if variant == "no_bias_correction" else (
                 1 - betas[corrections[0]]**(t + bias_steps[0]), 1 - betas[corrections[1]]**(t + bias_steps[1]))
@@ -3949,6 +3998,17 @@ KTH_WITHOUT_ITS_DIMENSION = recognised(
     "sampling", "kth_without_its_dimension",
     "your top-k threshold lost its dimension: topk(...).values[..., -1] is (B,), which lines up with the "
     "vocabulary axis when compared with (B, V) logits; keep it, values[..., -1:], (B, 1)")
+
+
+TOP_K_ABOVE_VOCAB = recognised(
+    "sampling", "top_k_above_vocab",
+    "your filter calls topk(top_k) with a top_k larger than the vocabulary, which torch refuses: a top_k of V or "
+    "more keeps every entry, so filter only when top_k < V (or use min(top_k, V))")
+
+
+def top_k_above_vocab(message: str, top_k: int | None, vocab: int) -> bool:
+    """Whether an error is torch.topk's refusal of a k beyond the vocabulary."""
+    return top_k is not None and top_k > vocab and "selected index k out of range" in message
 
 
 def kth_without_its_dimension(message: str, logits_shape: tuple[int, ...]) -> bool:
