@@ -134,7 +134,7 @@ def test_cache_update_appends_along_the_sequence(impl, gen, chunks, dtype):
             fail(f"len(cache) after appending chunks of lengths {list(chunks[:step + 1])}",
                  f"expected {cached}, got {got!r}",
                  hint="len counts the cached positions (the size of dim -2), not the calls, batches or heads",
-                 actual=got, expected=cached, mistakes=mistakes.cache_len_mistakes(tuple(k.shape), step + 1, cached))
+                 actual=got, expected=cached, mistakes=mistakes.cache_len_mistakes(tuple(k.shape), step + 1, cached, chunks[0]))
 
 
 # --- decoding through MultiHeadAttention -----------------------------------------------

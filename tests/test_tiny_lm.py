@@ -124,12 +124,12 @@ def model_kwargs(cfg: dict) -> dict:
     return {k: cfg[k] for k in ("n_heads", "n_kv_heads", "n_layers", "max_len", "rope_base")}
 
 
-def run(call, what: str, cfg: dict, *args, fills_max_len: bool = False, fresh_caches: bool = False, **kwargs):
+def run(call, what: str, cfg: dict, *args, fills_max_len: bool = False, fresh_caches: list | None = None, **kwargs):
     """A call of the student's model; an error that a known mistake makes gets its diagnosis.
 
-    `fills_max_len`: the call's last position is max_len - 1, which is allowed. `fresh_caches`: the call gets
-    empty caches, whose count (one per block) taken for the first position would overrun max_len (a
-    ValueError then names START_FROM_CACHE_COUNT).
+    `fills_max_len`: the call's last position is max_len - 1, which is allowed. `fresh_caches`: the empty caches
+    the call gets (RemoteObjects), whose count (one per block) taken for the first position would overrun
+    max_len: a ValueError raised before any block filled one names START_FROM_CACHE_COUNT.
     """
     try:
         return call(*args, **kwargs)
@@ -141,8 +141,8 @@ def run(call, what: str, cfg: dict, *args, fills_max_len: bool = False, fresh_ca
         if width is not None:  # the tables' width against what each divisor mistake makes it
             fail(what, problem, hint=WHERE, actual=width, expected=cfg["d_model"] // cfg["n_heads"],
                  mistakes=mistakes.rope_width_mistakes(cfg["d_model"], cfg["n_heads"], cfg["n_kv_heads"]))
-        counted = (fresh_caches and "ValueError" in exc.kinds
-                   and len(kwargs["caches"]) + args[0].shape[-1] > cfg["max_len"])
+        counted = (fresh_caches is not None and "ValueError" in exc.kinds
+                   and len(fresh_caches) + args[0].shape[-1] > cfg["max_len"] and still_empty(fresh_caches))
         sentence = (mistakes.mask_with_cache_mistake(exc.message)
                     or (mistakes.START_FROM_CACHE_COUNT.text() if counted else None)
                     or (mistakes.max_len_off_by_one_mistake(cfg["max_len"]) if fills_max_len
@@ -150,6 +150,14 @@ def run(call, what: str, cfg: dict, *args, fills_max_len: bool = False, fresh_ca
         if sentence is None:
             raise
         fail(what, problem, hint=WHERE, mistakes={sentence: True}, actual=True)
+
+
+def still_empty(caches: list) -> bool:
+    """Whether every cache (a RemoteObject) holds no position yet."""
+    try:
+        return all(len(cache) == 0 for cache in caches)
+    except (StudentError, TypeError):
+        return False
 
 
 def tokens(batch: int, length: int, vocab_size: int, gen) -> Tensor:
@@ -363,8 +371,9 @@ def test_rejects_positions_beyond_max_len(impl, gen):
     call = lm_call(cfg)
     expect_value_error(m, tokens(1, 9, 9, gen), what=f"{call}(idx (1, 9)): 9 positions, max_len 8")
     # fresh caches start at position 0: 7 positions fit (len(caches), the 2 blocks, as a start would not)
+    fresh = m.new_caches()
     out = run(m, f"{call}(idx (1, 7), fresh caches from new_caches())", cfg, tokens(1, 7, 9, gen),
-              caches=m.new_caches(), fresh_caches=True)
+              caches=fresh, fresh_caches=remote_caches(impl, fresh))
     check_tensor(out, what=f"{call}(idx (1, 7), fresh caches)", shape=(1, 7, 9), hint="logits are (B, T, vocab_size)")
     caches = m.new_caches()
     out = m(tokens(1, 6, 9, gen), caches=caches)

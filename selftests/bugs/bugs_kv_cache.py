@@ -151,4 +151,10 @@ BUGS += [
         'mask = causal_mask(k.size(-2), q.size(-2), device=x.device)',
         'calls causal_mask(k_len, q_len) with a cache',
         diagnosis=('calls causal_mask with its sizes swapped',)),
+    # Held-out set 15's update_not_stored.
+    Bug("kv_cache", "concatenation_not_stored", "kv_cache.py",
+        "            self.k = torch.cat([self.k, k], dim=-2)\n            self.v = torch.cat([self.v, v], dim=-2)",
+        "            return torch.cat([self.k, k], dim=-2), torch.cat([self.v, v], dim=-2)",
+        "returns the concatenation from update without storing it",
+        diagnosis=("your cache keeps only what its first update stored",)),
 ]

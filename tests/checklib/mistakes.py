@@ -1118,7 +1118,7 @@ DROPOUT_RATE_IGNORED = mistake(
 
 BLOCK_DROPOUT_DEFAULT = recognised("pre_ln_block", "dropout_default",
                                    "your TransformerBlock's dropout defaults to {rate}: the contract's default is "
-                                   "dropout=0.1, so a block built without it drops 10% of each branch in train mode")
+                                   "dropout=0.1, so a block built without it drops a tenth of each branch in train mode")
 
 
 def dropout_rate_mistakes(p: Any, asked: float) -> Mistakes:
@@ -1581,9 +1581,19 @@ def cache_update_mistakes(chunks: list[Tensor], other: list[Tensor] | None = Non
     return mistakes
 
 
-def cache_len_mistakes(shape: tuple[int, ...], calls: int, positions: int) -> Mistakes:
-    """For len(cache) with keys of `shape` (B, H, T, Dh) cached after `calls` calls holding `positions` positions."""
-    return bind(CACHE_LEN_MISTAKES, shape, calls, positions)
+# Held-out set 15's update_not_stored: update returns torch.cat([self.k, k]) without assigning it, so the cache
+# keeps what its first call stored.
+CACHE_NOT_STORED = mistake("kv_cache", "concatenation_not_stored",
+                           "your cache keeps only what its first update stored: update returns the concatenation but "
+                           "never stores it; assign it first, self.k = torch.cat([self.k, k], dim=-2) (and self.v), "
+                           "then return self.k, self.v", lambda first: first)
+
+
+def cache_len_mistakes(shape: tuple[int, ...], calls: int, positions: int, first: int | None = None) -> Mistakes:
+    """For len(cache) with keys of `shape` (B, H, T, Dh) cached after `calls` calls holding `positions` positions,
+    `first` of them from the first call."""
+    stored_once = bind([CACHE_NOT_STORED], first) if first is not None and calls > 1 else {}
+    return {**bind(CACHE_LEN_MISTAKES, shape, calls, positions), **stored_once}
 
 
 # A family: the cached forward's causal mask with another diagonal than k_len - q_len (the cached positions).
