@@ -1,4 +1,5 @@
-"""Try catalogue bugs by hand: `python -m selftests.bugs [--diagnoses] [COMPONENT|BUG_ID ...]`.
+"""Try catalogue bugs by hand: `python -m selftests.bugs [--diagnoses] [COMPONENT|BUG_ID ...]`, or grade a
+held-out set kept outside the project: `python -m selftests.bugs --held-out SET.json ...` (selftests/bugs/heldout.py).
 
 For each bug, runs the graded checks against solutions/ with the bug applied
 and prints which components' checks fail. OK means: its own component fails,
@@ -60,6 +61,10 @@ def diagnoses(bugs: list) -> int:
 
 
 def main(argv: list[str]) -> int:
+    if argv[:1] == ["--held-out"]:
+        from .heldout import held_out
+
+        return held_out(argv[1:])
     show_diagnoses = "--diagnoses" in argv
     argv = [a for a in argv if a != "--diagnoses"]
     bugs = [b for b in all_bugs() if not argv or b.component in argv or b.id in argv]
