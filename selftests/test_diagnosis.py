@@ -87,3 +87,20 @@ def test_a_known_mistake_is_named_in_the_results(tmp_path, bug_id, check, senten
     diagnosis_at = outputs[0].find("diagnosis:")
     hint_at = outputs[0].find("hint:")
     assert -1 < diagnosis_at < hint_at, f"the diagnosis comes before the hint:\n{outputs[0]}"
+
+
+def test_a_held_out_set_is_graded_as_the_grader_grades(tmp_path, capsys):
+    """`python -m selftests.bugs --held-out SET.json`: each bug's diagnosis, or its first failing line; the counts."""
+    from selftests.bugs.heldout import held_out
+
+    scores = "return q @ k.transpose(-2, -1) / math.sqrt(q.size(-1))"
+    bugs = [{"id": "set:scaling:no_scale", "component": "scaling", "what": "forgets the scale", "file": "attention.py",
+             "old": scores, "new": "return q @ k.transpose(-2, -1)"},
+            {"id": "set:scaling:none", "component": "scaling", "what": "a comment only", "file": "attention.py",
+             "edits": [{"file": "attention.py", "old": scores, "new": scores + "  # same"}]}]
+    path = tmp_path / "set.json"
+    path.write_text(json.dumps(bugs))
+    assert held_out([str(path)]) == 0
+    out = capsys.readouterr().out
+    assert "diagnosis: your scores equal q·kᵀ without the 1/√d factor" in out
+    assert "2 bugs: 1 caught, 1 with a diagnosis, 1 not caught, 0 unfair" in out
