@@ -523,8 +523,7 @@ def returned_order(result: tuple, expected: dict[str, Tensor]) -> str | None:
     is not (q, k, v); None where it holds something else."""
     names = []
     for out in result:
-        same = [name for name, want in expected.items() if isinstance(out, Tensor) and out.shape == want.shape
-                and torch.allclose(out.double(), want.double(), rtol=1e-4, atol=1e-5)]
+        same = [name for name, want in expected.items() if _same(out, want)]
         if len(same) != 1:
             return None
         names += same
@@ -618,6 +617,20 @@ def qkv_width_mistakes(key: str, d_model: int, n_heads: int) -> Mistakes:
 
 
 # --- multi_head_attention ----------------------------------------------------------------------------
+
+RANDOM_ATTENTION = recognised(
+    "multi_head_attention", "random_attention",
+    "your attention gives another result on every call with the same inputs: something random runs in it, such "
+    "as F.dropout (whose training=True is its default, so it drops in eval mode too); attention here has no "
+    "dropout, so remove it")
+
+
+def changes_between_calls(call: Callable[[], Any], first: Any) -> bool:
+    """Whether `call()` gives another tensor than `first`, what the same call gave before (NaN equal to NaN)."""
+    second = call()
+    return (isinstance(first, Tensor) and isinstance(second, Tensor) and first.shape == second.shape
+            and not torch.allclose(first, second, rtol=0.0, atol=0.0, equal_nan=True))
+
 
 def attention(q: Tensor, k: Tensor, v: Tensor, mask: Tensor | None, *, scale: bool = True, softmax_dim: int = -1,
               mask_mode: str = "fill", swap_qk: bool = False, transpose_weights: bool = False,
@@ -1649,27 +1662,6 @@ def reprojected_mistakes(new_state: dict[str, Tensor], x: Tensor, n_heads: int, 
     return bind([REPROJECTED], new_state, x, n_heads, layer)
 
 
-RANDOM_ATTENTION = recognised(
-    "multi_head_attention", "random_attention",
-    "your attention gives another result on every call with the same inputs: something random runs in it, such "
-    "as F.dropout (whose training=True is its default, so it drops in eval mode too); attention here has no "
-    "dropout, so remove it")
-
-
-def changes_between_calls(call: Callable[[], Any], first: Any) -> bool:
-    """Whether `call()` gives another tensor than `first`, what the same call gave before (NaN equal to NaN)."""
-    second = call()
-    return (isinstance(first, Tensor) and isinstance(second, Tensor) and first.shape == second.shape
-            and not torch.allclose(first, second, rtol=0.0, atol=0.0, equal_nan=True))
-
-
-CACHE_TRUTH_VALUE = recognised(
-    "grouped_query_attention", "cache_truth_value",
-    "your check lets a mask through with an empty cache (it raises once the cache holds a position): `if cache "
-    "and ...` asks the cache's truth value, and an empty KVCache has len 0, so it reads as False; test "
-    "`cache is not None`")
-
-
 # --- layer_norm --------------------------------------------------------------------------------------
 
 def layer_norm(x: Tensor, weight: Tensor, bias: Tensor, eps: float, *, variant: str = "") -> Tensor:
@@ -1691,8 +1683,8 @@ def layer_norm(x: Tensor, weight: Tensor, bias: Tensor, eps: float, *, variant: 
         # variance around it, over the features
         mean = x.mean() if variant == "global_mean_only" else x.mean(dim=int(variant[-1]), keepdim=True)
         return (x - mean) / torch.sqrt((x - mean).pow(2).mean(dim=-1, keepdim=True) + eps) * w + b
-    dims = tuple(range(x.dim())) if variant == "global_statistics" else tuple(range(1, x.dim())) or (-1,) \
-        if variant == "per_sample_statistics" else (-1,)
+    dims = {"global_statistics": tuple(range(x.dim())),
+            "per_sample_statistics": tuple(range(1, x.dim())) or (-1,)}.get(variant, (-1,))
     mean = x.mean(dim=dims, keepdim=True)
     var = x.var(dim=dims, keepdim=True, unbiased=variant in ("unbiased", "std_plus_eps", "unbiased_no_eps"))
     if variant == "std_plus_eps":
@@ -3750,6 +3742,13 @@ def gqa_appended_mistakes(state: dict[str, Tensor], x: Tensor, n_heads: int, n_k
     if rope is not None and index == 0:  # positions from 0 first: for one new position at 0 it means no rotation
         mistakes.update(simulated([GQA_MISTAKES_BY_VARIANT["rope_from_zero"], CACHED_KEYS_NOT_ROTATED], appended))
     return mistakes
+
+
+CACHE_TRUTH_VALUE = recognised(
+    "grouped_query_attention", "cache_truth_value",
+    "your check lets a mask through with an empty cache (it raises once the cache holds a position): `if cache "
+    "and ...` asks the cache's truth value, and an empty KVCache has len 0, so it reads as False; test "
+    "`cache is not None`")
 
 
 # --- sampling ----------------------------------------------------------------------------------------
