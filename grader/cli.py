@@ -6,6 +6,7 @@ adds its sub-commands and sets `func` (args -> exit status) on each.
 from __future__ import annotations
 
 import argparse
+import gc
 import importlib
 import os
 import signal
@@ -66,11 +67,19 @@ def main(argv: list[str] | None = None) -> int:
     PROBE.start()  # which sandbox works here: found on another core while the parser imports torch
     set_language(language_from_argv(argv))  # before the parser, so that --help speaks the language too
     argparse._, argparse.ngettext = _, ngettext  # argparse's module-level gettext lookups, as gettext.install would
+    # Importing torch makes some 165,000 objects, and every full collection on the way walks all of them
+    # (0.1 s of the import); after it, each one an import or a check sets off would walk them again (0.05 s
+    # for pytest's). They live as long as the process: no collection during the import, then none of them
+    # in any collection (what grading processes and the zygote fork inherit, frozen).
+    gc.disable()
     try:
         args = _parser().parse_args(argv)  # imports every command's module (torch among them)
     except KeyboardInterrupt:
         print(_("interrupted"), file=sys.stderr)
         return 130
+    finally:
+        gc.freeze()
+        gc.enable()
     set_language(getattr(args, "lang", None))
     signal.signal(signal.SIGTERM, _terminated)
     from .course import CourseError
