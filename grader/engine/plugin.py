@@ -8,6 +8,7 @@ grader/engine/checks.py).
 """
 from __future__ import annotations
 
+import os
 import signal
 import threading
 from dataclasses import dataclass, field
@@ -115,14 +116,18 @@ def describe_failure(exc: BaseException) -> tuple[str, str]:
 
 
 class Shard:
-    """One grading process's part: a session's command line and submission, and a pytest plugin that keeps
-    every `count`-th check case, starting at `index`."""
+    """One grading process's part: a session's command line and submission, and a pytest plugin that runs the
+    check files in the order given (`files`: the planner's, longest first) and keeps every `count`-th check
+    case, starting at `index`."""
 
-    def __init__(self, args: list[str], submission: "Submission", index: int = 0, count: int = 1) -> None:
-        self.args, self.submission, self.index, self.count = args, submission, index, count
+    def __init__(self, files: list[Path], limits: Limits, submission: "Submission", index: int = 0,
+                 count: int = 1) -> None:
+        self.args, self.submission, self.index, self.count = pytest_args(files, limits), submission, index, count
+        self.order = {Path(f).name: i for i, f in enumerate(files)}
 
     @pytest.hookimpl(trylast=True)
     def pytest_collection_modifyitems(self, items: list[pytest.Item]) -> None:
+        items.sort(key=lambda item: self.order.get(item.path.name, len(self.order)))  # (a stable sort)
         if self.count > 1:
             items[:] = items[self.index::self.count]
 
@@ -231,13 +236,40 @@ def loads(component: str, broken: dict[str, str]) -> bool:
 
 def plugins(submission: Submission) -> list[object]:
     """The plugins every grading session of the checks runs with, besides a Collector."""
+    _argnames_without_signature()
     return [submission, PlainFailures(), Unlogged(), LastResort()]
+
+
+def _argnames_without_signature() -> None:
+    """Spare pytest an `inspect.signature` of a function that takes no arguments.
+
+    pytest 9 makes a new FixtureDef for `request` each time a case's fixture or parameter asks for it (about ten
+    times a case here), each around `lambda: request`, whose argument names it finds by `inspect.signature`: a
+    fifth of pytest's own time per case. A plain function whose code takes no arguments has none to find.
+    """
+    import types
+
+    import _pytest.fixtures as fixtures
+
+    found = getattr(fixtures, "getfuncargnames", None)
+    if found is None or getattr(found, "_without_signature", False):
+        return
+
+    def getfuncargnames(function, *args, **kwargs):
+        code = getattr(function, "__code__", None)
+        if (type(function) is types.FunctionType and code.co_argcount == 0 and code.co_kwonlyargcount == 0
+                and not hasattr(function, "__wrapped__") and "__signature__" not in function.__dict__):
+            return ()
+        return found(function, *args, **kwargs)
+
+    getfuncargnames._without_signature = True  # type: ignore[attr-defined]
+    fixtures.getfuncargnames = getfuncargnames
 
 
 def pytest_args(files: list[Path], limits: Limits) -> list[str]:
     """The command line of a grading session: the check files and pytest's own settings (the submission
     itself travels in a `Submission` plugin)."""
-    return [*map(str, files), "-p", "no:cacheprovider", "-q", "--tb=no", "--no-header",
+    return [*_paths(files), "-p", "no:cacheprovider", "-q", "--tb=no", "--no-header",
             # only the plugins the checks need, not every one installed (anyio's costs 0.2 s)
             "--disable-plugin-autoload", "-p", "pytest_timeout",
             # Student code never runs in this process, so capturing output, turning warnings into
@@ -251,3 +283,17 @@ def pytest_args(files: list[Path], limits: Limits) -> list[str]:
                                "subtests", "unittest") for arg in ("-p", f"no:{name}")],
             f"--timeout={limits.timeout_s * 3 + 30}",
             "--rootdir", str(ROOT), "-c", str(PYPROJECT)]
+
+
+def _paths(files: list[Path]) -> list[str]:
+    """`files` as pytest's arguments: their folder, less everything else in it, where they share one.
+
+    pytest collects the folder of each file named on its command line again for that file (and makes a node
+    for each of its check files each time): the folder once, with the rest left out, is collected once.
+    """
+    folders = {Path(f).parent for f in files}
+    if len(folders) != 1:
+        return [*map(str, files)]
+    folder = folders.pop()
+    keep = {Path(f).name for f in files} | {"conftest.py"}
+    return [str(folder), *(f"--ignore={entry.path}" for entry in os.scandir(folder) if entry.name not in keep)]

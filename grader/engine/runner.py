@@ -33,7 +33,7 @@ from ..source import private_copy
 from .cache import ResultCache, component_key
 from .forked import Forked
 from .planning import plan_shards
-from .plugin import Collector, Shard, Submission, loads, plugins, pytest_args
+from .plugin import Collector, Shard, Submission, loads, plugins
 from .scoring import score_component
 
 if TYPE_CHECKING:
@@ -71,7 +71,7 @@ class Grading:
 
     def shard(self, components: list[str], load_errors: dict[str, str], index: int = 0, count: int = 1) -> Shard:
         """What one grading process runs: these components' checks against the copy (every `count`-th case)."""
-        return Shard(pytest_args([self.checks_dir / f"test_{c}.py" for c in components], self.limits),
+        return Shard([self.checks_dir / f"test_{c}.py" for c in components], self.limits,
                      Submission(self.folder, self.plan, self.limits, load_errors), index, count)
 
 
