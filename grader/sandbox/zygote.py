@@ -47,9 +47,10 @@ class Zygote:
         """Fork the zygote (once per grading process)."""
         if self._sock is not None:
             return
-        import torch  # noqa: F401 - the point: workers inherit it imported
+        import resource  # noqa: F401 - the point: workers inherit torch imported, and what each one imports
+        import torch  # noqa: F401 - before its first request (the implementation's side of the boundary)
 
-        from . import executor  # noqa: F401 - and the implementation's side of the boundary
+        from . import executor, state  # noqa: F401
         from .torch_setup import optimizers_without_dynamo, warm_kernels
 
         if not self._warmed:  # a forked grading process inherits it done
