@@ -292,7 +292,7 @@ def _paths(files: list[Path]) -> list[str]:
     for each of its check files each time): the folder once, with the rest left out, is collected once.
     """
     folders = {Path(f).parent for f in files}
-    if len(folders) != 1:
+    if len(folders) != 1 or not all(Path(f).is_file() for f in files):  # (pytest says which is missing)
         return [*map(str, files)]
     folder = folders.pop()
     keep = {Path(f).name for f in files} | {"conftest.py"}
