@@ -77,11 +77,13 @@ def images(task: VisionTask, count: int, gen: torch.Generator) -> tuple[Tensor, 
     labels = torch.randint(0, QUADRANTS, (count,), generator=gen)
     offsets = torch.randint(0, half - task.square + 1, (count, 2), generator=gen)
     out = torch.randn(count, task.in_channels, task.img_size, task.img_size, generator=gen) * task.noise
-    for i in range(count):
-        row = int(labels[i]) // 2 * half + int(offsets[i, 0])
-        col = int(labels[i]) % 2 * half + int(offsets[i, 1])
-        out[i, :, row:row + task.square, col:col + task.square] += task.brightness
-    return out, labels
+    top = (labels // 2 * half + offsets[:, 0])[:, None]  # (count, 1): the square's first row and column
+    left = (labels % 2 * half + offsets[:, 1])[:, None]
+    pixels = torch.arange(task.img_size)
+    rows = (pixels >= top) & (pixels < top + task.square)  # (count, img_size)
+    cols = (pixels >= left) & (pixels < left + task.square)
+    square = (rows[:, :, None] & cols[:, None, :])[:, None]  # (count, 1, img_size, img_size)
+    return torch.where(square, out + task.brightness, out), labels
 
 
 def batch(task: VisionTask, step: int) -> tuple[Tensor, Tensor]:
