@@ -2,18 +2,18 @@
 from __future__ import annotations
 
 # A helper process begins its checks after this one: it is forked once this one has started its zygote, then
-# forks its own and collects its checks (benchmarks/component_costs.py's median of 9 gradings, 2026-12-06).
-HELPER_START_S = 0.036
-# Seconds each component's checks take on the reference (the time of its cases, so a component's first cases
-# include the wait for its worker), measured as a learner grades: cold, in two grading processes on an idle
-# 2-core machine (benchmarks/component_costs.py, 2026-12-06, median of 9). Only used to share components fairly
-# between grading processes; a stale figure costs speed (the figures measured in one warm process, as until
-# 2026-12-06, came out 10-40% under these, unevenly, and left one process 0.07-0.2 s behind the other).
-COST = {"vit_classifier": 0.349, "tiny_lm": 0.290, "kv_cache": 0.287, "sampling": 0.224, "multi_head_attention": 0.175,
-        "pre_ln_block": 0.162, "window_attention": 0.152, "grouped_query_attention": 0.143, "optimizer": 0.132,
-        "swin_windows": 0.097, "cross_entropy": 0.058, "rope": 0.057, "patch_embedding": 0.055, "qkv_projection": 0.047,
-        "sinusoidal_encoding": 0.039, "rms_norm": 0.037, "masking": 0.034, "layer_norm": 0.033, "scaling": 0.029,
-        "swiglu": 0.029, "head_splitting": 0.028, "lr_schedule": 0.022}
+# forks its own and collects its checks (measured on 2026-12-06: 0.03-0.07 s after, in gradings of solutions/).
+HELPER_START_S = 0.05
+# Seconds each component's checks take on the reference, one grading process on an idle machine (the time of its
+# cases, so a component's first cases include the wait for its worker): benchmarks/component_costs.py's output
+# of 2026-12-06, 5 runs. Only used to share components fairly between grading processes; a stale figure costs
+# speed (the figures of 2026-12-02, from before workers were shared, left the core track's kv_cache alone in one
+# process, which then finished 0.34 s before the other).
+COST = {"vit_classifier": 0.305, "sampling": 0.275, "kv_cache": 0.274, "tiny_lm": 0.272, "pre_ln_block": 0.153,
+        "multi_head_attention": 0.152, "window_attention": 0.134, "grouped_query_attention": 0.130, "optimizer": 0.127,
+        "swin_windows": 0.111, "qkv_projection": 0.076, "rope": 0.065, "cross_entropy": 0.060, "patch_embedding": 0.058,
+        "masking": 0.042, "sinusoidal_encoding": 0.040, "rms_norm": 0.039, "layer_norm": 0.038, "lr_schedule": 0.037,
+        "head_splitting": 0.034, "scaling": 0.028, "swiglu": 0.020}
 
 # Components whose checks reach none of each other's code: in one grading process they share a worker (a worker
 # costs 15-25 ms of CPU to start, about what the checks of a small component take). The worker then holds no
