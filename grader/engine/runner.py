@@ -118,7 +118,7 @@ def _grade(grading: Grading, cache: ResultCache | None, processes: int, session:
     if loader is not None:
         loader.spawn()  # the zygote forks it while this process forks the others
     # the other grading processes fork now, before any worker (and the thread draining its output) exists
-    helpers = [Forked(_run_shard_in_fork) for _ in range(1, processes)] if to_run else []
+    helpers = [Forked(_run_shard_in_fork, then=_end_of_fork) for _ in range(1, processes)] if to_run else []
     try:
         loading = Loading(grading, grading.files(to_run), loader)
         if session is not None:
@@ -180,9 +180,14 @@ def _run_shard_in_fork(receive: Callable[[], Any]) -> list[CaseResult]:
         return []
     shard.submission.pending = receive
     ZYGOTE.start_own()
-    try:
-        return run_shard(shard)
-    finally:
+    return run_shard(shard)
+
+
+def _end_of_fork() -> None:
+    """What a forked grading process started is ended once its results have gone (not before: the first
+    process waits for them). One that had nothing to grade started nothing: the zygote it knows of is the
+    first process's."""
+    if ZYGOTE.owner == os.getpid():
         kill_strays()
         ZYGOTE.stop()
 

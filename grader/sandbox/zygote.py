@@ -35,6 +35,7 @@ class Zygote:
     def __init__(self) -> None:
         self._sock: socket.socket | None = None
         self.pid: int | None = None
+        self.owner: int | None = None  # the process that forked it (a forked copy of that one inherits it)
         self._awaiting: deque[Answer] = deque()  # who takes each answer still to come
         self.meta_loaded = False  # a worker imported torch's meta-tensor machinery (see warm_up)
         self._warmed = False  # torch's kernels run once in this process (or the one it was forked from)
@@ -70,14 +71,14 @@ class Zygote:
             finally:
                 os._exit(0)
         zygote_end.close()
-        self._sock, self.pid = grader_end, pid
+        self._sock, self.pid, self.owner = grader_end, pid, os.getpid()
         atexit.register(self.stop)
 
     def start_own(self) -> None:
         """In a forked copy of the grader: leave the parent's zygote alone and fork one's own."""
         if self._sock is not None:
             self._sock.close()  # this copy of the socket only; the parent keeps talking on its own
-        self._sock, self.pid = None, None
+        self._sock, self.pid, self.owner = None, None, None
         self._awaiting.clear()
         self.start()
 
