@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import ast
 from dataclasses import dataclass
+from functools import lru_cache
 from pathlib import Path
 
 from ..contract import OWNERS
@@ -101,6 +102,27 @@ def _owned_nodes(tree: ast.Module, module: str, component: str) -> list[tuple[st
     return found
 
 
+@lru_cache(maxsize=64)
+def _parsed(text: str, filename: str) -> ast.Module:
+    """A file's syntax tree, parsed once per process (the components of one file read it again and again)."""
+    return ast.parse(text, filename=filename)
+
+
+@lru_cache(maxsize=64)
+def _resolved(text: str, filename: str) -> tuple[ast.Module, _Resolver]:
+    """The tree and what its names stand for: imports anywhere in it, and module-level aliases
+    (sdpa = F.scaled_dot_product_attention)."""
+    tree = _parsed(text, filename)
+    resolver = _Resolver()
+    resolver.visit(tree)
+    for node in tree.body:
+        if isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name):
+            target = resolver.resolve(node.value)
+            if target:
+                resolver.aliases[node.targets[0].id] = target
+    return tree, resolver
+
+
 def forbidden_uses(folder: str | Path, component: str, forbidden: list[str]) -> list[ForbiddenUse]:
     """Every use of a forbidden name inside the component's own code in `folder`."""
     uses: list[ForbiddenUse] = []
@@ -109,16 +131,9 @@ def forbidden_uses(folder: str | Path, component: str, forbidden: list[str]) -> 
             continue
         path = Path(folder) / f"{module}.py"
         try:
-            tree = ast.parse(path.read_text(), filename=str(path))
+            tree, resolver = _resolved(path.read_text(), str(path))
         except (OSError, SyntaxError, ValueError):
             continue  # a missing or broken file is reported by the loader
-        resolver = _Resolver()
-        resolver.visit(tree)
-        for node in tree.body:  # module-level aliases: sdpa = F.scaled_dot_product_attention
-            if isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name):
-                target = resolver.resolve(node.value)
-                if target:
-                    resolver.aliases[node.targets[0].id] = target
         for where, owned in _owned_nodes(tree, module, component):
             for node in ast.walk(owned):
                 name = resolver.resolve(node) if isinstance(node, (ast.Name, ast.Attribute, ast.Call)) else None
@@ -138,7 +153,7 @@ def not_started(folder: str | Path, component: str) -> list[str]:
             continue
         path = Path(folder) / f"{module}.py"
         try:
-            tree = ast.parse(path.read_text())
+            tree = _parsed(path.read_text(), str(path))
         except (OSError, SyntaxError, ValueError):
             continue
         for where, node in _owned_nodes(tree, module, component):
