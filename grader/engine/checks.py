@@ -58,8 +58,10 @@ def component_of(module_name: str) -> str:
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    for item in items:
-        item.add_marker(pytest.mark.component(component_of(item.module.__name__)))
+    """Each check file's items are its component's: the marker goes on the file, which its items inherit."""
+    for module in dict.fromkeys(item.getparent(pytest.Module) for item in items):
+        if module is not None:
+            module.add_marker(pytest.mark.component(component_of(module.module.__name__)))
 
 
 @pytest.hookimpl(hookwrapper=True)
