@@ -14,9 +14,8 @@ import time
 from .zygote import ZYGOTE
 
 
-def _descendants() -> list[int]:
-    """Every process descended from this one or from its zygote, except the zygote itself."""
-    me = os.getpid()
+def _children() -> dict[int, list[int]]:
+    """pid -> its children's pids, every process's, read from /proc."""
     children: dict[int, list[int]] = {}
     for entry in os.listdir("/proc"):
         if not entry.isdigit():
@@ -27,6 +26,13 @@ def _descendants() -> list[int]:
         except (OSError, ValueError, IndexError):
             continue
         children.setdefault(ppid, []).append(int(entry))
+    return children
+
+
+def _descendants() -> list[int]:
+    """Every process descended from this one or from its zygote, except the zygote itself."""
+    me = os.getpid()
+    children = _children()
     # the grader's other descendants, and the zygote's: workers left running, and what student code left
     found, stack = [], [p for p in children.get(me, []) if p != ZYGOTE.pid] + children.get(ZYGOTE.pid, [])
     while stack:
@@ -87,14 +93,11 @@ def shutdown(timeout_s: float = 5.0) -> None:
 def _until_a_child_ends(timeout_s: float) -> None:
     """Wait until one of this process's children ends, or `timeout_s`: a killed one takes a few milliseconds to
     go (its memory is torn down), often less than a poll's sleep."""
-    me = str(os.getpid())
     waits = []
-    for entry in os.listdir("/proc") if hasattr(os, "pidfd_open") else ():
+    for pid in _children().get(os.getpid(), []) if hasattr(os, "pidfd_open") else ():
         try:
-            with open(f"/proc/{entry}/stat") as stat:
-                if entry.isdigit() and stat.read().rpartition(")")[2].split()[1] == me:
-                    waits.append(os.pidfd_open(int(entry)))
-        except (OSError, ValueError, IndexError):
+            waits.append(os.pidfd_open(pid))
+        except OSError:  # it has gone already
             continue
     try:
         if waits:

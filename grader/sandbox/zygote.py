@@ -48,8 +48,10 @@ class Zygote:
         """Fork the zygote (once per grading process)."""
         if self._sock is not None:
             return
-        import resource  # noqa: F401 - the point: workers inherit torch imported, and what each one imports
-        import torch  # noqa: F401 - before its first request (the implementation's side of the boundary)
+        # The point: workers inherit torch imported, and what each one imports before its first request (the
+        # implementation's side of the boundary).
+        import resource  # noqa: F401
+        import torch  # noqa: F401
 
         from . import executor, state  # noqa: F401
         from .torch_setup import optimizers_without_dynamo, warm_kernels
