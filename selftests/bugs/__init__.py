@@ -44,13 +44,19 @@ def all_bugs() -> list[Bug]:
 
 def materialize(bug: Bug, dest: Path) -> Path:
     """Copy solutions/ to `dest` with the bug applied; returns `dest`."""
+    return materialize_edits(f"bug {bug.id}", [(bug.file, bug.old, bug.new)], dest)
+
+
+def materialize_edits(label: str, edits: list[tuple[str, str, str]], dest: Path) -> Path:
+    """Copy solutions/ to `dest` with each edit (file, old, new) applied, `old` occurring once; returns `dest`."""
     shutil.copytree(SOLUTIONS, dest, ignore=shutil.ignore_patterns("__pycache__"))
-    path = dest / bug.file
-    source = path.read_text()
-    count = source.count(bug.old)
-    if count != 1:
-        raise ValueError(f"bug {bug.id}: snippet occurs {count} times in solutions/{bug.file}, expected once")
-    path.write_text(source.replace(bug.old, bug.new))
+    for file, old, new in edits:
+        path = dest / file
+        source = path.read_text()
+        count = source.count(old)
+        if count != 1:
+            raise ValueError(f"{label}: snippet occurs {count} times in solutions/{file}, expected once")
+        path.write_text(source.replace(old, new))
     return dest
 
 

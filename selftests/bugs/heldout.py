@@ -11,23 +11,15 @@ names the bug is for a person to judge.
 from __future__ import annotations
 
 import json
-import shutil
 import tempfile
 from pathlib import Path
 
-from . import SOLUTIONS
+from . import materialize_edits
 
 
 def _materialize(bug: dict, dest: Path) -> Path:
-    shutil.copytree(SOLUTIONS, dest, ignore=shutil.ignore_patterns("__pycache__"))
-    for edit in bug.get("edits") or [{"file": bug["file"], "old": bug["old"], "new": bug["new"]}]:
-        path = dest / edit["file"]
-        source = path.read_text()
-        if source.count(edit["old"]) != 1:
-            raise ValueError(f"{bug['id']}: an edit's old text occurs {source.count(edit['old'])} times in "
-                             f"solutions/{edit['file']}, expected once")
-        path.write_text(source.replace(edit["old"], edit["new"]))
-    return dest
+    edits = bug.get("edits") or [{"file": bug["file"], "old": bug["old"], "new": bug["new"]}]
+    return materialize_edits(bug["id"], [(e["file"], e["old"], e["new"]) for e in edits], dest)
 
 
 def held_out(paths: list[str]) -> int:
