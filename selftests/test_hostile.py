@@ -25,6 +25,7 @@ from pathlib import Path
 import pytest
 
 from grader.contract import COMPONENTS
+from grader.sandbox import confine
 from selftests.hostile import ATTACKS, conftest_attack, thieves, unreadable_files_attack
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -213,6 +214,35 @@ def test_attack_earns_nothing_and_costs_only_its_component(hostile, attack):
 def test_the_sandbox_was_in_force(hostile):
     protections = {graded.protection for name, graded in hostile.items() if not name.startswith("_")}
     assert protections == {"namespaces"}, protections
+
+
+@pytest.mark.skipif(os.geteuid() != 0 or not confine.works(confine.NAMESPACES), reason="root with namespaces only")
+def test_each_worker_is_born_pid_1_of_a_pid_namespace_of_its_own(tmp_path):
+    """As root the zygote forks each worker straight into a new PID namespace (confine.fork), and its own next
+    children are born in its own namespace again."""
+    plan = confine.Plan.for_copy(confine.NAMESPACES, tmp_path / "submission")
+    own = os.readlink("/proc/self/ns/pid")
+    children, seen = [], []
+    for _ in range(2):  # both alive at once: a namespace's number may be reused once it is gone
+        answer, told = os.pipe()
+        go, wait = os.pipe()
+        pid = confine.fork(plan)
+        if pid == 0:
+            for other in [wait, *(w for _, w in children)]:
+                os.close(other)  # (the second child would keep the first one's pipe open)
+            os.write(told, f"{os.getpid()} {os.readlink('/proc/self/ns/pid')}".encode())
+            os.read(go, 1)
+            os._exit(0)
+        os.close(told)
+        os.close(go)
+        seen.append(os.read(answer, 200).decode().split())
+        children.append((pid, wait))
+        assert os.readlink("/proc/self/ns/pid_for_children") == own
+    for pid, wait in children:
+        os.close(wait)
+        os.waitpid(pid, 0)
+    assert [pid for pid, _ in seen] == ["1", "1"]
+    assert len({ns for _, ns in seen} | {own}) == 3, seen
 
 
 def test_hang_is_reported_as_a_timeout_naming_the_function(hostile):

@@ -24,6 +24,7 @@ from collections import deque
 from multiprocessing.connection import Connection
 from typing import Callable
 
+from .confine import fork
 from .worker import PR_SET_CHILD_SUBREAPER, PR_SET_PDEATHSIG, prctl, serve
 
 Answer = Callable[[dict, list[int]], None]
@@ -191,7 +192,7 @@ def _wait_for(pid: int, ended: dict[int, int], grace: float = 0.0) -> int | None
 def _fork_worker(sock: socket.socket, request: dict, zygote_pid: int) -> None:
     requests_grader, requests_worker = socket.socketpair()
     out_read, out_write = os.pipe()
-    pid = os.fork()
+    pid = fork(request["plan"])
     if pid == 0:
         try:
             signal.signal(signal.SIGINT, signal.default_int_handler)  # a worker's code sees Python's usual Ctrl-C
