@@ -25,7 +25,7 @@ class Collected:
 
 
 def collect(files: list[Path]) -> tuple[int, list[str]]:
-    shard = Shard(files, LIMITS, Submission(str(CHECKS_DIR), Plan.for_copy(NONE, CHECKS_DIR), LIMITS))
+    shard = Shard(files, Submission(str(CHECKS_DIR), Plan.for_copy(NONE, CHECKS_DIR), LIMITS))
     collected = Collected()
     with redirect_stdout(io.StringIO()):
         code = pytest.main([*shard.args, "--collect-only"], plugins=[shard, collected])

@@ -122,9 +122,8 @@ class Shard:
     check files in the order given (`files`: the planner's, longest first) and keeps every `count`-th check
     case, starting at `index`."""
 
-    def __init__(self, files: list[Path], limits: Limits, submission: "Submission", index: int = 0,
-                 count: int = 1) -> None:
-        self.args, self.submission, self.index, self.count = pytest_args(files, limits), submission, index, count
+    def __init__(self, files: list[Path], submission: "Submission", index: int = 0, count: int = 1) -> None:
+        self.args, self.submission, self.index, self.count = pytest_args(files), submission, index, count
         self.order = {Path(f).name: i for i, f in enumerate(files)}
 
     @pytest.hookimpl(trylast=True)
@@ -134,33 +133,37 @@ class Shard:
             items[:] = items[self.index::self.count]
 
 
-class LastResort:
-    """A pytest plugin that takes pytest-timeout's timer over (through its own hooks), so that a check running
-    past the session's last-resort deadline fails with CheckOverran: a type of our own, not a message to match."""
+def last_resort_s(limits: Limits) -> float:
+    """How long a whole check may run in a grading session: its requests' time three times over, and half a minute
+    for the check's own work."""
+    return limits.timeout_s * 3 + 30
 
-    @pytest.hookimpl(tryfirst=True)
-    def pytest_timeout_set_timer(self, item: pytest.Item, settings) -> bool | None:
-        if threading.current_thread() is not threading.main_thread():
-            return None  # pytest-timeout's own thread timer; its failure then reads as a check's error
+
+class LastResort:
+    """A pytest plugin: each check runs under a deadline of the session's own, its last resort (each request to a
+    worker has its own, shorter one), past which the check fails with CheckOverran: a type of our own, not a
+    message to match. A timer of its own, not pytest-timeout's: that plugin's hooks around every check cost
+    about a tenth of pytest's own time per check."""
+
+    def __init__(self, submission: "Submission") -> None:
+        self.submission = submission  # (its limits change between the submissions a long session grades)
+
+    @pytest.hookimpl(wrapper=True, tryfirst=True)
+    def pytest_runtest_protocol(self, item: pytest.Item, nextitem: pytest.Item | None):
+        if threading.current_thread() is not threading.main_thread():  # (signals reach the main thread only)
+            return (yield)
+        limit = last_resort_s(self.submission.limits)
 
         def overran(signum, frame):
-            raise CheckOverran(f"the check ran past {settings.timeout:g} s")
+            raise CheckOverran(f"the check ran past {limit:g} s")
 
-        signal.signal(signal.SIGALRM, overran)
-        signal.setitimer(signal.ITIMER_REAL, settings.timeout)
-        item.stash[_TIMED] = True
-        return True
-
-    @pytest.hookimpl(tryfirst=True)
-    def pytest_timeout_cancel_timer(self, item: pytest.Item) -> bool | None:
-        if not item.stash.get(_TIMED, False):
-            return None
-        signal.setitimer(signal.ITIMER_REAL, 0)
-        signal.signal(signal.SIGALRM, signal.SIG_DFL)
-        return True
-
-
-_TIMED = pytest.StashKey[bool]()
+        previous = signal.signal(signal.SIGALRM, overran)
+        signal.setitimer(signal.ITIMER_REAL, limit)
+        try:
+            return (yield)
+        finally:
+            signal.setitimer(signal.ITIMER_REAL, 0)
+            signal.signal(signal.SIGALRM, previous)
 
 
 @dataclass(eq=False)  # a plugin: pytest 8 keeps its plugins in sets (hashed by identity)
@@ -239,7 +242,7 @@ def loads(component: str, broken: dict[str, str]) -> bool:
 def plugins(submission: Submission) -> list[object]:
     """The plugins every grading session of the checks runs with, besides a Collector."""
     _argnames_without_signature()
-    return [submission, PlainFailures(), Unlogged(), LastResort()]
+    return [submission, PlainFailures(), Unlogged(), LastResort(submission)]
 
 
 def _argnames_without_signature() -> None:
@@ -268,22 +271,22 @@ def _argnames_without_signature() -> None:
     fixtures.getfuncargnames = getfuncargnames
 
 
-def pytest_args(files: list[Path], limits: Limits) -> list[str]:
+def pytest_args(files: list[Path]) -> list[str]:
     """The command line of a grading session: the check files and pytest's own settings (the submission
-    itself travels in a `Submission` plugin)."""
+    itself travels in a `Submission` plugin, the last-resort deadline in `LastResort`)."""
     return [*_paths(files), "-p", "no:cacheprovider", "-q", "--tb=no", "--no-header",
             # only the plugins the checks need, not every one installed (anyio's costs 0.2 s)
-            "--disable-plugin-autoload", "-p", "pytest_timeout",
-            # Student code never runs in this process, so capturing output, turning warnings into
-            # errors and these plugins guard nothing here, and cost time on every check. Every
-            # assert in the checks has its own message: none needs rewriting.
-            "--capture=no", "--assert=plain", "-p", "no:warnings",
+            "--disable-plugin-autoload",
+            # Student code never runs in this process, so capturing output (the plugin wraps every phase of
+            # every check even when told not to capture), turning warnings into errors and these plugins guard
+            # nothing here, and cost time on every check. Every assert in the checks has its own message: none
+            # needs rewriting.
+            "-p", "no:capture", "--assert=plain", "-p", "no:warnings",
             "-p", "no:unraisableexception", "-p", "no:threadexception", "-p", "no:logging",
             # and no check uses these (registering a plugin costs a millisecond or two per session)
             *[arg for name in ("doctest", "junitxml", "pastebin", "stepwise", "setuponly", "setupplan", "legacypath",
                                "debugging", "tmpdir", "monkeypatch", "recwarn", "python_path", "faulthandler", "skipping",
                                "subtests", "unittest") for arg in ("-p", f"no:{name}")],
-            f"--timeout={limits.timeout_s * 3 + 30}",
             "--rootdir", str(ROOT), "-c", str(PYPROJECT)]
 
 

@@ -71,7 +71,7 @@ class Grading:
 
     def shard(self, components: list[str], load_errors: dict[str, str], index: int = 0, count: int = 1) -> Shard:
         """What one grading process runs: these components' checks against the copy (every `count`-th case)."""
-        return Shard([self.checks_dir / f"test_{c}.py" for c in components], self.limits,
+        return Shard([self.checks_dir / f"test_{c}.py" for c in components],
                      Submission(self.folder, self.plan, self.limits, load_errors), index, count)
 
 

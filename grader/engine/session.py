@@ -77,7 +77,7 @@ def serve_in_session(tasks: Iterable[Task], each: Callable[[Task, CheckSession],
     """
     collector = Collector()
     files = [CHECKS_DIR / f"test_{component}.py" for component in components]
-    args = pytest_args(files, limits)
+    args = pytest_args(files)
     submission = Submission(str(EXERCISES), Plan.for_copy(NONE, EXERCISES), limits)  # each task sets its own
     with open(os.devnull, "w") as devnull, redirect_stdout(devnull):  # pytest's own report goes nowhere
         code = pytest.main(args, plugins=[collector, *plugins(submission), _Loop(tasks, each, collector)])
