@@ -20,6 +20,7 @@ DTYPES: dict[str, torch.dtype] = {
     for d in (torch.float16, torch.bfloat16, torch.float32, torch.float64, torch.bool, torch.uint8,
               torch.int8, torch.int16, torch.int32, torch.int64, torch.complex64, torch.complex128)
 }
+DTYPE_NAMES = {d: name for name, d in DTYPES.items()}
 NUMPY_DTYPES = frozenset(DTYPES.values()) - {torch.bfloat16}  # the dtypes numpy has
 DEVICES = ("cpu", "meta")
 TENSOR, DTYPE, DEVICE, REF = "__tensor__", "__dtype__", "__device__", "__ref__"
@@ -57,7 +58,8 @@ def encode(value: Any) -> Any:
         if device not in DEVICES:
             tensor, device = tensor.cpu(), "cpu"
         data = b"" if device == "meta" or tensor.numel() == 0 else _raw_bytes(tensor)
-        return {TENSOR: str(tensor.dtype).removeprefix("torch."), "shape": list(tensor.shape), "device": device, "data": data}
+        return {TENSOR: DTYPE_NAMES.get(tensor.dtype) or str(tensor.dtype).removeprefix("torch."), "shape": list(tensor.shape),
+                "device": device, "data": data}
     if isinstance(value, Ref):
         return {REF: value.id, "type": value.type_name}
     if isinstance(value, torch.dtype):
@@ -77,7 +79,8 @@ def encode(value: Any) -> Any:
 
 def _raw_bytes(tensor: torch.Tensor) -> bytes:
     """The values in row-major order, as bytes."""
-    tensor = tensor.resolve_conj().resolve_neg()
+    if tensor.is_conj() or tensor.is_neg():  # (lazily conjugated or negated views: their values made real)
+        tensor = tensor.resolve_conj().resolve_neg()
     if tensor.dtype in NUMPY_DTYPES:  # numpy reads any strides (3x faster than copying in torch first)
         return tensor.numpy().tobytes()
     # a fresh copy: `.contiguous()` keeps odd strides on size-1 dimensions, which `view` refuses
@@ -123,7 +126,7 @@ def _tensor(spec: dict) -> torch.Tensor:
         raise WireError("tensor data does not match its shape and dtype")
     if numel == 0:
         return torch.empty(shape, dtype=dtype)
-    return torch.frombuffer(bytearray(data), dtype=torch.uint8).view(dtype).reshape(shape)
+    return torch.frombuffer(bytearray(data), dtype=dtype).reshape(shape)
 
 
 def dumps(value: Any) -> bytes:
