@@ -6,16 +6,13 @@ import torch
 import torch.nn.functional as F
 
 from checklib import adapters, mistakes
-from checklib.compare import assert_close, assert_equal, check_tensor, diagnosed, explained, fail, tolerance
+from checklib.compare import ATOL, RTOL, assert_close, assert_equal, check_tensor, diagnosed, explained, fail
 from checklib.scratch import assert_from_scratch
 from checklib.student import expect_value_error, naming_errors
 from checklib.weights import randn
 from grader.results import CheckFailure
 from grader.sandbox.protocol import StudentError
 
-# The contract compares at float32's tolerance for every dtype (a float64 softmax computed in float32
-# is correct); the dtype of the result must still be the input's.
-RTOL, ATOL = tolerance(torch.float32)
 DTYPES = [torch.float32, torch.float64]
 # (shape, dim): 1-D to 3-D, the last dimension and others (a dim ignored shows), a square case
 # (x.max(dim).values without keepdim broadcasts there instead of failing).

@@ -12,7 +12,7 @@ import pytest
 import torch
 
 from checklib import adapters, mistakes
-from checklib.compare import assert_close, fail
+from checklib.compare import ATOL, RTOL, assert_close, fail
 from checklib.student import expect_value_error
 
 # (max_lr, min_lr, warmup_steps, total_steps): nanoGPT-like, a short warmup, no warmup, a one-step decay.
@@ -51,7 +51,7 @@ def check_phase(impl, steps, config, phase: str) -> None:
     what = f"the {phase} of lr_at(max_lr={max_lr:g}, min_lr={min_lr:g}, warmup_steps={warmup}, total_steps={total})"
     got = schedule(impl, steps, *config, what)
     want = torch.tensor([expected(s, *config) for s in steps], dtype=torch.float64)
-    assert_close(got, want, what=f"{what} at steps {steps[0]}..{steps[-1]}", rtol=1e-9, atol=1e-12 * max_lr,
+    assert_close(got, want, what=f"{what} at steps {steps[0]}..{steps[-1]}", rtol=RTOL, atol=ATOL * max_lr,
                  hint=WHERE, mistakes=mistakes.schedule_mistakes(steps, *config, got))
 
 

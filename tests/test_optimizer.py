@@ -11,12 +11,11 @@ import pytest
 import torch
 
 from checklib import adapters, mistakes
-from checklib.compare import CheckFailure, assert_close, check_tensor, diagnose, fail, rediagnosed, tolerance
+from checklib.compare import ATOL, RTOL, CheckFailure, assert_close, check_tensor, diagnose, fail, rediagnosed
 from checklib.scratch import assert_from_scratch
 from checklib.student import expect_value_error, naming_errors
 from checklib.weights import randn
 
-RTOL, ATOL = tolerance(torch.float32)  # the contract's tolerance, float64 parameters too
 DTYPES = [torch.float32, torch.float64]
 SHAPES = [(3, 4), (4,), (2, 2, 3)]
 DEFAULTS = dict(lr=1e-3, betas=(0.9, 0.999), eps=1e-8, weight_decay=0.01)

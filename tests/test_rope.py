@@ -13,12 +13,11 @@ import pytest
 import torch
 
 from checklib import adapters, mistakes
-from checklib.compare import assert_close, assert_equal, assert_not_close, check_tensor, fail, shown, tolerance
+from checklib.compare import ATOL, RTOL, assert_close, assert_equal, assert_not_close, check_tensor, fail, shown
 from checklib.student import expect_value_error
 from checklib.weights import randn
 from grader.sandbox.protocol import StudentError
 
-RTOL, ATOL = tolerance(torch.float32)
 EPS32 = torch.finfo(torch.float32).eps
 ANGLES = "cos[p, i] = cos(p * base**(-2i / head_dim)), likewise sin, positions p from 0, one column per pair i"
 ROTATION = ("with c = cos[positions[t], i], s = sin[positions[t], i]: out[..., t, 2i] = x[..., t, 2i] * c - "

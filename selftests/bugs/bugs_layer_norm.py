@@ -93,10 +93,12 @@ BUGS += [
 BUGS += [
     Bug("layer_norm", "gemma_one_plus_weight", "norms.py", "* self.weight + self.bias", "* (1 + self.weight) + self.bias",
         "scales by (1 + weight), Gemma's convention", diagnosis=("(1 + weight)",)),
-    Bug("layer_norm", "float32_upcast_kept", "norms.py", "mean = x.mean(dim=-1, keepdim=True)",
-        "x = x.float()  # upcast for stability\n        mean = x.mean(dim=-1, keepdim=True)",
-        "upcasts to float32 and never casts back: float64 inputs come back in float32 precision",
-        diagnosis=("computes in float32 for a float64 input", "holds float32 numbers")),
+    Bug("layer_norm", "float32_result", "norms.py",
+        "return (x - mean) / torch.sqrt(var + self.eps) * self.weight + self.bias",
+        "return ((x - mean) / torch.sqrt(var + self.eps) * self.weight + self.bias).float()  # mixed precision",
+        "a mixed-precision habit: the result is cast to float32 whatever the input's dtype (a float32 computation "
+        "cast back, as LLaMA's code does, is correct; one that stays float32 is not)",
+        diagnosis=("computes in float32 for a float64 input",)),
 ]
 
 # A statistic without keepdim=True, named from torch's broadcasting error (mistakes.keepdim_lost).

@@ -101,15 +101,6 @@ BUGS += [
         diagnosis=("your scores are k·qᵀ/√d",)),
 ]
 
-# Computed in float32 and cast back: float64 results of float32's precision (mistakes.FLOAT32_PRECISION).
-BUGS += [
-    Bug("scaling", "float32_and_cast_back", "attention.py",
-        "return q @ k.transpose(-2, -1) / math.sqrt(q.size(-1))",
-        "return ((q.float() @ k.float().transpose(-2, -1)) / math.sqrt(q.size(-1))).to(q.dtype)",
-        "a mixed-precision habit: computes the scores in float32 and casts them back to the inputs' dtype",
-        diagnosis=("your float64 result holds float32 numbers",)),
-]
-
 BUGS += [  # the square root written as ** 1 / 2, which Python reads as (d ** 1) / 2
     Bug("scaling", "half_power_as_division", "attention.py", SCORES,
         "return q @ k.transpose(-2, -1) / q.size(-1) ** 1 / 2",

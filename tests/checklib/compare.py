@@ -1,7 +1,10 @@
 """Comparisons whose failure messages say what was expected, what came back, and where.
 
-Tolerances are defined here once: relative to the dtype, and scaled by the
-magnitude of the expected values.
+The tolerance is defined here once (`RTOL`, `ATOL`): the contract's, which float32 arithmetic meets,
+for float64 inputs too (a float64 result computed partly in float32 is correct), scaled by the
+magnitude of the expected values. What float64 would catch beyond it is caught another way: a
+float64 input that comes back float32 by the dtype check, a low-precision algorithm by inputs where
+float32 arithmetic done right passes and the wrong algorithm fails by far more.
 
 Every comparison takes `mistakes`: a mapping from a one-sentence diagnosis
 addressed to the student ("your scores equal q·kᵀ without the 1/√d factor") to
@@ -31,15 +34,11 @@ from .catalogue import Mistake
 # diagnosis sentence (or catalogue entry) -> what the mistake gives (or a zero-arg callable computing it)
 Mistakes = Mapping["str | Mistake", Any]
 
-# (rtol, atol) per dtype; atol is scaled by max(1, |expected|.max()).
-TOLERANCES: dict[torch.dtype, tuple[float, float]] = {
-    torch.float32: (1e-4, 1e-5),
-    torch.float64: (1e-9, 1e-10),
-}
-
-
-def tolerance(dtype: torch.dtype) -> tuple[float, float]:
-    return TOLERANCES.get(dtype, TOLERANCES[torch.float32])
+# The contract's tolerance for every graded dtype; ATOL is scaled by max(1, |expected|.max()).
+RTOL, ATOL = 1e-4, 1e-5
+# float64's own precision: never to fail a check, only to tell apart the known mistakes that a float64 result
+# computed in float64 matches within the contract's tolerance (see `diagnose`).
+FLOAT64_RTOL, FLOAT64_ATOL = 1e-9, 1e-10
 
 
 def _fmt_shape(shape) -> str:
@@ -137,7 +136,7 @@ def _matches(actual: Any, candidate: Any, rtol: float | None, atol: float | None
     if isinstance(candidate, Approximate):
         if not isinstance(actual, Tensor) or actual.shape != candidate.shape or not candidate.values.isfinite().all():
             return False
-        allowed = candidate.error + (tolerance(actual.dtype)[1] if atol is None else atol)
+        allowed = candidate.error + (ATOL if atol is None else atol)
         return bool(((actual.detach().to(torch.float64) - candidate.values).abs() <= allowed).all())
     if isinstance(candidate, torch.Size):
         shape = actual if isinstance(actual, torch.Size) else actual.shape if isinstance(actual, Tensor) else None
@@ -149,10 +148,8 @@ def _matches(actual: Any, candidate: Any, rtol: float | None, atol: float | None
             return True
         if not (actual.is_floating_point() or candidate.is_floating_point()):
             return bool((actual == candidate).all())
-        default_rtol, default_atol = tolerance(actual.dtype if actual.is_floating_point() else candidate.dtype)
         bad, _ = _bad_values(actual.detach().to(torch.float64), candidate.detach().to(torch.float64),
-                             default_rtol if rtol is None else rtol, default_atol if atol is None else atol,
-                             finite_scale=True)
+                             RTOL if rtol is None else rtol, ATOL if atol is None else atol, finite_scale=True)
         return not bool(bad.any())
     if isinstance(actual, Tensor) or type(actual) is not type(candidate):
         return False
@@ -179,10 +176,12 @@ def diagnose(actual: Any, mistakes: Mistakes | None, *, expected: Any = None, rt
     model of another dtype than `actual`'s does not match on values alone (nor is it ruled
     out by them). Given the `dtype` the check asks for, the shared dtype mistake (mistakes.dtype_changed)
     is weighed too: matched where only the dtype is wrong (and no mistake of the check's own matched),
-    ruled out where the values are; so is a float64 result of float32 numbers (mistakes.float32_precision).
+    ruled out where the values are. Where several mistakes match a float64 result and it equals some of them at
+    float64's precision (it was computed in float64), the others are ruled out.
     """
     matched: list[str] = []
     ruled_out: list[str] = []
+    models: dict[str, Any] = {}  # what each matched mistake gave
     for key, model in (mistakes or {}).items():
         sentence = key.sentence if isinstance(key, Mistake) else key
         try:
@@ -200,8 +199,16 @@ def diagnose(actual: Any, mistakes: Mistakes | None, *, expected: Any = None, rt
             continue
         if same:
             matched.append(sentence)
+            models[sentence] = candidate
         elif expected is not None:
             ruled_out.append(sentence)
+    if len(matched) > 1 and isinstance(actual, Tensor) and actual.dtype == torch.float64:
+        # several mistakes within float32's reach of a float64 result: where it equals some of them at float64's
+        # precision (it was computed in float64), the others are ruled out
+        exact = [s for s in matched if _matches(actual, models[s], FLOAT64_RTOL, FLOAT64_ATOL)]
+        if exact:
+            ruled_out += [s for s in matched if s not in exact]
+            matched = exact
     if dtype is not None and isinstance(actual, Tensor):
         from .mistakes import dtype_changed  # mistakes.py builds on this module
 
@@ -212,14 +219,6 @@ def diagnose(actual: Any, mistakes: Mistakes | None, *, expected: Any = None, rt
                 matched.append(entry.sentence)
         elif entry is not None and isinstance(expected, Tensor) and actual.shape == expected.shape:
             ruled_out.append(entry.sentence)
-        if not dtype_failed and isinstance(expected, Tensor):  # float64 values of float32's precision
-            from .mistakes import float32_precision
-
-            weighed = float32_precision(actual.detach(), expected)
-            if weighed is not None and not weighed[1]:
-                ruled_out.append(weighed[0].sentence)
-            elif weighed is not None and not matched:  # a check's own mistake that matched says more
-                matched.append(weighed[0].sentence)
     return Diagnosis(matched, ruled_out)
 
 
@@ -278,9 +277,8 @@ def assert_close(
     mistakes: Mistakes | None = None,
 ) -> None:
     """Fail with the first differing position and the size of the error (and a diagnosis, see `mistakes`)."""
-    default_rtol, default_atol = tolerance(expected.dtype)
-    rtol = default_rtol if rtol is None else rtol
-    atol = default_atol if atol is None else atol
+    rtol = RTOL if rtol is None else rtol
+    atol = ATOL if atol is None else atol
     problem = _tensor_problem(actual, expected.shape, expected.dtype if check_dtype else None, None)
     if problem is not None:
         _fail(what, problem, hint, diagnose(actual, mistakes, expected=expected, rtol=rtol, atol=atol,
@@ -332,6 +330,5 @@ def assert_equal(actual, expected: Tensor, *, what: str, hint: str = "", mistake
 def assert_not_close(actual: Tensor, other: Tensor, *, what: str, hint: str = "") -> None:
     """Fail when two tensors are (nearly) equal although they should differ."""
     check_tensor(actual, what=what, shape=other.shape, hint=hint)
-    rtol, atol = tolerance(other.dtype)
-    if torch.allclose(actual.to(torch.float64), other.to(torch.float64), rtol=rtol * 10, atol=atol * 10):
+    if torch.allclose(actual.to(torch.float64), other.to(torch.float64), rtol=RTOL * 10, atol=ATOL * 10):
         _fail(what, "expected the two results to differ, but they are equal", hint)

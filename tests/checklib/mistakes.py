@@ -1664,11 +1664,19 @@ def reprojected_mistakes(new_state: dict[str, Tensor], x: Tensor, n_heads: int, 
 
 # --- layer_norm --------------------------------------------------------------------------------------
 
-def layer_norm(x: Tensor, weight: Tensor, bias: Tensor, eps: float, *, variant: str = "") -> Tensor:
+UNSHIELDED_SQRT = ("no_eps", "unbiased_no_eps", "eps_outside_sqrt", "std_plus_eps")  # sqrt(var) alone
+
+
+def layer_norm(x: Tensor, weight: Tensor, bias: Tensor, eps: float, *, variant: str = "") -> Tensor | None:
     """LayerNorm over the last dimension in float64, with the mistake `variant` switched on.
 
-    `naive_variance` is computed in x's own dtype: its error is float32's cancellation in E[x²] - E[x]².
+    `naive_variance` is computed in x's own dtype: its error is float32's cancellation in E[x²] - E[x]². None
+    for a variant without eps under the square root on a float32 x with a constant row: there float32's rounding
+    of the variance (0 or not) decides the result (NaN, or noise over a tiny denominator), which float64 cannot
+    reproduce.
     """
+    if x.dtype == torch.float32 and variant in UNSHIELDED_SQRT and bool((x == x[..., :1]).all(dim=-1).any()):
+        return None
     if variant == "naive_variance":
         w, b = weight.to(x.dtype), bias.to(x.dtype)
         mean = x.mean(dim=-1, keepdim=True)
@@ -5059,25 +5067,6 @@ NOT_INTEGER = recognised(
     "or convert with .long()")
 
 
-FLOAT32_PRECISION = recognised(
-    GENERAL, "float32_precision",
-    "your float64 result holds float32 numbers (each value exactly a float32): it was computed in float32 and "
-    "cast back (a .float() before, a .to(x.dtype) or type_as after): compute in the inputs' dtype throughout")
-
-
-def float32_precision(actual: Tensor, expected: Tensor) -> tuple[Mistake, bool] | None:
-    """FLOAT32_PRECISION, and whether a float64 `actual` that is not `expected` is a float32 computation cast
-    back: its values all float32 numbers and within float32's tolerance of `expected` (None: it cannot tell,
-    `expected` being one)."""
-    if actual.dtype != torch.float64 or expected.dtype != torch.float64 or actual.shape != expected.shape or \
-            actual.device != expected.device:
-        return None
-    if actual.numel() < 4 or bool((expected == expected.float().double()).all()):
-        return None
-    close = torch.allclose(actual, expected, rtol=1e-4, atol=1e-5 * max(1.0, float(expected.abs().max())))
-    return FLOAT32_PRECISION, close and bool((actual == actual.float().double()).all())
-
-
 def dtype_changed(want: torch.dtype, got: torch.dtype | None = None) -> Mistake | None:
     """The entry for a result that should be of dtype `want` and came back in `got` (None: any other dtype
     that entry is about), or None where no entry is about these two."""
@@ -5254,36 +5243,22 @@ def loaded_shapes(message: str, expected: dict[str, tuple[int, ...]]) -> dict[st
 
 LOWER_PRECISION = mistake("layer_norm", "lower_precision",
                           "your {name} computes in float32 for a float64 input (an x.float() kept to the end, or a "
-                          "float32 tensor made inside): its result has float32's precision only; compute in x's "
-                          "dtype, or cast the result back with .type_as(x)", dict())
+                          "float32 tensor made inside) and returns float32: cast the result back with .type_as(x) "
+                          "(computing in float32 and casting back, as LLaMA's code does, is fine), or compute in "
+                          "x's dtype", dict())
 
 
 def lower_precision_mistakes(name: str, compute: Callable[[torch.dtype], Tensor], x: Tensor, got: Any) -> Mistakes:
     """For a float64 case of a computation (`compute(dtype)`: the right result computed in that dtype) that gave
-    `got`: a float32 result is the float32 computation's; a float64 one is explained where it lies within
-    float32's rounding of the right values everywhere (and not within float64's: the case failed), fitted to it;
-    elsewhere the model is the float32 computation, which rules the mistake out. Nothing for other inputs. A fit:
-    bind it with `besides`, so that a mistake modelled exactly speaks where it gives what came back."""
+    `got`, not float64: the float32 computation's result. Nothing for other inputs, or a float64 result (a float32
+    computation cast back is correct, within the contract's tolerance). A fit: bind it with `besides`, so that a
+    mistake modelled exactly speaks where it gives what came back."""
     def model() -> Tensor | None:
-        if x.dtype != torch.float64 or not isinstance(got, Tensor) or not got.is_floating_point():
+        if x.dtype != torch.float64 or not isinstance(got, Tensor) or not got.is_floating_point() or \
+                got.dtype == torch.float64:
             return None
-        low = compute(torch.float32).detach()
-        if got.dtype != torch.float64:
-            return low
-        high = compute(torch.float64).detach()
-        if got.shape == high.shape and _within(got.detach().double(), high, 1e-6):
-            return got
-        return low.double()
+        return compute(torch.float32).detach()
     return {LOWER_PRECISION.text(name=name): model}
-
-
-def _within(got: Tensor, reference: Tensor, tol: float) -> bool:
-    """Whether every value of `got` lies within tol·(max(1, |reference|.max()) + |reference|) of `reference`'s
-    (both float64, finite)."""
-    if not (bool(torch.isfinite(got).all()) and bool(torch.isfinite(reference).all())):
-        return False
-    scale = max(1.0, reference.abs().max().item()) if reference.numel() else 1.0
-    return bool(((got - reference).abs() <= tol * (scale + reference.abs())).all())
 
 
 DEFAULT_DIFFERS = mistake("sampling", "default_differs",
