@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 
 from selftests.bugs import ROOT, all_bugs, alternative_names, materialize, materialize_alternative
+from selftests import trivial as trivial_catalogue
 
 WORKERS = 2  # these machines have two cores
 
@@ -49,5 +50,16 @@ def graded(tmp_path_factory: pytest.TempPathFactory) -> dict[str, dict]:
         folders[f"alternative:{name}"] = materialize_alternative(name, base / f"alt__{name}")
     reports = grade_folders(list(folders.values()), base)
     result = {label: reports[str(folder)] for label, folder in folders.items()}
+    shutil.rmtree(base, ignore_errors=True)
+    return result
+
+
+@pytest.fixture(scope="session")
+def trivial(tmp_path_factory: pytest.TempPathFactory) -> dict[str, dict]:
+    """The report of every trivial submission (selftests/trivial/), keyed by its kind."""
+    base = tmp_path_factory.mktemp("trivial")
+    folders = {kind: trivial_catalogue.materialize(kind, base / kind) for kind in trivial_catalogue.KINDS}
+    reports = grade_folders(list(folders.values()), base)
+    result = {kind: reports[str(folder)] for kind, folder in folders.items()}
     shutil.rmtree(base, ignore_errors=True)
     return result

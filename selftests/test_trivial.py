@@ -5,26 +5,12 @@ submission may pass for points: those of a correct `__init__` (layers, attribute
 """
 from __future__ import annotations
 
-import shutil
-
 import pytest
 
 from grader.course import load_course
-from selftests.conftest import grade_folders
-from selftests.trivial import KINDS, materialize
+from selftests.trivial import KINDS
 
-pytestmark = pytest.mark.timeout(900)  # one fixture grades the whole catalogue
-
-
-@pytest.fixture(scope="module")
-def trivial(tmp_path_factory: pytest.TempPathFactory) -> dict[str, dict]:
-    """The report of every trivial submission, keyed by its kind."""
-    base = tmp_path_factory.mktemp("trivial")
-    folders = {kind: materialize(kind, base / kind) for kind in KINDS}
-    reports = grade_folders(list(folders.values()), base)
-    result = {kind: reports[str(folder)] for kind, folder in folders.items()}
-    shutil.rmtree(base, ignore_errors=True)
-    return result
+pytestmark = pytest.mark.timeout(900)  # the `trivial` fixture (conftest.py) grades the whole catalogue
 
 
 @pytest.mark.parametrize("kind", KINDS)

@@ -1,0 +1,90 @@
+"""A student release grades correct code exactly as `grade` does, and trivial code no higher.
+
+Inside a release every component runs with the student's own code for the others (no trusted
+stand-ins), so a component's checks there also run the rest of the submission: a correct
+submission written differently (every `selftests/alternatives/` folder) must get the same score
+per component both ways, and so must the trivial catalogue (`selftests/trivial/`), whose code does
+no work anywhere. `grade`'s side is the `graded` and `trivial` fixtures (conftest.py); the release's
+is the bundle's own grader, run on each folder as the bundle's `check --target` does.
+"""
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from grader.course import load_course
+from selftests.bugs import alternative_names, materialize_alternative
+from selftests.conftest import WORKERS
+from selftests.trivial import KINDS, materialize as materialize_trivial
+
+ROOT = Path(__file__).resolve().parent.parent
+GRADE_MANY = """
+import json, sys
+from grader.engine.runner import run_checks
+out, *folders = sys.argv[1:]
+json.dump({f: run_checks(f, processes=1).to_dict() for f in folders}, open(out, "w"))
+"""
+
+
+def _env() -> dict:
+    env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "DRILLS_TARGET")}
+    return {**env, "PYTHONDONTWRITEBYTECODE": "1"}
+
+
+def grade_in_release(bundle: Path, folders: list[Path], out_dir: Path) -> dict[str, dict]:
+    """{folder: report} from the bundle's grader, in `WORKERS` processes side by side."""
+    chunks = [folders[i::WORKERS] for i in range(WORKERS) if folders[i::WORKERS]]
+    procs = []
+    for i, chunk in enumerate(chunks):
+        out = out_dir / f"release-{i}.json"
+        procs.append((out, subprocess.Popen([sys.executable, "-c", GRADE_MANY, str(out), *map(str, chunk)],
+                                            cwd=bundle, env=_env(), stderr=subprocess.PIPE, text=True)))
+    reports: dict[str, dict] = {}
+    for out, proc in procs:
+        _, err = proc.communicate(timeout=1200)
+        assert proc.returncode == 0, f"grading in the release failed:\n{err[-4000:]}"
+        reports.update(json.loads(out.read_text()))
+    return reports
+
+
+@pytest.fixture(scope="module")
+def in_release(tmp_path_factory) -> dict[str, dict]:
+    """The release's report of every alternative ('alternative:NAME') and trivial kind ('trivial:KIND')."""
+    base = tmp_path_factory.mktemp("release-grades")
+    bundle = base / "bundle"
+    made = subprocess.run([sys.executable, "-m", "grader", "release", str(bundle)], cwd=ROOT, env=_env(),
+                          capture_output=True, text=True, timeout=120)
+    assert made.returncode == 0, made.stderr
+    folders = {f"alternative:{name}": materialize_alternative(name, base / f"alt__{name}")
+               for name in alternative_names()}
+    folders.update({f"trivial:{kind}": materialize_trivial(kind, base / f"trivial__{kind}") for kind in KINDS})
+    reports = grade_in_release(bundle, list(folders.values()), base)
+    return {label: reports[str(folder)] for label, folder in folders.items()}
+
+
+def _scores(report: dict) -> dict[str, float]:
+    return {c["id"]: round(c["score"], 6) for c in report["components"]}
+
+
+def _unequal(through_grade: dict, in_release: dict) -> dict[str, tuple[float, float]]:
+    want, got = _scores(through_grade), _scores(in_release)
+    return {c: (want.get(c), got.get(c)) for c in set(want) | set(got) if want.get(c) != got.get(c)}
+
+
+@pytest.mark.timeout(1200)
+@pytest.mark.parametrize("name", alternative_names())
+def test_a_correct_alternative_gets_full_marks_in_a_release_as_through_grade(graded, in_release, name):
+    label = f"alternative:{name}"
+    assert _unequal(graded[label], in_release[label]) == {}, "component: (grade, release)"
+    assert in_release[label]["score"] == pytest.approx(load_course().total_points)
+
+
+@pytest.mark.timeout(1200)
+@pytest.mark.parametrize("kind", KINDS)
+def test_trivial_code_grades_in_a_release_as_through_grade(trivial, in_release, kind):
+    assert _unequal(trivial[kind], in_release[f"trivial:{kind}"]) == {}, "component: (grade, release)"
