@@ -11,6 +11,7 @@ from ..figures import FIGURES, show_command
 from ..results import ERROR, FAILED, NOT_STARTED, PASSED, TIMEOUT, ComponentResult, Report
 from ..files import write_atomic
 from ..i18n import LANGUAGES, N_, _, course_text, language, ngettext
+from ..inert import each_text, markdown_block, unicode, visible
 from .generated import template
 
 STYLE = {PASSED: "green", FAILED: "red", ERROR: "red", TIMEOUT: "magenta", NOT_STARTED: "yellow"}
@@ -51,7 +52,10 @@ def _number(points: float) -> str:
 
 
 def print_terminal(report: Report, *, verbose: bool = False, hints: bool = False, file: TextIO | None = None) -> None:
-    """A table per component; each failing component's first failing check; -v lists every check."""
+    """A table per component; each failing component's first failing check; -v lists every check.
+
+    Every text of the report is shown `visible` (no escape sequence of a submission's reaches the terminal),
+    and nothing printed is read as rich markup or emoji codes."""
     from rich import box
     from rich.console import Console
     from rich.table import Table
@@ -59,17 +63,19 @@ def print_terminal(report: Report, *, verbose: bool = False, hints: bool = False
 
     file = file or sys.stdout
     tty = file.isatty()
-    console = Console(file=file, highlight=False, soft_wrap=not tty, no_color=not tty, width=None if tty else 200)
+    report = each_text(report, visible)
+    console = Console(file=file, highlight=False, markup=False, emoji=False, soft_wrap=not tty, no_color=not tty,
+                      width=None if tty else 200)
     unprotected = _unprotected(report)
     if unprotected:
         console.print(Text(protection_line(report), style="bold red"))
-    table = Table(title=f"transformer-drills: {report.target}", title_justify="left",
+    table = Table(title=Text(f"transformer-drills: {report.target}"), title_justify="left",
                   box=box.HEAVY_HEAD if tty else None, pad_edge=False)
     table.add_column(_("component"))
     table.add_column(_("points"), justify="right")
     table.add_column(_("status"))
     for component in report.components:
-        table.add_row(component.id, format_points(component.score, component.max_score),
+        table.add_row(Text(component.id), format_points(component.score, component.max_score),
                       Text(status_label(component.status), style=STYLE[component.status]))
         if verbose:
             for check in component.checks:
@@ -112,7 +118,7 @@ def _indent(text: str) -> str:
 def to_json(report: Report) -> str:
     """The report as JSON: ids and statuses as the results hold them; the words a person reads (messages,
     titles, hints) in the language in use."""
-    data = report.to_dict()
+    data = each_text(report.to_dict(), unicode)
     for component in data["components"]:
         component["title"] = course_text(component["id"], component["title"])
         component["hint"] = course_text(component["id"], component["hint"])
@@ -143,11 +149,11 @@ def to_gradescope(report: Report) -> dict:
             })
     summary = _gradescope_summary(report, not_graded)
     warning = _unprotected(report)
-    return {
+    return each_text({  # Gradescope shows these texts to the student: every one `visible`
         "score": round(report.score, 2),
         "output": f"{protection_line(report)}\n\n{summary}" if warning else f"{summary}\n\n{protection_line(report)}",
         "tests": tests,
-    }
+    }, visible)
 
 
 def _not_graded(report: Report) -> dict[str, str]:
@@ -198,8 +204,12 @@ def _check_output(check) -> str:
 
 
 def to_junit(report: Report) -> str:
-    """JUnit XML: a test suite per component, a test case per check (for CI dashboards)."""
+    """JUnit XML: a test suite per component, a test case per check (for CI dashboards).
+
+    Every text is `visible`, which leaves nothing that XML 1.0 forbids (ElementTree escapes the markup)."""
     import xml.etree.ElementTree as ET
+
+    report = each_text(report, visible)
 
     suites = ET.Element("testsuites", name="transformer-drills", tests=str(sum(len(c.checks) for c in report.components)))
     ET.SubElement(ET.SubElement(suites, "properties"), "property", name="sandbox", value=protection_line(report))
@@ -220,7 +230,8 @@ def to_junit(report: Report) -> str:
 
 
 def to_markdown(report: Report) -> str:
-    """A Markdown summary (GitHub step summaries, pull-request comments)."""
+    """A Markdown summary (GitHub step summaries, pull-request comments). A message is a code block whose
+    fence no line of it can close (`markdown_block`); the rest is the grader's own words and the course's ids."""
     lines = [f"## transformer-drills: {format_points(report.score, report.max_score)}", "", f"_{protection_line(report)}_", "",
              "| {} | {} | {} |".format(_("component"), _("points"), _("status")), "|---|---:|---|"]
     if _unprotected(report):
@@ -231,7 +242,7 @@ def to_markdown(report: Report) -> str:
     for component in report.components:
         if component.status in (PASSED, NOT_STARTED):
             continue
-        lines += ["", f"### {component.id}: {status_label(component.status)}", "", "```", component.message, "```"]
+        lines += ["", f"### {component.id}: {status_label(component.status)}", "", *markdown_block(component.message)]
     return "\n".join(lines) + "\n"
 
 
@@ -261,8 +272,10 @@ def to_html(report: Report, figures: str = "failing") -> str:
     wanted = figures_wanted(report, figures)
     drawn, failed = _draw(report, wanted)
     components = [_component(c, drawn.get(c.id, []), failed if c.id in wanted else "") for c in report.components]
+    # every value the page shows is `visible` (a bidi override would reorder the page's text) and escaped
     environment = jinja2.Environment(autoescape=True, undefined=jinja2.StrictUndefined, trim_blocks=True,
-                                     lstrip_blocks=True, extensions=["jinja2.ext.i18n"])
+                                     lstrip_blocks=True, extensions=["jinja2.ext.i18n"],
+                                     finalize=lambda value: visible(value) if type(value) is str else value)
     environment.install_gettext_callables(_, ngettext, newstyle=False)  # plain str: escaped like any text
     page = environment.from_string(template("report.html"))
     return page.render(report=report, components=components, total=format_points(report.score, report.max_score),
