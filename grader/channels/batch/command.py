@@ -20,7 +20,6 @@ with status "error" and a message saying so.
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import sys
 import threading
@@ -30,9 +29,10 @@ from pathlib import Path
 from ...paths import ROOT
 from .discovery import Student, discover, grader_fingerprint
 from .job import Job
-from .records import error_record, read_record, record_status, write_gradebook
+from .records import dump, error_record, read_record, record_status, write_gradebook
 from .schedule import Schedule, component_keys
 from ...files import write_atomic
+from ...inert import visible
 
 JOB_COMMAND = [sys.executable, "-m", "grader.channels.batch.serve"]
 
@@ -48,7 +48,7 @@ class _Progress:
             from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
 
             self.bar = Progress(TextColumn("grading"), BarColumn(), MofNCompleteColumn(), TimeRemainingColumn(),
-                                TextColumn("{task.description}"), console=Console(file=sys.stderr))
+                                TextColumn("{task.description}", markup=False), console=Console(file=sys.stderr))
             self.task = self.bar.add_task("", total=total, completed=done)
             self.bar.start()
 
@@ -83,7 +83,7 @@ class _Batch:
 
     def finish(self, student: Student, record: dict, copy: bool = False, written: bool = False) -> None:
         if not written:
-            write_atomic(self.results_file(student), json.dumps(record, indent=1))
+            write_atomic(self.results_file(student), dump(record))
         with self.lock:
             self.known[student.name] = {"score": record["score"], "components": record["components"],
                                         "gradebook_status": record_status(record)}
@@ -93,8 +93,8 @@ class _Batch:
                 self.copied += 1
             else:
                 self.graded += 1
-            self.progress.advance(f"{student.name}: {record['score']:g}/{record['max_score']:g}"
-                                  + (f" (error: {record['error'][:60]})" if record["status"] == "error" else ""))
+            self.progress.advance(visible(f"{student.name}: {record['score']:g}/{record['max_score']:g}"
+                                          + (f" (error: {record['error'][:60]})" if record["status"] == "error" else "")))
 
     def copy_of(self, student: Student, record: dict) -> None:
         self.finish(student, {**record, "student": student.name}, copy=True)
@@ -216,7 +216,7 @@ def _grade_all(args: argparse.Namespace) -> int:
           f"{summary['skipped']} already done, {len(summary['errors'])} not graded, "
           f"in {summary['seconds']:.1f} s; gradebook: {summary['gradebook']}")
     if summary["errors"]:
-        print("not graded (see results/<student>.json): " + ", ".join(summary["errors"]))
+        print("not graded (see results/<student>.json): " + visible(", ".join(summary["errors"])))
     if summary["interrupted"]:
         print("interrupted: run the same command again to grade the rest", file=sys.stderr)
         return 130

@@ -7,6 +7,7 @@ import json
 from pathlib import Path
 
 from ...files import write_atomic
+from ...inert import csv_cell, each_text, unicode
 
 RECORD_VERSION = 1
 
@@ -29,6 +30,12 @@ def error_record(student: str, fingerprint: str, message: str) -> dict:
             "score": 0.0, "max_score": course.total_points, "components": {c.id: 0.0 for c in course.components},
             "duration_s": 0.0, "error": message,
             "results": {"score": 0, "output": f"not graded: {message}", "tests": []}}
+
+
+def dump(record: dict) -> str:
+    """A record as its file holds it: JSON whose every string is valid Unicode (a folder name that was not
+    UTF-8 has its bytes written `\\xNN`, grader/inert.py)."""
+    return json.dumps(each_text(record, unicode), indent=1)
 
 
 def read_record(path: Path) -> dict | None:
@@ -55,7 +62,8 @@ def write_gradebook(out: Path, students: list[str] | None = None, known: dict[st
     `known` records (by student) are used instead of reading their files again.
 
     Columns: student, total, status (see `record_status`: zeros from untouched stubs and zeros from
-    a folder without exercise files read differently), then the points of each component."""
+    a folder without exercise files read differently), then the points of each component. Every cell is a
+    `csv_cell`: a student's folder named `=HYPERLINK(...)` is text in a spreadsheet, not a formula."""
     from ...course import load_course
 
     components = [c.id for c in load_course().components]
@@ -64,14 +72,14 @@ def write_gradebook(out: Path, students: list[str] | None = None, known: dict[st
     known = known or {}
     buffer = io.StringIO()
     writer = csv.writer(buffer, lineterminator="\n")
-    writer.writerow(["student", "total", "status", *components])
+    writer.writerow(["student", "total", "status", *components])  # the course's ids: no cell of a student's
     for name in names:
         record = known.get(name) or read_record(results / f"{name}.json")
         if record is None:
             continue
         status = record.get("gradebook_status") or record_status(record)
-        writer.writerow([name, f"{record['score']:g}", status,
-                         *(f"{record['components'].get(c, 0.0):g}" for c in components)])
+        writer.writerow(map(csv_cell, [name, f"{record['score']:g}", status,
+                                       *(f"{record['components'].get(c, 0.0):g}" for c in components)]))
     path = out / "gradebook.csv"
     write_atomic(path, buffer.getvalue())
     return path

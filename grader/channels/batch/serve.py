@@ -13,7 +13,7 @@ import select
 import sys
 from pathlib import Path
 
-from .records import error_record, record_from_report
+from .records import dump, error_record, record_from_report
 from ...files import write_atomic
 
 
@@ -104,7 +104,7 @@ class _Server:
             record = record_from_report(task["student"], task["fingerprint"], report)
         except Exception as exc:  # the grader failed on this submission: record it, go on
             record = error_record(task["student"], task["fingerprint"], f"the grader failed: {type(exc).__name__}: {exc}")
-        write_atomic(Path(task["out"]), json.dumps(record, indent=1))
+        write_atomic(Path(task["out"]), dump(record))
         self.replies.write(json.dumps({"student": task["student"], "status": record["status"]}) + "\n")
         self.graded += 1
         if self.core is not None and self.graded == 1:
