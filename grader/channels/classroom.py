@@ -18,11 +18,13 @@ import os
 import sys
 
 from ..i18n import _
+from ..inert import actions_log, each_text
 from ..results import PASSED, Report
 
 
 def runner_result(report: Report) -> dict:
-    """The reporter's schema: version, status, max_score and one test per component with its points."""
+    """The reporter's schema: version, status, max_score and one test per component with its points. The
+    reporter prints each message in the workflow's log: every text is `actions_log`."""
     tests = []
     for component in report.components:
         failing = [check.name for check in component.checks if check.status != PASSED]
@@ -32,7 +34,8 @@ def runner_result(report: Report) -> dict:
                       "message": message, "line_no": 0, "execution_time": "0s",
                       "test_code": f"python -m grader check {component.id}"})
     status = "pass" if tests and all(t["status"] == "pass" for t in tests) else "fail"
-    return {"version": 1, "status": status, "max_score": round(report.max_score, 2), "tests": tests}
+    return each_text({"version": 1, "status": status, "max_score": round(report.max_score, 2), "tests": tests},
+                     actions_log)
 
 
 def payload(result: dict) -> str:

@@ -24,6 +24,7 @@ from typing import TYPE_CHECKING, Iterator, TextIO
 from ..contract import FILES
 from ..errors import GraderError
 from ..i18n import _
+from ..inert import visible
 from ..results import ComponentResult
 from ..source import FILES as SUBMISSION_FILES, UnreadableFile, read_file
 
@@ -196,8 +197,8 @@ class Watcher:
             if self.stopping:
                 return  # Ctrl-C: its signal may have ended the zygote under this grading
             self._header(_("{reason}: the grader failed").format(reason=reason))
-            print(_("grader error: {error}").format(
-                error=exc if isinstance(exc, GraderError) else f"{type(exc).__name__}: {exc}"), file=self.out)
+            print(visible(_("grader error: {error}").format(
+                error=exc if isinstance(exc, GraderError) else f"{type(exc).__name__}: {exc}")), file=self.out)
             self._footer()
             return
         finally:
@@ -230,7 +231,8 @@ class Watcher:
         from rich.console import Console
 
         tty = self.out.isatty()
-        return Console(file=self.out, highlight=False, no_color=not tty, width=None if tty else 79)
+        return Console(file=self.out, highlight=False, markup=False, emoji=False, no_color=not tty,
+                       width=None if tty else 79)  # the folder's name is shown as it is (`visible`), never markup
 
     def _header(self, text: str) -> None:
         console = self._console()
@@ -240,7 +242,7 @@ class Watcher:
 
     def _footer(self) -> None:
         self._console().print("\n" + _("watching {files} in {folder} (Ctrl-C ends)").format(
-            files=", ".join(self.files()), folder=self.target), style="dim")
+            files=visible(", ".join(self.files())), folder=visible(str(self.target))), style="dim")
         self.out.flush()
 
 

@@ -8,6 +8,7 @@ from pathlib import Path
 from ..contract import COMPONENTS, unknown_components
 from ..figures import FIGURES, figure_file
 from ..i18n import _
+from ..inert import visible
 from ..paths import EXERCISES
 
 
@@ -48,8 +49,8 @@ def _show(args: argparse.Namespace) -> int:
     for figure in learner_figures(args.target, [args.component], timeout=args.timeout)[args.component]:
         path = out / figure_file(figure.component, figure.name)
         path.write_bytes(png(figure))
-        print(f"{path}: {figure_state(figure)}")
-        print(f"  {figure.caption_text()}")
+        print(visible(f"{path}: {figure_state(figure)}"))  # why yours could not be drawn is the submission's
+        print(visible(f"  {figure.caption_text()}"))
     return 0
 
 

@@ -28,6 +28,7 @@ from pathlib import Path
 
 from ... import i18n
 from ...i18n import _
+from ...inert import each_text, visible
 from ...paths import ROOT
 from ..formats import status_label
 
@@ -88,7 +89,8 @@ def show_figures(component_id: str, folder: str | Path = SUBMISSION) -> int:
                                "--target", str(Path(folder).resolve()), "--out", tmp], cwd=ROOT, env=_grader_env(),
                               capture_output=True, text=True)
         if proc.returncode != 0:
-            print("  " + _("figures could not be drawn: {why}").format(why=(proc.stderr or proc.stdout).strip()[-300:]))
+            why = visible((proc.stderr or proc.stdout).strip()[-300:])
+            print("  " + _("figures could not be drawn: {why}").format(why=why))
             return 0
         pictures = sorted(Path(tmp).glob("*.png"))
         for path in pictures:
@@ -118,6 +120,7 @@ def grade_component(component_id: str, *, hidden: bool | None = None, folder: st
     component = next((c for c in report["components"] if c["id"] == component_id), None)
     if component is None:
         raise NotebookGradingError(_("unknown component {component!r}").format(component=component_id))
+    component = each_text(component, visible)  # a cell's output renders escape sequences and \r: none of theirs
     checks = [c for c in component["checks"] if hidden or not c.get("hidden")]
     score = round(sum(c["score"] for c in checks), 6)
     if show:
