@@ -1,10 +1,11 @@
-"""A student release grades correct code exactly as `grade` does, and trivial code no higher.
+"""A student release grades correct code exactly as `grade` does, and trivial code alike.
 
 Inside a release every component runs with the student's own code for the others (no trusted
 stand-ins), so a component's checks there also run the rest of the submission: a correct
 submission written differently (every `selftests/alternatives/` folder) must get the same score
 per component both ways, and so must the trivial catalogue (`selftests/trivial/`), whose code does
-no work anywhere. `grade`'s side is the `graded` and `trivial` fixtures (conftest.py); the release's
+no work anywhere (every public check the same outcome; the release leaves hidden checks out, which only
+changes a partial score's shares). `grade`'s side is the `graded` and `trivial` fixtures (conftest.py); the release's
 is the bundle's own grader, run on each folder as the bundle's `check --target` does.
 """
 from __future__ import annotations
@@ -84,7 +85,20 @@ def test_a_correct_alternative_gets_full_marks_in_a_release_as_through_grade(gra
     assert in_release[label]["score"] == pytest.approx(load_course().total_points)
 
 
+def _outcomes(report: dict) -> dict[str, tuple]:
+    """'component:check' -> (status, cases passed) of every check."""
+    return {f"{c['id']}:{k['name']}": (k["status"], k["cases_passed"]) for c in report["components"]
+            for k in c["checks"]}
+
+
 @pytest.mark.timeout(1200)
 @pytest.mark.parametrize("kind", KINDS)
 def test_trivial_code_grades_in_a_release_as_through_grade(trivial, in_release, kind):
-    assert _unequal(trivial[kind], in_release[f"trivial:{kind}"]) == {}, "component: (grade, release)"
+    """Every public check has the same outcome both ways, and a component without hidden checks the same score
+    (the release leaves its hidden checks out, so there a passing check's share of the points is larger)."""
+    through_grade, released = trivial[kind], in_release[f"trivial:{kind}"]
+    public = _outcomes(released)
+    assert {k: v for k, v in _outcomes(through_grade).items() if k in public and v != public[k]} == {}
+    without_hidden = {c.id for c in load_course().components if not c.hidden}
+    assert {c: v for c, v in _unequal(through_grade, released).items() if c in without_hidden} == {}, \
+        "component: (grade, release)"
