@@ -98,7 +98,7 @@ BUGS += [
         "return ((x - mean) / torch.sqrt(var + self.eps) * self.weight + self.bias).float()  # mixed precision",
         "a mixed-precision habit: the result is cast to float32 whatever the input's dtype (a float32 computation "
         "cast back, as LLaMA's code does, is correct; one that stays float32 is not)",
-        diagnosis=("computes in float32 for a float64 input",)),
+        diagnosis=("computes in float32 for a float64 input", "your result changed dtype on the way")),
 ]
 
 # A statistic without keepdim=True, named from torch's broadcasting error (mistakes.keepdim_lost).

@@ -107,7 +107,7 @@ BUGS += [
     Bug("rms_norm", "float32_output", "norms.py", RMS_RETURN,
         "return (x.float() * torch.rsqrt(ms.float() + self.eps) * self.weight.float())",
         "casts to float32 for the multiplication and returns float32 whatever the input",
-        diagnosis=("computes in float32 for a float64 input",)),
+        diagnosis=("computes in float32 for a float64 input", "your result changed dtype on the way")),
 ]
 
 # A statistic without keepdim=True, named from torch's broadcasting error (mistakes.keepdim_lost).

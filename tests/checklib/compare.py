@@ -188,7 +188,10 @@ def diagnose(actual: Any, mistakes: Mistakes | None, *, expected: Any = None, rt
             candidate = model() if callable(model) else model
             if candidate is None:
                 continue
-            if expected is not None and _matches(expected, candidate, rtol, atol):
+            # a model of the right values in another dtype than expected is a dtype mistake, weighed below
+            dtype_model = dtype_failed and isinstance(candidate, Tensor) and isinstance(expected, Tensor) and \
+                candidate.dtype != expected.dtype
+            if expected is not None and not dtype_model and _matches(expected, candidate, rtol, atol):
                 if not dtype_failed and not _matches(actual, candidate, rtol, atol):
                     ruled_out.append(sentence)  # this mistake would have passed this case
                 continue
