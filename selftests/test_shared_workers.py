@@ -101,10 +101,13 @@ def test_code_that_reaches_a_mate_is_graded_again_alone_and_fairly(tmp_path):
 @pytest.mark.parametrize("change", [
     # put back in place: torch's default dtype (SwiGLU's layers would be float64), a name rebound in torch
     "torch.set_default_dtype(torch.float64); torch.rsqrt = torch.sqrt; torch.nn.functional.silu = torch.tanh",
+    # put back in place: modules replaced in sys.modules (lr_schedule's `math`, swiglu's `torch.nn.functional`)
+    "import sys, types; sys.modules['math'] = types.ModuleType('math'); "
+    "sys.modules['torch.nn.functional'] = types.ModuleType('torch.nn.functional')",
     # cannot be put back (a thread that keeps changing it): the next component gets a fresh worker
     "import threading, time; threading.Thread(target=lambda: [(torch.set_default_dtype(torch.float64), "
     "time.sleep(0.001)) for _ in range(10 ** 6)], daemon=True).start()",
-], ids=["settings", "thread"])
+], ids=["settings", "modules", "thread"])
 def test_what_a_component_changes_in_the_process_does_not_reach_its_mates(tmp_path, change):
     folder = edited(tmp_path, "norms.py", "        self.bias = nn.Parameter(torch.zeros(d_model))\n",
                     f"        self.bias = nn.Parameter(torch.zeros(d_model))\n        {change}\n")

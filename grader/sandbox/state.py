@@ -5,8 +5,8 @@ SHARED_WORKERS) gives each its own fresh import of the files; what else one
 component's code changed must not reach the next one's checks. `ProcessState`
 is taken before any student code runs; `restore()` puts back what can be put
 back (torch's global settings and random state, names rebound in torch,
-builtins and math, sys.path and the import hooks, the environment, the working
-folder, signal handlers) and says whether the process is as it was: a thread or
+builtins and math, sys.path and the import hooks, the modules in sys.modules,
+the environment, the working folder, signal handlers) and says whether the process is as it was: a thread or
 a child process left running, or a limit lowered, cannot be undone, and the
 next component then gets a fresh worker. Worker side: imports nothing of the
 grader's.
@@ -14,6 +14,7 @@ grader's.
 from __future__ import annotations
 
 import builtins
+import importlib.machinery
 import math
 import os
 import resource
@@ -51,6 +52,8 @@ class ProcessState:
         self.rng = torch.get_rng_state()
         self.names = [(space, dict(vars(space))) for space in _NAMESPACES]
         self.path, self.meta_path, self.path_hooks = list(sys.path), list(sys.meta_path), list(sys.path_hooks)
+        self.modules = dict(sys.modules)
+        self.libraries = _library_folders(self.path, self.modules)
         self.environ = dict(os.environ)
         self.cwd = os.getcwd()
         self.handlers = {s: signal.getsignal(s) for s in _SIGNALS}
@@ -82,6 +85,7 @@ class ProcessState:
                 if now.get(name, _MISSING) is not value:
                     setattr(space, name, value)
         sys.path[:], sys.meta_path[:], sys.path_hooks[:] = self.path, self.meta_path, self.path_hooks
+        self._restore_modules()
         sys.path_importer_cache.clear()
         os.environ.clear()
         os.environ.update(self.environ)
@@ -97,7 +101,52 @@ class ProcessState:
         return self.limits == {r: resource.getrlimit(r) for r in _LIMITS} and _alone()
 
 
+    def _restore_modules(self) -> None:
+        """sys.modules as it was: an entry replaced is put back (a fake `math`, a `torch.nn.functional` of the
+        student's), one added is dropped unless the import system loaded it from the libraries' own folders
+        (torch imports parts of itself on first use, which must not be imported twice)."""
+        for name, module in self.modules.items():
+            if sys.modules.get(name, _MISSING) is not module:
+                sys.modules[name] = module
+        for name in [n for n in sys.modules if n not in self.modules]:
+            if not _a_library_module(name, sys.modules[name], self.libraries):
+                del sys.modules[name]
+
+
 _MISSING = object()
+_LOADERS = (importlib.machinery.SourceFileLoader, importlib.machinery.SourcelessFileLoader,
+            importlib.machinery.ExtensionFileLoader)
+
+
+def _library_folders(path: list[str], modules: dict[str, object]) -> tuple[str, ...]:
+    """The folders of the import path that the modules imported so far came from (the standard library,
+    site-packages), as prefixes: never the scratch folder or the submission, from which nothing was imported
+    before student code ran."""
+    origins = [getattr(getattr(m, "__spec__", None), "origin", None) for n, m in modules.items() if "." not in n]
+    origins = [o for o in origins if isinstance(o, str) and os.path.isabs(o)]
+    folders = []
+    for entry in path:
+        if entry and os.path.isabs(entry):
+            prefix = os.path.join(os.path.normpath(entry), "")
+            if any(o.startswith(prefix) for o in origins):
+                folders.append(prefix)
+    return tuple(folders)
+
+
+def _a_library_module(name: str, module: object, libraries: tuple[str, ...]) -> bool:
+    """Whether `module` is what importing `name` loads: a plain module, loaded by a file loader from a file under
+    the libraries' folders (built-in and frozen ones too); a module object made or loaded any other way is not."""
+    if not isinstance(module, type(sys)):  # (torch's config modules are of a subclass)
+        return False
+    spec = getattr(module, "__spec__", None)
+    if not isinstance(spec, importlib.machinery.ModuleSpec) or spec.name != name:
+        return False
+    if spec.origin in ("built-in", "frozen"):
+        return isinstance(spec.loader, type) and spec.loader in (importlib.machinery.BuiltinImporter,
+                                                                 importlib.machinery.FrozenImporter)
+    if not isinstance(spec.loader, _LOADERS) or not isinstance(spec.origin, str):
+        return False
+    return spec.loader.path == spec.origin and os.path.normpath(spec.origin).startswith(libraries)
 
 
 def _alone() -> bool:
