@@ -37,13 +37,31 @@ def test_comments_and_layout_do_not_count(submission):
     assert key(submission, "scaling") == before
 
 
-def test_a_change_counts_for_its_own_component_only(submission):
-    before = {c: key(submission, c) for c in ("scaling", "masking", "multi_head_attention")}
+def test_a_change_anywhere_counts_for_every_component(submission):
+    """Every file can run while any component is graded (a sibling imports it, code reads and runs it by path, a
+    worker-mate or the loader runs it in the same process): so every file is in every key."""
+    from grader.contract import COMPONENTS
+
+    before = {c: key(submission, c) for c in COMPONENTS}
     edit(submission, SCALED, SCALED.replace("math.sqrt(q.size(-1))", "q.size(-1)"))
-    # masking never runs attention_scores (a stand-in replaces it); multi_head_attention loads it by name too
-    assert key(submission, "scaling") != before["scaling"]
-    assert key(submission, "masking") == before["masking"]
-    assert key(submission, "multi_head_attention") == before["multi_head_attention"]
+    after = {c: key(submission, c) for c in COMPONENTS}
+    assert all(after[c] != before[c] for c in COMPONENTS)
+
+
+def test_a_helper_class_method_named_like_a_contract_method_counts(submission):
+    """A helper class's `forward` or `__init__` (short names other components own) used to be left out of keys."""
+    path = submission / "positional.py"
+    path.write_text(path.read_text() + "\n\nclass _Helper:\n    def forward(self, x):\n        return x\n")
+    before = {c: key(submission, c) for c in ("sinusoidal_encoding", "scaling", "rope")}
+    path.write_text(path.read_text().replace("        return x\n", "        return x * 2\n"))
+    assert all(key(submission, c) != before[c] for c in before)
+
+
+def test_identical_code_shares_keys_whoever_hands_it_in(submission, tmp_path):
+    twin = tmp_path / "twin"
+    shutil.copytree(submission, twin)
+    (twin / "vit.py").write_text((twin / "vit.py").read_text() + "\n# my own comment\n")
+    assert key(twin, "scaling") == key(submission, "scaling") and key(twin, "rope") == key(submission, "rope")
 
 
 def test_a_body_reached_other_than_by_its_name_counts(submission):

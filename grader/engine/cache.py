@@ -1,18 +1,21 @@
 """Reuse a component's results when nothing it depends on has changed.
 
-While one component's checks run, every other component's code is a trusted
-stand-in, so its results depend only on the student files that component
-loads, the checks, the grader and course.yml. Those make the key, the student
-files by their syntax tree, so comments and layout do not count. A class where
-many students hand in the same code for a component (untouched stubs, shared
-starter code, copies) then grades each distinct version once.
+A component's results depend on the checks, the grader, course.yml, and on
+every student file: each of them can run while the component is graded
+(imported by a sibling, read and run by path, run in the worker that
+components share before this one's turn, run by the loader in the process that
+tries every file). The key therefore covers all of the submission's files
+(the contract's files: the only ones a private copy holds), each by its
+syntax tree, so that comments and layout do not count. A class where many
+students hand in the same code (untouched stubs, the same solution, copies
+that differ in comments) grades it once; one student's file never decides
+another's score, whichever is graded first.
 """
 from __future__ import annotations
 
 import ast
 import hashlib
 import json
-import os
 from dataclasses import asdict
 from functools import lru_cache
 from pathlib import Path
@@ -37,14 +40,16 @@ def grader_fingerprint(checks_dir: str) -> str:
 
 
 def component_key(folder: str | Path, component: str, checks_dir: str | Path, settings: str) -> str:
-    digest = hashlib.sha256(f"{grader_fingerprint(str(checks_dir))}|{component}|{settings}".encode())
-    own = component_modules(component)
-    for module in own:
-        digest.update(f"|{module}:".encode())
-        digest.update(b"\0".join(_code_of(Path(folder) / f"{module}.py", module, component)))
-    for module in modules_read(folder, component):
-        if module not in own:
-            digest.update(f"|sibling {module}:".encode() + _tree(Path(folder) / f"{module}.py"))
+    digest = hashlib.sha256(f"{grader_fingerprint(str(checks_dir))}|{component}|{settings}|".encode())
+    digest.update(submission_digest(folder).encode())
+    return digest.hexdigest()
+
+
+def submission_digest(folder: str | Path) -> str:
+    """A hash of every file of the submission that code can load (see the module docstring)."""
+    digest = hashlib.sha256()
+    for module in MODULES:
+        digest.update(f"|{module}:".encode() + _tree(Path(folder) / f"{module}.py"))
     return digest.hexdigest()
 
 
@@ -63,10 +68,16 @@ def _tree(path: Path) -> bytes:
         source = read_file(path)
     except UnreadableFile:
         return b"<missing>"
+    return _tree_of(source)
+
+
+@lru_cache(maxsize=256)
+def _tree_of(source: bytes) -> bytes:
+    """Parsed once per distinct file, however many components and students hand it in."""
     try:
-        return ast.dump(ast.parse(source)).encode()
+        return b"<tree>" + ast.dump(ast.parse(source)).encode()
     except (SyntaxError, ValueError):
-        return source
+        return b"<bytes>" + source
 
 
 def _imports_siblings(path: Path) -> bool:
@@ -83,66 +94,6 @@ def _imports_siblings(path: Path) -> bool:
                                            for alias in node.names):
                 return True
     return False
-
-
-def _code_of(path: Path, module: str, component: str) -> list[bytes]:
-    """What the file does for `component`: its syntax tree (no comments or layout), else its bytes.
-
-    The bodies of contract functions that another component owns are left out:
-    while `component` is graded they are replaced by stand-ins. That holds only
-    where the file reaches them by calling them by name, so a body whose name is
-    used any other way (an alias, say) stays in.
-    """
-    try:
-        source = read_file(path)
-    except UnreadableFile:
-        return [b"<missing>"]
-    pieces = _pieces(source)
-    if pieces is None:
-        return [source]
-    statements, used = pieces
-    foreign = {q.rpartition(".")[2] for q, owners in OWNERS[module].items() if component not in owners} - used
-    return [b"<stand-in>" if name in foreign else dump for name, dump in statements]
-
-
-@lru_cache(maxsize=64)
-def _pieces(source: bytes) -> tuple[list[tuple[str | None, bytes]], frozenset[str]] | None:
-    """The file's statements as (name of the function defined or None, syntax tree dump), and the used names.
-
-    A class counts as its header and its own statements, so that one method can
-    be left out. Parsed once per file however many components load it.
-    """
-    try:
-        tree = ast.parse(source)
-    except (SyntaxError, ValueError):
-        return None
-    used = frozenset(_names_used_other_than_called(tree))
-    statements: list[tuple[str | None, bytes]] = []
-    for node in tree.body:
-        if isinstance(node, ast.ClassDef):
-            body, node.body = node.body, []
-            statements.append((None, ast.dump(node).encode()))
-            statements += [(_defined(child), ast.dump(child).encode()) for child in body]
-            statements.append((None, b"<end of class>"))
-        else:
-            statements.append((_defined(node), ast.dump(node).encode()))
-    return statements, used
-
-
-def _defined(node: ast.stmt) -> str | None:
-    return node.name if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) else None
-
-
-def _names_used_other_than_called(tree: ast.Module) -> set[str]:
-    """Names (and attribute names) that appear other than as the callee of a call or a definition."""
-    called = {id(n.func) for n in ast.walk(tree) if isinstance(n, ast.Call)}
-    used = set()
-    for node in ast.walk(tree):
-        if isinstance(node, ast.Name) and id(node) not in called:
-            used.add(node.id)
-        elif isinstance(node, ast.Attribute) and id(node) not in called:
-            used.add(node.attr)
-    return used
 
 
 class ResultCache:
