@@ -5,6 +5,14 @@ bytes and tensors. A tensor travels as its dtype, shape, device and raw bytes;
 it is rebuilt as a plain `torch.Tensor` on the other side. Decoding uses a
 pickle unpickler that refuses every class, so nothing but this data can come
 back from student code: no objects, no Tensor subclasses, no code.
+
+What a worker sends is bounded after decoding as well as before: pickle can
+refer to an object again in two bytes, so a megabyte of references to one
+list can stand for gigabytes once rebuilt. `decode` refuses a container met
+twice (an honest message, made by `encode`, never shares one) and counts what
+it rebuilds, every string and bytes object at each place it occurs, against
+DECODED_LIMIT: the decoded message is never larger than that, however its
+bytes were made.
 """
 from __future__ import annotations
 
@@ -24,6 +32,8 @@ DTYPE_NAMES = {d: name for name, d in DTYPES.items()}
 NUMPY_DTYPES = frozenset(DTYPES.values()) - {torch.bfloat16}  # the dtypes numpy has
 DEVICES = ("cpu", "meta")
 TENSOR, DTYPE, DEVICE, REF = "__tensor__", "__dtype__", "__device__", "__ref__"
+DECODED_LIMIT = 256 * 1024 * 1024  # what one message may rebuild: its strings' and bytes' lengths, 16 per other item
+NAME_LIMIT = 200  # a dtype's, device's or a Ref's type's name
 
 
 @dataclass(frozen=True)
@@ -87,42 +97,84 @@ def _raw_bytes(tensor: torch.Tensor) -> bytes:
     return tensor.clone(memory_format=torch.contiguous_format).reshape(-1).view(torch.uint8).numpy().tobytes()
 
 
-def decode(value: Any) -> Any:
-    if isinstance(value, dict):
-        if TENSOR in value:
-            return _tensor(value)
-        if DTYPE in value:
-            return _dtype(value[DTYPE])
-        if DEVICE in value:
-            return torch.device(str(value[DEVICE]))
-        if REF in value:
-            return Ref(int(value[REF]), str(value.get("type", "?")))
-        return {k: decode(v) for k, v in value.items()}
-    if isinstance(value, list):
-        return [decode(v) for v in value]
-    if isinstance(value, tuple):
-        return tuple(decode(v) for v in value)
+def decode(value: Any, limit: int = DECODED_LIMIT) -> Any:
+    """The message's values rebuilt (tensors, dtypes, devices, Refs), within `limit` (see the module docstring)."""
+    return _Decoder(limit).decode(value)
+
+
+class _Decoder:
+    def __init__(self, limit: int) -> None:
+        self.left = limit
+        self.seen: set[int] = set()  # the containers met so far, by id (each is held by the message: ids stay unique)
+
+    def count(self, size: int) -> None:
+        self.left -= size
+        if self.left < 0:
+            raise WireError("the message is larger than the grader takes once decoded")
+
+    def container(self, value: Any) -> None:
+        if id(value) in self.seen:
+            raise WireError("the message refers to one container twice (honest messages never do)")
+        self.seen.add(id(value))
+        self.count(16 + 8 * len(value))
+
+    def decode(self, value: Any) -> Any:
+        kind = type(value)
+        if kind is str or kind is bytes:
+            self.count(16 + len(value))
+            return value
+        if kind in _PLAIN:
+            self.count(16)
+            return value
+        if kind is dict:
+            self.container(value)
+            if TENSOR in value:
+                return _tensor(value, self)
+            if DTYPE in value:
+                return _dtype(value[DTYPE])
+            if DEVICE in value:
+                return torch.device(_name(value[DEVICE]))
+            if REF in value:
+                if type(value[REF]) is not int:
+                    raise WireError("malformed reference")
+                return Ref(value[REF], _name(value.get("type", "?")))
+            return {self.decode(k): self.decode(v) for k, v in value.items()}
+        if kind is list:
+            self.container(value)
+            return [self.decode(v) for v in value]
+        if kind is tuple:
+            if value:  # (the empty tuple is one object wherever it occurs)
+                self.container(value)
+            return tuple(self.decode(v) for v in value)
+        raise WireError(f"not plain data: {kind.__name__}")
+
+
+def _name(value: Any) -> str:
+    if type(value) is not str or len(value) > NAME_LIMIT:
+        raise WireError("malformed name")
     return value
 
 
 def _dtype(name: Any) -> torch.dtype:
-    if name not in DTYPES:
-        raise WireError(f"unknown dtype {name!r}")
+    if type(name) is not str or name not in DTYPES:
+        raise WireError(f"unknown dtype {name[:20]!r}" if type(name) is str else "malformed dtype")
     return DTYPES[name]
 
 
-def _tensor(spec: dict) -> torch.Tensor:
+def _tensor(spec: dict, decoder: _Decoder) -> torch.Tensor:
     dtype = _dtype(spec.get(TENSOR))
     shape, device, data = spec.get("shape"), spec.get("device"), spec.get("data")
-    if not isinstance(shape, list) or not all(type(s) is int and s >= 0 for s in shape) or device not in DEVICES:
+    if (type(shape) is not list or len(shape) > 64 or not all(type(s) is int and 0 <= s < 1 << 62 for s in shape)
+            or type(device) is not str or device not in DEVICES):
         raise WireError("malformed tensor")
+    decoder.count(16 + 8 * len(shape) + (len(data) if type(data) is bytes else 0))
     if device == "meta":
         return torch.empty(shape, dtype=dtype, device="meta")
     numel = 1
     for s in shape:
         numel *= s
     itemsize = dtype.itemsize
-    if not isinstance(data, bytes) or len(data) != numel * itemsize:
+    if type(data) is not bytes or len(data) != numel * itemsize:
         raise WireError("tensor data does not match its shape and dtype")
     if numel == 0:
         return torch.empty(shape, dtype=dtype)
@@ -133,10 +185,12 @@ def dumps(value: Any) -> bytes:
     return pickle.dumps(encode(value), protocol=5)
 
 
-def loads(data: bytes) -> Any:
+def loads(data: bytes, limit: int = DECODED_LIMIT) -> Any:
+    if len(data) > limit:
+        raise WireError("the message is larger than the grader takes")
     try:
-        return decode(_NoClasses(io.BytesIO(data)).load())
+        return decode(_NoClasses(io.BytesIO(data)).load(), limit)
     except WireError:
         raise
     except Exception as exc:  # truncated or forged bytes
-        raise WireError(f"unreadable message: {type(exc).__name__}: {exc}") from None
+        raise WireError(f"unreadable message: {type(exc).__name__}: {str(exc)[:200]}") from None
