@@ -222,17 +222,24 @@ class Submission:
 
     def grade_crossed_again(self, items: list[pytest.Item], config: pytest.Config) -> None:
         """Run again the checks of the components whose code reached a worker-mate's names, each component in a
-        worker of its own this time; their first results are forgotten."""
+        worker of its own this time; their first results are forgotten.
+
+        `crossed` is a worker's word (student code may forge it): it buys a component one more grading at most,
+        never a loop. A component graded alone is not graded again, whatever is said of it (a worker of its own
+        has no mates to reach, and its handle ignores the flag there: `Worker.crossed_over`)."""
         collectors = [p for p in config.pluginmanager.get_plugins() if isinstance(p, Collector)]
-        while self.crossed:
-            again = [item for item in items if item.get_closest_marker("component").args[0] in self.crossed]
-            self.alone |= self.crossed
-            self.crossed.clear()
-            for item in again:
-                for collector in collectors:
-                    collector.cases.pop(item.nodeid, None)
-            for item, nextitem in zip(again, [*again[1:], None]):
-                item.ihook.pytest_runtest_protocol(item=item, nextitem=nextitem)
+        once = self.crossed - self.alone
+        self.crossed.clear()
+        if not once:
+            return
+        again = [item for item in items if item.get_closest_marker("component").args[0] in once]
+        self.alone |= once
+        for item in again:
+            for collector in collectors:
+                collector.cases.pop(item.nodeid, None)
+        for item, nextitem in zip(again, [*again[1:], None]):
+            item.ihook.pytest_runtest_protocol(item=item, nextitem=nextitem)
+        self.crossed.clear()
 
     def __getstate__(self) -> dict:  # (to a forked grading process: what is pending there comes by its own pipe)
         return {**self.__dict__, "pending": None}

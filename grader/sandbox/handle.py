@@ -17,7 +17,8 @@ from typing import Any
 
 from . import wire
 from .confine import SANDBOX_FAILED, Plan
-from .protocol import ERROR_CLASSES, CrossedOver, Limits, StudentCrash, StudentError, StudentTimeout, call_label
+from .protocol import (ERROR_CLASSES, CrossedOver, Limits, StudentCrash, StudentError, StudentTimeout, call_label,
+                       checked_reply)
 from .zygote import ZYGOTE
 
 REPLY_LIMIT = 256 * 1024 * 1024  # no honest answer comes near this
@@ -49,6 +50,8 @@ class Worker:
         self.pid: int | None = None
         self._conn: Connection | None = None
         self._ahead: list[str | None] = []  # requests sent without waiting: the label whose error counts, or None
+        self._sent: list[tuple[int, str]] = []  # (id, op) of each request sent and not answered yet, oldest first
+        self._ids = 0
         self.earlier_error: dict | None = None  # the reply of the first of those that failed
         self._spawning = False  # asked of the zygote, not answered yet
         self._reset_first = False  # the next request first drops the objects made so far
@@ -71,7 +74,7 @@ class Worker:
         self._spawning = False
         self.pid = message["pid"]
         self._conn = Connection(fds[0])
-        self._ahead = []
+        self._ahead, self._sent = [], []
         self._reset_first = False
         self._fresh = bool(self.preload)  # its first answer may wait for what it imports first
         threading.Thread(target=self._drain, args=(fds[1],), daemon=True).start()
@@ -104,7 +107,7 @@ class Worker:
                                  time.monotonic() + self.limits.startup_s)
         except (WorkerTimeout, WorkerDied):
             reply = {}
-        if reply.get("crossed") and previous is not None:
+        if reply.get("crossed") and previous in self.mates:  # (a flag the worker sets: see `crossed_over`)
             self.crossed.add(previous)
         if not reply.get("ok"):
             self.kill(how_it_ended=False)
@@ -129,7 +132,14 @@ class Worker:
     def _encode(self, message: dict) -> bytes:
         if self._reset_first:
             message, self._reset_first = {**message, "reset": True}, False
-        return wire.dumps(message)
+        self._ids += 1
+        self._sent.append((self._ids, message["op"]))
+        return wire.dumps({**message, "id": self._ids})
+
+    def crossed_over(self) -> bool:
+        """Whether a reply that says the code reached a worker-mate's name may be true: only in a worker that has
+        mates, and once per component (the second time it is graded, alone, nothing can cross)."""
+        return bool(self.mates) and self.isolate_for in self.mates
 
     def forget_ahead(self) -> None:
         """Errors of the requests sent ahead so far no longer count."""
@@ -151,9 +161,8 @@ class Worker:
         try:
             self._conn.send_bytes(self._encode(message))
             while self._ahead:  # the answers to requests sent ahead come first
-                data = self._receive(deadline)
+                earlier = self._decode(self._receive(deadline))  # each checked, whether it counts or not
                 if self._ahead.pop(0) is not None and self.earlier_error is None:
-                    earlier = self._decode(data)
                     if "error" in earlier:
                         self.earlier_error = earlier
             data = self._receive(deadline)
@@ -170,12 +179,14 @@ class Worker:
         return self._conn.recv_bytes(REPLY_LIMIT)
 
     def _decode(self, data: bytes) -> dict:
+        """The reply to the oldest request not answered yet, checked against it (protocol.checked_reply)."""
+        request_id, op = self._sent.pop(0) if self._sent else (-1, "")
         try:
-            reply = wire.loads(data)
+            reply = checked_reply(wire.loads(data), op, request_id)
         except wire.WireError as exc:
             self.kill()
             raise WorkerDied(f"sent something that is not data ({exc})") from None
-        if isinstance(reply, dict) and reply.pop("meta_loaded", False):
+        if reply.pop("meta_loaded", False):
             ZYGOTE.meta_loaded = True
         return reply
 
@@ -253,13 +264,12 @@ class RemoteExecutor:
         if earlier:  # a request sent ahead failed first
             reply, self.worker.earlier_error = self.worker.earlier_error, None
         if "error" in reply:
-            error = reply["error"]
-            if error.get("class") == "CrossedOver":
+            error = reply["error"]  # (its fields checked and cut: protocol.checked_reply)
+            if error["class"] == "CrossedOver" and self.worker.crossed_over():
                 self.worker.crossed.add(self.worker.isolate_for)
-                raise CrossedOver(str(error.get("message")))
+                raise CrossedOver(error["message"])
             cls = ERROR_CLASSES.get(error.get("class"), StudentError)
-            raise cls(str(error.get("type")), str(error.get("message")), str(error.get("where", "")),
-                      tuple(str(k) for k in error.get("kinds", ())), "" if earlier else label)
+            raise cls(error["type"], error["message"], error["where"], tuple(error["kinds"]), "" if earlier else label)
         return reply.get("ok")
 
     def run_ahead(self, op: str, **request: Any) -> None:

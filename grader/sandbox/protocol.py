@@ -8,8 +8,10 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from typing import Any
 
-from .wire import Ref
+from ..results import MESSAGE_LIMIT
+from .wire import Ref, WireError
 
 
 
@@ -110,3 +112,53 @@ def call_label(op: str, request: dict) -> str:
         label = f"{request['ref'].type_name}.{name or op}"
     return label
 
+
+
+KINDS_LIMIT = 64  # the names of an error's classes (its MRO) that a reply may carry
+REPLY_FIELDS = frozenset({"id", "ok", "error", "meta_loaded"})
+SWITCH_FIELDS = frozenset({"id", "ok", "crossed", "meta_loaded"})
+ERROR_FIELDS = frozenset({"class", "type", "message", "where", "kinds"})
+
+
+def student_text(value: Any, limit: int = MESSAGE_LIMIT) -> str:
+    """A text that student code decided (an error's message, a name its code reached), as the grader keeps it:
+    a str of at most `limit` characters. The one cut: everything a worker says passes here (`checked_reply`)."""
+    return value[:limit] if type(value) is str else f"<not text: {type(value).__name__}>"
+
+
+def checked_reply(reply: Any, op: str, expected_id: int) -> dict:
+    """A worker's reply as the grader takes it: the answer to request `expected_id` (an `op`), with no field
+    but those that answer says (`ok`, or an `error` of known fields, every text cut by `student_text`), else
+    WireError. What a worker sends is untrusted: student code can write to the worker's end of the pipe."""
+    if type(reply) is not dict:
+        raise WireError("a reply that is not a dict")
+    fields = SWITCH_FIELDS if op == "switch" else REPLY_FIELDS
+    if not set(reply) <= fields or reply.get("id") != expected_id or type(reply.get("id")) is not int:
+        raise WireError(f"a reply that does not answer request {expected_id} ({op})")
+    checked: dict[str, Any] = {}
+    if reply.get("meta_loaded", False) is not False:
+        if reply["meta_loaded"] is not True:
+            raise WireError("a malformed flag")
+        checked["meta_loaded"] = True
+    if op == "switch":
+        if type(reply.get("ok")) is not bool or "crossed" not in reply:
+            raise WireError("a malformed answer to a switch")
+        checked["ok"] = reply["ok"]
+        checked["crossed"] = None if reply["crossed"] is None else student_text(reply["crossed"], 200)
+        return checked
+    if ("ok" in reply) == ("error" in reply):
+        raise WireError("a reply that is neither a result nor an error")
+    if "ok" in reply:
+        checked["ok"] = reply["ok"]
+        return checked
+    error = reply["error"]
+    if type(error) is not dict or not set(error) <= ERROR_FIELDS or type(error.get("class")) is not str:
+        raise WireError("a malformed error")
+    kinds = error.get("kinds", [])
+    if type(kinds) not in (list, tuple) or len(kinds) > KINDS_LIMIT:
+        raise WireError("a malformed error")
+    checked["error"] = {"class": student_text(error["class"], 40), "type": student_text(error.get("type", ""), 200),
+                        "message": student_text(error.get("message", "")),
+                        "where": student_text(error.get("where", "")),
+                        "kinds": [student_text(k, 200) for k in kinds]}
+    return checked

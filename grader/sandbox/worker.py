@@ -19,8 +19,7 @@ from typing import TYPE_CHECKING, Any
 
 from . import confine, standins, wire
 from .confine import Plan
-from ..results import MESSAGE_LIMIT  # the worker cuts what crosses to what a report carries
-from .protocol import Limits, NotStarted, StudentError
+from .protocol import Limits, NotStarted, StudentError, student_text  # the worker cuts what crosses as the grader does
 
 if TYPE_CHECKING:
     from .state import ProcessState
@@ -120,11 +119,12 @@ def serve(requests: Connection, output_fd: int, plan: Plan, isolate_for: str | N
             request = wire.loads(requests.recv_bytes())
         except (EOFError, OSError):
             os._exit(0)
-        op, reset = request.pop("op"), request.pop("reset", False)
+        op, reset, request_id = request.pop("op"), request.pop("reset", False), request.pop("id", None)
         try:
             if op == "switch":  # the last component's code may have reached a mate's name in a request not read
                 crossed = executor.package.crossed if executor is not None else None
-                reply: dict[str, Any] = {"ok": state is not None and _switch(executor, state), "crossed": crossed}
+                reply: dict[str, Any] = {"id": request_id, "ok": state is not None and _switch(executor, state),
+                                         "crossed": None if crossed is None else student_text(crossed, 200)}
                 if reply["ok"]:
                     isolate_for = request["component"]
                     executor = executor_for(isolate_for, request.get("preload", ()))
@@ -137,24 +137,26 @@ def serve(requests: Connection, output_fd: int, plan: Plan, isolate_for: str | N
             reply = {"ok": executor.run(op, **request)}
         except StudentError as exc:
             kind = "not_started" if isinstance(exc, NotStarted) else type(exc).__name__
-            reply = {"error": {"class": kind, "type": exc.type_name, "message": exc.message[:MESSAGE_LIMIT],
-                               "where": exc.where[:MESSAGE_LIMIT], "kinds": list(exc.kinds)}}
+            reply = {"error": {"class": kind, "type": student_text(exc.type_name, 200), "message": student_text(exc.message),
+                               "where": student_text(exc.where), "kinds": [student_text(k, 200) for k in exc.kinds[:64]]}}
         except SystemExit as exc:
             reply = {"error": {"class": "StudentError", "type": "SystemExit",
-                               "message": f"the code called sys.exit({exc.code!r})", "where": "", "kinds": ["SystemExit"]}}
+                               "message": student_text(f"the code called sys.exit({exc.code!r})"), "where": "", "kinds": ["SystemExit"]}}
         except BaseException as exc:  # noqa: BLE001 - whatever the student raised
-            reply = {"error": {"class": "StudentError", "type": type(exc).__name__,
-                               "message": _safe_str(exc)[:MESSAGE_LIMIT], "where": "", "kinds": [type(exc).__name__]}}
-        if executor is not None and executor.package.crossed:  # whatever the code made of CrossedOver
-            reply = {"error": {"class": "CrossedOver", "type": "CrossedOver", "message": executor.package.crossed,
-                               "where": "", "kinds": []}}
+            name = student_text(type(exc).__name__, 200)
+            reply = {"error": {"class": "StudentError", "type": name,
+                               "message": student_text(_safe_str(exc)), "where": "", "kinds": [name]}}
+        if mates and executor is not None and executor.package.crossed:  # whatever the code made of CrossedOver
+            reply = {"error": {"class": "CrossedOver", "type": "CrossedOver",
+                               "message": student_text(executor.package.crossed, 200), "where": "", "kinds": []}}
+        reply["id"] = request_id
         if not meta_before and META_MODULE in sys.modules:  # on every reply: some are never read
             reply["meta_loaded"] = True
         try:
             data = wire.dumps(reply)
         except Exception as exc:  # noqa: BLE001 - a result that is not data
-            data = wire.dumps({"error": {"class": "BadResult", "type": "TypeError", "where": "", "kinds": ["TypeError"],
-                                         "message": str(exc)}})
+            data = wire.dumps({"id": request_id, "error": {"class": "BadResult", "type": "TypeError", "where": "",
+                                                           "kinds": ["TypeError"], "message": student_text(str(exc))}})
         requests.send_bytes(data)
 
 
