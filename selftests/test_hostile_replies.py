@@ -215,7 +215,7 @@ def _graded_together_and_alone(tmp_path: Path, user: str) -> None:
         assert graded.returncode == 0, graded.stderr[-3000:]
         alone[kind] = {c: round(score, 4) for c, score in graded.scores.items()}
     assert alone["fake_modules"] == alone["plain"] == alone["helper_ok"] == full_marks()
-    assert alone["helper_bug"]["rms_norm"] < full_marks()["rms_norm"]
+    assert alone["helper_bug"]["scaling"] < full_marks()["scaling"]
     for name, order in (("forward", KINDS), ("backward", tuple(reversed(KINDS)))):
         (tmp_path / name).mkdir(mode=0o755)
         together = grade_class(tmp_path / name, order, user)

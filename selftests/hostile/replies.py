@@ -118,25 +118,24 @@ FAKE_MODULES = ("        self.bias = nn.Parameter(torch.zeros(d_model))\n",
                 "        import sys, types\n"
                 "        sys.modules['math'] = types.ModuleType('math')\n"
                 "        sys.modules['torch.nn.functional'] = types.ModuleType('torch.nn.functional')\n")
-HELPER = ("class RMSNorm(nn.Module):\n",
+HELPER = ("def attention_scores(",
           "class _Gain(nn.Module):\n    def forward(self, x: Tensor) -> Tensor:\n        return x__GAIN__\n\n\n"
-          "class RMSNorm(nn.Module):\n")
-HELPER_USE = ("        return x * torch.rsqrt(ms + self.eps) * self.weight\n",
-              "        return _Gain()(x * torch.rsqrt(ms + self.eps) * self.weight)\n")
+          "def attention_scores(")
+HELPER_USE = (SCORES, "    return _Gain()(q @ k.transpose(-2, -1) / math.sqrt(q.size(-1)))\n")
 
 
 def student(dest: Path, kind: str) -> Path:
     """A classmate: "plain" (the reference), "fake_modules" (the reference, but LayerNorm leaves a fake math and
-    torch.nn.functional in sys.modules), "helper_ok" / "helper_bug" (the reference with a helper class in norms.py
-    whose `forward` RMSNorm uses: the two differ only in that method's body)."""
+    torch.nn.functional in sys.modules), "helper_ok" / "helper_bug" (the reference with a helper class in
+    attention.py whose `forward` attention_scores uses: the two differ only in that method's body, which the
+    cache's key for scaling used to leave out, `forward` being the short name of MultiHeadAttention.forward)."""
     shutil.copytree(SOLUTIONS, dest, ignore=shutil.ignore_patterns("__pycache__"))
-    norms = dest / "norms.py"
-    source = norms.read_text()
-    edits = {"plain": [], "fake_modules": [FAKE_MODULES],
-             "helper_ok": [(HELPER[0], HELPER[1].replace("__GAIN__", "")), HELPER_USE],
-             "helper_bug": [(HELPER[0], HELPER[1].replace("__GAIN__", " * 1.5")), HELPER_USE]}[kind]
+    file, edits = {"plain": ("norms.py", []), "fake_modules": ("norms.py", [FAKE_MODULES]),
+                   "helper_ok": ("attention.py", [(HELPER[0], HELPER[1].replace("__GAIN__", "")), HELPER_USE]),
+                   "helper_bug": ("attention.py", [(HELPER[0], HELPER[1].replace("__GAIN__", " * 1.5")), HELPER_USE])}[kind]
+    source = (dest / file).read_text()
     for old, new in edits:
         assert source.count(old) == 1, old
         source = source.replace(old, new)
-    norms.write_text(source)
+    (dest / file).write_text(source)
     return dest
