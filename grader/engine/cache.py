@@ -104,6 +104,10 @@ class ResultCache:
         self.memory: dict[str, list[CaseResult]] = {}
         self.hits = self.misses = 0
 
+    def key(self, folder: str | Path, component: str, checks_dir: str | Path, settings: str) -> str:
+        """The key of `component`'s results for the submission in `folder` (`component_key`)."""
+        return component_key(folder, component, checks_dir, settings)
+
     def get(self, key: str) -> list[CaseResult] | None:
         cases = self.memory.get(key)
         if cases is None and self.folder is not None:

@@ -30,7 +30,7 @@ from ..sandbox.protocol import Limits
 from ..sandbox.reaper import kill_strays
 from ..sandbox.zygote import ZYGOTE
 from ..source import private_copy
-from .cache import ResultCache, component_key
+from .cache import ResultCache
 from .forked import Forked
 from .planning import plan_shards
 from .plugin import Collector, Shard, Submission, loads, plugins
@@ -102,7 +102,7 @@ def run_checks(target: str | Path, components: list[str] | None = None, *, cours
 
 def _grade(grading: Grading, cache: ResultCache | None, processes: int, session: CheckSession | None) -> Report:
     settings = f"{grading.limits}|process"
-    keys = {c.id: component_key(grading.folder, c.id, grading.checks_dir, settings) for c in grading.components} \
+    keys = {c.id: cache.key(grading.folder, c.id, grading.checks_dir, settings) for c in grading.components} \
         if cache else {}
     cases: dict[str, CaseResult] = {}
     to_run = []
