@@ -93,6 +93,16 @@ def test_a_reply_that_does_not_answer_its_request_is_refused(forged):
         protocol.checked_reply(forged, "call", 1)
 
 
+@pytest.mark.parametrize("op, result", [("load", 1), ("new", None), ("new", {"__ref__": 1}), ("tensor_info", [1]),
+                                        ("grad", None), ("call_many", (1,)), ("load_weights", "ok")])
+def test_a_result_of_another_kind_of_request_is_refused(op, result):
+    with pytest.raises(wire.WireError):
+        protocol.checked_reply({"id": 3, "ok": result}, op, 3)
+    honest = {"load": None, "new": wire.Ref(1, "Module"), "tensor_info": {}, "grad": {}, "call_many": [],
+              "load_weights": None}[op]
+    assert protocol.checked_reply({"id": 3, "ok": honest}, op, 3) == {"ok": honest}
+
+
 def test_every_text_of_a_reply_is_cut_in_one_place():
     huge = "m" * (6 << 20)
     reply = protocol.checked_reply({"id": 7, "error": {"class": "CrossedOver" + huge, "type": huge, "message": huge,

@@ -118,6 +118,9 @@ KINDS_LIMIT = 64  # the names of an error's classes (its MRO) that a reply may c
 REPLY_FIELDS = frozenset({"id", "ok", "error", "meta_loaded"})
 SWITCH_FIELDS = frozenset({"id", "ok", "crossed", "meta_loaded"})
 ERROR_FIELDS = frozenset({"class", "type", "message", "where", "kinds"})
+# What the result of a request is, by its op (the executor's `_op_*`), where that is one type; others may be any data.
+RESULT_TYPES: dict[str, type] = {"load": type(None), "reset": type(None), "load_weights": type(None), "new": Ref,
+                                 "tensor_info": dict, "grad": dict, "backward": dict, "call_many": list}
 
 
 def student_text(value: Any, limit: int = MESSAGE_LIMIT) -> str:
@@ -149,6 +152,8 @@ def checked_reply(reply: Any, op: str, expected_id: int) -> dict:
     if ("ok" in reply) == ("error" in reply):
         raise WireError("a reply that is neither a result nor an error")
     if "ok" in reply:
+        if op in RESULT_TYPES and type(reply["ok"]) is not RESULT_TYPES[op]:
+            raise WireError(f"a result that no {op} request has")
         checked["ok"] = reply["ok"]
         return checked
     error = reply["error"]
