@@ -3,7 +3,11 @@
 `Worker` asks the zygote for a process, sends it requests (wire.py) and waits
 for each answer only until the check's deadline; a hang, a crash, `os._exit`
 or running out of memory ends in WorkerTimeout or WorkerDied, and the next
-request starts a fresh worker. `RemoteExecutor` turns those, and the errors
+request starts a fresh worker. Student code runs in the worker and can write
+to its end of the pipe: every reply is taken as untrusted data, decoded within
+bounds (wire.py) and checked against the request it answers, its texts cut
+(protocol.checked_reply); one that is not a well-formed answer to that request
+ends the worker like a crash. `RemoteExecutor` turns those, and the errors
 the worker reports, into the protocol's errors that fail the check at hand.
 """
 from __future__ import annotations
