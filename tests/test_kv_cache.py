@@ -108,7 +108,8 @@ def test_cache_starts_empty(impl):
 
 
 @pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
-@pytest.mark.parametrize("chunks", [(3, 1, 2), (1, 1, 1, 1), (4,), (2, 0, 3)], ids=lambda c: "-".join(map(str, c)))
+# Every case appends twice at least: a first update may return its own k and v, which costs no work.
+@pytest.mark.parametrize("chunks", [(3, 1, 2), (1, 1, 1, 1), (4, 2), (2, 0, 3)], ids=lambda c: "-".join(map(str, c)))
 def test_cache_update_appends_along_the_sequence(impl, gen, chunks, dtype):
     batch, n_heads, d_head = 2, 3, 4
     cache = adapters.KVCache(impl)

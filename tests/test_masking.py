@@ -31,8 +31,14 @@ def expected_causal(q_len: int, k_len: int) -> torch.Tensor:
 
 def sizes_asked(q_len: int, k_len: int) -> list[tuple[int, int]]:
     """The masks a case asks for: one query sees every key, an answer that a mask of ones gets right
-    without the work, so a one-query case asks for a second query's mask as well."""
-    return [(q_len, k_len)] + ([(q_len + 1, k_len + 1)] if q_len == 1 else [])
+    without the work, so a one-query case asks for a second query's mask as well; and a small mask is
+    one that random booleans may hit (a (1, 1) and a (2, 2) mask, one time in 32), so a case asks for
+    larger ones (one more query and key each) until it holds 16 entries at least."""
+    sizes = [(q_len, k_len)]
+    while q_len == 1 or sum(q * k for q, k in sizes) < 16:
+        q_len, k_len = q_len + 1, k_len + 1
+        sizes.append((q_len, k_len))
+    return sizes
 
 
 @pytest.mark.parametrize("q_len", [1, 2, 5])

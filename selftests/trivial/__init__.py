@@ -18,7 +18,10 @@ contract answering the same way, whatever its inputs:
 
 Classes still construct: their ``__init__`` builds the contract's layers and
 attributes (writing the layers is work that may pay, course.yml's ``standalone:``
-checks); ``len(KVCache())`` answers 0, 1, 7, None or raises ValueError.
+checks). ``KVCache`` stores nothing, and ``len`` answers 1, None or raises ValueError
+(``ones``, ``none``, ``valueerror``), or counts the positions handed to ``update`` (the other
+kinds, whose forwards hand a cache their new positions: zeros, noise or the input itself), so
+that a check of ``len`` alone cannot pay for a cache that holds nothing.
 
 ``python -m selftests.trivial DIR`` writes every kind under ``DIR/<kind>/``.
 """
@@ -75,6 +78,20 @@ def _out(shape, like=None, *, dtype=None, device=None):
 
 def _many(*outs):
     return None if _KIND == "none" else outs
+
+
+# The kinds whose KVCache counts the positions handed to update (the cheapest way to pass a check of len)
+# and whose forwards hand a cache the new positions (keys and values of zeros, ones, noise or the input).
+_COUNTING = ("zeros", "random", "echo", "reshaped", "zeros_valueerrors")
+
+
+def _feed(cache, x, heads: int) -> None:
+    """Hand `cache` the T new positions of x (B, T, D) as keys and values (B, heads, T, D // heads) that are no work."""
+    if cache is None or _KIND not in _COUNTING:
+        return
+    batch, length, d_model = x.shape
+    k = _out((batch, heads, length, d_model // heads), x)
+    cache.update(k, k)
 
 
 def _count():
@@ -138,6 +155,7 @@ class MultiHeadAttention(nn.Module):
 
     def forward(self, x: Tensor, mask: Tensor | None = None, cache=None) -> Tensor:
         _reject(mask is not None and cache is not None, "a mask cannot be given together with a cache")
+        _feed(cache, x, self.n_heads)
         batch, length, _ = x.shape
         self.last_attention = _out((batch, self.n_heads, length, length), x)
         return _out(x.shape, x)
@@ -162,6 +180,7 @@ class TransformerBlock(nn.Module):
         self.dropout = nn.Dropout(dropout)
 
     def forward(self, x: Tensor, mask: Tensor | None = None, cache=None) -> Tensor:
+        _feed(cache, x, self.attention.n_heads)
         return _out(x.shape, x)
 ''',
     "vit.py": '''
@@ -205,14 +224,18 @@ class ViT(nn.Module):
     "kv_cache.py": '''
 
 class KVCache:
+    """Stores nothing, yet counts the positions it was handed, as a real cache's len does."""
+
     def __init__(self) -> None:
-        pass
+        self.positions = 0
 
     def update(self, k: Tensor, v: Tensor):
+        self.positions += int(k.shape[-2])
         return _many(_out(k.shape, k), _out(v.shape, v))
 
     def __len__(self) -> int:
-        return _count()
+        count = _count()
+        return self.positions if _KIND in _COUNTING and count is not None else count
 ''',
     "norms.py": '''
 
@@ -284,6 +307,7 @@ class GroupedQueryAttention(nn.Module):
 
     def forward(self, x: Tensor, mask: Tensor | None = None, *, rope=None, cache=None) -> Tensor:
         _reject(mask is not None and cache is not None, "a mask cannot be given together with a cache")
+        _feed(cache, x, self.n_kv_heads)
         return _out(x.shape, x)
 ''',
     "training.py": '''
@@ -378,8 +402,10 @@ class DecoderBlock(nn.Module):
         self.attn = _Attention(d_model, n_heads, n_kv_heads)
         self.ffn_norm = RMSNorm(d_model, eps)
         self.ffn = SwiGLU(d_model, d_ff)
+        self.kv_heads = n_kv_heads
 
     def forward(self, x: Tensor, mask=None, *, rope=None, cache=None) -> Tensor:
+        _feed(cache, x, self.kv_heads)
         return _out(x.shape, x)
 
 
