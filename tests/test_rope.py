@@ -191,6 +191,30 @@ def test_apply_rope_at_given_positions(impl, gen, shape, max_len, positions, dty
                  rtol=RTOL, atol=ATOL, mistakes=mistakes.rope_mistakes(x, cos, sin, at))
 
 
+# Calls through the same table objects, as a model makes them with its buffers: three of length 3, then three of
+# length 1 (cached decoding), each at other positions than the one before.
+SAME_TABLE_CALLS = [[2, 3, 4], [5, 6, 7], None, [3], [4], [9]]
+
+
+def test_same_tables_at_other_positions(impl, gen):
+    """Nothing that apply_rope keeps from one call (rows looked up, say) may change a later call's answer."""
+    cos, sin = tables(16, 8)
+    held = adapters.apply_rope_with_tables(impl, cos, sin)
+    first: dict[int, torch.Tensor] = {}
+    for call, at in enumerate(SAME_TABLE_CALLS, 1):
+        rows = torch.arange(3) if at is None else torch.tensor(at, dtype=torch.int64)
+        earlier = first.setdefault(len(rows), rows)
+        x = randn(2, 2, len(rows), 8, gen=gen)
+        what = (f"call {call} of apply_rope with the same cos and sin tensors each time, x {tuple(x.shape)}, "
+                f"positions={'None' if at is None else at}")
+        out = held(x) if at is None else held(x, rows)
+        check_tensor(out, what=what, shape=x.shape, dtype=x.dtype, hint="apply_rope returns a tensor of x's shape and dtype")
+        assert_close(out, rotated(x, cos, sin, rows).to(x.dtype), what=what, rtol=RTOL, atol=ATOL,
+                     hint="a model hands apply_rope the same tables on every call: look up the rows of each call's own "
+                          "positions, and keep nothing from one call to the next",
+                     mistakes=mistakes.rope_stale_mistakes(x, cos, sin, rows, earlier))
+
+
 def test_score_depends_only_on_distance(impl, gen):
     """One query and one key at every position: q_m . k_n depends on m - n only, and does depend on it."""
     length, d_head, max_len = 24, 16, 512

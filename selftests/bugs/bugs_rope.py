@@ -45,6 +45,15 @@ BUGS = [
         "returns one complex table, as Meta's precompute_freqs_cis does",
         diagnosis=("you returned one complex table (torch.polar, as",)),
     # apply_rope
+    Bug("rope", "rows_cached_by_length", "rope.py", TABLE_ROWS,
+        "cached = getattr(cos, \"_rows\", None)  # the rows of the last length asked for, kept on the table\n"
+        "    if cached is None or cached[0] != T:\n"
+        "        cached = T, cos[positions].to(x.dtype), sin[positions].to(x.dtype)\n"
+        "        cos._rows = cached\n"
+        "    _, c, s = cached",
+        "caches the tables' rows under the sequence length only (a public tracker's bug), so that a model's "
+        "second call of the same length at other positions reuses stale angles",
+        diagnosis=("your apply_rope keeps the rows it looked up on an earlier call",)),
     Bug("rope", "rotate_half_layout", "rope.py", f"    {PAIRS}\n    {ROTATE}",
         "    x1, x2 = x[..., : Dh // 2], x[..., Dh // 2:]\n"
         "    return torch.cat((x1 * c - x2 * s, x1 * s + x2 * c), dim=-1)",

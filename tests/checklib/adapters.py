@@ -78,6 +78,11 @@ def rope_angles(impl: Target) -> RemoteFunction:
 def apply_rope(impl: Target) -> RemoteFunction:
     return impl.fn("rope.apply_rope")
 
+def apply_rope_with_tables(impl: Target, cos: Any, sin: Any) -> RemoteObject:
+    """apply_rope(x, cos, sin, positions) called as `held(x, positions)`, the same table objects every call (as a
+    model's buffers are), so that what apply_rope keeps between calls, keyed by the tables, is used again."""
+    return impl.new_trusted("SameObjects", "rope.apply_rope", [1, 2], cos, sin)
+
 # --- ffn.py
 
 def SwiGLU(impl: Target, *args: Any, **kwargs: Any) -> RemoteObject:

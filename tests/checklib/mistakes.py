@@ -3161,6 +3161,21 @@ def rope_mistakes(x: Tensor, cos: Tensor, sin: Tensor, positions: Tensor | None)
                    family)
 
 
+ROPE_ROWS_CACHED = mistake(
+    "rope", "rows_cached_by_length",
+    "your apply_rope keeps the rows it looked up on an earlier call with the same sequence length and uses them "
+    "again (a cache keyed by the length only): a later call at other positions is rotated by the earlier "
+    "positions' angles; look up the rows of each call's own positions",
+    lambda x, cos, sin, earlier: rope_rotated(x, cos, sin, earlier))
+
+
+def rope_stale_mistakes(x: Tensor, cos: Tensor, sin: Tensor, positions: Tensor, earlier: Tensor) -> Mistakes:
+    """For apply_rope(x, cos, sin, positions) called again with the same tables, after a call of the same length at
+    the positions `earlier`."""
+    stale = {} if torch.equal(earlier, positions) else bind([ROPE_ROWS_CACHED], x, cos, sin, earlier)
+    return {**rope_mistakes(x, cos, sin, positions), **stale}
+
+
 def rope_dtype_mistakes(x: Tensor) -> Mistakes:
     """For the dtype of apply_rope's result."""
     return bind([ROPE_IN_FLOAT32], x)

@@ -70,11 +70,13 @@ PIECES: dict[str, str] = {
 # Grader tools the checks create on the implementation's side: name -> (piece, the contract name it wraps,
 # or None). A tool holds no answer: it passes each call on to the stand-in of that name (else the student's
 # own), or, wrapping nothing, only holds plain data (`Parameters`: tensors for an optimizer to update) or passes
-# calls on to what the check hands it (`RecordingLM`: a model; `Randomness`: torch's generators).
+# calls on to what the check hands it (`RecordingLM`: a model; `Randomness`: torch's generators; `SameObjects`: the
+# implementation's own function, with the same objects held for some arguments every time).
 TOOLS: dict[str, tuple[str, str | None]] = {"RecordingKVCache": ("recording", "KVCache"),
                                             "Parameters": ("parameters", None),
                                             "RecordingLM": ("recording", None),
-                                            "Randomness": ("recording", None)}
+                                            "Randomness": ("recording", None),
+                                            "SameObjects": ("recording", None)}
 
 
 def owners(name: str) -> frozenset[str]:

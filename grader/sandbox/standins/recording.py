@@ -6,12 +6,17 @@ stand-in is loaded, else the student's own), so it is no answer itself.
 `RecordingLM` does the same for a language model's forward calls (sampling's
 `generate`), and `Randomness` hands out seeded `torch.Generator`s and reads the
 global random state on the implementation's side, where the draws happen.
+`SameObjects` calls one function of the implementation again and again with some of its
+arguments the very same objects every time (a model's rope tables, say), so that what the
+function keeps between calls, keyed by those objects, is used again as it would be in a model.
 """
 from __future__ import annotations
 
 import torch
 import torch.nn as nn
 from torch import Tensor
+
+impl = None  # the implementation package's modules, set for each package (see __init__.py)
 
 
 class RecordingKVCache:
@@ -64,3 +69,18 @@ class Randomness:
 
     def global_state(self) -> Tensor:
         return torch.get_rng_state()
+
+
+class SameObjects:
+    """`name` ("rope.apply_rope") of the implementation, called with `held` inserted at `slots` (argument indices)."""
+
+    def __init__(self, name: str, slots: list[int], *held) -> None:
+        module, _, function = name.partition(".")
+        self.function = getattr(getattr(impl, module), function)
+        self.slots, self.held = list(slots), held
+
+    def __call__(self, *args):
+        args = list(args)
+        for slot, value in zip(self.slots, self.held):
+            args.insert(slot, value)
+        return self.function(*args)
