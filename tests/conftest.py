@@ -17,7 +17,8 @@ def pytest_runtest_call(item: pytest.Item):
         from checklib.mistakes import error_mistake, sequential_shifted
 
         marker = item.get_closest_marker("component")
-        sentence = (error_mistake(exc.message, exc.where, exc.kinds, marker.args[0] if marker else "")
+        sentence = (error_mistake(exc.message, exc.where, exc.kinds, marker.args[0] if marker else "",
+                                  checks_own_inputs=not getattr(exc, "made_by_student", False))
                     if type(exc) is StudentError else sequential_shifted(exc.message)
                     if type(exc) is WeightsMismatch else None)
         if sentence is None:

@@ -239,16 +239,18 @@ def test_cache_length_grows_with_tokens(impl, gen):
     module, _ = attention(impl, gen, d_model, n_heads)
     x = randn(batch, 8, d_model, gen=gen)
     cache = adapters.KVCache(impl)
-    total = 0
-    for calls, (start, stop) in enumerate([(0, 3), (3, 4), (4, 6), (6, 7)], 1):
+    chunks = [(0, 3), (3, 4), (4, 6), (6, 7)]
+    lengths = []
+    for start, stop in chunks:  # every call's length first: their sequence tells some mistakes apart
         cached_call(module, x, start, stop, cache, f"MultiHeadAttention(x[:, {start}:{stop}], cache=cache)")
-        total += stop - start
-        got = len(cache)
+        lengths.append(len(cache))
+    totals = [stop for _, stop in chunks]
+    for (start, stop), got, total in zip(chunks, lengths, totals):
         if not got == total:
             fail(f"len(cache) after MultiHeadAttention(x[:, {start}:{stop}], cache=cache)", f"expected {total}, got {got!r}",
                  hint="each forward call appends its new positions once; len counts positions, not calls",
-                 actual=got, expected=total, mistakes=mistakes.cache_len_mistakes((batch, n_heads, total, d_model // n_heads),
-                                                                  calls, total))
+                 actual=tuple(lengths), expected=tuple(totals),
+                 mistakes=mistakes.cache_len_sequence_mistakes((batch, n_heads, totals[-1], d_model // n_heads), totals))
 
 
 def test_appends_projected_keys_and_values(trusted_impl, gen):
@@ -271,9 +273,9 @@ def test_appends_projected_keys_and_values(trusted_impl, gen):
         hint = ("the cache holds keys and values after projection and head split, (B, H, T_new, Dh), "
                 "and only those of the new positions")
         assert_close(k, heads(keys, n_heads), what=f"k passed to cache.update by forward(x[:, {start}:{stop}])", hint=hint,
-                     mistakes=mistakes.appended_mistakes(keys, values, n_heads, "k"))
+                     mistakes=mistakes.appended_mistakes(keys, values, n_heads, "k", x[:, start:stop]))
         assert_close(v, heads(values, n_heads), what=f"v passed to cache.update by forward(x[:, {start}:{stop}])", hint=hint,
-                     mistakes=mistakes.appended_mistakes(keys, values, n_heads, "v"))
+                     mistakes=mistakes.appended_mistakes(keys, values, n_heads, "v", x[:, start:stop]))
 
 
 @pytest.mark.parametrize("kind", ["RecordingKVCache", "KVCache"])

@@ -205,8 +205,8 @@ def test_same_tables_at_other_positions(impl, gen):
         rows = torch.arange(3) if at is None else torch.tensor(at, dtype=torch.int64)
         earlier = first.setdefault(len(rows), rows)
         x = randn(2, 2, len(rows), 8, gen=gen)
-        what = (f"call {call} of apply_rope with the same cos and sin tensors each time, x {tuple(x.shape)}, "
-                f"positions={'None' if at is None else at}")
+        asked = "None" if at is None else at
+        what = f"call {call} of apply_rope with the same cos and sin tensors each time, x {tuple(x.shape)}, positions={asked}"
         out = held(x) if at is None else held(x, rows)
         check_tensor(out, what=what, shape=x.shape, dtype=x.dtype, hint="apply_rope returns a tensor of x's shape and dtype")
         assert_close(out, rotated(x, cos, sin, rows).to(x.dtype), what=what, rtol=RTOL, atol=ATOL,

@@ -7,6 +7,7 @@ or one in this process (`open_target`, for plain pytest).
 """
 from __future__ import annotations
 
+from collections import deque
 from pathlib import Path
 from typing import Any, Protocol
 
@@ -14,6 +15,7 @@ import torch
 
 from ..sandbox import standins
 from ..sandbox.executor import Executor
+from ..sandbox.protocol import StudentError
 from ..sandbox.wire import Ref
 
 
@@ -28,9 +30,31 @@ class Target:
 
     def __init__(self, executor: _Executor) -> None:
         self._executor = executor
+        # What student code made or was handed lately (held, so that identity tells them apart): the tensors its
+        # calls returned, and the objects passed as arguments of a call. An error of a request that reaches one
+        # of them is marked `made_by_student`: its inputs are not only the check's own.
+        self._returned: deque = deque(maxlen=256)
+        self._handed: deque = deque(maxlen=256)
 
     def request(self, op: str, **request: Any) -> Any:
-        return self._executor.run(op, **request)
+        try:
+            result = self._executor.run(op, **request)
+        except StudentError as exc:
+            exc.made_by_student = self._reaches_student_values(op, request)
+            raise
+        finally:
+            self._handed.extend(_leaves((request.get("args"), request.get("kwargs"), request.get("calls")), Ref))
+        self._returned.extend(_leaves(result, torch.Tensor))
+        return result
+
+    def _reaches_student_values(self, op: str, request: dict) -> bool:
+        """Whether a request's arguments hold a tensor that student code returned, or it calls a method of an
+        object that was handed to student code before (a cache that a forward filled)."""
+        inputs = (request.get("args"), request.get("kwargs"), request.get("calls"))
+        if any(any(t is r for r in self._returned) for t in _leaves(inputs, torch.Tensor)):
+            return True
+        receiver = request.get("ref")
+        return op == "method" and any(receiver is h for h in self._handed)
 
     def request_ahead(self, op: str, **request: Any) -> None:
         """A request whose result is not needed: across a process boundary it does not wait for the
@@ -49,6 +73,17 @@ class Target:
 
     def close(self) -> None:
         self._executor.close()
+
+
+def _leaves(value: Any, kind: type) -> list:
+    """The values of type `kind` in nested lists, tuples and dicts."""
+    if isinstance(value, kind):
+        return [value]
+    if isinstance(value, (list, tuple)):
+        return [leaf for v in value for leaf in _leaves(v, kind)]
+    if isinstance(value, dict):
+        return [leaf for v in value.values() for leaf in _leaves(v, kind)]
+    return []
 
 
 def _unwrap(value: Any) -> Any:

@@ -29,6 +29,8 @@ class Bug:
     # ... or, for a mistake no value shows (a missing ValueError, a library call), the failing message holds
     # this phrase and no check offers a diagnosis at all.
     named_by: str = ""
+    # More edits (file, old, new) of the same mistake, where it spans files (a forward and the cache it fills).
+    also: tuple[tuple[str, str, str], ...] = ()
 
     @property
     def id(self) -> str:
@@ -44,7 +46,7 @@ def all_bugs() -> list[Bug]:
 
 def materialize(bug: Bug, dest: Path) -> Path:
     """Copy solutions/ to `dest` with the bug applied; returns `dest`."""
-    return materialize_edits(f"bug {bug.id}", [(bug.file, bug.old, bug.new)], dest)
+    return materialize_edits(f"bug {bug.id}", [(bug.file, bug.old, bug.new), *bug.also], dest)
 
 
 def materialize_edits(label: str, edits: list[tuple[str, str, str]], dest: Path) -> Path:

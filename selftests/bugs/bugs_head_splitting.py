@@ -1,6 +1,17 @@
 from . import Bug
 
 BUGS = [
+    # merge_heads rightly refuses what the wrong split_heads returns: its ValueError is no "own check too strict".
+    Bug("head_splitting", "split_heads_batch_times_heads", "attention.py",
+        'return rearrange(x, "b t (h d) -> b h t d", h=n_heads)\n\n\ndef merge_heads(x: Tensor) -> Tensor:\n'
+        '    """(B, H, T, Dh) -> (B, T, H * Dh), the inverse of split_heads."""\n',
+        'return rearrange(x, "b t (h d) -> (b h) t d", h=n_heads)\n\n\ndef merge_heads(x: Tensor) -> Tensor:\n'
+        '    """(B, H, T, Dh) -> (B, T, H * Dh), the inverse of split_heads."""\n'
+        '    if x.dim() != 4:\n'
+        '        raise ValueError(f"merge_heads expects (B, H, T, Dh), got {tuple(x.shape)}")\n',
+        "folds the heads into the batch, (B*H, T, Dh), as some libraries do, while merge_heads checks for the "
+        "contract's four dimensions",
+        diagnosis=("your split_heads folds the heads into the batch",)),
     Bug("head_splitting", "split_without_transpose", "attention.py",
         'return rearrange(x, "b t (h d) -> b h t d", h=n_heads)',
         'b, t, d = x.shape\n    return x.reshape(b, n_heads, t, d // n_heads)',

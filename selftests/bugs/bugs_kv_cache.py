@@ -103,6 +103,26 @@ BUGS += [
         "return 0 if self.k is None else self.k.size(-2)", "return self.k.size(-2) if self.k else 0",
         "__len__ asks whether the cached tensor is truthy",
         diagnosis=TRUTH),
+    # update rightly refuses keys of another layout than what the cache holds (x, stored by the forward): no
+    # "your own check raised ValueError on a valid call", whose call was valid only by the contract.
+    Bug("kv_cache", "forward_stores_input", "attention.py", "            k, v = cache.update(k, v)\n",
+        "            past, _ = cache.update(x, x)  # the inputs so far: their keys and values are computed again\n"
+        "            _, k, v = (split_heads(t, self.n_heads) for t in self.project_qkv(past))\n",
+        "keeps the layer's inputs in the cache and projects every position again, with an update that checks that "
+        "new entries fit the cached ones",
+        diagnosis=("your forward stores its input x in the cache",),
+        also=(("kv_cache.py", '        """Append k, v (B, H, T_new, Dh) and return everything cached so far."""\n',
+               '        """Append k, v (B, H, T_new, Dh) and return everything cached so far."""\n'
+               '        if self.k is not None and k.shape[:-2] != self.k.shape[:-2]:\n'
+               '            raise ValueError(f"cannot append {tuple(k.shape)} to {tuple(self.k.shape)}")\n'),)),
+    # Not appends_twice (forward calling update twice): the lengths after later calls tell the two apart.
+    Bug("kv_cache", "update_without_else", "kv_cache.py",
+        "        if self.k is None:\n            self.k, self.v = k, v\n        else:\n"
+        "            self.k = torch.cat([self.k, k], dim=-2)\n            self.v = torch.cat([self.v, v], dim=-2)\n",
+        "        if self.k is None:\n            self.k, self.v = k, v\n"
+        "        self.k = torch.cat([self.k, k], dim=-2)\n        self.v = torch.cat([self.v, v], dim=-2)\n",
+        "forgets the else: the first update stores k and v, then appends them again",
+        diagnosis=("your update stores the first chunk twice",)),
     Bug("kv_cache", "cat_or_first", "kv_cache.py",
         "        if self.k is None:\n            self.k, self.v = k, v\n        else:\n"
         "            self.k = torch.cat([self.k, k], dim=-2)\n            self.v = torch.cat([self.v, v], dim=-2)\n",

@@ -53,6 +53,16 @@ BUGS = [
         "        x = torch.cat([cls, x], dim=1) + self.pos_emb[:, x.size(0)]",
         "adds one row of pos_emb, indexed by the batch size, to every token",
         diagnosis=("your ViT adds one row of pos_emb (pos_emb[:,",)),
+    # Held-out: one row of the table added to every token. The last row was told "your class token is appended
+    # after the patches": where only the class token reaches the logits (no blocks), the two look the same.
+    Bug("vit_classifier", "last_row_for_all", "vit.py", CAT,
+        "        x = torch.cat([cls, x], dim=1) + self.pos_emb[:, -1]",
+        "adds pos_emb's last row to every token instead of one row per position",
+        diagnosis=("your ViT adds pos_emb's last row (pos_emb[:, -1]) to every token",)),
+    Bug("vit_classifier", "row_0_for_all", "vit.py", CAT,
+        "        x = torch.cat([cls, x], dim=1) + self.pos_emb[:, :1]",
+        "adds pos_emb's first row to every token instead of one row per position",
+        diagnosis=("your ViT adds pos_emb's row 0, the class token's, to every token",)),
     Bug("vit_classifier", "mean_pool", "vit.py", HEAD, "        return self.head(self.norm(x).mean(dim=1))",
         "classifies the mean over all tokens instead of the class token",
         diagnosis=("your head reads the mean over all tokens (mean",)),

@@ -398,6 +398,11 @@ def filled_in_place_mistakes(scores: Tensor, mask: Tensor, after: Tensor) -> Mis
 # --- head_splitting ----------------------------------------------------------------------------------
 
 SPLIT_MISTAKES = (
+    mistake("head_splitting", "heads_folded_into_batch",
+            "your split_heads folds the heads into the batch, (B * H, T, Dh): the contract keeps them apart, "
+            "(B, H, T, Dh), and merge_heads takes that four-dimensional layout back",
+            lambda x, n_heads: x.reshape(x.shape[0], x.shape[1], n_heads, x.shape[2] // n_heads).transpose(1, 2)
+            .reshape(x.shape[0] * n_heads, x.shape[1], x.shape[2] // n_heads)),
     mistake("head_splitting", "split_by_view",
             "you viewed (B, T, D) directly as (B, H, T, Dh) with reshape/view: first view it as (B, T, H, Dh), "
             "then swap T and H with transpose(1, 2)",
@@ -1586,6 +1591,8 @@ def cache_update_mistakes(chunks: list[Tensor], other: list[Tensor] | None = Non
     """For what update returns after appending `chunks` (each (B, H, T, Dh)) one by one; with the other tensor's
     `other` chunks (`own` "k" or "v"), also the other's chunks appended in its place (CACHE_CROSSED)."""
     mistakes = bind(CACHE_UPDATE_MISTAKES, chunks)
+    if len(chunks) > 1:
+        mistakes[FIRST_CHUNK_TWICE.sentence] = lambda: torch.cat([chunks[0], *chunks], dim=-2)
     if other is not None:
         names = dict(own=f"self.{own}", wrong="v" if own == "k" else "k", new=own)
         if len(chunks) > 1:
@@ -1600,6 +1607,27 @@ CACHE_NOT_STORED = mistake("kv_cache", "concatenation_not_stored",
                            "your cache keeps only what its first update stored: update returns the concatenation but "
                            "never stores it; assign it first, self.k = torch.cat([self.k, k], dim=-2) (and self.v), "
                            "then return self.k, self.v", lambda first: first)
+
+
+# update without an `else`: the first call stores k, then appends it again, so the first chunk is cached twice
+# and later ones once. After one call it gives what appended_twice gives; the lengths after later calls tell
+# them apart (cache_len_sequence_mistakes).
+FIRST_CHUNK_TWICE = mistake("kv_cache", "first_chunk_twice",
+                            "your update stores the first chunk twice: the first call stores k and v and then "
+                            "falls through to the concatenation (an if without an else), so later chunks are "
+                            "appended once but the first is there twice",
+                            lambda shape, calls, positions, first: positions + first)
+
+
+def cache_len_sequence_mistakes(shape: tuple[int, ...], totals: list[int]) -> Mistakes:
+    """For the lengths of a cache (keys (B, H, T, Dh)) after each of several forward calls, `totals` the positions
+    it should hold after each: every CACHE_LEN_MISTAKES entry and FIRST_CHUNK_TWICE, each as its lengths after
+    every call (which tell appended_twice and first_chunk_twice apart)."""
+    def lengths(entry: Mistake) -> tuple:
+        extra = (totals[0],) if entry is FIRST_CHUNK_TWICE else ()
+        return tuple(entry.model(shape, calls, total, *extra) for calls, total in enumerate(totals, 1))
+
+    return {entry.sentence: (lambda entry=entry: lengths(entry)) for entry in (*CACHE_LEN_MISTAKES, FIRST_CHUNK_TWICE)}
 
 
 def cache_len_mistakes(shape: tuple[int, ...], calls: int, positions: int, first: int | None = None) -> Mistakes:
@@ -1651,10 +1679,20 @@ def heads(x: Tensor, n_heads: int) -> Tensor:
     return x.reshape(batch, length, n_heads, d_model // n_heads).transpose(1, 2)
 
 
-def appended_mistakes(keys: Tensor, values: Tensor, n_heads: int, name: str) -> Mistakes:
-    """For what forward hands to cache.update as `name` ('k' or 'v'), given the projected new keys and values."""
+# Forward hands the cache its input x, to project the keys and values of every position again on each call.
+STORED_INPUT = mistake("kv_cache", "stored_input",
+                       "your forward stores its input x in the cache, not the keys and values: the cache holds "
+                       "each position's keys and values, (B, H, T, Dh), projected once, when the position is new",
+                       lambda x: x)
+
+
+def appended_mistakes(keys: Tensor, values: Tensor, n_heads: int, name: str, x: Tensor | None = None) -> Mistakes:
+    """For what forward hands to cache.update as `name` ('k' or 'v'), given the projected new keys and values
+    (and the input `x` that they were projected from)."""
     own, other = (keys, values) if name == "k" else (values, keys)
-    return bind(APPENDED_MISTAKES, own, other, n_heads, name=name, other="values" if name == "k" else "keys")
+    stored_input = {} if x is None else bind([STORED_INPUT], x)
+    return {**bind(APPENDED_MISTAKES, own, other, n_heads, name=name, other="values" if name == "k" else "keys"),
+            **stored_input}
 
 
 def reprojected_mistakes(new_state: dict[str, Tensor], x: Tensor, n_heads: int, layer: str) -> Mistakes:
@@ -4258,6 +4296,8 @@ def vit(state: dict[str, Tensor], images: Tensor, *, patch_size: int, n_heads: i
         x = torch.cat([cls, x], dim=1)
     elif variant == "one_position":
         x = torch.cat([cls, x], dim=1) + pos[:, batch]
+    elif variant in ("row_0", "row_last"):  # one row for every token (the last: the class token looks appended)
+        x = torch.cat([cls, x], dim=1) + pos[:, 0 if variant == "row_0" else -1]
     else:
         x = torch.cat([cls, x], dim=1) + pos
 
@@ -4306,6 +4346,10 @@ VIT_MISTAKES = variants("vit_classifier", ((sentence, variant) for variant, sent
     "no_positions": "your ViT never adds pos_emb: without positions the blocks see the patches as a set",
     "one_position": "your ViT adds one row of pos_emb (pos_emb[:, B], indexed by the batch size) to every "
                     "token: add the whole table, x + pos_emb, one row per position",
+    "row_0": "your ViT adds pos_emb's row 0, the class token's, to every token (pos_emb[:, 0] or pos_emb[:, :1]): "
+             "add the whole table, x + pos_emb, one row per position",
+    "row_last": "your ViT adds pos_emb's last row (pos_emb[:, -1]) to every token: add the whole table, "
+                "x + pos_emb, one row per position",
     "mean_pool": "your head reads the mean over all tokens (mean pooling): the contract's reads the class token, "
                  "head(norm(x)[:, 0])",
     "head_last": "your head reads the last token (the last patch, x[:, -1]): the class token is at position 0, "
@@ -5201,11 +5245,16 @@ WARMUP_WITHOUT_STEPS = recognised(
     "with no warmup there is nothing to divide; warm up only while step < warmup_steps")
 
 
-def error_mistake(message: str, where: str = "", kinds: tuple[str, ...] = (), component: str = "") -> str | None:
+def error_mistake(message: str, where: str = "", kinds: tuple[str, ...] = (), component: str = "",
+                  checks_own_inputs: bool = True) -> str | None:
     """The sentence of the mistake that an error raised in student code names, if it names one: torch's words
     for it (TORCH_ERRORS), a ValueError that no check expected (`where`: the student's frames, innermost last;
     `kinds`: the error's classes), or, in the checks of `component`, its own. (A load_state_dict of the wrong
-    sizes is named by the state-dict checks, which know the contract's widths: LINEAR_WIDTHS.)"""
+    sizes is named by the state-dict checks, which know the contract's widths: LINEAR_WIDTHS.)
+
+    `checks_own_inputs`: the refused call held only what the check made itself (no tensor that another call of
+    student code returned, no cache that student code filled, `Target`'s `made_by_student`). Only such a call
+    is known to be valid: a learner's function may rightly refuse what another of its functions produced."""
     entry = next((entry for words, entry in TORCH_ERRORS if words in message), None)
     if entry is not None:
         return entry.sentence
@@ -5217,7 +5266,7 @@ def error_mistake(message: str, where: str = "", kinds: tuple[str, ...] = (), co
     if "ValueError" in kinds and frames:
         if UNPACKED.search(message) and (".shape" in frames[-1] or ".size()" in frames[-1]):
             return SHAPE_UNPACKED.sentence
-        if len(frames) == 1 and re.search(r"\braise ValueError\b", frames[0]):  # the function the check called
+        if len(frames) == 1 and re.search(r"\braise ValueError\b", frames[0]) and checks_own_inputs:
             return OWN_CHECK_TOO_STRICT.sentence
     return None
 
