@@ -260,8 +260,24 @@ MASK_CASES = [(12, 18, 6, 1), (21, 14, 7, 1), (8, 8, 4, 1), (4, 4, 2, 1), (8, 8,
 def test_shifted_window_mask_matches_swin_labels(impl, H, W, ws, s):
     out = call_mask(impl, H, W, ws, s)
     assert_equal(out, swin_labels_mask(H, W, ws, s), what=f"shifted_window_mask({H}, {W}, {ws}, {s}) against "
-                 "Swin's label map compared token by token", hint=MASK,
-                 mistakes=mistakes.shifted_mask_mistakes(H, W, ws, s))
+                 "Swin's label map compared token by token", hint=MASK, mistakes=mask_mistakes(H, W, ws, s))
+
+
+# The same map and window asked for again with other shifts, in one round trip: nothing that one call keeps (a
+# mask cached under the map's size) may answer another.
+AGAIN_SHIFTS = [3, 1, 2, 0]
+
+
+def test_mask_asked_again_with_other_shifts(impl):
+    H, W, ws = 8, 12, 4
+    outs = adapters.shifted_window_mask(impl).map([(H, W, ws, s) for s in AGAIN_SHIFTS])
+    for call, (s, out) in enumerate(zip(AGAIN_SHIFTS, outs), 1):
+        what = f"shifted_window_mask({H}, {W}, {ws}, {s}), call {call} of {len(AGAIN_SHIFTS)} with this map and window"
+        check_tensor(out, what=what, shape=((H // ws) * (W // ws), ws * ws, ws * ws), dtype=torch.bool,
+                     hint="a bool tensor (nW, ws * ws, ws * ws), True where two tokens may attend",
+                     mistakes=mistakes.mask_dtype_mistakes(H, W, ws, s))
+        assert_equal(out, swin_labels_mask(H, W, ws, s), what=what, hint=MASK,
+                     mistakes=mistakes.mask_asked_again_mistakes(H, W, ws, s, AGAIN_SHIFTS[0]))
 
 
 # (H, W, ws, s), cases of their own, s = 0 excluded (checked below).
@@ -273,18 +289,33 @@ ROLLED_CASES = [(18, 12, 6, 1), (14, 21, 7, 1), (12, 12, 6, 2), (6, 6, 2, 1), (9
 def test_mask_matches_the_rolled_coordinates(impl, H, W, ws, s):
     out = call_mask(impl, H, W, ws, s)
     assert_equal(out, rolled_coordinates_mask(H, W, ws, s), what=f"shifted_window_mask({H}, {W}, {ws}, {s}) against "
-                 "the pixels' coordinates before the roll", mistakes=mistakes.shifted_mask_mistakes(H, W, ws, s),
+                 "the pixels' coordinates before the roll", mistakes=mask_mistakes(H, W, ws, s),
                  hint="position (r, c) of the rolled map is pixel ((r + s) % H, (c + s) % W) of the image; two tokens "
                       "of a window may attend exactly when the roll did not tear them apart (their offset in the "
                       "image is their offset in the window)")
 
 
-@pytest.mark.parametrize("H, W, ws", [(4, 4, 2), (6, 9, 3), (14, 7, 7)], ids=lambda v: str(v))
+UNSHIFTED_CASES = [(4, 4, 2), (6, 9, 3), (14, 7, 7)]
+
+
+def first_asked(H: int, W: int, ws: int, s: int) -> int:
+    """The shift of the first mask that the checks above ask for with this map and window, in the order they run
+    (a mask cached under (H, W, ws) is that one); `s` itself where none comes before."""
+    asked = [*MASK_CASES, *ROLLED_CASES, *((h, w, k, 0) for h, w, k in UNSHIFTED_CASES)]
+    return next(shift for h, w, k, shift in asked if (h, w, k) == (H, W, ws))
+
+
+def mask_mistakes(H: int, W: int, ws: int, s: int):
+    """The mask's known mistakes, and the mask of the first shift asked with this map and window (a cache)."""
+    return mistakes.mask_asked_again_mistakes(H, W, ws, s, first_asked(H, W, ws, s))
+
+
+@pytest.mark.parametrize("H, W, ws", UNSHIFTED_CASES, ids=lambda v: str(v))
 def test_mask_without_shift_is_all_true(impl, H, W, ws):
     out = call_mask(impl, H, W, ws, 0)
     assert_equal(out, torch.ones_like(out), what=f"shifted_window_mask({H}, {W}, {ws}, 0)",
                  hint="with shift_size 0 nothing is rolled: every token of a window may attend to every other",
-                 mistakes=mistakes.shifted_mask_mistakes(H, W, ws, 0))
+                 mistakes=mask_mistakes(H, W, ws, 0))
 
 
 @pytest.mark.parametrize("H, W, ws, s", [(8, 8, 4, 2), (6, 9, 3, 1), (14, 14, 7, 3)], ids=lambda v: str(v))

@@ -201,4 +201,9 @@ BUGS += [
         'if not s < ws or',
         'checks only shift_size < window_size, not the lower bound',
         diagnosis=('lets a negative shift_size through',)),
+    Bug("swin_windows", "mask_cached_without_shift", "swin.py",
+        '    ws, s = window_size, shift_size\n    if not 0 <= s < ws or H % ws or W % ws:\n        raise ValueError(f"need 0 <= shift_size < window_size and H, W multiples of it; got {H}, {W}, {ws}, {s}")\n    labels = torch.zeros(1, H, W, 1, device=device)\n    count = 0\n    for rows in (slice(0, H - ws), slice(H - ws, H - s), slice(H - s, H)):\n        for cols in (slice(0, W - ws), slice(W - ws, W - s), slice(W - s, W)):\n            labels[:, rows, cols, :] = count\n            count += 1\n    windows = window_partition(labels, ws).squeeze(-1)  # (nW, N)\n    return windows[:, :, None] == windows[:, None, :]\n',
+        '    ws, s = window_size, shift_size\n    masks = shifted_window_mask.__dict__.setdefault("masks", {})  # computed once per map and window size\n    if (H, W, ws) in masks:\n        return masks[H, W, ws]\n    if not 0 <= s < ws or H % ws or W % ws:\n        raise ValueError(f"need 0 <= shift_size < window_size and H, W multiples of it; got {H}, {W}, {ws}, {s}")\n    labels = torch.zeros(1, H, W, 1, device=device)\n    count = 0\n    for rows in (slice(0, H - ws), slice(H - ws, H - s), slice(H - s, H)):\n        for cols in (slice(0, W - ws), slice(W - ws, W - s), slice(W - s, W)):\n            labels[:, rows, cols, :] = count\n            count += 1\n    windows = window_partition(labels, ws).squeeze(-1)  # (nW, N)\n    masks[H, W, ws] = windows[:, :, None] == windows[:, None, :]\n    return masks[H, W, ws]\n',
+        "caches the masks under (H, W, window_size), leaving shift_size out of the key",
+        diagnosis=("your shifted_window_mask keeps the mask of an earlier call",)),
 ]

@@ -4795,6 +4795,31 @@ def shifted_mask_mistakes(H: int, W: int, ws: int, s: int) -> Mistakes:
     return unambiguous({**follows, **bind(SHIFTED_MASK_MISTAKES, H, W, ws, s)})
 
 
+SWIN_MASK_CACHED = mistake(
+    "swin_windows", "mask_cached_without_shift",
+    "your shifted_window_mask keeps the mask of an earlier call with the same H, W and window_size and returns it "
+    "for another shift_size (a cache whose key leaves out shift_size): build the mask of each call's own shift",
+    lambda H, W, ws, earlier: _swin_mask(H, W, ws, earlier))
+
+
+def _swin_mask(H: int, W: int, ws: int, s: int) -> Tensor:
+    """The right mask: tokens of a window of the map rolled by -s may attend where their regions' labels agree."""
+    labels = torch.zeros(H, W)
+    count = 0
+    for rows in (slice(0, H - ws), slice(H - ws, H - s), slice(H - s, H)):
+        for cols in (slice(0, W - ws), slice(W - ws, W - s), slice(W - s, W)):
+            labels[rows, cols] = count
+            count += 1
+    windows = labels.reshape(H // ws, ws, W // ws, ws).permute(0, 2, 1, 3).reshape(-1, ws * ws)
+    return windows[:, :, None] == windows[:, None, :]
+
+
+def mask_asked_again_mistakes(H: int, W: int, ws: int, s: int, earlier: int) -> Mistakes:
+    """For shifted_window_mask(H, W, ws, s) asked after the same map and window with shift_size `earlier`."""
+    stale = {} if earlier == s else bind([SWIN_MASK_CACHED], H, W, ws, earlier)
+    return {**shifted_mask_mistakes(H, W, ws, s), **stale}
+
+
 MASK_OF_SQUARE_WINDOWS = mistake(
     "swin_windows", "mask_of_square_windows",
     "your mask is (nW, ws, ws, ws): the labels it compares come from a window_partition that keeps each window a "
