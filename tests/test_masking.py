@@ -68,6 +68,23 @@ def test_causal_mask_with_k_len(impl, q_len, k_len):
                               "when j <= i + (k_len - q_len), so the diagonal is shifted right by k_len - q_len")
 
 
+# One query length with other key lengths, and one key length with other query lengths, in one round trip:
+# nothing that one call keeps (a mask cached under q_len alone, or cut from the first one made) may answer another.
+AGAIN_SIZES = [(3, 3), (3, 5), (3, 4), (2, 5), (5, 5), (1, 5)]
+
+
+def test_causal_mask_asked_again_with_other_sizes(impl):
+    for (q_len, k_len), out in zip(AGAIN_SIZES, adapters.causal_mask(impl).map(AGAIN_SIZES)):
+        what = f"causal_mask({q_len}, {k_len})"
+        check_tensor(out, what=what, shape=(q_len, k_len), dtype=torch.bool,
+                     hint="the mask is a bool tensor of shape (q_len, k_len)",
+                     mistakes=mistakes.causal_mask_mistakes(q_len, k_len, out))
+        assert_equal(out, expected_causal(q_len, k_len), what=what,
+                     mistakes=mistakes.causal_mask_mistakes(q_len, k_len, out),
+                     hint="the queries are the LAST q_len of the k_len positions: mask[i, j] is True exactly "
+                          "when j <= i + (k_len - q_len), so the diagonal is shifted right by k_len - q_len")
+
+
 @pytest.mark.parametrize("q_len, k_len", [(3, None), (2, 5)])
 def test_causal_mask_device(impl, q_len, k_len):
     causal_mask = adapters.causal_mask(impl)
