@@ -329,6 +329,54 @@ def test_cache_holds_kv_heads(impl, gen, heads_kv, rope):
                      mistakes=mistakes.gqa_appended_mistakes(state, x, n_heads, n_kv_heads, tables, chunks, call, 1))
 
 
+# One module called again and again through the same rope tables (as a model's buffers are): two plain calls of
+# the same shape, then two sequences of the same length decoded in turns, each with a fresh cache of its own (as a
+# server decodes two prompts). Nothing one call keeps (a position counted on the module, rows looked up) may change
+# another call's answer.
+AGAIN_CHUNKS = [(0, 3), (3, 4), (4, 5)]
+
+
+def test_same_module_called_again(impl, gen):
+    batch, d_model, n_heads, n_kv_heads = 2, 16, 4, 2
+    length = AGAIN_CHUNKS[-1][1]
+    state = gqa_state(d_model, n_heads, n_kv_heads, gen=gen)
+    tables = rope_tables(16, 4, base=100.0)
+    causal = torch.ones(length, length, dtype=torch.bool).tril()
+    m = new_gqa(impl, d_model, n_heads, n_kv_heads, state)
+    held = adapters.with_rope_tables(impl, m, *tables)
+    xs = {"x1": randn(batch, length, d_model, gen=gen), "x2": randn(batch, length, d_model, gen=gen)}
+    for name, x in xs.items():
+        what = (f"the same GroupedQueryAttention({d_model}, {n_heads}, {n_kv_heads}) with the same cos and sin tensors, "
+                f"{name} {tuple(x.shape)} with a causal mask and no cache")
+        with naming_heads(what, n_heads, n_kv_heads, 4):
+            out = held(x, causal)
+        assert_close(out, reference(state, x, n_heads, n_kv_heads, causal, tables),
+                     what=f"{what}, against F.scaled_dot_product_attention(..., enable_gqa=True)", hint=WHERE,
+                     mistakes=mistakes.gqa_mistakes(state, x, n_heads, n_kv_heads, mask=causal, rope=tables))
+    # where a module that counts every position it was given would rotate each position of each sequence
+    counted, given = {name: torch.zeros(length, dtype=torch.int64) for name in xs}, 0
+    for start, stop in AGAIN_CHUNKS:
+        for name in xs:
+            counted[name][start:stop] = torch.arange(given, given + stop - start)
+            given += stop - start
+    caches = {name: adapters.KVCache(impl) for name in xs}
+    for start, stop in AGAIN_CHUNKS:
+        for name, x in xs.items():
+            what = (f"the same GroupedQueryAttention({d_model}, {n_heads}, {n_kv_heads}) with the same cos and sin "
+                    f"tensors, {name}[:, {start}:{stop}] with a cache of its own after {start} cached positions")
+            with naming_heads(what, n_heads, n_kv_heads, 4):
+                out = held(x[:, start:stop], cache=caches[name])
+            check_tensor(out, what=what, shape=(batch, stop - start, d_model), dtype=x.dtype,
+                         hint="with a cache, x holds only the new positions and so does the output")
+            assert_close(out, reference(state, x, n_heads, n_kv_heads, causal, tables)[:, start:stop],
+                         what=f"{what}, against {span(start, stop)} of the full causal forward over {name}",
+                         hint="one module decodes many sequences, each with its own cache: the new positions start "
+                              "at len(cache) of the cache passed in, and nothing kept from one call may change another",
+                         mistakes=mistakes.gqa_again_mistakes(state, x, n_heads, n_kv_heads, rope=tables,
+                                                              chunks=AGAIN_CHUNKS, counted=counted[name],
+                                                              select=lambda o, a=start, b=stop: o[:, a:b]))
+
+
 def test_mask_with_cache_raises(impl, gen):
     d_model, n_heads, n_kv_heads = 16, 4, 2
     m = new_gqa(impl, d_model, n_heads, n_kv_heads, gqa_state(d_model, n_heads, n_kv_heads, gen=gen))

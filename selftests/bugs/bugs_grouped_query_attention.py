@@ -157,3 +157,16 @@ BUGS += [
         "        if cache and mask is not None:", "tests the cache by its truth value, False while it is empty",
         diagnosis=("your check lets a mask through with an empty cache",)),
 ]
+
+BUGS += [
+    # State that survives a call (issue 30 §4): the start of the rotation counted on the module, as a decoder that
+    # only ever serves one sequence may; every check that built a module for one sequence passed.
+    Bug("grouped_query_attention", "positions_counted_on_module", "gqa.py",
+        "            start = 0 if cache is None else len(cache)\n",
+        "            start = 0 if cache is None else getattr(self, \"pos\", 0)  # positions decoded so far\n"
+        "            if cache is not None:\n"
+        "                self.pos = start + x.size(1)\n",
+        "counts the decoded positions on the module (self.pos) instead of reading len(cache), so a second sequence "
+        "decoded through the same module with a fresh cache is rotated from where the first one stopped",
+        diagnosis=("your GroupedQueryAttention counts the positions it has seen on the module",)),
+]

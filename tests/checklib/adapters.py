@@ -96,6 +96,11 @@ def repeat_kv(impl: Target) -> RemoteFunction:
 def GroupedQueryAttention(impl: Target, *args: Any, **kwargs: Any) -> RemoteObject:
     return impl.new("gqa.GroupedQueryAttention", *args, **kwargs)
 
+def with_rope_tables(impl: Target, module: RemoteObject, cos: Any, sin: Any) -> RemoteObject:
+    """`module(x, ..., rope=(cos, sin))` called as `held(x, ...)`, the same table objects every call (as a model's
+    buffers are), so that what the module keeps between calls, keyed by the tables, is used again."""
+    return impl.new_trusted("SameObjects", module.ref, [], rope=(cos, sin))
+
 # --- training.py
 
 def softmax(impl: Target) -> RemoteFunction:

@@ -3686,6 +3686,26 @@ def gqa_mistakes(state: dict[str, Tensor], x: Tensor, n_heads: int, n_kv_heads: 
     return besides(named, family)
 
 
+GQA_POSITIONS_COUNTED = mistake(
+    "grouped_query_attention", "positions_counted_on_module",
+    "your GroupedQueryAttention counts the positions it has seen on the module (self.pos += T) instead of reading "
+    "len(cache): when the same module decodes two sequences, each with its own cache, a call of one is rotated as "
+    "if it went on from the other's last call; the start is len(cache) of the cache passed in",
+    lambda state, x, n_heads, n_kv_heads, rope, chunks, counted, select: select(gqa_calls(
+        state, x, n_heads, n_kv_heads, rope=(rope[0][counted], rope[1][counted]), chunks=chunks)[0]))
+
+
+def gqa_again_mistakes(state: dict[str, Tensor], x: Tensor, n_heads: int, n_kv_heads: int, *,
+                       rope: tuple[Tensor, Tensor], chunks: list[tuple[int, int]], counted: Tensor,
+                       select: Callable[[Tensor], Tensor]) -> Mistakes:
+    """For a cached call of GroupedQueryAttention through a module that decodes other sequences between this one's
+    calls; `counted[p]`: the position p of this sequence would be rotated at if the module counted every position
+    it was given with any cache."""
+    stale = {} if torch.equal(counted, torch.arange(len(counted))) else \
+        bind([GQA_POSITIONS_COUNTED], state, x, n_heads, n_kv_heads, rope, chunks, counted, select)
+    return {**gqa_mistakes(state, x, n_heads, n_kv_heads, rope=rope, chunks=chunks, select=select), **stale}
+
+
 # Errors of a forward whose keys or values reach the attention with the wrong number of heads, named by the sizes
 # they reveal and the check's n_heads, n_kv_heads and d_k (gqa_heads_error).
 KV_SPLIT_N_HEADS = recognised(

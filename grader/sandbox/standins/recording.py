@@ -72,15 +72,19 @@ class Randomness:
 
 
 class SameObjects:
-    """`name` ("rope.apply_rope") of the implementation, called with `held` inserted at `slots` (argument indices)."""
+    """`name` ("rope.apply_rope") of the implementation, or an object of its side (a module), called with `held`
+    inserted at `slots` (argument indices) and `keywords` (a model's rope tables, say) passed every time."""
 
-    def __init__(self, name: str, slots: list[int], *held) -> None:
-        module, _, function = name.partition(".")
-        self.function = getattr(getattr(impl, module), function)
-        self.slots, self.held = list(slots), held
+    def __init__(self, name, slots: list[int], *held, **keywords) -> None:
+        if isinstance(name, str):
+            module, _, function = name.partition(".")
+            self.function = getattr(getattr(impl, module), function)
+        else:
+            self.function = name
+        self.slots, self.held, self.keywords = list(slots), held, keywords
 
-    def __call__(self, *args):
+    def __call__(self, *args, **kwargs):
         args = list(args)
         for slot, value in zip(self.slots, self.held):
             args.insert(slot, value)
-        return self.function(*args)
+        return self.function(*args, **kwargs, **self.keywords)
