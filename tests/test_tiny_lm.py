@@ -341,6 +341,43 @@ def test_cached_equals_uncached(impl, gen, cfg, B, chunks, dtype):
                  f"expected {total}, got {len(cache)}", hint="every block appends its keys and values to its own cache")
 
 
+# The same model on two prompts of the same length: a forward of each without caches, then both decoded in turns
+# with caches of their own from new_caches (as a server decodes two requests). Nothing one call keeps (caches
+# handed out again, a position counted on the model) may change another call's answer.
+AGAIN_CHUNKS = [3, 1, 2]
+
+
+def test_two_prompts_decoded_in_turns(impl, gen):
+    cfg, batch = config(11, 16, 16, 4, 2, 2, 24), 2
+    state = lm_state(cfg, gen=gen, dtype=torch.float32)
+    m = new_lm(impl, cfg, state)
+    length = sum(AGAIN_CHUNKS)
+    prompts = {"idx1": tokens(batch, length, cfg["vocab_size"], gen), "idx2": tokens(batch, length, cfg["vocab_size"], gen)}
+    expected = {name: ref_lm(state, idx, cfg).float() for name, idx in prompts.items()}
+    for name, idx in prompts.items():
+        what = f"the same {lm_call(cfg)}({name} {tuple(idx.shape)}) without caches"
+        assert_close(run(m, what, cfg, idx), expected[name], what=f"{what} vs the reference's logits", hint=WHERE,
+                     mistakes=mistakes.tiny_lm_mistakes(state, [idx], **model_kwargs(cfg)))
+    caches = {name: m.new_caches() for name in prompts}
+    fed: list[Tensor] = []
+    for i, n in enumerate(AGAIN_CHUNKS):
+        offset = sum(AGAIN_CHUNKS[:i])
+        for name, idx in prompts.items():
+            piece = idx[:, offset:offset + n]
+            fed.append(piece)
+            what = (f"the same {lm_call(cfg)}({name}[:, {offset}:{offset + n}], caches) with {name}'s own caches "
+                    f"from new_caches() after {offset} cached positions, the other prompt decoded in turns")
+            out = run(m, what, cfg, piece, caches=caches[name])
+            check_tensor(out, what=what, shape=(batch, n, cfg["vocab_size"]), dtype=torch.float32,
+                         hint="with caches the logits are those of the new positions only")
+            own = [idx[:, sum(AGAIN_CHUNKS[:j]):sum(AGAIN_CHUNKS[:j + 1])] for j in range(i + 1)]
+            assert_close(out, expected[name][:, offset:offset + n],
+                         what=f"{what} vs the reference's logits at those positions",
+                         hint="each call of new_caches makes new, empty caches, and one model decodes many prompts: "
+                              "keep nothing of one prompt's on the model",
+                         mistakes=mistakes.tiny_lm_again_mistakes(state, own, list(fed), **model_kwargs(cfg)))
+
+
 # --------------------------------------------------------------------------- properties
 
 
@@ -376,6 +413,12 @@ def test_rejects_positions_beyond_max_len(impl, gen):
               caches=fresh, fresh_caches=remote_caches(impl, fresh))
     check_tensor(out, what=f"{call}(idx (1, 7), fresh caches)", shape=(1, 7, 9), hint="logits are (B, T, vocab_size)")
     caches = m.new_caches()
+    held = [len(cache) for cache in remote_caches(impl, caches)]
+    if any(held):
+        fail(f"{call}.new_caches() called a second time, after 7 positions through the first caches",
+             f"expected empty caches, got caches holding {held} positions",
+             hint="each call of new_caches makes new, empty caches",
+             mistakes={mistakes.CACHES_MADE_ONCE.text(): True}, actual=True)
     out = m(tokens(1, 6, 9, gen), caches=caches)
     check_tensor(out, what=f"{call}(idx (1, 6), caches)", shape=(1, 6, 9), hint="logits are (B, T, vocab_size)")
     expect_value_error(m, tokens(1, 3, 9, gen), caches=caches,

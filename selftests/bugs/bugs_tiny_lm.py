@@ -148,3 +148,16 @@ BUGS += [
         "start = 0 if caches is None else len(caches)", "takes the first position from the number of caches",
         diagnosis=("your first position with caches is len(caches), the number of blocks",)),
 ]
+
+BUGS += [
+    # State that survives a call (issue 30 §4): caches made once and handed out again, as a model that only ever
+    # decodes one prompt may.
+    Bug("tiny_lm", "caches_made_once", "gpt.py",
+        "        return [KVCache() for _ in self.blocks]\n",
+        "        if not hasattr(self, \"_caches\"):  # made once, on first use\n"
+        "            self._caches = [KVCache() for _ in self.blocks]\n"
+        "        return self._caches\n",
+        "makes its caches once and hands out the same list from every call of new_caches, so a second prompt "
+        "decoded through the same model goes on from the first one's keys and values",
+        diagnosis=("your new_caches hands out the same caches on every call",)),
+]

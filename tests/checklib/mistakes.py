@@ -3446,6 +3446,25 @@ SHARED_CACHE = mistake("tiny_lm", "shared_cache", "your blocks share one KV cach
                        "of its own layer, so block i must get caches[i]", dict(variant="shared_cache"))
 
 
+CACHES_MADE_ONCE = mistake(
+    "tiny_lm", "caches_made_once",
+    "your new_caches hands out the same caches on every call (made once and kept on the model): two prompts "
+    "decoded with caches from two calls of new_caches fill one set of caches, so each one's new positions see the "
+    "other's keys and values; make new, empty KVCaches on every call",
+    lambda state, fed, config: tiny_lm(state, fed, cached=True, **config))
+
+
+def tiny_lm_again_mistakes(state: dict[str, Tensor], chunks: list[Tensor], fed: list[Tensor], **config: Any
+                           ) -> Mistakes:
+    """For the logits of the last of `chunks` (one prompt's calls with its own caches so far), where `fed` holds
+    every chunk the model was given with any caches, in order (this prompt's and another's, in turns)."""
+    last = chunks[-1].shape[1]
+    own = mapped(tiny_lm_mistakes(state, chunks, cached=True, **config), lambda full: full[:, -last:])
+    stale = {} if len(fed) == len(chunks) else \
+        mapped(bind([CACHES_MADE_ONCE], state, fed, config), lambda full: full[:, -last:])
+    return {**own, **stale}
+
+
 def tiny_lm_mistakes(state: dict[str, Tensor], chunks: list[Tensor], *, cached: bool = False, **config: Any
                      ) -> Mistakes:
     def model(variant: str) -> Tensor:
