@@ -345,6 +345,29 @@ def test_block_matches_composition(impl, gen, batch, H, W, dim, n_heads, ws, shi
                      state, x, n_heads, ws, shift, got, index_ok=lambda: index_is_right(m, ws, "attn")))
 
 
+# The same block called again and again: other images of the same size, and maps of other heights and widths with
+# as many windows (6 of 4 x 4). Nothing one call keeps (a mask made on the first call, as Swin's code makes one for
+# its one input resolution) may change another call's answer.
+AGAIN_MAPS = [(8, 12), (12, 8), (8, 12), (4, 24)]
+
+
+@pytest.mark.parametrize("shift", [2, 0], ids=lambda s: f"shift{s}")
+def test_same_block_called_again(impl, gen, shift):
+    dim, n_heads, ws = 8, 2, 4
+    state = block_state(dim, n_heads, ws, 2.0, gen=gen, dtype=torch.float32)
+    m = loaded(BLOCK(impl, dim, n_heads, ws, shift, mlp_ratio=2.0), state)
+    for call, (H, W) in enumerate(AGAIN_MAPS, 1):
+        x = randn(2, H, W, dim, gen=gen)
+        what = (f"call {call} of the same {block_call(dim, n_heads, ws, shift, 2.0)}, x {tuple(x.shape)}, after "
+                f"maps of {AGAIN_MAPS[0][0]} x {AGAIN_MAPS[0][1]} and others")
+        got = m(x)
+        assert_close(got, reference_block(state, x, n_heads, ws, shift).float(), what=what,
+                     hint="one block sees maps of several sizes: make each call's mask for its own H and W, and keep "
+                          "nothing from one call to the next",
+                     mistakes=mistakes.swin_block_again_mistakes(
+                         state, x, n_heads, ws, shift, AGAIN_MAPS[0], got, index_ok=lambda: index_is_right(m, ws, "attn")))
+
+
 @pytest.mark.parametrize("batch, H, W, dim, n_heads, ws", [(2, 8, 12, 16, 2, 4), (1, 6, 9, 12, 3, 3)],
                          ids=lambda v: str(v))
 def test_shift_zero_is_plain_window_attention(impl, gen, batch, H, W, dim, n_heads, ws):

@@ -186,3 +186,16 @@ BUGS += [
         "adds the relative position bias to the weights after the softmax",
         diagnosis=("your relative position bias is added to the weights after the softmax",)),
 ]
+
+BUGS += [
+    # State that survives a call (issue 30 §4): the mask made on the first call and kept, as Swin's code keeps
+    # attn_mask for its one input_resolution; every check built a block for one map size.
+    Bug("window_attention", "block_mask_kept", "swin.py",
+        "            mask = shifted_window_mask(H, W, ws, s, device=x.device)\n",
+        "            if getattr(self, \"attn_mask\", None) is None:  # made once, for the resolution of the first call\n"
+        "                self.attn_mask = shifted_window_mask(H, W, ws, s, device=x.device)\n"
+        "            mask = self.attn_mask\n",
+        "makes the shifted window mask on the first call and keeps it, so a later map of another height and width "
+        "with as many windows is masked with the first map's regions",
+        diagnosis=("your SwinBlock keeps the mask it made on its first call",)),
+]

@@ -4948,9 +4948,9 @@ Roll = tuple[int, tuple[int, ...]]  # (sign of the shift, the dims rolled): (-1,
 
 
 def swin_block(state: dict[str, Tensor], x: Tensor, n_heads: int, ws: int, shift: int, *, variant: str = "",
-               rolls: tuple[Roll, Roll] | None = None) -> Tensor:
+               rolls: tuple[Roll, Roll] | None = None, mask_of: tuple[int, int] | None = None) -> Tensor:
     """SwinBlock's output (B, H, W, C) in float64; `rolls` (before the windows, after them) replaces the
-    contract's ((-1, (1, 2)), (+1, (1, 2)))."""
+    contract's ((-1, (1, 2)), (+1, (1, 2))); `mask_of`: the (H, W) of another map whose mask is used."""
     w = {k: v.double() for k, v in state.items()}
     x = x.double()
     _, H, W, C = x.shape
@@ -4966,7 +4966,7 @@ def swin_block(state: dict[str, Tensor], x: Tensor, n_heads: int, ws: int, shift
         y = torch.roll(y, (sign * shift,) * len(dims), dims) if dims else y
     elif shift:
         y = torch.roll(y, (first, first), dims=(1, 2))
-    mask = swin_region_mask(H, W, ws, shift) if shift and variant != "mask_not_passed" else None
+    mask = swin_region_mask(*(mask_of or (H, W)), ws, shift) if shift and variant != "mask_not_passed" else None
     y = _swin_reverse(swin_attention(w, _swin_partition(y, ws), n_heads, ws, mask, variant=variant, prefix="attn."),
                       ws, H, W)
     if rolls is not None:
@@ -5132,6 +5132,24 @@ def _roll_words(roll: Roll) -> str:
     if len(dims) == 1:
         return f"torch.roll(y, {amount}, dims={dims[0]})"
     return f"torch.roll(y, ({amount}, {amount}), dims={dims})"
+
+
+SWIN_BLOCK_MASK_KEPT = mistake(
+    "window_attention", "block_mask_kept",
+    "your SwinBlock keeps the mask it made on its first call (as Swin's code keeps one for its one input resolution) "
+    "and uses it again for a map of another height and width with as many windows: make "
+    "shifted_window_mask(H, W, ws, shift) of each call's own H and W",
+    lambda state, x, n_heads, ws, shift, first: swin_block(state, x, n_heads, ws, shift, mask_of=first))
+
+
+def swin_block_again_mistakes(state: dict[str, Tensor], x: Tensor, n_heads: int, ws: int, shift: int,
+                              first: tuple[int, int], got: Any = None,
+                              index_ok: Callable[[], bool] | None = None) -> Mistakes:
+    """For SwinBlock called again after a first call on a map of size `first` (H, W); `index_ok` as for
+    swin_attention_mistakes."""
+    stale = {} if not shift or first == tuple(x.shape[1:3]) else \
+        bind([SWIN_BLOCK_MASK_KEPT], state, x, n_heads, ws, shift, first)
+    return {**swin_block_mistakes(state, x, n_heads, ws, shift, got, index_ok), **stale}
 
 
 def swin_block_mistakes(state: dict[str, Tensor], x: Tensor, n_heads: int, ws: int, shift: int,
