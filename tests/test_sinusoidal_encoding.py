@@ -59,6 +59,26 @@ def encoding(impl, max_len: int, d_model: int) -> torch.Tensor:
                         mistakes=mistakes.table_shape_mistakes(max_len, d_model))
 
 
+# One max_len with other d_models, and one d_model with other max_lens, in one round trip: nothing that one call
+# keeps (a table cached under max_len alone, or under d_model alone) may answer another.
+AGAIN_SIZES = [(16, 8), (16, 12), (40, 8), (16, 4), (8, 8), (40, 12)]
+
+
+def test_asked_again_with_other_sizes(impl):
+    outs = adapters.sinusoidal_positional_encoding(impl).map(AGAIN_SIZES)
+    for call, ((max_len, d_model), pe) in enumerate(zip(AGAIN_SIZES, outs), 1):
+        earlier = next(d for length, d in AGAIN_SIZES if length == max_len)  # the first asked with this max_len
+        what = f"sinusoidal_positional_encoding({max_len}, {d_model}), call {call} of {len(AGAIN_SIZES)} in a row"
+        check_tensor(pe, what=what, shape=(max_len, d_model), dtype=torch.float32,
+                     hint="the table is float32 (max_len, d_model): one row per position, one column per feature",
+                     mistakes=mistakes.table_again_mistakes(max_len, d_model, earlier, shape=True))
+        expected = torch.stack((torch.sin(angles(max_len, d_model)), torch.cos(angles(max_len, d_model))), dim=-1)
+        assert_close(pe.to(torch.float64), expected.reshape(max_len, d_model), what=what, atol=angle_atol(max_len - 1),
+                     hint=f"{FORMULA}; build each call's table from its own max_len and d_model, and keep nothing "
+                          "from one call to the next",
+                     mistakes=mistakes.table_again_mistakes(max_len, d_model, earlier, pe))
+
+
 @pytest.mark.parametrize("max_len, d_model", SIZES, ids=lambda v: str(v))
 def test_shape_and_dtype(impl, max_len, d_model):
     encoding(impl, max_len, d_model)

@@ -145,3 +145,17 @@ BUGS += [
         "floor-divides the integer exponent 2i // d_model, which is 0",
         diagnosis=("your frequencies are all 1",)),
 ]
+
+BUGS += [
+    # State that survives a call (issue 30 §4): the table cached under max_len alone.
+    Bug("sinusoidal_encoding", "table_cached_by_max_len", "positional.py",
+        "    position = torch.arange(max_len, dtype=torch.float32).unsqueeze(1)\n",
+        "    tables = sinusoidal_positional_encoding.__dict__.setdefault(\"tables\", {})  # one table per length\n"
+        "    if max_len in tables:\n"
+        "        return tables[max_len].clone()\n"
+        "    position = torch.arange(max_len, dtype=torch.float32).unsqueeze(1)\n",
+        "caches the tables under max_len only, so a later call with the same max_len and another d_model gets the "
+        "first table back",
+        diagnosis=("your function keeps the table of an earlier call with the same max_len",),
+        also=(("positional.py", "    return pe\n", "    tables[max_len] = pe\n    return pe.clone()\n"),)),
+]

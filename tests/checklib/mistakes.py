@@ -1021,6 +1021,21 @@ def _other_base(max_len: int, d_model: int, got: Any) -> Mistakes:
     return bind([OTHER_BASE], max_len, d_model, base, base=base)
 
 
+TABLE_CACHED_BY_MAX_LEN = mistake(
+    "sinusoidal_encoding", "table_cached_by_max_len",
+    "your function keeps the table of an earlier call with the same max_len and returns it for another d_model (a "
+    "cache whose key leaves out d_model): build the table of each call's own max_len and d_model",
+    lambda max_len, earlier: table(max_len, earlier))
+
+
+def table_again_mistakes(max_len: int, d_model: int, earlier: int, got: Any = None, *, shape: bool = False
+                         ) -> Mistakes:
+    """For the (max_len, d_model) table asked after one of the same max_len and d_model `earlier` (its shape's
+    mistakes where `shape`, else its values')."""
+    stale = {} if earlier == d_model else bind([TABLE_CACHED_BY_MAX_LEN], max_len, earlier)
+    return {**(table_shape_mistakes(max_len, d_model) if shape else table_mistakes(max_len, d_model, got)), **stale}
+
+
 def table_shape_mistakes(max_len: int, d_model: int) -> Mistakes:
     return bind(TABLE_SHAPE_MISTAKES, max_len, d_model)
 
