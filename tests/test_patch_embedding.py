@@ -97,6 +97,30 @@ def test_patch_embedding_matches_strided_conv(impl, gen, sizes, dtype):
                  mistakes=mistakes.embedding_mistakes(images, patch, state, out))
 
 
+def test_same_module_on_other_images(impl, gen):
+    """One module embeds image after image of the same shape: nothing it keeps from one call (the patches of the
+    last images) may change another call's answer."""
+    img_size, patch, channels, d_model = sizes = EMBEDDINGS[0]
+    module, state = embedding(impl, gen, sizes)
+    conv = nn.Conv2d(channels, d_model, patch, stride=patch)
+    with torch.no_grad():
+        conv.weight.copy_(state["proj.weight"].view(d_model, channels, patch, patch))
+        conv.bias.copy_(state["proj.bias"])
+    first = None
+    for call in range(1, 4):
+        images = randn(2, channels, img_size, img_size, gen=gen)
+        first = images if first is None else first
+        with torch.no_grad():
+            expected = conv(images).flatten(2).transpose(1, 2)
+        out = module(images)
+        what = (f"call {call} of the same PatchEmbedding({img_size}, {patch}, {channels}, {d_model}), other images "
+                f"{tuple(images.shape)} each time")
+        check_tensor(out, what=what, shape=expected.shape, dtype=torch.float32,
+                     hint="the result is (B, num_patches, d_model): proj applied to every patch of patchify(images)")
+        assert_close(out, expected, what=what, hint="embed each call's own images: proj(patchify(images, P))",
+                     mistakes=mistakes.embedding_again_mistakes(images, patch, state, first, out))
+
+
 @pytest.mark.parametrize("sizes", EMBEDDINGS, ids=embedding_ids)
 def test_num_patches(impl, sizes):
     img_size, patch, channels, d_model = sizes

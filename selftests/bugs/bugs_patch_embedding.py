@@ -152,3 +152,15 @@ BUGS += [
         'F.unfold without stride=patch_size: overlapping windows',
         diagnosis=('your patches overlap',)),
 ]
+
+BUGS += [
+    # State that survives a call (issue 30 §4): the patches kept on the module under the batch size.
+    Bug("patch_embedding", "patches_kept", "vit.py",
+        "        return self.proj(patchify(images, self.patch_size))\n",
+        "        if getattr(self, \"patches\", None) is None or self.patches.size(0) != images.size(0):\n"
+        "            self.patches = patchify(images, self.patch_size)  # patchified once per batch size\n"
+        "        return self.proj(self.patches)\n",
+        "keeps the patches of the first images of each batch size on the module and embeds them again for later "
+        "images of the same shape",
+        diagnosis=("your PatchEmbedding keeps the patches of an earlier call",)),
+]

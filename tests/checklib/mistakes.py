@@ -1441,6 +1441,20 @@ def embedding_mistakes(images: Tensor, patch: int, state: dict[str, Tensor], got
                    _patch_orders(images, patch, model), got)
 
 
+PATCHES_KEPT = mistake(
+    "patch_embedding", "patches_kept",
+    "your PatchEmbedding keeps the patches of an earlier call on the module and embeds them again for other images "
+    "of the same shape: patchify each call's own images, and keep nothing of one call's input for the next",
+    lambda earlier, patch, state: linear(patches(earlier, patch, (0, 2, 4, 1, 3, 5), ""), state, "proj"))
+
+
+def embedding_again_mistakes(images: Tensor, patch: int, state: dict[str, Tensor], earlier: Tensor,
+                             got: Any = None) -> Mistakes:
+    """For PatchEmbedding called on `images` after a first call on `earlier`, of the same shape."""
+    stale = {} if torch.equal(images, earlier) else bind([PATCHES_KEPT], earlier, patch, state)
+    return {**embedding_mistakes(images, patch, state, got), **stale}
+
+
 def num_patches_mistakes(img_size: int, patch: int) -> Mistakes:
     return bind(NUM_PATCHES_MISTAKES, img_size, patch)
 
