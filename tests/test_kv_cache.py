@@ -186,6 +186,35 @@ def test_prefill_then_steps_match_full_forward(impl, gen, prefill, kind, dtype):
                      hint=CACHED_FORWARD, mistakes=mistakes.decoding_mistakes(state, x, t, t + 1, n_heads, t))
 
 
+# One module decodes two sequences of the same length, one after the other, each with a fresh cache of its own:
+# nothing it keeps from the first (the cache it was first handed) may change the second's answers.
+AGAIN_CHUNKS = [(0, 2), (2, 3), (3, 4), (4, 5)]
+
+
+def test_same_module_decodes_two_sequences(impl, gen):
+    batch, length, d_model, n_heads = 2, AGAIN_CHUNKS[-1][1], 8, 2
+    module, state = attention(impl, gen, d_model, n_heads)
+    earlier = None
+    for name in ("x1", "x2"):
+        x = randn(batch, length, d_model, gen=gen)
+        expected = causal(module, x)
+        cache = adapters.KVCache(impl)
+        for start, stop in AGAIN_CHUNKS:
+            what = (f"the same MultiHeadAttention({d_model}, {n_heads})({name}[:, {start}:{stop}], cache=cache), "
+                    f"a fresh KVCache for {name}, after {start} cached positions")
+            out = cached_call(module, x, start, stop, cache, what)
+            check_tensor(out, what=what, shape=(batch, stop - start, d_model),
+                         hint="with a cache, x holds only the new positions and so does the output")
+            for t in range(start, stop):
+                assert_close(out[:, t - start], expected[:, t],
+                             what=f"{what}, position {t} against the last position of your uncached forward over "
+                                  f"{name}[:, :{t + 1}]",
+                             hint="one module decodes many sequences, each with its own cache: update the cache "
+                                  "passed to each call, and keep nothing from one call to the next",
+                             mistakes=mistakes.decoding_again_mistakes(state, x, start, stop, n_heads, t, earlier))
+        earlier = x
+
+
 @pytest.mark.parametrize("kind", CACHES)
 def test_two_chunks_after_prefill(impl, gen, kind):
     """A later call may bring several positions too: they see the cache and, causally, each other."""

@@ -178,3 +178,16 @@ BUGS += [
         "returns the concatenation from update without storing it",
         diagnosis=("your cache keeps only what its first update stored",)),
 ]
+
+BUGS += [
+    # State that survives a call (issue 30 §4): the layer keeps the first cache it was handed, as LLaMA's Attention
+    # keeps cache_k and cache_v; every check built a module for one sequence.
+    Bug("kv_cache", "first_cache_kept", "attention.py",
+        "            k, v = cache.update(k, v)\n",
+        "            if getattr(self, \"cache\", None) is None:  # the layer keeps its cache\n"
+        "                self.cache = cache\n"
+        "            k, v = self.cache.update(k, v)\n",
+        "keeps the first cache it was handed on the module and appends to it on every later call, so a second "
+        "sequence decoded with a fresh cache attends to the first one's keys and values",
+        diagnosis=("your MultiHeadAttention keeps the first cache it was handed",)),
+]

@@ -1697,6 +1697,25 @@ def decoding_mistakes(state: dict[str, Tensor], x: Tensor, start: int, stop: int
     return besides(bind(DECODING_MISTAKES, state, x, start, stop, n_heads, at), family)
 
 
+FIRST_CACHE_KEPT = mistake(
+    "kv_cache", "first_cache_kept",
+    "your MultiHeadAttention keeps the first cache it was handed (self.cache) and appends to it on every later call: "
+    "a second sequence decoded through the same module with a fresh cache attends to the first sequence's keys "
+    "and values too; update the cache passed to each call, and keep none on the module",
+    lambda state, x, start, stop, n_heads, at, earlier: mha(
+        state, torch.cat([earlier, x[:, :stop]], dim=1),
+        torch.ones(earlier.shape[1] + stop, earlier.shape[1] + stop, dtype=torch.bool).tril(),
+        n_heads)[0][:, earlier.shape[1] + at])
+
+
+def decoding_again_mistakes(state: dict[str, Tensor], x: Tensor, start: int, stop: int, n_heads: int, at: int,
+                            earlier: Tensor | None) -> Mistakes:
+    """As decoding_mistakes, where the same module decoded the sequence `earlier` (B, T0, D) with another cache
+    before."""
+    stale = {} if earlier is None else bind([FIRST_CACHE_KEPT], state, x, start, stop, n_heads, at, earlier)
+    return {**decoding_mistakes(state, x, start, stop, n_heads, at), **stale}
+
+
 def block_decoding_mistakes(states: list[dict[str, Tensor]], x: Tensor, start: int, stop: int, n_heads: int,
                             at: int) -> Mistakes:
     """For position `at` of two cached blocks over x[:, start:stop]: the blocks did not use their caches."""
