@@ -1,11 +1,11 @@
-"""A student release grades correct code exactly as `grade` does, and trivial code alike.
+"""A student release grades correct code exactly as `grade` does, and trivial code no higher.
 
 Inside a release every component runs with the student's own code for the others (no trusted
 stand-ins), so a component's checks there also run the rest of the submission: a correct
 submission written differently (every `selftests/alternatives/` folder) must get the same score
-per component both ways, and so must the trivial catalogue (`selftests/trivial/`), whose code does
-no work anywhere (every public check the same outcome; the release leaves hidden checks out, which only
-changes a partial score's shares). `grade`'s side is the `graded` and `trivial` fixtures (conftest.py); the release's
+per component both ways; the trivial catalogue (`selftests/trivial/`), whose code does no work
+anywhere, earns only a correct __init__'s points both ways, and passes the same cases wherever a
+component runs no other's code. `grade`'s side is the `graded` and `trivial` fixtures (conftest.py); the release's
 is the bundle's own grader, run on each folder as the bundle's `check --target` does.
 """
 from __future__ import annotations
@@ -18,6 +18,7 @@ from pathlib import Path
 
 import pytest
 
+from grader.channels.release import context_dependents
 from grader.course import load_course
 from selftests.bugs import alternative_names, materialize_alternative
 from selftests.conftest import WORKERS
@@ -85,20 +86,29 @@ def test_a_correct_alternative_gets_full_marks_in_a_release_as_through_grade(gra
     assert in_release[label]["score"] == pytest.approx(load_course().total_points)
 
 
-def _outcomes(report: dict) -> dict[str, tuple]:
-    """'component:check' -> (status, cases passed) of every check."""
-    return {f"{c['id']}:{k['name']}": (k["status"], k["cases_passed"]) for c in report["components"]
-            for k in c["checks"]}
+def _passed(report: dict) -> dict[str, int]:
+    """'component:check' -> cases passed, of every check."""
+    return {f"{c['id']}:{k['name']}": k["cases_passed"] for c in report["components"] for k in c["checks"]}
 
 
 @pytest.mark.timeout(1200)
 @pytest.mark.parametrize("kind", KINDS)
 def test_trivial_code_grades_in_a_release_as_through_grade(trivial, in_release, kind):
-    """Every public check has the same outcome both ways, and a component without hidden checks the same score
-    (the release leaves its hidden checks out, so there a passing check's share of the points is larger)."""
+    """In a release trivial code earns only what a correct __init__ earns, as through grade; every public check
+    passes as many cases as through grade, but for components that run another's code (context_dependents),
+    which the release runs trivial there too and so may pass fewer; and a component without hidden checks that
+    runs no other's code scores the same (the release leaves hidden checks out, so there a passing check's share
+    of the points is larger)."""
+    course = load_course()
     through_grade, released = trivial[kind], in_release[f"trivial:{kind}"]
-    public = _outcomes(released)
-    assert {k: v for k, v in _outcomes(through_grade).items() if k in public and v != public[k]} == {}
-    without_hidden = {c.id for c in load_course().components if not c.hidden}
-    assert {c: v for c, v in _unequal(through_grade, released).items() if c in without_hidden} == {}, \
+    allowed = {f"{c.id}:{name}" for c in course.components for name in c.standalone}
+    paid = {f"{c['id']}:{k['name']}" for c in released["components"] for k in c["checks"] if k["score"] > 0}
+    assert paid - allowed == set(), "a release pays trivial code for these checks"
+    in_context = set().union(*(context_dependents(c.id) for c in course.components))
+    want, got = _passed(through_grade), _passed(released)
+    differ = {k: (want[k], got[k]) for k in got if k in want and got[k] != want[k]
+              and not (k.partition(":")[0] in in_context and got[k] < want[k])}
+    assert differ == {}, "check: (cases passed through grade, in a release)"
+    alone = {c.id for c in course.components if not c.hidden and c.id not in in_context}
+    assert {c: v for c, v in _unequal(through_grade, released).items() if c in alone} == {}, \
         "component: (grade, release)"
