@@ -62,7 +62,7 @@ def grade(folder: str, results: str = "results.json") -> int:
     from .formats import to_markdown, write_results
 
     try:
-        report = run_checks(folder)
+        report = run_checks(folder, own_code=True)  # the student's own repository, in their own CI
     except (CourseError, GraderError) as exc:  # the grader's fault: fail the run, never report 0 points
         print(f"grader error: {exc}", file=sys.stderr)
         return 3

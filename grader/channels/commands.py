@@ -22,6 +22,7 @@ def register(sub) -> None:
     check.add_argument("--json", action="store_true", help=_("print the report as JSON"))
     check.add_argument("--fail-under", type=float, metavar="N", help=_("exit 1 when the score is below N"))
     check.add_argument("--timeout", type=float, metavar="S", help=_("seconds per check (default: course.yml)"))
+    add_accept_protection(check)
     check.add_argument("--watch", action="store_true",
                        help=_("stay running: grade again and print a fresh table whenever you save a file of these "
                               "components"))
@@ -38,7 +39,24 @@ def register(sub) -> None:
                        help=_("whose figures an html page embeds: the failing components' that a picture shows "
                               "(default), every component's that has figures, or none"))
     grade.add_argument("--timeout", type=float, metavar="S", help=_("seconds per check (default: course.yml)"))
+    add_accept_protection(grade)
     grade.set_defaults(func=_grade)
+
+
+class _Accept(argparse.Action):
+    def __call__(self, parser, namespace, value, option_string=None) -> None:
+        import os
+
+        from ..sandbox.confine import ACCEPT_VARIABLE
+
+        os.environ[ACCEPT_VARIABLE] = value  # (job processes of grade-all inherit it)
+        setattr(namespace, self.dest, value)
+
+
+def add_accept_protection(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--accept-protection", choices=("users", "none"), action=_Accept, metavar="{users,none}",
+                        help=_("grade even where only this weaker protection of student code works (refused "
+                               "otherwise; see docs/instructors.md)"))
 
 
 def _also(text: str) -> tuple[str, str]:
@@ -62,7 +80,7 @@ def _check(args: argparse.Namespace) -> int:
         from .watch import watch
 
         return watch(args.target, args.components, verbose=args.verbose, hints=args.hints, timeout=args.timeout)
-    report = run_checks(args.target, args.components or None, timeout=args.timeout)
+    report = run_checks(args.target, args.components or None, timeout=args.timeout, own_code=True)
     if args.json:
         print(to_json(report))
     else:

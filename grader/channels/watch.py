@@ -192,7 +192,8 @@ class Watcher:
         self.graded.update({c: state[c] for c in components})
         self.grading = True
         try:
-            report = run_checks(self.target, components, course=self.course, timeout=self.timeout, session=session)
+            report = run_checks(self.target, components, course=self.course, timeout=self.timeout, session=session,
+                                 own_code=True)
         except Exception as exc:  # noqa: BLE001 - a grader failure is shown; the next save tries again
             if self.stopping:
                 return  # Ctrl-C: its signal may have ended the zygote under this grading

@@ -17,7 +17,7 @@ from ..sandbox.zygote import ZYGOTE
 from ..source import private_copy
 from .checks import WorkerPool
 from .plugin import Submission
-from .runner import limits_for, protection
+from .runner import limits_for, protection, require_protection
 
 
 @contextmanager
@@ -25,6 +25,7 @@ def remote_targets(target: str | Path, *, timeout: float | None = None) -> Itera
     """A pool of confined workers over a private copy of `target`: `pool.target(component)` is a Target."""
     ZYGOTE.start()
     chosen = protection()
+    require_protection(chosen, own_code=True)  # `show`: the learner's own code, with a warning below the intended
     with private_copy(target, reachable=chosen == confine.USERS) as (folder, unreadable), \
             confine.hidden_while_grading(chosen):
         pool = WorkerPool(Submission(folder, Plan.for_copy(chosen, folder), limits_for(timeout=timeout),

@@ -48,6 +48,24 @@ def protection() -> str:
     return confine.choose()
 
 
+_warned: set[str] = set()
+
+
+def require_protection(chosen: str, own_code: bool = False) -> None:
+    """Refuse to grade with a protection weaker than accepted; a learner checking their own code is warned
+    instead, once per process, on stderr."""
+    why = confine.refusal(chosen)
+    if why is None:
+        return
+    if not own_code:
+        raise GraderError(why)
+    if chosen not in _warned:
+        _warned.add(chosen)
+        import sys
+
+        print(f"WARNING: {why}\nChecking your own code anyway.", file=sys.stderr)
+
+
 def limits_for(course: Course | None = None, timeout: float | None = None) -> Limits:
     """Each check's time and each worker's memory: course.yml's, or `timeout` seconds per check."""
     course = course or load_course()
@@ -77,20 +95,23 @@ class Grading:
 
 def run_checks(target: str | Path, components: list[str] | None = None, *, course: Course | None = None,
                checks_dir: Path = CHECKS_DIR, timeout: float | None = None, cache: ResultCache | None = None,
-               processes: int = PROCESSES, session: CheckSession | None = None) -> Report:
+               processes: int = PROCESSES, session: CheckSession | None = None, own_code: bool = False) -> Report:
     """Grade the implementation in `target`; `components` limits it to some component ids.
 
     The cases are shared out over `processes` grading processes (forks of this
     one, each with its own workers). With a `cache`, a component whose code (its
     syntax tree, see grader/engine/cache.py) was graded before gets the earlier
     results. With a `session` (grader/engine/session.py) the checks run in that
-    open pytest session, in this process.
+    open pytest session, in this process. Where the protection in force is weaker than the run accepts
+    (`confine.refusal`), grading refuses (GraderError), unless the learner checks their `own_code`: then it
+    warns on stderr.
     """
     course = course or load_course()
     started = time.perf_counter()
     selected = [course.component(c) for c in components] if components else list(course.components)
     ZYGOTE.start()
     chosen = protection()
+    require_protection(chosen, own_code)
     with private_copy(target, reachable=chosen == confine.USERS) as (folder, unreadable), \
             confine.hidden_while_grading(chosen):
         grading = Grading(str(target), folder, Plan.for_copy(chosen, folder), limits_for(course, timeout), selected,

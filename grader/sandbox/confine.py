@@ -26,7 +26,10 @@ report names it.
 
 The environment is scrubbed in every case, and /proc/self/environ zeroed.
 `DRILLS_SANDBOX=<name>` asks for one of them (tests use it to cover each
-path); a protection that does not work here falls through to the next.
+path); a protection that does not work here falls through to the next
+(`DRILLS_SANDBOX_UNAVAILABLE=a,b` makes the probe treat those as not working,
+for tests). Below `INTENDED` a run refuses to grade others (`refusal`) unless
+the weaker protection is accepted by name (--accept-protection, or DRILLS_SANDBOX).
 """
 from __future__ import annotations
 
@@ -57,6 +60,7 @@ DESCRIPTIONS = {
           "(grades from this machine are not protected against tampering)"),
 }
 WORKER_UID_BASE = 1_000_000_000  # as root, each worker runs as a user id of its own: this plus its pid
+COPY_GID_BASE = 900_000_000  # "users": a private copy's group, the only one (besides root) let through to it
 SCRATCH_MB = 64
 SANDBOX_FAILED = 97  # a worker's exit status when its confinement could not be set up (a grader error)
 
@@ -81,15 +85,18 @@ class Plan:
     submission: str  # the copy of the submission, outside the sandbox
     mountpoint: str  # an empty folder the new root is mounted on (inside the worker's own mount namespace)
     scratch: str  # landlock: the folder the worker may write
-    readable: tuple[str, ...] = ()  # what the worker may read besides its submission (see readable_paths)
+    view: "Visible | None" = None  # what the worker may read besides its submission (see `visible`)
+    budget: "Budget | None" = None  # memory and processes for the worker's whole tree, deadlines (budget.py)
+    group: int | None = None  # "users": the group that alone may pass through to the copy (`private_copy`)
 
     @classmethod
     def for_copy(cls, protection: str, submission: str | Path) -> "Plan":
         """The plan for a copy made by `private_copy` (its folder holds submission/, root/ and scratch/);
         the readable paths are found once here, in the grader, not in every worker."""
         base = Path(submission).parent
-        readable = _readable_paths() if protection in (NAMESPACES, LANDLOCK) else ()
-        return cls(protection, str(submission), str(base / "root"), str(base / "scratch"), readable)
+        view = _visible() if protection in (NAMESPACES, LANDLOCK) else None
+        group = os.stat(base).st_gid if protection == USERS and os.stat(base).st_gid >= COPY_GID_BASE else None
+        return cls(protection, str(submission), str(base / "root"), str(base / "scratch"), view, None, group)
 
     @property
     def folder(self) -> str:
@@ -107,6 +114,31 @@ def describe(protection: str) -> str:
 def choose() -> str:
     """The strongest protection that works here (or the one DRILLS_SANDBOX names, where it works)."""
     return PROBE.choice()
+
+
+STRENGTH = {NONE: 0, USERS: 1, LANDLOCK: 2, NAMESPACES: 3}
+# The weakest protection a run grades with unless told otherwise: both it and namespaces show a worker only the
+# allow-list (`visible`). Below it a run that grades others refuses, one that checks the learner's own code warns.
+INTENDED = LANDLOCK
+ACCEPT_VARIABLE = "DRILLS_ACCEPT_PROTECTION"  # set by --accept-protection
+
+
+def weakest_accepted() -> str:
+    """The weakest protection this run accepts: INTENDED, or a weaker one named by DRILLS_ACCEPT_PROTECTION
+    (`--accept-protection`) or asked for by name with DRILLS_SANDBOX."""
+    named = [os.environ.get(ACCEPT_VARIABLE, ""), os.environ.get("DRILLS_SANDBOX", "")]
+    return min([INTENDED, *(n for n in named if n in STRENGTH)], key=STRENGTH.__getitem__)
+
+
+def refusal(chosen: str) -> str | None:
+    """Why grading with `chosen` is refused here (None: it is accepted)."""
+    if STRENGTH[chosen] >= STRENGTH[weakest_accepted()]:
+        return None
+    return (f"the intended protection of student code ({INTENDED} or stronger) is not available here: the "
+            f"strongest that works is {describe(chosen)}. Grading other people's code with less than the "
+            f"intended protection is refused. Run where user namespaces or Landlock work "
+            f"(see docs/instructors.md, 'Student code is untrusted'), or accept the weaker protection explicitly "
+            f"with --accept-protection {chosen} (or {ACCEPT_VARIABLE}={chosen}).")
 
 
 def _first_that_works(wanted: str) -> str:
@@ -178,6 +210,8 @@ def works(protection: str) -> bool:
     """Try the protection in a throw-away child (milliseconds)."""
     if protection == NONE:
         return True
+    if protection in os.environ.get("DRILLS_SANDBOX_UNAVAILABLE", "").split(","):  # tests: as on a machine without it
+        return False
     if sys.platform != "linux" or protection == USERS and (os.geteuid() != 0 or not _python_world_readable()):
         return False
     import tempfile
@@ -252,25 +286,171 @@ def _torch_file() -> str:
     return spec.origin
 
 
-def readable_paths() -> list[str]:
-    """What a worker needs to read: the system's libraries and the Python installation, never the project
-    (a virtual environment inside the project is part of the installation)."""
-    project, venv = ROOT, Path(sys.prefix).resolve()
-    candidates = {"/usr", "/lib", "/lib64", "/lib32", "/libx32", "/bin", "/sbin", "/etc",
-                  sys.prefix, sys.base_prefix, sys.exec_prefix, sys.base_exec_prefix,
-                  str(Path(_torch_file()).resolve().parent.parent), *(p for p in sys.path if p)}
-    kept: list[str] = []
-    for path in sorted(candidates, key=len):
+# The distributions whose code a worker may import: the contract's (torch, numpy, einops) and what they require
+# (their Requires-Dist, without extras, followed to the end). Nothing else installed beside them is visible.
+ALLOWED_DISTRIBUTIONS = ("torch", "numpy", "einops")
+# The system's folders a worker reads whole (shared libraries, ld.so's cache, locale data); what lies under them
+# that is not allowed (a site-packages, the project, the working directory) is hidden (`Visible.masks`).
+SYSTEM = ("/usr", "/lib", "/lib64", "/lib32", "/libx32", "/bin", "/sbin", "/etc")
+
+
+@dataclass(frozen=True)
+class Visible:
+    """What a worker may read, from an explicit allow-list (never from sys.path): `roots` whole, except the
+    `masks` under them (hidden behind an empty folder), then the `entries` (the allowed distributions' own files
+    and folders, wherever they lie). `exact` is the same set as a list of paths none of which holds a masked one
+    (Landlock allows whole trees only)."""
+
+    roots: tuple[str, ...]
+    masks: tuple[str, ...]
+    entries: tuple[str, ...]
+    exact: tuple[str, ...]
+
+
+def _norm(name: str) -> str:
+    import re
+
+    return re.sub(r"[-_.]+", "-", name).lower()
+
+
+@lru_cache(maxsize=1)
+def allowed_entries() -> tuple[str, ...]:
+    """The top-level files and folders of the allowed distributions and of what they require (never the
+    grader's own distribution, whatever the install mode)."""
+    import importlib.metadata as metadata
+    import re
+
+    grader_dir = Path(__file__).resolve().parent.parent
+    seen: set[str] = set()
+    todo = list(ALLOWED_DISTRIBUTIONS)
+    entries: set[str] = set()
+    while todo:
+        name = todo.pop()
+        if _norm(name) in seen or _norm(name) == "transformer-drills":
+            continue
+        seen.add(_norm(name))
+        try:
+            dist = metadata.distribution(name)
+        except metadata.PackageNotFoundError:
+            continue
+        for requirement in dist.requires or []:
+            if "extra ==" not in requirement.replace("'", '"').replace('extra=="', 'extra == "'):
+                match = re.match(r"[A-Za-z0-9._-]+", requirement)
+                if match:
+                    todo.append(match.group())
+        tops = set()
+        for line in (dist.read_text("RECORD") or "").splitlines():  # (dist.files makes a path object per file)
+            top = line.split(",", 1)[0].replace("\\", "/").split("/", 1)[0]
+            if top and top not in ("..", "__pycache__") and not top.endswith(".pth"):
+                tops.add(top)
+        for top in tops:
+            path = os.path.normpath(str(dist.locate_file(top)))
+            if os.path.exists(path) and not Path(os.path.realpath(path)).is_relative_to(grader_dir):
+                entries.add(path)
+    if not any(Path(e).name == "torch" for e in entries):  # torch installed without metadata: its folders
+        base = Path(_torch_file()).resolve().parent
+        entries.update(str(base.parent / n) for n in ("torch", "functorch", "torchgen") if (base.parent / n).exists())
+    return tuple(sorted(entries))
+
+
+def _stdlib_dirs() -> list[str]:
+    import importlib.util
+    import sysconfig
+
+    dirs = {os.path.dirname(os.__file__), sysconfig.get_path("stdlib")}
+    for module in ("_ctypes", "math", "_socket"):  # lib-dynload
+        spec = importlib.util.find_spec(module)
+        if spec is not None and spec.origin and os.path.isabs(spec.origin):
+            dirs.add(os.path.dirname(spec.origin))
+    return sorted(d for d in dirs if d and os.path.isdir(d))
+
+
+def _site_dirs() -> set[str]:
+    """Every folder that may hold installed packages (hidden unless an allowed entry is bound back into it)."""
+    import site
+    import sysconfig
+
+    dirs = set(site.getsitepackages() if hasattr(site, "getsitepackages") else [])
+    try:
+        dirs.add(site.getusersitepackages())
+    except Exception:  # noqa: BLE001
+        pass
+    for scheme in sysconfig.get_scheme_names():
+        for prefix in {sys.prefix, sys.base_prefix, sys.exec_prefix, sys.base_exec_prefix, "/usr", "/usr/local"}:
+            for key in ("purelib", "platlib"):
+                try:
+                    dirs.add(sysconfig.get_path(key, scheme, vars={"base": prefix, "platbase": prefix,
+                                                                   "userbase": prefix}))
+                except (KeyError, ValueError):
+                    pass
+    dirs.update(p for p in sys.path if p.endswith(("site-packages", "dist-packages")))
+    major = f"python{sys.version_info[0]}"
+    dirs.update({f"/usr/lib/{major}/dist-packages", f"/usr/local/lib/{major}/dist-packages"})
+    for entry in allowed_entries():
+        dirs.add(os.path.dirname(entry))
+    return {os.path.normpath(d) for d in dirs if d}
+
+
+def visible() -> Visible:
+    """The allow-list a worker sees (see `Visible`), computed once per process (`_visible`)."""
+    project = ROOT
+    stdlib = _stdlib_dirs()
+    roots: list[str] = []
+    for path in sorted({*SYSTEM, *stdlib, sys.base_prefix, sys.base_exec_prefix}, key=len):
         if not os.path.lexists(path) or (not os.path.islink(path) and not os.path.isdir(path)):
             continue
-        if os.path.realpath(path) in BROAD:  # a sys.path entry such as /tmp would bring in everything in it
+        real = os.path.realpath(path)
+        if real in BROAD or Path(real).is_relative_to(project) and path not in stdlib:
             continue
-        real = Path(os.path.realpath(path))
-        if real.is_relative_to(project) and not real.is_relative_to(venv):
-            continue
-        if not any(Path(path).is_relative_to(k) for k in kept):
-            kept.append(path)
-    return kept
+        if not any(Path(path).is_relative_to(k) for k in roots):
+            roots.append(path)
+    entries = [e for e in allowed_entries() if os.path.realpath(e) not in BROAD]
+    hide = {*_site_dirs(), str(project)}
+    try:
+        hide.add(os.getcwd())
+    except OSError:
+        pass
+    masks = []
+    for path in sorted(hide, key=len):
+        inside_root = any(Path(path).is_relative_to(r) and path != r for r in roots)
+        holds_needed = any(Path(s).is_relative_to(path) for s in [*roots, *stdlib])
+        if inside_root and not holds_needed and os.path.isdir(path) \
+                and not any(Path(path).is_relative_to(m) for m in masks):
+            masks.append(path)
+    return Visible(tuple(roots), tuple(masks), tuple(entries), tuple(_exact(roots, masks, entries)))
+
+
+def _exact(roots: list[str], masks: list[str], entries: list[str]) -> list[str]:
+    """The roots with each masked folder cut out (its siblings on the way down listed instead), and the entries."""
+    def cut(path: str) -> list[str]:
+        inner = [m for m in masks if Path(m).is_relative_to(path)]
+        if not inner:
+            return [path]
+        if path in inner or os.path.islink(path) or not os.path.isdir(path):
+            return []
+        kept = []
+        try:
+            names = sorted(os.listdir(path))
+        except OSError:
+            return []
+        for name in names:
+            kept += cut(os.path.join(path, name))
+        return kept
+
+    out = []
+    for root in roots:
+        out += cut(root)
+    return out + [e for e in entries if e not in out]
+
+
+@lru_cache(maxsize=1)
+def _visible() -> Visible:
+    return visible()
+
+
+def readable_paths() -> list[str]:
+    """What a worker needs to read, as one list of trees (Landlock's rules): see `visible`."""
+    return list(_visible().exact)
 
 
 def fork(plan: Plan) -> int:
@@ -382,7 +562,8 @@ def _new_root(plan: Plan) -> None:
     for folder in ("/tmp", "/dev/shm"):  # the scratch space first: what is read from under /tmp is bound over it
         os.makedirs(new + folder)
         _mount("tmpfs", new + folder, "tmpfs", MS_NOSUID | MS_NODEV, f"size={SCRATCH_MB}m,nr_inodes=4096,mode=1777")
-    for path in plan.readable or readable_paths():
+    view = plan.view or _visible()
+    for path in view.roots:
         inside = new + path
         if os.path.islink(path):
             os.makedirs(os.path.dirname(inside), exist_ok=True)
@@ -390,6 +571,17 @@ def _new_root(plan: Plan) -> None:
                 os.symlink(os.readlink(path), inside)
         elif os.path.exists(path) and not os.path.exists(inside):
             _bind(path, inside, recursive=True)
+    masked = []
+    for path in view.masks:  # what the roots hold that is not allowed: an empty folder over it
+        if os.path.isdir(new + path):
+            _mount("tmpfs", new + path, "tmpfs", MS_NOSUID | MS_NODEV, "size=64k,nr_inodes=2048,mode=0755")
+            masked.append(new + path)
+    for path in view.entries:  # the allowed distributions, wherever they lie (inside a mask, or outside a root)
+        inside = new + path
+        if not os.path.lexists(inside):
+            _bind(path, inside, recursive=os.path.isdir(path))
+    for path in masked:
+        _mount(None, path, None, MS_REMOUNT | MS_RDONLY | MS_NOSUID | MS_NODEV)
     _bind(plan.submission, new + "/submission")
     os.makedirs(new + "/dev", exist_ok=True)
     for device in DEVICES:
@@ -462,7 +654,7 @@ def _landlock(plan: Plan) -> None:
     if ruleset < 0:
         raise OSError(ctypes.get_errno(), "landlock_create_ruleset")
     try:
-        for path, access in ([(p, _READ) for p in [*(plan.readable or readable_paths()), plan.submission, "/dev", "/proc"]]
+        for path, access in ([(p, _READ) for p in [*(plan.view or _visible()).exact, plan.submission, "/dev", "/proc"]]
                              + [(plan.scratch, handled)]):
             if not os.path.exists(path):
                 continue

@@ -27,6 +27,7 @@ import time
 from pathlib import Path
 
 from ...paths import ROOT
+from ..commands import add_accept_protection
 from .discovery import Student, discover, grader_fingerprint
 from .job import Job
 from .records import dump, error_record, read_record, record_status, write_gradebook
@@ -205,6 +206,15 @@ def grade_all(submissions: Path, out: Path, *, jobs: int = 2, force: bool = Fals
 
 
 def _grade_all(args: argparse.Namespace) -> int:
+    from ...errors import GraderError
+    from ...sandbox.confine import choose
+    from ...engine.runner import require_protection
+
+    try:  # before any job starts: below the intended protection, the class is not graded at all
+        require_protection(choose())
+    except GraderError as exc:
+        print(f"grade-all: {exc}", file=sys.stderr)
+        return 3
     try:
         summary = grade_all(Path(args.submissions), Path(args.out), jobs=args.jobs, force=args.force,
                             dedupe=not args.no_dedupe, cache=not args.no_cache, student_timeout=args.student_timeout,
@@ -236,4 +246,5 @@ def register(subparsers) -> None:
     parser.add_argument("--student-timeout", type=float, default=900.0, metavar="S",
                         help="seconds one student may take before the job is stopped (default 900)")
     parser.add_argument("--timeout", type=float, metavar="S", help="seconds per check (default: course.yml)")
+    add_accept_protection(parser)
     parser.set_defaults(func=_grade_all)
