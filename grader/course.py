@@ -87,6 +87,9 @@ class Course:
     timeout: float  # seconds per check (course.yml `defaults: timeout`)
     memory_mb: int  # memory a worker running student code may add (`defaults: memory_mb`)
     assignments: tuple[Assignment, ...] = ()  # the nbgrader assignments (`assignments:`)
+    component_timeout: float = 60.0  # student time per component, its checks together (`component_timeout`)
+    submission_timeout: float = 600.0  # seconds per submission, its components together (`submission_timeout`)
+    grader_memory_mb: int = 4096  # address space the grading process may add once torch is in (`grader_memory_mb`)
 
     @property
     def hidden_checks(self) -> frozenset[tuple[str, str]]:
@@ -185,7 +188,10 @@ def _load_course(path: str, mtime_ns: int, size: int) -> Course:
     if missing:
         raise CourseError(f"{path}: defaults lacks {sorted(missing)}")
     return Course(data.get("name", "transformer-drills"), tuple(components), float(defaults["timeout"]),
-                  int(defaults["memory_mb"]), _assignments(data.get("assignments"), components, path))
+                  int(defaults["memory_mb"]), _assignments(data.get("assignments"), components, path),
+                  float(defaults.get("component_timeout", 6 * float(defaults["timeout"]))),
+                  float(defaults.get("submission_timeout", 60 * float(defaults["timeout"]))),
+                  int(defaults.get("grader_memory_mb", 4096)))
 
 
 def load_assignments(path: str | Path = COURSE_FILE) -> tuple[Assignment, ...]:

@@ -58,6 +58,10 @@ def read_text(path: str | Path) -> str:
     return read_file(path).decode("utf-8", errors="replace")
 
 
+COPY_GID_BASE = 900_000_000  # a private copy's own group ("users" protection); below the workers' user ids
+_copies = 0
+
+
 @contextmanager
 def private_copy(folder: str | Path, reachable: bool = False) -> Iterator[tuple[str, dict[str, str]]]:
     """A copy of the submission's contract files that only this user can reach, and why others were left out.
@@ -65,11 +69,16 @@ def private_copy(folder: str | Path, reachable: bool = False) -> Iterator[tuple[
     Yields (the copy's folder, {file: why it was not copied}). The copy's folder
     is `<private tmp>/submission`, beside the empty `root/` and `scratch/` a
     worker's sandbox needs (grader/sandbox/confine.py); all of it is removed afterwards.
-    `reachable`: workers that run as other users may pass through to it (not list it).
+    `reachable` (as root, for workers that run as users of their own): the folder belongs to a group of its own
+    (`COPY_GID_BASE` + this process's pid and a count), mode 0710, so that only the workers given that group
+    may pass through to it (never list it), and no worker grading another submission, nor any other user.
     """
     tmp = tempfile.mkdtemp(prefix="drills-grading-")  # mode 0700: no other user, no other worker sees it
     if reachable:
-        os.chmod(tmp, 0o711)
+        global _copies
+        _copies += 1
+        os.chown(tmp, -1, COPY_GID_BASE + (os.getpid() << 4 | _copies & 15))
+        os.chmod(tmp, 0o710)
     try:
         copy = Path(tmp) / "submission"
         for name in ("submission", "root", "scratch"):

@@ -25,7 +25,7 @@ from ..course import load_course
 from ..paths import EXERCISES
 from ..sandbox.confine import Plan
 from ..sandbox.handle import RemoteExecutor, Worker
-from ..sandbox.protocol import Limits
+from ..sandbox.protocol import Limits, StudentTimeout
 from .planning import worker_group
 from .plugin import SUBMISSION, Submission, describe_failure
 from .target import Target, open_target
@@ -123,6 +123,7 @@ class WorkerPool:
         self.share, self.alone, self.crossed = submission.share, submission.alone, submission.crossed
         self.workers: dict[tuple[frozenset[str], tuple[str, ...]], Worker] = {}
         self._order: list[str] = []  # the session's components, in the order their checks run
+        self.spent: dict[str, float] = {}  # component -> seconds of student time its checks waited in this process
 
     def prespawn(self, components: list[str]) -> None:
         """Start the workers of the first components now; each later one starts when the checks of the
@@ -150,11 +151,52 @@ class WorkerPool:
             self._spawn_ahead(self._order[place + 1:place + 1 + self.AHEAD])
         worker = self._worker(component, trusted)
         worker.switch(component, component_modules(component))
-        return Target(RemoteExecutor(worker, self.limits.timeout_s))
+        if self.plan.budget is None:
+            return Target(RemoteExecutor(worker, self.limits.timeout_s))
+        return Target(BudgetedExecutor(worker, self.limits.timeout_s, self, component))
 
     def close(self) -> None:
         for worker in self.workers.values():
             worker.kill(how_it_ended=False)
+
+
+class BudgetedExecutor(RemoteExecutor):
+    """A check's requests under the component's budget of student time (all its checks together, in this grading
+    process) and the submission's deadline besides the check's own (grader/sandbox/budget.py): past either,
+    each request fails at once as a timeout, so a component whose every case waits just under the check's
+    deadline cannot take the whole time and keep its points, and the grade completes."""
+
+    def __init__(self, worker, timeout_s: float, pool: "WorkerPool", component: str) -> None:
+        super().__init__(worker, timeout_s)
+        self.check_timeout_s, self.pool, self.component = timeout_s, pool, component
+
+    def run(self, op: str, **request):
+        import time
+
+        budget = self.pool.plan.budget
+        component_left = budget.component_s - self.pool.spent.get(self.component, 0.0)
+        submission_left = budget.submission_deadline - time.monotonic()
+        left = min(component_left, submission_left)
+        if left <= 0:
+            raise StudentTimeout("Timeout", self._over(component_left <= submission_left))
+        self.timeout_s = min(self.check_timeout_s, self.waited + left)  # this check's deadline, cut to the budget
+        started = time.monotonic()
+        try:
+            return super().run(op, **request)
+        except StudentTimeout as exc:
+            if self.timeout_s < self.check_timeout_s and time.monotonic() - started >= left - 0.05:
+                raise StudentTimeout("Timeout", self._over(component_left <= submission_left)) from exc
+            raise
+        finally:
+            self.pool.spent[self.component] = self.pool.spent.get(self.component, 0.0) + time.monotonic() - started
+            self.timeout_s = self.check_timeout_s
+
+    def _over(self, component: bool) -> str:
+        budget = self.pool.plan.budget
+        if component:
+            return (f"timed out: `{self.component}` used up its {budget.component_s:g} s of student time "
+                    f"(all its checks together)")
+        return "timed out: the submission used up its time (every component together)"
 
 
 @pytest.fixture(scope="session")

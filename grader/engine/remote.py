@@ -17,7 +17,7 @@ from ..sandbox.zygote import ZYGOTE
 from ..source import private_copy
 from .checks import WorkerPool
 from .plugin import Submission
-from .runner import limits_for, protection, require_protection
+from .runner import budget_for, limits_for, protection, require_protection
 
 
 @contextmanager
@@ -28,7 +28,7 @@ def remote_targets(target: str | Path, *, timeout: float | None = None) -> Itera
     require_protection(chosen, own_code=True)  # `show`: the learner's own code, with a warning below the intended
     with private_copy(target, reachable=chosen == confine.USERS) as (folder, unreadable), \
             confine.hidden_while_grading(chosen):
-        pool = WorkerPool(Submission(folder, Plan.for_copy(chosen, folder), limits_for(timeout=timeout),
+        pool = WorkerPool(Submission(folder, Plan.for_copy(chosen, folder, budget_for(timeout=timeout)), limits_for(timeout=timeout),
                                      dict(unreadable or {}), share=False))  # no session here grades again
         try:
             yield pool

@@ -23,7 +23,7 @@ from ..course import Component, Course, load_course
 from ..errors import GraderError
 from ..paths import CHECKS_DIR
 from ..results import CaseResult, Report
-from ..sandbox import confine
+from ..sandbox import budget, confine
 from ..sandbox.confine import Plan
 from ..sandbox.handle import Worker, WorkerDied, WorkerTimeout
 from ..sandbox.protocol import Limits
@@ -64,6 +64,15 @@ def require_protection(chosen: str, own_code: bool = False) -> None:
         import sys
 
         print(f"WARNING: {why}\nChecking your own code anyway.", file=sys.stderr)
+
+
+def budget_for(course: Course | None = None, timeout: float | None = None) -> "budget.Budget":
+    """The budgets of one grading (grader/sandbox/budget.py) from course.yml; `timeout` (--timeout) scales the
+    per-component and per-submission ones as it changes the per-check one. Bounds this process's memory too."""
+    course = course or load_course()
+    scale = timeout / course.timeout if timeout else 1.0
+    budget.bound_grader(course.grader_memory_mb)
+    return budget.for_grading(course.memory_mb, course.component_timeout * scale, course.submission_timeout * scale)
 
 
 def limits_for(course: Course | None = None, timeout: float | None = None) -> Limits:
@@ -114,8 +123,8 @@ def run_checks(target: str | Path, components: list[str] | None = None, *, cours
     require_protection(chosen, own_code)
     with private_copy(target, reachable=chosen == confine.USERS) as (folder, unreadable), \
             confine.hidden_while_grading(chosen):
-        grading = Grading(str(target), folder, Plan.for_copy(chosen, folder), limits_for(course, timeout), selected,
-                          checks_dir, unreadable or {})
+        grading = Grading(str(target), folder, Plan.for_copy(chosen, folder, budget_for(course, timeout)),
+                          limits_for(course, timeout), selected, checks_dir, unreadable or {})
         report = _grade(grading, cache, 1 if session is not None else max(processes, 1), session)
     report.duration_s = time.perf_counter() - started
     return report
@@ -270,6 +279,8 @@ def _load_errors(grading: Grading, files: list[str], worker: Worker | None = Non
     try:
         for file in files:
             deadline = time.monotonic() + limits.timeout_s
+            if grading.plan.budget is not None:  # (the submission's deadline too)
+                deadline = min(deadline, max(grading.plan.budget.submission_deadline, time.monotonic()))
             try:
                 reply = worker.request({"op": "load", "module": file.removesuffix(".py")}, deadline)
             except WorkerTimeout:

@@ -43,7 +43,9 @@ from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
 
+from . import budget
 from ..paths import ROOT, STANDINS
+from ..source import COPY_GID_BASE  # "users": a private copy's group, the only one let through to it
 
 NAMESPACES, LANDLOCK, USERS, NONE = "namespaces", "landlock", "users", "none"
 ORDER = (NAMESPACES, LANDLOCK, USERS, NONE)
@@ -60,7 +62,6 @@ DESCRIPTIONS = {
           "(grades from this machine are not protected against tampering)"),
 }
 WORKER_UID_BASE = 1_000_000_000  # as root, each worker runs as a user id of its own: this plus its pid
-COPY_GID_BASE = 900_000_000  # "users": a private copy's group, the only one (besides root) let through to it
 SCRATCH_MB = 64
 SANDBOX_FAILED = 97  # a worker's exit status when its confinement could not be set up (a grader error)
 
@@ -86,17 +87,17 @@ class Plan:
     mountpoint: str  # an empty folder the new root is mounted on (inside the worker's own mount namespace)
     scratch: str  # landlock: the folder the worker may write
     view: "Visible | None" = None  # what the worker may read besides its submission (see `visible`)
-    budget: "Budget | None" = None  # memory and processes for the worker's whole tree, deadlines (budget.py)
+    budget: "budget.Budget | None" = None  # memory and processes for the worker's whole tree, deadlines (budget.py)
     group: int | None = None  # "users": the group that alone may pass through to the copy (`private_copy`)
 
     @classmethod
-    def for_copy(cls, protection: str, submission: str | Path) -> "Plan":
+    def for_copy(cls, protection: str, submission: str | Path, budget: "budget.Budget | None" = None) -> "Plan":
         """The plan for a copy made by `private_copy` (its folder holds submission/, root/ and scratch/);
         the readable paths are found once here, in the grader, not in every worker."""
         base = Path(submission).parent
         view = _visible() if protection in (NAMESPACES, LANDLOCK) else None
         group = os.stat(base).st_gid if protection == USERS and os.stat(base).st_gid >= COPY_GID_BASE else None
-        return cls(protection, str(submission), str(base / "root"), str(base / "scratch"), view, None, group)
+        return cls(protection, str(submission), str(base / "root"), str(base / "scratch"), view, budget, group)
 
     @property
     def folder(self) -> str:
@@ -217,7 +218,7 @@ def works(protection: str) -> bool:
     import tempfile
 
     with tempfile.TemporaryDirectory(prefix="drills-probe-") as tmp:
-        os.chmod(tmp, 0o711)  # as `private_copy(reachable=True)` makes it for the "users" protection
+        os.chmod(tmp, 0o711)  # (`private_copy(reachable=True)` gives it a group of its own, 0710)
         for name in ("submission", "root", "scratch"):
             os.mkdir(os.path.join(tmp, name), 0o711 if name == "scratch" else 0o755)
         plan = Plan(protection, os.path.join(tmp, "submission"), os.path.join(tmp, "root"), os.path.join(tmp, "scratch"))
@@ -262,6 +263,7 @@ def confine(plan: Plan) -> None:
     (waiting for it, then ending the same way), and the new PID 1 returns.
     """
     block = _environment_block()  # /proc may be out of reach once confined
+    budget.enter(plan.budget, _outer_pid())  # a cgroup of its own for its whole tree, where cgroups can be had
     if plan.protection == NAMESPACES:
         _enter_namespaces(plan)
     elif plan.protection == LANDLOCK:
@@ -504,6 +506,7 @@ def _enter_namespaces(plan: Plan) -> None:
         os.setuid(worker_uid)
     else:
         _drop_capabilities()
+        budget.limit_processes(plan.budget)  # counted in its own user namespace: its tree's processes only
     _libc.prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)  # again: a change of credentials clears it
     _libc.prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0)
 
@@ -695,7 +698,7 @@ def _python_world_readable() -> bool:
 def _own_user(plan: Plan) -> None:
     uid = WORKER_UID_BASE + os.getpid()
     os.chown(plan.scratch, uid, uid)
-    os.setgroups([])
+    os.setgroups([plan.group] if plan.group is not None else [])  # the one group let through to its copy
     os.setgid(uid)
     os.setuid(uid)
     _libc.prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0)

@@ -11,6 +11,7 @@ import select
 import signal
 import time
 
+from . import budget
 from .zygote import ZYGOTE
 
 
@@ -84,10 +85,11 @@ def shutdown(timeout_s: float = 5.0) -> None:
         try:
             pid, _ = os.waitpid(-1, os.WNOHANG)
         except ChildProcessError:
-            return  # no child left
+            break  # no child left
         if pid == 0:
             kill_strays()
             _until_a_child_ends(min(0.01, max(deadline - time.monotonic(), 0.0)))
+    budget.release()  # the cgroups this process made (empty by now: their processes have ended)
 
 
 def _until_a_child_ends(timeout_s: float) -> None:

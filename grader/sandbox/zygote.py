@@ -24,6 +24,7 @@ from collections import deque
 from multiprocessing.connection import Connection
 from typing import Callable
 
+from .budget import forget
 from .confine import fork
 from .worker import PR_SET_CHILD_SUBREAPER, PR_SET_PDEATHSIG, prctl, serve
 
@@ -141,31 +142,36 @@ def _zygote_loop(sock: socket.socket) -> None:
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     me = os.getpid()
     ended: dict[int, int] = {}  # pid -> wait status, for workers that ended before the grader asked
+    budgets: dict = {}  # pid -> its Budget, until it is reaped (then its cgroup is removed)
     while True:
         try:
             request = _recv_msg(sock)
         except (EOFError, OSError):
             return
-        _reap_ended(ended)
+        for pid in _reap_ended(ended):
+            forget(budgets.pop(pid, None), pid)
         if request["cmd"] == "warm":
             warm_up()
         elif request["cmd"] == "reap":
             status = _wait_for(request["pid"], ended, request.get("grace", 0.0))
+            forget(budgets.pop(request["pid"], None), request["pid"])
             if request["answer"]:
                 _send_msg(sock, {"status": status})
         else:
-            _fork_worker(sock, request, me)
+            budgets[_fork_worker(sock, request, me)] = request["plan"].budget
 
 
-def _reap_ended(ended: dict[int, int]) -> None:
+def _reap_ended(ended: dict[int, int]) -> list[int]:
+    reaped = []
     while True:
         try:
             pid, status = os.waitpid(-1, os.WNOHANG)
         except ChildProcessError:
-            return
+            return reaped
         if pid == 0:
-            return
+            return reaped
         ended[pid] = status
+        reaped.append(pid)
 
 
 def _wait_for(pid: int, ended: dict[int, int], grace: float = 0.0) -> int | None:
@@ -189,7 +195,7 @@ def _wait_for(pid: int, ended: dict[int, int], grace: float = 0.0) -> int | None
         return None
 
 
-def _fork_worker(sock: socket.socket, request: dict, zygote_pid: int) -> None:
+def _fork_worker(sock: socket.socket, request: dict, zygote_pid: int) -> int:
     requests_grader, requests_worker = socket.socketpair()
     out_read, out_write = os.pipe()
     pid = fork(request["plan"])
@@ -209,6 +215,7 @@ def _fork_worker(sock: socket.socket, request: dict, zygote_pid: int) -> None:
     _send_msg(sock, {"pid": pid}, fds=[requests_grader.fileno(), out_read])
     requests_grader.close()
     os.close(out_read)
+    return pid
 
 
 def warm_up() -> None:
