@@ -705,26 +705,72 @@ def _own_user(plan: Plan) -> None:
     os.chdir(plan.scratch)
 
 
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+        return True
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+
+
 class hidden_while_grading:
     """With the "users" protection: the project's folders that hold answers closed to other users meanwhile.
 
-    Two graders running at once as root on one checkout would race on restoring the modes.
+    Graders running at once as root on one checkout (two submissions graded side by side) share the closing: the
+    first records the modes and closes, the last restores them (a count and the modes in a file beside the
+    project's folders, under an flock).
     """
 
     def __init__(self, protection: str) -> None:
         self.paths = [ROOT / name for name in HIDDEN] + [STANDINS] if protection == USERS else []
-        self.saved: dict[Path, int] = {}
+        self.state = ROOT / ".drills-hidden.json"
+
+    def _locked(self, change) -> None:
+        import fcntl
+        import json
+
+        with open(ROOT / ".drills-hidden.lock", "a") as lock:
+            fcntl.flock(lock, fcntl.LOCK_EX)
+            try:
+                state = json.loads(self.state.read_text()) if self.state.exists() else {"holders": [], "modes": {}}
+            except (OSError, ValueError):
+                state = {"holders": [], "modes": {}}
+            state["holders"] = [pid for pid in state["holders"] if _alive(pid)]  # (a grader killed on the way)
+            change(state)
+            if state["holders"]:
+                self.state.write_text(json.dumps(state))
+            else:
+                self.state.unlink(missing_ok=True)
 
     def __enter__(self) -> "hidden_while_grading":
-        for path in self.paths:
-            if path.is_dir():
-                self.saved[path] = path.stat().st_mode
-                path.chmod(self.saved[path] & 0o700)
+        if not self.paths:
+            return self
+
+        def close(state: dict) -> None:
+            if not state["holders"] and not state["modes"]:
+                state["modes"] = {str(p): p.stat().st_mode for p in self.paths if p.is_dir()}
+            state["holders"].append(os.getpid())
+            for path, mode in state["modes"].items():
+                Path(path).chmod(mode & 0o700)
+
+        self._locked(close)
         return self
 
     def __exit__(self, *exc) -> None:
-        for path, mode in self.saved.items():
-            path.chmod(mode)
+        if not self.paths:
+            return
+
+        def reopen(state: dict) -> None:
+            if os.getpid() in state["holders"]:
+                state["holders"].remove(os.getpid())
+            if not state["holders"]:
+                for path, mode in state["modes"].items():
+                    Path(path).chmod(mode)
+                state["modes"] = {}
+
+        self._locked(reopen)
 
 
 # --------------------------------------------------------------------------- the environment
