@@ -448,7 +448,8 @@ def test_memory_across_forked_children_is_bounded_where_cgroups_are(place, user)
     from grader.course import load_course
     from grader.sandbox.budget import SLACK_MB
 
-    hog = shared(_with(ROOT / "solutions", place / "hog" / "submission", "positional.py", MEMORY_HOG))
+    hog = _with(ROOT / "solutions", place / "hog" / "submission", "positional.py", MEMORY_HOG)
+    shared(place)
     if not cgroups_here(user):
         pytest.skip("no cgroups for this user: the documented fallback bounds memory per process only")
     proc, data = grade(hog, user, timeout_s=20)
@@ -479,8 +480,9 @@ def test_sleeping_under_every_deadline_neither_pays_nor_takes_the_whole_time(pla
     timeout = 2.0
     course = load_course()
     component_budget = course.component_timeout * timeout / course.timeout
-    sleeper = shared(_with(ROOT / "solutions", place / "sleeper" / "submission", "positional.py",
-                           SLEEPER.replace("{seconds}", str(timeout * 0.45))))
+    sleeper = _with(ROOT / "solutions", place / "sleeper" / "submission", "positional.py",
+                    SLEEPER.replace("{seconds}", str(timeout * 0.45)))
+    shared(place)  # (the ordinary user writes the results beside the submission)
     started = time.monotonic()
     proc, data = grade(sleeper, user, timeout_s=timeout)
     seconds = time.monotonic() - started
