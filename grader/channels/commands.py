@@ -55,8 +55,8 @@ class _Accept(argparse.Action):
 
 def add_accept_protection(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--accept-protection", choices=("users", "none"), action=_Accept, metavar="{users,none}",
-                        help=_("grade even where only this weaker protection of student code works (refused "
-                               "otherwise; see docs/instructors.md)"))
+                        help="grade even where only this weaker protection of student code works (refused "
+                             "otherwise; see docs/instructors.md)")  # (not in the catalogue yet: English)
 
 
 def _also(text: str) -> tuple[str, str]:
