@@ -97,6 +97,11 @@ class Course:
         return frozenset((c.id, check) for c in self.components for check in c.hidden)
 
     @property
+    def forbidden(self) -> tuple[tuple[str, tuple[str, ...]], ...]:
+        """(component id, its forbidden library calls) for each component that forbids some (`Limits.forbidden`)."""
+        return tuple((c.id, tuple(c.forbidden)) for c in self.components if c.forbidden)
+
+    @property
     def total_points(self) -> float:
         return sum(c.points for c in self.components)
 

@@ -103,7 +103,8 @@ def submission_of(config: pytest.Config) -> Submission | None:
         return None
     folder = str(Path(config.getoption("--target")).resolve())
     return Submission(folder, Plan.for_copy(config.getoption("--sandbox"), folder),
-                      Limits(timeout_s=config.getoption("--check-timeout"), memory_mb=config.getoption("--memory-mb")),
+                      Limits(timeout_s=config.getoption("--check-timeout"), memory_mb=config.getoption("--memory-mb"),
+                             forbidden=load_course().forbidden),
                       dict(item.split("=", 1) for item in config.getoption("--broken")), share=False)
 
 

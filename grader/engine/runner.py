@@ -78,7 +78,7 @@ def budget_for(course: Course | None = None, timeout: float | None = None) -> "b
 def limits_for(course: Course | None = None, timeout: float | None = None) -> Limits:
     """Each check's time and each worker's memory: course.yml's, or `timeout` seconds per check."""
     course = course or load_course()
-    return Limits(timeout_s=timeout or course.timeout, memory_mb=course.memory_mb)
+    return Limits(timeout_s=timeout or course.timeout, memory_mb=course.memory_mb, forbidden=course.forbidden)
 
 
 @dataclass

@@ -11,6 +11,7 @@ from ..figures import figures_showing, see_line
 from ..i18n import _
 from ..results import (ERROR, FAILED, NOT_STARTED, PASSED, TIMEOUT, CaseResult, CheckResult, ComponentResult,
                        with_diagnosis)
+from ..sandbox.protocol import FORBIDDEN_CALL_CLASS
 
 
 def named_mistakes(cases: list[CaseResult]) -> list[str] | None:
@@ -21,6 +22,27 @@ def named_mistakes(cases: list[CaseResult]) -> list[str] | None:
         return None
     ruled_out = {sentence for c in failing for sentence in c.ruled_out}
     return list(dict.fromkeys(s for c in failing for s in c.matched if s not in ruled_out))
+
+
+RULE = "test_from_scratch"  # the from-scratch rule's check (tests/checklib/scratch.py)
+FORBIDDEN_CALL = f"raised {FORBIDDEN_CALL_CLASS}: "  # how a failing case's message shows a guard's refusal (grader/sandbox/forbid.py)
+
+
+def _broken_rule(component: Component, own: list[CaseResult], outcomes: dict[str, tuple[str, int, int, str]]
+                 ) -> str | None:
+    """Why the component broke the from-scratch rule, or None: its check found a forbidden call in the source, or
+    a case of any of its checks failed on one that a guard stopped while the code ran (a way no reading follows).
+
+    The rule is a gate: breaking it takes every point of the component, so a library call is never worth one.
+    """
+    if RULE not in outcomes or not component.forbidden:
+        return None
+    if outcomes[RULE][0] == FAILED:
+        return outcomes[RULE][3]
+    stopped = next((c for c in own if c.status != PASSED and FORBIDDEN_CALL in c.message), None)
+    if stopped is None:
+        return None
+    return translated(stopped.message)
 
 
 def _diagnosed_message(runs: list[CaseResult]) -> str:
@@ -63,11 +85,17 @@ def score_component(component: Component, cases: list[CaseResult], load_errors: 
     core_units = sum(units[name] for name in component.core)
     gate = sum(earned(name) for name in component.core) / core_units if core_units else Fraction(1)
     gated = set(component.gated)
+    rule = _broken_rule(component, own, outcomes)
+    if rule is not None:
+        outcomes[RULE] = (FAILED, 0, outcomes[RULE][2] or 1, rule)
     checks: list[CheckResult] = []
     for name, (status, passed, total, message) in outcomes.items():
         share = earned(name) * (gate if name in gated else 1)
         note = ""
-        if name in gated and gate < 1 and passed:
+        if rule is not None:  # the rule is a gate on every check: a library call that skips the work earns nothing
+            share = Fraction(0)
+            note = _("the from-scratch rule is broken: no check of this component pays")
+        elif name in gated and gate < 1 and passed:
             note = _("gated: pays once {checks} pass (they earn {share} of their points so far)").format(
                 checks=", ".join(component.core), share=f"{math.floor(gate * 100)}%")
         checks.append(CheckResult(name, component.id, status, math.floor(share + Fraction(1, 2)) / POINT_UNITS,

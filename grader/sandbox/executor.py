@@ -15,6 +15,7 @@ from typing import Any
 
 import torch
 
+from .forbid import Guard
 from .loader import ImplementationLoadError, Package
 from .protocol import LoadFailed, NotStarted, StudentError, WeightsMismatch, call_label
 from .wire import Ref
@@ -25,8 +26,11 @@ class Executor:
 
     def __init__(self, folder: str | Path, isolate_for: str | None = None,
                  broken: dict[str, str] | None = None, code: dict[str, object] | None = None,
-                 copies: bool = True, mates: frozenset[str] = frozenset()) -> None:
+                 copies: bool = True, mates: frozenset[str] = frozenset(), forbidden: tuple[str, ...] = ()) -> None:
         self.package = Package(folder, isolate_for, broken, code, mates)
+        # the from-scratch rule at run time (a worker's, where nothing but student code and stand-ins runs)
+        self.guard = Guard(isolate_for, forbidden, self.package.pieces, self.package.codes).install() \
+            if forbidden and isolate_for else None
         # Tensors are copied in and out; in a worker the codec has copied them already (copies=False).
         self.copies = copies
         self.objects: dict[int, Any] = {}
@@ -186,6 +190,8 @@ class Executor:
     def close(self) -> None:
         self._kept = None
         self.objects.clear()
+        if self.guard is not None:
+            self.guard.uninstall()
         self.package.close()
 
 

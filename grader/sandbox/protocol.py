@@ -14,6 +14,9 @@ from ..results import MESSAGE_LIMIT
 from .wire import Ref, WireError
 
 
+# the class name of the error a guard of the from-scratch rule raises in a worker (forbid.py; scoring.py's gate)
+FORBIDDEN_CALL_CLASS = "ForbiddenCall"
+
 
 @dataclass(frozen=True)
 class Limits:
@@ -23,6 +26,11 @@ class Limits:
     memory_mb: int  # address space a worker may add to what torch already maps
     output_bytes: int = 64 * 1024  # output kept per worker; the rest is drained and dropped
     startup_s: float = 10.0  # a fresh worker's own set-up (sandbox, imports, warm-up): not the first check's time
+    # component -> the library calls course.yml forbids it (its `forbidden:`), which its worker guards (forbid.py)
+    forbidden: tuple[tuple[str, tuple[str, ...]], ...] = ()
+
+    def forbidden_for(self, component: str | None) -> tuple[str, ...]:
+        return next((names for owner, names in self.forbidden if owner == component), ())
 
 
 class StudentError(Exception):

@@ -104,7 +104,8 @@ def serve(requests: Connection, output_fd: int, plan: Plan, isolate_for: str | N
     state = ProcessState() if mates else None  # as it was before any student code ran
 
     def executor_for(component: str | None, modules: tuple[str, ...]) -> Executor:
-        executor = Executor(folder, component, broken, code, copies=False, mates=mates)
+        executor = Executor(folder, component, broken, code, copies=False, mates=mates,
+                            forbidden=limits.forbidden_for(component))
         for module in modules:
             try:
                 executor.run("load", module=module)
