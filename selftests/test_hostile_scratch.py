@@ -36,6 +36,10 @@ def graded(request):
         submission = scratch.materialize(evasion, base / evasion / "submission")
         submission.parent.chmod(0o777)  # the ordinary user writes its results next to the submission
         jobs[evasion] = (submission, evidence_folder(base, f"{evasion}-evidence"), request.param)
+    for how in ("source", "exec"):
+        submission = scratch.materialize_replay(how, base / f"replay-{how}" / "submission")
+        submission.parent.chmod(0o777)
+        jobs[f"replay:{how}"] = (submission, evidence_folder(base, f"replay-{how}-evidence"), request.param)
     with ThreadPoolExecutor(max_workers=2) as pool:
         futures = {name: pool.submit(grade, *job) for name, job in jobs.items()}
         yield {name: future.result() for name, future in futures.items()}
@@ -54,6 +58,21 @@ def test_a_forbidden_call_however_reached_earns_nothing(graded, evasion):
         else:
             assert result.scores[component] == pytest.approx(full[component], abs=0.01), \
                 f"{evasion}: {component} lost points: {result.outputs[component]}"
+
+
+@pytest.mark.parametrize("how", ["source", "exec"])
+def test_a_stolen_stand_in_replayed_earns_nothing(graded, how):
+    """The stand-ins a worker holds of grouped_query_attention's and tiny_lm's names, handed in as their code,
+    are built from a call the rule forbids them: pasted (the source reading finds it) or executed from a string
+    (the guards stop it), they earn nothing there, and cost nothing elsewhere."""
+    result = graded[f"replay:{how}"]
+    assert result.returncode == 0, result.stderr[-3000:]
+    full = full_marks()
+    replayed = {component for _, component in scratch.REPLAYED.values()}
+    for component in COMPONENTS:
+        expected = 0 if component in replayed else full[component]
+        assert result.scores[component] == pytest.approx(expected, abs=0.01), \
+            f"replayed ({how}): {component} has {result.scores[component]}: {result.outputs[component]}"
 
 
 @pytest.mark.parametrize("evasion", list(scratch.EVASIONS))

@@ -195,3 +195,37 @@ def materialize(evasion: str, folder: Path) -> Path:
         path.write_text(path.read_text() + "\n\n# --- the library's, reached by " + evasion + "\n"
                         + "\n".join(helpers) + code)
     return folder
+
+
+# --- stand-ins carried out of a worker and handed in as the component's own code (issue 29's thief, replayed)
+REPLAYED = {"gqa.py": ("gqa", "grouped_query_attention"), "gpt.py": ("gpt", "tiny_lm")}
+REPLAY_PRELUDE = '''
+import importlib as _importlib
+
+
+class _Modules:
+    def __getattr__(self, name):
+        return _importlib.import_module("." + name, __package__)
+
+
+_impl = _Modules()
+'''
+
+
+def materialize_replay(how: str, folder: Path) -> Path:
+    """The reference, with the stand-ins of grouped_query_attention and tiny_lm appended to their files, as source
+    (`how="source"`) or executed from a string under a name of its own (`how="exec"`, which no reading sees)."""
+    if folder.exists():
+        shutil.rmtree(folder)
+    shutil.copytree(ROOT / "solutions", folder, ignore=shutil.ignore_patterns("__pycache__"))
+    for file, (piece, _) in REPLAYED.items():
+        source = (ROOT / "grader" / "sandbox" / "standins" / f"{piece}.py").read_text()
+        source = source.replace("from __future__ import annotations\n", "").replace("impl.", "_impl.")
+        path = folder / file
+        if how == "source":
+            code = REPLAY_PRELUDE + source.replace("impl = None", "")
+        else:
+            code = (REPLAY_PRELUDE + f"exec(compile({source!r}, '<stolen>', 'exec'), globals())\n"
+                    "impl = _impl\n")
+        path.write_text(path.read_text() + "\n\n# --- a stand-in, replayed\n" + code)
+    return folder
