@@ -34,7 +34,6 @@ from typing import Any, Callable, Iterable
 from .protocol import FORBIDDEN_CALL_CLASS
 
 
-
 class ForbiddenCall(Exception):
     """Student code called a library function that the from-scratch rule forbids for the graded component."""
 
@@ -47,7 +46,8 @@ def _installed_roots() -> tuple[str, ...]:
     roots = {sysconfig.get_paths()[key] for key in ("stdlib", "platstdlib", "purelib", "platlib")}
     roots.add(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))  # grader/
     roots.add(os.path.dirname(os.path.dirname(os.path.abspath(importlib.import_module("torch").__file__))))
-    return tuple(os.path.join(os.path.realpath(r), "") for r in roots) + tuple(os.path.join(r, "") for r in roots)
+    folders = tuple(os.path.join(os.path.realpath(r), "") for r in roots) + tuple(os.path.join(r, "") for r in roots)
+    return folders + ("<frozen ",)  # the import system's own frames (a module of the submission being imported)
 
 
 _ROOTS = _installed_roots()
