@@ -62,13 +62,14 @@ def test_a_forbidden_call_however_reached_earns_nothing(graded, evasion):
 
 @pytest.mark.parametrize("how", ["source", "exec"])
 def test_a_stolen_stand_in_replayed_earns_nothing(graded, how):
-    """The stand-ins a worker holds of grouped_query_attention's and tiny_lm's names, handed in as their code,
-    are built from a call the rule forbids them: pasted (the source reading finds it) or executed from a string
-    (the guards stop it), they earn nothing there, and cost nothing elsewhere."""
+    """The stand-ins a worker holds of other components' names (those of grouped_query_attention, tiny_lm, the
+    norms, cross_entropy and optimizer), handed in as those components' code, are built from calls the rule
+    forbids them: pasted or executed from a string (which no reading sees), they earn nothing there, and cost
+    nothing elsewhere."""
     result = graded[f"replay:{how}"]
     assert result.returncode == 0, result.stderr[-3000:]
     full = full_marks()
-    replayed = {component for _, component in scratch.REPLAYED.values()}
+    replayed = {component for _, _, component in scratch.REPLAYED}
     for component in COMPONENTS:
         expected = 0 if component in replayed else full[component]
         assert result.scores[component] == pytest.approx(expected, abs=0.01), \

@@ -198,7 +198,10 @@ def materialize(evasion: str, folder: Path) -> Path:
 
 
 # --- stand-ins carried out of a worker and handed in as the component's own code (issue 29's thief, replayed)
-REPLAYED = {"gqa.py": ("gqa", "grouped_query_attention"), "gpt.py": ("gpt", "tiny_lm")}
+# (the contract file, the piece appended to it, the component whose names the piece implements)
+REPLAYED = (("gqa.py", "gqa", "grouped_query_attention"), ("gpt.py", "gpt", "tiny_lm"),
+            ("norms.py", "layernorm", "layer_norm"), ("norms.py", "rmsnorm", "rms_norm"),
+            ("training.py", "losses", "cross_entropy"), ("training.py", "optim", "optimizer"))
 REPLAY_PRELUDE = '''
 import importlib as _importlib
 
@@ -213,12 +216,12 @@ _impl = _Modules()
 
 
 def materialize_replay(how: str, folder: Path) -> Path:
-    """The reference, with the stand-ins of grouped_query_attention and tiny_lm appended to their files, as source
+    """The reference, with the stand-ins of the components in REPLAYED appended to their files, as source
     (`how="source"`) or executed from a string under a name of its own (`how="exec"`, which no reading sees)."""
     if folder.exists():
         shutil.rmtree(folder)
     shutil.copytree(ROOT / "solutions", folder, ignore=shutil.ignore_patterns("__pycache__"))
-    for file, (piece, _) in REPLAYED.items():
+    for file, piece, _ in REPLAYED:
         source = (ROOT / "grader" / "sandbox" / "standins" / f"{piece}.py").read_text()
         source = source.replace("from __future__ import annotations\n", "").replace("impl.", "_impl.")
         path = folder / file
