@@ -25,7 +25,7 @@ from ..course import load_course
 from ..paths import EXERCISES
 from ..sandbox.confine import Plan
 from ..sandbox.handle import RemoteExecutor, Worker
-from ..sandbox.protocol import Limits, StudentTimeout
+from ..sandbox.protocol import Limits, StudentTimeout, call_label
 from .planning import worker_group
 from .plugin import SUBMISSION, Submission, describe_failure
 from .target import Target, open_target
@@ -125,6 +125,9 @@ class WorkerPool:
         self.workers: dict[tuple[frozenset[str], tuple[str, ...]], Worker] = {}
         self._order: list[str] = []  # the session's components, in the order their checks run
         self.spent: dict[str, float] = {}  # component -> seconds of student time its checks waited in this process
+        # component -> the calls that hung in its checks: later ones fail at once and cost no budget, wherever the
+        # checks run (a worker's own memory of them, Worker.timed_out, is cleared when it switches components)
+        self.hung: dict[str, set[str]] = {}
 
     def prespawn(self, components: list[str]) -> None:
         """Start the workers of the first components now; each later one starts when the checks of the
@@ -175,6 +178,10 @@ class BudgetedExecutor(RemoteExecutor):
         import time
 
         budget = self.pool.plan.budget
+        hung = self.pool.hung.setdefault(self.component, set())
+        label = call_label(op, request)
+        if label in hung:
+            raise StudentTimeout("Timeout", f"skipped: `{label}` timed out in an earlier check")
         component_left = budget.component_s - self.pool.spent.get(self.component, 0.0)
         submission_left = budget.submission_deadline - time.monotonic()
         left = min(component_left, submission_left)
@@ -185,11 +192,16 @@ class BudgetedExecutor(RemoteExecutor):
         try:
             return super().run(op, **request)
         except StudentTimeout as exc:
+            if time.monotonic() - started >= self.timeout_s - 0.05:  # it waited out its deadline: it hung
+                hung.add(label)
             if self.timeout_s < self.check_timeout_s and time.monotonic() - started >= left - 0.05:
                 raise StudentTimeout("Timeout", self._over(component_left <= submission_left)) from exc
             raise
         finally:
-            self.pool.spent[self.component] = self.pool.spent.get(self.component, 0.0) + time.monotonic() - started
+            # at most a check's deadline: a first request also waits for its worker to start (the import, under
+            # startup_s), sooner or later as the workers were started ahead, which must not change the budget
+            waited = min(time.monotonic() - started, self.check_timeout_s)
+            self.pool.spent[self.component] = self.pool.spent.get(self.component, 0.0) + waited
             self.timeout_s = self.check_timeout_s
 
     def _over(self, component: bool) -> str:
