@@ -248,6 +248,22 @@ def browser() -> str | None:
     return next(filter(None, map(shutil.which, ("chromium", "chromium-browser", "google-chrome", "chrome"))), None)
 
 
+def test_grading_and_drawing_leave_the_callers_memory_limit_as_it_was(tmp_path):
+    """A notebook kernel grades and draws in its own process: the grader's cap on its own address space lasts
+    while it grades (a browser started after it with the cap inherited died of SIGTRAP)."""
+    import resource
+
+    from grader.channels.formats import to_html
+    from grader.engine.runner import run_checks
+
+    before = resource.getrlimit(resource.RLIMIT_AS)
+    report = run_checks(bug_folder("sinusoidal_encoding:sin_cos_swapped", tmp_path / "swapped"),
+                        ["sinusoidal_encoding"], processes=1)
+    assert resource.getrlimit(resource.RLIMIT_AS) == before
+    assert "data:image/png;base64," in to_html(report)
+    assert resource.getrlimit(resource.RLIMIT_AS) == before
+
+
 @pytest.mark.skipif(browser() is None, reason="no headless browser here (apt-get install chromium)")
 def test_the_html_page_renders_in_a_headless_browser(tmp_path):
     from matplotlib.image import imread
@@ -257,8 +273,10 @@ def test_the_html_page_renders_in_a_headless_browser(tmp_path):
     folder = bug_folder("sinusoidal_encoding:sin_cos_swapped", tmp_path / "impl")
     page = tmp_path / "report.html"
     page.write_text(to_html(hand_made_report(str(folder))), encoding="utf-8")
-    flags = [browser(), "--headless", "--no-sandbox", "--disable-gpu", "--no-first-run", "--disable-extensions",
-             f"--user-data-dir={tmp_path / 'profile'}"]
+    # --disable-dev-shm-usage: Debian's launcher adds it only when its own probe of /dev/shm works, and in CI's
+    # container that probe fails, so Chromium's shared memory ran out and it died of SIGTRAP
+    flags = [browser(), "--headless", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage", "--no-first-run",
+             "--disable-extensions", f"--user-data-dir={tmp_path / 'profile'}"]
     dom = subprocess.run([*flags, "--dump-dom", page.as_uri()], capture_output=True, text=True, timeout=120)
     assert dom.returncode == 0, dom.stderr[-2000:]
     assert "<table>" in dom.stdout and "sinusoidal_encoding" in dom.stdout and "data:image/png;base64," in dom.stdout

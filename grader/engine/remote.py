@@ -11,6 +11,8 @@ from pathlib import Path
 from typing import Iterator
 
 from ..sandbox import confine
+from ..course import load_course
+from ..sandbox.budget import bound_grader
 from ..sandbox.confine import Plan
 from ..sandbox.reaper import kill_strays
 from ..sandbox.zygote import ZYGOTE
@@ -27,7 +29,7 @@ def remote_targets(target: str | Path, *, timeout: float | None = None) -> Itera
     chosen = protection()
     require_protection(chosen, own_code=True)  # `show`: the learner's own code, with a warning below the intended
     with private_copy(target, reachable=chosen == confine.USERS) as (folder, unreadable), \
-            confine.hidden_while_grading(chosen):
+            confine.hidden_while_grading(chosen), bound_grader(load_course().grader_memory_mb):
         pool = WorkerPool(Submission(folder, Plan.for_copy(chosen, folder, budget_for(timeout=timeout)), limits_for(timeout=timeout),
                                      dict(unreadable or {}), share=False))  # no session here grades again
         try:

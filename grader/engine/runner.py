@@ -68,10 +68,9 @@ def require_protection(chosen: str, own_code: bool = False) -> None:
 
 def budget_for(course: Course | None = None, timeout: float | None = None) -> "budget.Budget":
     """The budgets of one grading (grader/sandbox/budget.py) from course.yml; `timeout` (--timeout) scales the
-    per-component and per-submission ones as it changes the per-check one. Bounds this process's memory too."""
+    per-component and per-submission ones as it changes the per-check one."""
     course = course or load_course()
     scale = timeout / course.timeout if timeout else 1.0
-    budget.bound_grader(course.grader_memory_mb)
     return budget.for_grading(course.memory_mb, course.component_timeout * scale, course.submission_timeout * scale)
 
 
@@ -122,7 +121,7 @@ def run_checks(target: str | Path, components: list[str] | None = None, *, cours
     chosen = protection()
     require_protection(chosen, own_code)
     with private_copy(target, reachable=chosen == confine.USERS) as (folder, unreadable), \
-            confine.hidden_while_grading(chosen):
+            confine.hidden_while_grading(chosen), budget.bound_grader(course.grader_memory_mb):
         grading = Grading(str(target), folder, Plan.for_copy(chosen, folder, budget_for(course, timeout)),
                           limits_for(course, timeout), selected, checks_dir, unreadable or {})
         report = _grade(grading, cache, 1 if session is not None else max(processes, 1), session)

@@ -12,7 +12,8 @@ A check's requests each have a deadline (`Limits.timeout_s`); besides it:
   every later request of that component fails at once as a timeout (grader/engine/checks.py).
 - a submission's: past `submission_deadline` (a `time.monotonic()` time, the same in every process of the run)
   no more student code runs for it; the cases left fail as timeouts and the grade completes.
-- the grader's own memory: `bound_grader` caps its address space (the soft limit; workers set their own).
+- the grader's own memory: `bound_grader` caps its address space while it grades (the soft limit; workers set
+  their own).
 """
 from __future__ import annotations
 
@@ -20,8 +21,10 @@ import errno
 import os
 import resource
 import time
+from contextlib import contextmanager
 from dataclasses import dataclass
 from functools import lru_cache
+from typing import Iterator
 
 PIDS = 256  # processes and threads of a worker's tree (torch's own threads included; worker.py's RLIMIT_NPROC)
 SLACK_MB = 256  # what a worker writes of its own (torch's pages it touches) on top of what student code may add
@@ -178,18 +181,25 @@ def limit_processes(budget: Budget | None) -> None:
         resource.setrlimit(resource.RLIMIT_NPROC, (budget.pids, budget.pids))
 
 
-def bound_grader(megabytes: int = GRADER_MB) -> None:
-    """Cap this (grading) process's address space at what it maps now plus `megabytes` (the soft limit only:
-    workers forked from it set their own, lower, limits)."""
+@contextmanager
+def bound_grader(megabytes: int = GRADER_MB) -> Iterator[None]:
+    """While grading, cap this process's address space at what it maps now plus `megabytes` (the soft limit
+    only: workers forked from it set their own, lower, limits). The caller's own limit comes back after: the
+    grading process may be a learner's notebook kernel, or a test run that starts a browser next."""
+    soft, hard = resource.getrlimit(resource.RLIMIT_AS)
     try:
         with open("/proc/self/statm") as statm:
             mapped = int(statm.read().split()[0]) * resource.getpagesize()
     except (OSError, ValueError):
-        return
-    soft, hard = resource.getrlimit(resource.RLIMIT_AS)
-    cap = mapped + (megabytes << 20)
-    if soft != resource.RLIM_INFINITY and soft <= cap:
-        return
-    if hard != resource.RLIM_INFINITY:
+        mapped = None
+    cap = None if mapped is None else mapped + (megabytes << 20)
+    if cap is not None and hard != resource.RLIM_INFINITY:
         cap = min(cap, hard)
+    if cap is None or (soft != resource.RLIM_INFINITY and soft <= cap):
+        yield
+        return
     resource.setrlimit(resource.RLIMIT_AS, (cap, hard))
+    try:
+        yield
+    finally:
+        resource.setrlimit(resource.RLIMIT_AS, (soft, hard))
