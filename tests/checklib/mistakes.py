@@ -1643,7 +1643,7 @@ CACHE_NOT_STORED = mistake("kv_cache", "concatenation_not_stored",
 # them apart (cache_len_sequence_mistakes).
 FIRST_CHUNK_TWICE = mistake("kv_cache", "first_chunk_twice",
                             "your update stores the first chunk twice: the first call stores k and v and then "
-                            "falls through to the concatenation (an if without an else), so later chunks are "
+                            "falls through to the concatenation (an `if` without an `else`), so later chunks are "
                             "appended once but the first is there twice",
                             lambda shape, calls, positions, first: positions + first)
 
