@@ -165,13 +165,14 @@ def _shown(message: str) -> tuple[str, str]:
     return found.group(1), found.group(2)
 
 
-def test_a_float64_difference_in_the_seventh_digit_shows_two_numbers_and_the_dtype():
-    expected = torch.tensor([1.0, 0.56613021], dtype=torch.float64)
-    actual = torch.tensor([1.0, 0.56613049], dtype=torch.float64)
+def test_a_difference_past_the_tolerance_that_four_digits_hide_shows_two_numbers_and_the_dtype():
+    # 0.56641 and 0.56649 both read 0.5664 at four digits, yet differ by more than rtol * 0.566 + atol * 1.0
+    expected = torch.tensor([1.0, 0.56641], dtype=torch.float64)
+    actual = torch.tensor([1.0, 0.56649], dtype=torch.float64)
     message = _failure(assert_close, actual, expected, what="f(x)")
     shown = _shown(message)
     assert "float64" in message and shown[0] != shown[1], message
-    assert float(shown[0]) == pytest.approx(0.56613021, abs=1e-7) and float(shown[1]) == pytest.approx(0.56613049, abs=1e-7)
+    assert float(shown[0]) == pytest.approx(0.56641, abs=1e-7) and float(shown[1]) == pytest.approx(0.56649, abs=1e-7)
     assert "index [1]" in message
     message = _failure(assert_equal, actual, expected, what="f(x)")
     shown = _shown(message)
