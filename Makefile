@@ -25,7 +25,7 @@ grade: $(STAMP)
 	$(BIN)/python -m grader check $(COMPONENTS)
 
 test: $(STAMP)
-	$(BIN)/python -m pytest selftests -q --durations=15
+	$(BIN)/python -m pytest selftests -q --durations=40
 
 # The gettext catalogues (grader/i18n.py): the template from the code and course.yml (babel.cfg), merged into
 # each language's .po, whose new or changed entries then await a translator (fuzzy or empty).

@@ -137,8 +137,7 @@ SEARCH = """
 
 OTHER_COPIES = """
     import glob, os, time
-    until = time.monotonic() + 8
-    while time.monotonic() < until:  # a classmate graded at the same time: its private copy in the shared /tmp
+    while time.time() < {until}:  # a classmate graded at the same time: its private copy in the shared /tmp
         for folder in glob.glob("/tmp/drills-grading-*/submission") + glob.glob(os.path.join(
                 tempfile_dir(), "drills-grading-*", "submission")):
             if os.path.realpath(folder) == os.path.realpath(_HERE):
@@ -257,11 +256,15 @@ def test_a_worker_sees_only_the_allow_list():
 
 @pytest.mark.skipif(os.geteuid() != 0, reason="the users protection is root's")
 def test_users_fallback_keeps_other_private_copies_closed(place):
-    """Two submissions graded at once under `users`: the thief scans /tmp for the other's private copy."""
+    """Two submissions graded at once under `users`: the thief scans /tmp for the other's private copy until
+    `until`, while every import of the other's positional.py waits for it (her grading lasts that long, no longer:
+    an import that slept six seconds each time made hers, and the test, last the whole submission budget)."""
+    until = time.time() + 30
     alice = shutil.copytree(ROOT / "solutions", place / "alice" / "submission",
                             ignore=shutil.ignore_patterns("__pycache__"))
-    (alice / "positional.py").write_text((alice / "positional.py").read_text() + "\nimport time\ntime.sleep(6)\n")
-    bob = materialize(OTHER_COPIES, place / "bob" / "submission")
+    (alice / "positional.py").write_text((alice / "positional.py").read_text()
+                                         + f"\nimport time\ntime.sleep(max(0.0, {until} - time.time()))\n")
+    bob = materialize(OTHER_COPIES.replace("{until}", repr(until)), place / "bob" / "submission")
     shared(place)
     env = {"DRILLS_SANDBOX": "users"}
     out: dict = {}
