@@ -20,6 +20,7 @@ from grader.course import load_course
 from grader.sandbox import standins
 from grader.sandbox.executor import Executor
 from grader.sandbox.protocol import StudentError
+from selftests.bugs import ROOT
 from selftests.hostile import scratch
 from selftests.test_hostile import USERS, evidence_folder, full_marks, grade
 
@@ -74,6 +75,59 @@ def test_a_stolen_stand_in_replayed_earns_nothing(graded, how):
         expected = 0 if component in replayed else full[component]
         assert result.scores[component] == pytest.approx(expected, abs=0.01), \
             f"replayed ({how}): {component} has {result.scores[component]}: {result.outputs[component]}"
+
+
+CENSUS = """
+
+def _census():
+    # every stand-in piece this worker holds: compiled code in any frame's scope, instantiated pieces in memory
+    import gc, os, sys, types
+    found = set()
+    frame = sys._getframe()
+    while frame is not None:
+        for scope in (frame.f_locals, frame.f_globals):
+            for value in list(scope.values()):
+                if isinstance(value, dict) and any(isinstance(v, types.CodeType) for v in value.values()):
+                    found |= {k for k in value if isinstance(k, str)}
+                for holder in (value, getattr(value, "package", None)):
+                    if isinstance(getattr(holder, "pieces", None), dict):
+                        found |= set(holder.pieces)
+        frame = frame.f_back
+    for obj in gc.get_objects():
+        if isinstance(obj, types.FunctionType) and os.sep + "standins" + os.sep in obj.__code__.co_filename:
+            found.add(os.path.basename(obj.__code__.co_filename)[:-3])
+    raise RuntimeError("census: " + " ".join(sorted(found)) + " :end")
+"""
+
+
+@pytest.mark.parametrize("component, file, entry", [
+    ("multi_head_attention", "attention.py", "scaled_dot_product_attention"),
+    ("rope", "rope.py", "apply_rope"),
+    ("layer_norm", "norms.py", "LayerNorm.forward"),
+])
+def test_a_worker_holds_only_the_stand_ins_its_checks_can_reach(tmp_path, component, file, entry):
+    """Code run while C is graded finds (walking the stack, the garbage collector) only the stand-ins of the
+    contract modules C's checks reach (grader/engine/reach.py): never another track's answers to carry out."""
+    import re
+
+    from grader.engine.reach import pieces_for
+    from grader.engine.remote import remote_targets
+    from grader.sandbox.protocol import StudentError as Raised
+
+    folder = shutil.copytree(ROOT / "solutions", tmp_path / "submission", ignore=shutil.ignore_patterns("__pycache__"))
+    owner, _, method = entry.rpartition(".")
+    spy = (f"\n{owner}.{method} = lambda self, *a, **k: _census()\n" if owner else f"\n{entry} = lambda *a, **k: _census()\n")
+    (folder / file).write_text((folder / file).read_text() + CENSUS + spy)
+    with remote_targets(folder) as pool:
+        target = pool.target(component)
+        with pytest.raises(Raised) as raised:
+            if owner:
+                target.new(f"{file[:-3]}.{owner}", 8)(torch.randn(2, 3, 8))
+            else:
+                target.fn(f"{file[:-3]}.{entry}")(*(torch.randn(2, 2, 3, 4) for _ in range(3)))
+    held = set(re.search(r"census: (.*?) :end", str(raised.value)).group(1).split())
+    assert held == set(pieces_for(folder, component)), held
+    assert not held & {"gqa", "gpt", "optim", "losses", "sampling", "window_attention", "windows", "vit_model"}
 
 
 @pytest.mark.parametrize("evasion", list(scratch.EVASIONS))

@@ -27,6 +27,7 @@ from ..sandbox.confine import Plan
 from ..sandbox.handle import RemoteExecutor, Worker
 from ..sandbox.protocol import Limits, StudentTimeout, call_label
 from .planning import worker_group
+from .reach import pieces_for
 from .plugin import SUBMISSION, Submission, describe_failure
 from .target import Target, open_target
 
@@ -144,9 +145,10 @@ class WorkerPool:
             else worker_group(component) - self.alone
         key = (shared or frozenset({component}), trusted)
         if key not in self.workers:
+            mates = shared if len(shared) > 1 else frozenset()
             self.workers[key] = Worker(self.plan, component, self.limits, self.broken,
-                                       component_modules(component), trusted, shared if len(shared) > 1 else frozenset(),
-                                       self.crossed)
+                                       component_modules(component), trusted, mates, self.crossed,
+                                       pieces_for(self.folder, component, mates - {component}, trusted))
         return self.workers[key]
 
     def target(self, component: str, trusted: tuple[str, ...] = ()) -> Target:

@@ -41,8 +41,9 @@ class Worker:
 
     def __init__(self, plan: Plan, isolate_for: str | None, limits: Limits, broken: dict[str, str] | None = None,
                  preload: tuple[str, ...] = (), trusted: tuple[str, ...] = (), mates: frozenset[str] = frozenset(),
-                 crossed: set[str] | None = None) -> None:
+                 crossed: set[str] | None = None, pieces: frozenset[str] | None = None) -> None:
         self.plan, self.isolate_for, self.limits, self.trusted = plan, isolate_for, limits, tuple(trusted)
+        self.pieces = pieces  # the stand-in pieces it holds (grader/engine/reach.py); None: all it may
         # the components it serves, `isolate_for` being the one whose checks run now (see `switch`)
         self.mates = frozenset(mates)
         self.crossed = set() if crossed is None else crossed  # components whose code reached a mate's names
@@ -66,7 +67,8 @@ class Worker:
         if self.pid is not None or self._spawning:
             return
         ZYGOTE.ask({"cmd": "spawn", "plan": self.plan, "isolate_for": self.isolate_for, "limits": self.limits,
-                     "broken": self.broken, "preload": self.preload, "trusted": self.trusted, "mates": self.mates},
+                     "broken": self.broken, "preload": self.preload, "trusted": self.trusted, "mates": self.mates,
+                     "pieces": self.pieces},
                    self._attach)
         self._spawning = True
 

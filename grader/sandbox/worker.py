@@ -77,7 +77,7 @@ def _die_with(parent_pid: int) -> None:
 
 def serve(requests: Connection, output_fd: int, plan: Plan, isolate_for: str | None, limits: Limits,
           broken: dict[str, str], zygote_pid: int, preload: tuple[str, ...] = (), trusted: tuple[str, ...] = (),
-          mates: frozenset[str] = frozenset()) -> None:
+          mates: frozenset[str] = frozenset(), pieces: frozenset[str] | None = None) -> None:
     """The worker's main loop: answer requests until the pipe closes.
 
     `preload` names modules to import before the first request (a failure
@@ -85,7 +85,9 @@ def serve(requests: Connection, output_fd: int, plan: Plan, isolate_for: str | N
     stand-ins this worker may use are read before it is confined: the files
     of the others are out of its reach from then on. A worker that `mates`
     share with `isolate_for` holds none of theirs either, and a `switch`
-    request moves it on to another of them (see `_switch`).
+    request moves it on to another of them (see `_switch`). `pieces`, where
+    given, are the stand-ins it holds (those its checks can reach,
+    grader/engine/reach.py), else every one it may.
     """
     _die_with(zygote_pid)
     import torch
@@ -93,7 +95,7 @@ def serve(requests: Connection, output_fd: int, plan: Plan, isolate_for: str | N
     from .executor import Executor
     from .state import ProcessState
 
-    code = standins.read(standins.available_for(isolate_for, trusted, mates))
+    code = standins.read(standins.available_for(isolate_for, trusted, mates) if pieces is None else pieces)
     if plan.protection in (confine.LANDLOCK, confine.USERS):  # a scratch folder of its own
         import tempfile
 

@@ -207,7 +207,7 @@ def _fork_worker(sock: socket.socket, request: dict, zygote_pid: int) -> int:
             os.close(out_read)
             serve(Connection(os.dup(requests_worker.fileno())), out_write, request["plan"], request["isolate_for"],
                   request["limits"], request["broken"], zygote_pid, request["preload"], request["trusted"],
-                  request["mates"])
+                  request["mates"], request.get("pieces"))
         finally:
             os._exit(0)
     requests_worker.close()

@@ -201,7 +201,9 @@ def materialize(evasion: str, folder: Path) -> Path:
 # (the contract file, the piece appended to it, the component whose names the piece implements)
 REPLAYED = (("gqa.py", "gqa", "grouped_query_attention"), ("gpt.py", "gpt", "tiny_lm"),
             ("norms.py", "layernorm", "layer_norm"), ("norms.py", "rmsnorm", "rms_norm"),
-            ("training.py", "losses", "cross_entropy"), ("training.py", "optim", "optimizer"))
+            ("training.py", "losses", "cross_entropy"), ("training.py", "optim", "optimizer"),
+            ("attention.py", "sdpa", "multi_head_attention"), ("attention.py", "attention_forward", "multi_head_attention"))
+BINDS = {"attention_forward": "MultiHeadAttention.forward = forward\n"}  # a piece that is a method, not a name
 REPLAY_PRELUDE = '''
 import importlib as _importlib
 
@@ -230,5 +232,5 @@ def materialize_replay(how: str, folder: Path) -> Path:
         else:
             code = (REPLAY_PRELUDE + f"exec(compile({source!r}, '<stolen>', 'exec'), globals())\n"
                     "impl = _impl\n")
-        path.write_text(path.read_text() + "\n\n# --- a stand-in, replayed\n" + code)
+        path.write_text(path.read_text() + "\n\n# --- a stand-in, replayed\n" + code + BINDS.get(piece, ""))
     return folder

@@ -5,9 +5,10 @@ these, so a bug costs points only in the component where it lives. They are
 grader code, built on PyTorch's own operations; they never come from
 `solutions/`.
 
-A worker that grades component C loads only the pieces C does not own
-(`available_for`): the process that runs C's code never holds a working
-implementation of C. Pieces do not import each other. Each is executed afresh
+A worker that grades component C loads only pieces of names C does not own
+(`available_for`), and of those only the ones its checks can reach
+(grader/engine/reach.py): the process that runs C's code never holds a working
+implementation of C, nor the parts of unrelated ones. Pieces do not import each other. Each is executed afresh
 for every implementation package with a global `impl` whose attributes are that
 package's modules (`impl.attention.causal_mask`): a piece calls the rest of the
 contract through the implementation, as patched for C, so a stand-in of one
@@ -21,6 +22,7 @@ from __future__ import annotations
 
 from importlib.machinery import SourceFileLoader
 from pathlib import Path
+from typing import Iterable
 
 from ...contract import OWNERS
 
@@ -96,16 +98,18 @@ def shipped(piece: str) -> bool:
     return (FOLDER / f"{piece}.py").is_file()
 
 
-def available_for(component: str | None, also: tuple[str, ...] = (), mates: frozenset[str] = frozenset()
-                  ) -> frozenset[str]:
-    """The pieces a worker grading `component` may load: those of names it does not own, and of `also`; in a
-    worker it shares with `mates` (grader/engine/planning.py's SHARED_WORKERS), none of names they own either.
+def available_for(component: str | None, also: tuple[str, ...] = (), mates: frozenset[str] = frozenset(),
+                  names: Iterable[str] | None = None) -> frozenset[str]:
+    """The pieces a worker grading `component` may load: those of names it does not own (of `names` only, where
+    given: the names its checks can reach, grader/engine/reach.py), and of `also`; in a worker it shares with
+    `mates` (grader/engine/planning.py's SHARED_WORKERS), none of names they own either.
 
     `component=None` (grading everything in context) loads none.
     """
     if component is None:
         return frozenset()
-    pieces = {piece for name, piece in PIECES.items() if not owners(name) & {component, *mates}}
+    wanted = PIECES if names is None else {name: PIECES[name] for name in names if name in PIECES}
+    pieces = {piece for name, piece in wanted.items() if not owners(name) & {component, *mates}}
     pieces |= {PIECES[name] for name in also if name in PIECES}
     pieces |= {piece for piece, _ in TOOLS.values()}
     return frozenset(p for p in pieces if shipped(p))
