@@ -17,10 +17,16 @@ bottom of the stack without either (a contract name bound to the library's class
 also refuses an instance whose class, or any class between it and the forbidden one, is not a stand-in's (a
 subclass of the library's class in a submission, wherever its base came from).
 
-Not a wall: code that digs the original out of a guard (its closure, the garbage collector), calls the
-C function behind it under another name (`torch._C._VariableFunctions`, `torch.ops.aten`), or compiles its
-code under the name of a file of the installation is not stopped here. Worker side: imports nothing of the
-grader's.
+A C function has no namespace of its own to replace it in (`torch._C._VariableFunctions.layer_norm`,
+`torch._C.TensorBase.softmax` are attributes of immutable types), nor has an aten operator
+(`torch.ops.aten.layer_norm`); but torch hands every call of one to the function modes in force before it
+runs, so the guard is also such a mode (`_Watch`) while C's code runs: it knows the library's objects by
+identity, and C functions and operators named after a forbidden one (`aten._softmax`, sdpa's kernels).
+
+Not a wall: code that digs the original out of a guard (its closure, the garbage collector), turns torch's
+function modes off around its call (`torch._C.DisableTorchFunction`) while reaching the C function, calls a
+kernel under an unrelated name (`torch._fused_adamw_`), or compiles its code under the name of a file of the
+installation is not stopped here. Worker side: imports nothing of the grader's.
 """
 from __future__ import annotations
 
@@ -30,6 +36,9 @@ import sys
 import sysconfig
 import types
 from typing import Any, Callable, Iterable
+
+import torch
+import torch.overrides
 
 from .protocol import FORBIDDEN_CALL_CLASS
 
@@ -80,6 +89,28 @@ def _resolve(dotted: str) -> tuple[Any, str, Any] | None:
     return None
 
 
+def _compiled(func: Any) -> bool:
+    """A function of torch's C core or an aten operator (what no namespace holds alone)."""
+    return isinstance(func, (types.BuiltinFunctionType, types.MethodDescriptorType, types.WrapperDescriptorType,
+                             torch._ops.OpOverloadPacket, torch._ops.OpOverload))
+
+
+class _Watch(torch.overrides.TorchFunctionMode):
+    """Sees every call of a torch function, by whatever name it was reached: C functions have no namespace to
+    replace them in (`torch._C._VariableFunctions`, `torch._C.TensorBase` are immutable), but torch hands each
+    call to the function modes in force before it runs."""
+
+    def __init__(self, guard: "Guard") -> None:
+        super().__init__()
+        self.guard = guard
+
+    def __torch_function__(self, func, types, args=(), kwargs=None):
+        name = self.guard.forbidden_function(func)
+        if name is not None:
+            self.guard.check_call(name, depth=1)
+        return func(*args, **(kwargs or {}))
+
+
 class Guard:
     """The forbidden callables of one component, guarded while its code runs in this process."""
 
@@ -94,6 +125,9 @@ class Guard:
         self.violations: list[str] = []
         self._undo: list[Callable[[], None]] = []
         self._guarded: set[object] = set()  # classes by id, functions by (namespace id, name)
+        # id of a function torch handed the mode -> the forbidden name it is, or None (each decided once)
+        self._functions: dict[int, str | None] = {}
+        self._ops: dict[str, str] = {}  # the name of the aten operator behind it -> its name
 
     # --- installing -----------------------------------------------------------------------
     def install(self) -> "Guard":
@@ -108,11 +142,33 @@ class Guard:
                         self._guard(obj, key, value, f"{name}.{key}")
             else:
                 self._guard(parent, attr, obj, name)
+        if self._ops:
+            watch = _Watch(self)
+            watch.__enter__()
+            self._undo.insert(0, lambda: watch.__exit__(None, None, None))
         return self
 
     def uninstall(self) -> None:
         while self._undo:
             self._undo.pop()()
+
+    def forbidden_function(self, func: Any) -> str | None:
+        """The forbidden name that `func` (as torch hands it to a function mode) is, else None: the library's
+        object itself under any name (`torch._C._VariableFunctions.layer_norm`, `torch._C.TensorBase.softmax`),
+        or a C function or aten operator named after one (`torch._C._nn.cross_entropy_loss`,
+        `torch.ops.aten._softmax.default`, `aten._scaled_dot_product_flash_attention_for_cpu`)."""
+        key = id(func)
+        if key not in self._functions:
+            self._functions[key] = self._named_after(func) if _compiled(func) else None
+        return self._functions[key]
+
+    def _named_after(self, func: Any) -> str | None:
+        base = getattr(func, "__name__", "").partition(".")[0].lstrip("_")
+        for op, forbidden in self._ops.items():
+            family = op.rpartition("_")[0] if op.count("_") >= 2 else op  # scaled_dot_product_*: sdpa's kernels
+            if base == op or base.startswith(op + "_") or base.startswith(family + "_"):
+                return forbidden
+        return None
 
     def _guard(self, parent: Any, attr: str, obj: Any, name: str) -> None:
         if isinstance(obj, type):
@@ -135,6 +191,8 @@ class Guard:
         if not callable(obj) or (id(parent), attr) in self._guarded:
             return
         self._guarded.add((id(parent), attr))
+        self._functions[id(obj)] = name
+        self._ops.setdefault(getattr(obj, "__name__", attr).lstrip("_"), name)
         own = attr in vars(parent)
         current = vars(parent)[attr] if own else None
         guard = self

@@ -3,8 +3,9 @@
 Each is the reference with, appended to its files, the contract's code of five components
 (multi_head_attention, cross_entropy, layer_norm, rms_norm, optimizer) redone with the library calls that
 course.yml forbids them, each reached one way (`EVASIONS`): through a module-level helper, `getattr` with a
-built string, `torch.__dict__[...]`, `importlib.import_module`, `__import__`, or (for the classes) a base class
-that a helper returns. Appended definitions take the place of the reference's. The library's results are
+built string, `torch.__dict__[...]`, `importlib.import_module`, `__import__`, (for the classes) a base class
+that a helper returns, the C function under its core name (`torch._C._VariableFunctions.layer_norm`), or its
+aten operator (`torch.ops.aten.layer_norm`). Appended definitions take the place of the reference's. The library's results are
 right, so without the rule's guards (grader/sandbox/forbid.py) each would keep its component's full marks.
 """
 from __future__ import annotations
@@ -62,8 +63,25 @@ def _base(dotted: str, helpers: list[str]) -> str:
     return f"{name}()"
 
 
+# the same C function under the name torch's core gives it, or its aten operator: no namespace to guard them in
+C_NAMES = {"torch.nn.functional.scaled_dot_product_attention": "torch._C._nn.scaled_dot_product_attention",
+           "torch.nn.functional.log_softmax": "torch._C._VariableFunctions.log_softmax",
+           "torch.nn.functional.softmax": "torch._C.TensorBase.softmax",
+           "torch.nn.functional.cross_entropy": "torch._C._nn.cross_entropy_loss",
+           "torch.nn.functional.layer_norm": "torch._C._VariableFunctions.layer_norm",
+           "torch.nn.functional.rms_norm": "torch._VF.rms_norm"}
+
+
+def _c_name(dotted: str, helpers: list[str]) -> str:
+    return C_NAMES.get(dotted) or _helper(dotted, helpers)  # a Python class or function has no C name
+
+
+def _aten(dotted: str, helpers: list[str]) -> str:
+    return f"torch.ops.aten.{dotted.rpartition('.')[2]}" if dotted in C_NAMES else _helper(dotted, helpers)
+
+
 EVASIONS = {"helper": _helper, "getattr": _getattr, "torch_dict": _dict, "importlib": _importlib,
-            "dunder_import": _dunder_import, "base_class": _base}
+            "dunder_import": _dunder_import, "base_class": _base, "c_name": _c_name, "aten": _aten}
 
 # file -> code appended, `{L:dotted}` standing for the library's function, `{B:dotted}` for its class
 FUNCTIONS = {
