@@ -500,6 +500,35 @@ def test_sleeping_under_every_deadline_neither_pays_nor_takes_the_whole_time(pla
     assert seconds < component_budget + 60, f"{seconds:.0f} s"
 
 
+NAPPER = """
+
+import time as _time
+_causal_mask = causal_mask
+def causal_mask(*args, **kwargs):
+    _time.sleep(0.5)  # far under the check's deadline, every time
+    return _causal_mask(*args, **kwargs)
+"""
+
+
+def test_a_component_that_naps_in_every_call_is_stopped_by_its_budget(tmp_path):
+    """Each call well under the check's deadline, but many of them: past the component's budget of student time
+    every later call fails at once, told as the budget, and the component's grading ends soon after it."""
+    import dataclasses
+
+    from grader.course import load_course
+    from grader.engine.runner import run_checks
+
+    course = dataclasses.replace(load_course(), component_timeout=3.0)
+    napper = _with(ROOT / "solutions", tmp_path / "napper", "attention.py", NAPPER)
+    started = time.monotonic()
+    masking = run_checks(napper, ["masking"], course=course, processes=1).components[0]
+    seconds = time.monotonic() - started
+    messages = [c.message for c in masking.checks if c.message]
+    assert any("`masking` used up its 3 s of student time (all its checks together)" in m for m in messages), messages
+    assert masking.score < masking.max_score
+    assert seconds < 3.0 + 20, f"{seconds:.0f} s"
+
+
 @pytest.fixture(scope="module")
 def installed_kit():
     """A virtual environment with the kit installed by `pip install .` (not -e), reusing this one's torch through a
