@@ -158,7 +158,8 @@ CODE_WORDS = {"True", "False", "None", "softmax", "dtype", "inf", "Python", "PID
               "silu", "sigmoid", "gather", "stack", "squeeze", "expand", "triu", "mean", "var", "pi", "kth", "xi", "yi",
               "nW", "Py", "Px", "Hkv", "start", "torch", "Tensor", "Parameter", "cpu", "GLU", "GeGLU", "ReGLU",
               "Adam", "nanoGPT", "LLaMA", "RoFormer", "Hugging", "Face", "Meta", "Transformer",  # works, makers
-              "Debian"}  # where the font note says how to install a CJK font
+              "Debian",  # where the font note says how to install a CJK font
+              "Landlock", "root", "id"}  # the sandbox's words: the kernel's feature, the superuser, a user id
 
 
 @lru_cache(maxsize=None)
@@ -211,6 +212,25 @@ def test_the_prose_detector_sees_english():
     assert english_prose("masking: not started\n  hint: True means 'may attend'") == ["not", "started", "hint",
                                                                                       "means", "may", "attend"]
     assert english_prose("masking：未开始\n  提示：True 表示“可以关注”，j <= i + (k_len - q_len)") == []
+
+
+def test_the_refusal_below_the_intended_protection_reads_in_chinese(capsys):
+    """Grading others below the intended protection is refused, and a learner's own check warned, in the
+    learner's language, with the protection described in it too."""
+    from grader.engine import runner
+    from grader.errors import GraderError
+
+    i18n.set_language("zh")
+    try:
+        with pytest.raises(GraderError) as refused:
+            runner.require_protection("users")
+        runner._warned.discard("none")
+        runner.require_protection("none", own_code=True)
+    finally:
+        i18n.set_language(None)
+    for text in (str(refused.value), capsys.readouterr().err):
+        assert CJK.search(text) and "--accept-protection" in text, text
+        assert english_prose(text) == [], (english_prose(text), text)
 
 
 def test_a_chinese_check_holds_no_english_prose(tmp_path):

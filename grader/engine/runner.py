@@ -21,6 +21,7 @@ import pytest
 from ..contract import FILES
 from ..course import Component, Course, load_course
 from ..errors import GraderError
+from ..i18n import _
 from ..paths import CHECKS_DIR
 from ..results import CaseResult, Report
 from ..sandbox import budget, confine
@@ -54,16 +55,17 @@ _warned: set[str] = set()
 def require_protection(chosen: str, own_code: bool = False) -> None:
     """Refuse to grade with a protection weaker than accepted; a learner checking their own code is warned
     instead, once per process, on stderr."""
-    why = confine.refusal(chosen)
-    if why is None:
+    if not confine.refused(chosen):
         return
+    why = _(confine.REFUSED).format(intended=confine.INTENDED, strongest=_(confine.describe(chosen)), chosen=chosen,
+                                    variable=confine.ACCEPT_VARIABLE)
     if not own_code:
         raise GraderError(why)
     if chosen not in _warned:
         _warned.add(chosen)
         import sys
 
-        print(f"WARNING: {why}\nChecking your own code anyway.", file=sys.stderr)
+        print(_("WARNING: {why}\nChecking your own code anyway.").format(why=why), file=sys.stderr)
 
 
 def budget_for(course: Course | None = None, timeout: float | None = None) -> "budget.Budget":
@@ -111,7 +113,7 @@ def run_checks(target: str | Path, components: list[str] | None = None, *, cours
     syntax tree, see grader/engine/cache.py) was graded before gets the earlier
     results. With a `session` (grader/engine/session.py) the checks run in that
     open pytest session, in this process. Where the protection in force is weaker than the run accepts
-    (`confine.refusal`), grading refuses (GraderError), unless the learner checks their `own_code`: then it
+    (`confine.refused`), grading refuses (GraderError), unless the learner checks their `own_code`: then it
     warns on stderr.
     """
     course = course or load_course()

@@ -28,7 +28,7 @@ The environment is scrubbed in every case, and /proc/self/environ zeroed.
 `DRILLS_SANDBOX=<name>` asks for one of them (tests use it to cover each
 path); a protection that does not work here falls through to the next
 (`DRILLS_SANDBOX_UNAVAILABLE=a,b` makes the probe treat those as not working,
-for tests). Below `INTENDED` a run refuses to grade others (`refusal`) unless
+for tests). Below `INTENDED` a run refuses to grade others (`refused`) unless
 the weaker protection is accepted by name (--accept-protection, or DRILLS_SANDBOX).
 """
 from __future__ import annotations
@@ -131,15 +131,16 @@ def weakest_accepted() -> str:
     return min([INTENDED, *(n for n in named if n in STRENGTH)], key=STRENGTH.__getitem__)
 
 
-def refusal(chosen: str) -> str | None:
-    """Why grading with `chosen` is refused here (None: it is accepted)."""
-    if STRENGTH[chosen] >= STRENGTH[weakest_accepted()]:
-        return None
-    return (f"the intended protection of student code ({INTENDED} or stronger) is not available here: the "
-            f"strongest that works is {describe(chosen)}. Grading other people's code with less than the "
-            f"intended protection is refused. Run where user namespaces or Landlock work "
-            f"(see docs/instructors.md, 'Student code is untrusted'), or accept the weaker protection explicitly "
-            f"with --accept-protection {chosen} (or {ACCEPT_VARIABLE}={chosen}).")
+REFUSED = N_("the intended protection of student code ({intended} or stronger) is not available here: the "
+             "strongest that works is {strongest}. Grading other people's code with less than the intended "
+             "protection is refused. Run where user namespaces or Landlock work (see docs/instructors.md, "
+             "'Student code is untrusted'), or accept the weaker protection explicitly with "
+             "--accept-protection {chosen} (or {variable}={chosen}).")
+
+
+def refused(chosen: str) -> bool:
+    """Whether grading with `chosen` is refused here (`REFUSED` says why, in the edge's language)."""
+    return STRENGTH[chosen] < STRENGTH[weakest_accepted()]
 
 
 def _first_that_works(wanted: str) -> str:
