@@ -566,3 +566,21 @@ def test_an_installed_graders_files_are_out_of_reach(place, user, installed_kit)
     assert proc.returncode == 0, proc.stderr[-3000:]
     data = json.loads(results.read_text())
     assert data["protection"] in ("namespaces", "landlock") and earned(data) == {}
+
+
+@pytest.mark.parametrize("user", USERS)
+def test_an_installed_grader_enforces_the_from_scratch_rule_as_the_checkout_does(place, user, installed_kit):
+    """The guards decide "trusted" by the stand-ins' code objects, wherever the kit lives: installed with
+    `pip install .`, the reference redone with forbidden C functions (the hardest evasion to see) earns nothing
+    in those five components and loses nothing elsewhere."""
+    from selftests.hostile import scratch
+
+    submission = shared(scratch.materialize("c_name", place / "submission"))
+    results = place / "results.json"
+    proc = subprocess.run([*run_as(user), str(installed_kit), "-m", "grader", "grade", str(submission), "--results",
+                           str(results), "--format", "json", "--timeout", str(TIMEOUT_S)], cwd=KIT,
+                          capture_output=True, text=True, timeout=900)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    marks = full_marks()
+    assert scores(json.loads(results.read_text())) == pytest.approx(
+        {c: 0 if c in scratch.COMPONENTS else marks[c] for c in marks}, abs=0.01)
