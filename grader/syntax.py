@@ -6,6 +6,7 @@ that "a stub" means one thing everywhere.
 from __future__ import annotations
 
 import ast
+from typing import Iterator
 
 DEFINITIONS = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)
 
@@ -71,16 +72,33 @@ def unwritten(node: ast.stmt) -> bool:
     return False
 
 
+def docstring_of(node: ast.AST) -> ast.Expr | None:
+    """The docstring statement of a module, class or function (its first statement, a string), else None."""
+    if isinstance(node, (ast.Module, ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef)) and node.body:
+        first = node.body[0]
+        if isinstance(first, ast.Expr) and isinstance(first.value, ast.Constant) and isinstance(first.value.value, str):
+            return first
+    return None
+
+
+def documented(tree: ast.AST) -> Iterator[tuple[ast.AST, ast.Expr]]:
+    """(node, its docstring statement) for the module and every class and function in it that has one."""
+    for node in ast.walk(tree):
+        doc = docstring_of(node)
+        if doc is not None:
+            yield node, doc
+
+
 def docstring_lines(tree: ast.Module) -> list[tuple[int, int]]:
     """(first, last) line, 1-based and inclusive, of every docstring in the module."""
-    spans = []
-    for node in ast.walk(tree):
-        if isinstance(node, (ast.Module, ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef)) and node.body:
-            first = node.body[0]
-            if isinstance(first, ast.Expr) and isinstance(first.value, ast.Constant) \
-                    and isinstance(first.value.value, str):
-                spans.append((first.lineno, first.end_lineno or first.lineno))
-    return spans
+    return [(doc.lineno, doc.end_lineno or doc.lineno) for _, doc in documented(tree)]
+
+
+def without_docstrings(tree: ast.AST) -> ast.AST:
+    """`tree` with every docstring statement dropped (a body left empty gets `pass`), in place."""
+    for node, _ in list(documented(tree)):
+        node.body = node.body[1:] or [ast.Pass()]
+    return tree
 
 
 def code_without_docstrings(source: str) -> str:
@@ -88,11 +106,4 @@ def code_without_docstrings(source: str) -> str:
 
     Two sources with the same result differ only in their words: a stub and its translation.
     """
-    tree = ast.parse(source)
-    for node in ast.walk(tree):
-        if isinstance(node, (ast.Module, ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef)) and node.body:
-            first = node.body[0]
-            if isinstance(first, ast.Expr) and isinstance(first.value, ast.Constant) \
-                    and isinstance(first.value.value, str):
-                node.body = node.body[1:] or [ast.Pass()]
-    return ast.dump(tree)
+    return ast.dump(without_docstrings(ast.parse(source)))

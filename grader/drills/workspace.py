@@ -14,7 +14,7 @@ from pathlib import Path
 from ..contract import MODULES, OWNERS
 from ..i18n import N_, _
 from ..paths import SOLUTIONS
-from ..syntax import definition_source, definition_spans, docstring_lines, unwritten
+from ..syntax import definition_source, definition_spans, docstring_lines, docstring_of, unwritten
 
 PACKAGE_INIT = "__init__.py"
 
@@ -96,13 +96,7 @@ def _outermost(names: list[str]) -> list[str]:
 
 def _docstring_edit(reference: ast.Module, stub: ast.Module, stub_lines: list[str]) -> list[Edit]:
     """Use the stub's module docstring (it teaches; the reference's says 'reference solution')."""
-    def docstring(tree: ast.Module) -> ast.Expr | None:
-        first = tree.body[0] if tree.body else None
-        if isinstance(first, ast.Expr) and isinstance(first.value, ast.Constant) and isinstance(first.value.value, str):
-            return first
-        return None
-
-    ref_doc, stub_doc = docstring(reference), docstring(stub)
+    ref_doc, stub_doc = docstring_of(reference), docstring_of(stub)
     if ref_doc is None or stub_doc is None:
         return []
     return [(ref_doc.lineno - 1, ref_doc.end_lineno, stub_lines[stub_doc.lineno - 1:stub_doc.end_lineno])]

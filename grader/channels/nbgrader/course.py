@@ -39,7 +39,7 @@ from ...i18n import _, course_text, language
 from ...paths import EXERCISES, ROOT, SOLUTIONS
 from ...pristine import translate_stubs
 from ..generated import python_string, render
-from ...syntax import DEFINITIONS, raises_not_implemented, start_line
+from ...syntax import DEFINITIONS, documented, raises_not_implemented, start_line, without_docstrings
 
 SUB = "submission"
 
@@ -86,12 +86,8 @@ def _strip_docstrings(source: str) -> str:
     lines = source.splitlines()
     tree = ast.parse(source)
     drop: dict[int, str | None] = {}  # line number -> replacement (None: delete)
-    for node in [tree, *[n for n in ast.walk(tree) if isinstance(n, _DEFS)]]:
+    for node, doc in documented(tree):
         body = node.body
-        if not (body and isinstance(body[0], ast.Expr) and isinstance(body[0].value, ast.Constant)
-                and isinstance(body[0].value.value, str)):
-            continue
-        doc = body[0]
         if isinstance(node, _DEFS) and doc.lineno == node.lineno:
             continue  # a one-line definition: leave it whole
         for line in range(doc.lineno, doc.end_lineno + 1):
@@ -440,12 +436,4 @@ def register(subparsers) -> None:
 
 def _without_docstrings(file: str) -> str:
     """The exercise file's code without its docstrings (its teaching belongs to another assignment's notebook)."""
-    import ast
-
-    tree = ast.parse((EXERCISES / file).read_text())
-    for node in ast.walk(tree):
-        body = getattr(node, "body", None)
-        if isinstance(body, list) and body and isinstance(body[0], ast.Expr) \
-                and isinstance(body[0].value, ast.Constant) and isinstance(body[0].value.value, str):
-            node.body = body[1:] or [ast.Pass()]
-    return ast.unparse(tree) + "\n"
+    return ast.unparse(without_docstrings(ast.parse((EXERCISES / file).read_text()))) + "\n"
