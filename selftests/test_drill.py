@@ -14,7 +14,7 @@ from unittest.mock import ANY
 import pytest
 
 from grader.contract import COMPONENTS, MODULES
-from grader.drills.command import Drill
+from grader.drills.state import Drill
 from grader.drills.history import HistoryFile
 from grader.drills.workspace import (build_workspace, component_names, definition_source, hide_worded_steps,
                                     learners_code)
