@@ -21,16 +21,22 @@ if any(os.environ.get(var, "").lower().startswith("zh") for var in ("LC_ALL", "L
     os.environ["LC_ALL"] = "C.UTF-8"
 
 
-def grade_folders(folders: list[Path | str], out_dir: Path, env: dict[str, str] | None = None) -> dict[str, dict]:
+GRADE_MANY = (sys.executable, "-m", "selftests.grade_many")
+
+
+def grade_folders(folders: list[Path | str], out_dir: Path, env: dict[str, str] | None = None, *,
+                  command: tuple[str, ...] = GRADE_MANY, cwd: Path = ROOT,
+                  drop: tuple[str, ...] = ()) -> dict[str, dict]:
     """Grade folders (or `folder::component`, selftests/grade_many.py) in parallel subprocesses (`env`: variables
-    to set, LC_ALL say); returns {folder: report dict}."""
+    to set, LC_ALL say; `drop`: variables to unset) by `command OUT FOLDER...` run in `cwd`; returns
+    {folder: report dict}."""
     chunks = [folders[i::WORKERS] for i in range(WORKERS) if folders[i::WORKERS]]
-    env = {**os.environ, "PYTHONDONTWRITEBYTECODE": "1", **(env or {})}
+    env = {**{k: v for k, v in os.environ.items() if k not in drop}, "PYTHONDONTWRITEBYTECODE": "1", **(env or {})}
     procs = []
     for i, chunk in enumerate(chunks):
         out = out_dir / f"reports-{i}.json"
-        cmd = [sys.executable, "-m", "selftests.grade_many", str(out), *map(str, chunk)]
-        procs.append((out, subprocess.Popen(cmd, cwd=ROOT, env=env, stderr=subprocess.PIPE, text=True)))
+        procs.append((out, subprocess.Popen([*command, str(out), *map(str, chunk)], cwd=cwd, env=env,
+                                            stderr=subprocess.PIPE, text=True)))
     reports: dict[str, dict] = {}
     for out, proc in procs:
         _, err = proc.communicate(timeout=1200)

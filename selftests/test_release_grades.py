@@ -10,7 +10,6 @@ is the bundle's own grader, run on each folder as the bundle's `check --target` 
 """
 from __future__ import annotations
 
-import json
 import os
 import subprocess
 import sys
@@ -21,7 +20,7 @@ import pytest
 from grader.channels.release import context_dependents
 from grader.course import load_course
 from selftests.bugs import alternative_names, materialize_alternative
-from selftests.conftest import WORKERS
+from selftests.conftest import grade_folders
 from selftests.trivial import KINDS, materialize as materialize_trivial
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -33,25 +32,17 @@ json.dump({f: run_checks(f, processes=1).to_dict() for f in folders}, open(out, 
 """
 
 
+DROPPED = ("PYTHONPATH", "DRILLS_TARGET")  # the bundle's grader, not this checkout's, nor a learner's target
+
+
 def _env() -> dict:
-    env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "DRILLS_TARGET")}
+    env = {k: v for k, v in os.environ.items() if k not in DROPPED}
     return {**env, "PYTHONDONTWRITEBYTECODE": "1"}
 
 
 def grade_in_release(bundle: Path, folders: list[Path], out_dir: Path) -> dict[str, dict]:
-    """{folder: report} from the bundle's grader, in `WORKERS` processes side by side."""
-    chunks = [folders[i::WORKERS] for i in range(WORKERS) if folders[i::WORKERS]]
-    procs = []
-    for i, chunk in enumerate(chunks):
-        out = out_dir / f"release-{i}.json"
-        procs.append((out, subprocess.Popen([sys.executable, "-c", GRADE_MANY, str(out), *map(str, chunk)],
-                                            cwd=bundle, env=_env(), stderr=subprocess.PIPE, text=True)))
-    reports: dict[str, dict] = {}
-    for out, proc in procs:
-        _, err = proc.communicate(timeout=1200)
-        assert proc.returncode == 0, f"grading in the release failed:\n{err[-4000:]}"
-        reports.update(json.loads(out.read_text()))
-    return reports
+    """{folder: report} from the bundle's grader, in processes side by side."""
+    return grade_folders(folders, out_dir, command=(sys.executable, "-c", GRADE_MANY), cwd=bundle, drop=DROPPED)
 
 
 @pytest.fixture(scope="module")
