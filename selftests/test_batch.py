@@ -128,7 +128,10 @@ def test_an_interrupt_loses_nothing_finished(tmp_path):
     # --timeout 60: on a loaded machine a check of correct code may pass its 10 s, and this is about what is kept
     proc = subprocess.Popen([sys.executable, "-m", "grader", "grade-all", str(subs), "--out", str(out), "--jobs", "1",
                              "--no-cache", "--timeout", "60"],
-                            cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+                            cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            # Ctrl-C as a terminal gives it: a suite run in the background (`.ci/run &`, nohup)
+                            # passes SIGINT on ignored, and Python then installs no handler (the run went on)
+                            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
     # Wait for the first progress line (plain lines when not on a terminal), written after that student's
     # results file; waiting for the file alone raced the line.
     seen = []
