@@ -43,7 +43,8 @@ def materialize(route: str, dest: Path, base: Path = ROOT / "exercises") -> Path
     shutil.copytree(base, dest, ignore=shutil.ignore_patterns("__pycache__"))
     for module, names in OWNERS.items():
         code = route.replace("{files}", thieves.CONTRACT["files"])
-        lines = [thieves.PRELUDE.format(root=str(ROOT), route=code.rstrip(), modules=thieves.CONTRACT["modules"])]
+        lines = [thieves.PRELUDE.format(root=str(ROOT), route=code.rstrip(), modules=thieves.CONTRACT["modules"],
+                                        once=True)]  # every route here reads files
         for name in names:
             owner, _, method = name.partition(".")
             if method:

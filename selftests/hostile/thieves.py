@@ -105,6 +105,8 @@ ROUTES: dict[str, str] = {
 """,
 }
 
+MOMENTARY = frozenset({"memory", "frames"})  # routes whose answer depends on when they are called
+
 PRELUDE = '''
 
 # --- a thief (selftests/hostile/thieves.py): every name below comes from somewhere it must not
@@ -137,14 +139,21 @@ def _route(name):
 {route}
 
 
+# name -> what the route found (None: nothing) in this process: a search of files per name, not per call; a
+# route that looks at the moment (memory, the callers' frames) tries again every call
+_tried = {{}}
+_ONCE = {once}
+
+
 def _steal(name):
-    try:
-        found = _route(name)
-    except Exception:
-        found = None
-    if found is None:
+    if name not in _tried or not _ONCE:
+        try:
+            _tried[name] = _route(name)
+        except Exception:
+            _tried[name] = None
+    if _tried[name] is None:
         raise NotImplementedError("nothing to steal: " + name)
-    return found
+    return _tried[name]
 
 
 def _stolen_function(name):
@@ -166,7 +175,8 @@ def materialize(route: str, dest: Path) -> Path:
     shutil.copytree(EXERCISES, dest, ignore=shutil.ignore_patterns("__pycache__"))
     for module, names in OWNERS.items():
         code = ROUTES[route].replace("{files}", CONTRACT["files"]).replace("{modules}", CONTRACT["modules"])
-        lines = [PRELUDE.format(root=str(ROOT), route=code.rstrip(), modules=CONTRACT["modules"])]
+        lines = [PRELUDE.format(root=str(ROOT), route=code.rstrip(), modules=CONTRACT["modules"],
+                                once=route not in MOMENTARY)]
         for name in names:
             owner, _, method = name.partition(".")
             if method:
