@@ -585,3 +585,23 @@ def test_an_installed_grader_enforces_the_from_scratch_rule_as_the_checkout_does
     marks = full_marks()
     assert scores(json.loads(results.read_text())) == pytest.approx(
         {c: 0 if c in scratch.COMPONENTS else marks[c] for c in marks}, abs=0.01)
+
+
+@pytest.mark.parametrize("user", USERS)
+def test_an_installed_grader_takes_replies_as_untrusted_data_as_the_checkout_does(place, user, installed_kit):
+    """Installed with `pip install .`: a worker that sets the crossed-over flag in every reply is graded again
+    once, not for ever, and costs only its own component."""
+    from selftests.hostile.replies import REPLY_ATTACKS, materialize as materialize_reply
+
+    attack = next(a for a in REPLY_ATTACKS if a.name == "crossed_flag_every_call")
+    submission = shared(materialize_reply(attack, place / "submission"))
+    results = place / "results.json"
+    started = time.monotonic()
+    proc = subprocess.run([*run_as(user), str(installed_kit), "-m", "grader", "grade", str(submission), "--results",
+                           str(results), "--format", "json", "--timeout", str(TIMEOUT_S)], cwd=KIT,
+                          capture_output=True, text=True, timeout=900)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    marks, got = full_marks(), scores(json.loads(results.read_text()))
+    assert {c: s for c, s in got.items() if c not in attack.may_lose} == \
+        pytest.approx({c: p for c, p in marks.items() if c not in attack.may_lose})
+    assert time.monotonic() - started < 300
