@@ -13,6 +13,7 @@ import signal
 import sys
 
 from .i18n import LANGUAGES, N_, _, language_from_argv, set_language, ngettext
+from .paths import CHECKS_DIR, COURSE_FILE, GRADER, has_course
 from .sandbox.confine import PROBE
 
 # Modules adding command groups (each has `register(subparsers)`); add one line per group.
@@ -81,6 +82,14 @@ def main(argv: list[str] | None = None) -> int:
         gc.freeze()
         gc.enable()
     set_language(getattr(args, "lang", None))
+    if not has_course():
+        print(_("grader error: {error}").format(error=_(
+            "this grader ({grader}) has no course beside it: {course} and {checks} are missing. It grades the "
+            "course it ships with: run `python -m grader` from the folder that holds course.yml (a checkout of the "
+            "course, or a student release), or install that folder with `pip install -e FOLDER`; `pip install "
+            "FOLDER` copies the grader without its course.").format(grader=GRADER, course=COURSE_FILE,
+                                                                     checks=CHECKS_DIR)), file=sys.stderr)
+        return 3
     signal.signal(signal.SIGTERM, _terminated)
     from .course import CourseError
     from .errors import GraderError

@@ -11,3 +11,10 @@ EXERCISES = ROOT / "exercises"  # the learner's stubs
 SOLUTIONS = ROOT / "solutions"  # the reference (never in a release)
 COURSE_FILE = ROOT / "course.yml"
 PYPROJECT = ROOT / "pyproject.toml"
+
+
+def has_course() -> bool:
+    """Whether the course is beside this grader's package (course.yml and the checks): in a checkout or a student
+    release, run from there or installed with `pip install -e`. Installed with `pip install .`, the package sits
+    in site-packages with no course beside it."""
+    return COURSE_FILE.is_file() and CHECKS_DIR.is_dir()

@@ -605,3 +605,13 @@ def test_an_installed_grader_takes_replies_as_untrusted_data_as_the_checkout_doe
     assert {c: s for c, s in got.items() if c not in attack.may_lose} == \
         pytest.approx({c: p for c, p in marks.items() if c not in attack.may_lose})
     assert time.monotonic() - started < 300
+
+
+def test_an_installed_grader_without_its_course_says_why(tmp_path, installed_kit):
+    """`pip install .` copies the grader without course.yml and the checks: run outside a checkout, it says so
+    and how to run it, in one line, instead of failing on a missing file."""
+    proc = subprocess.run([str(installed_kit), "-m", "grader", "check", "--target", str(ROOT / "solutions")],
+                          cwd=tmp_path, capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 3, proc.stderr[-2000:]
+    assert "has no course beside it" in proc.stderr and "pip install -e" in proc.stderr, proc.stderr[-2000:]
+    assert "Traceback" not in proc.stderr
