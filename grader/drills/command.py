@@ -47,6 +47,24 @@ def drills_root(args: argparse.Namespace) -> Path:
     return Path(root).expanduser().resolve() if root else ROOT / "drills"
 
 
+def _the_drill(args: argparse.Namespace, out: Out, *, open_only: bool = False) -> Drill | int:
+    """The drill `check`, `hint` and `reveal` act on (with `open_only`, an open one), else the exit status
+    after saying why: none there, or the latest one's state unreadable."""
+    root = drills_root(args)
+    try:
+        drill = current_drill(root, out.warn, open_only=open_only)
+    except DrillStateError as exc:
+        return _state_error(exc, args, out)
+    if drill is not None:
+        return drill
+    if open_only:
+        out.error(_("no open drill; start one with `{command} COMPONENT`").format(command=_command(args, 'start')))
+    else:
+        out.error(_("no drill under {path}; start one with `{command} COMPONENT`").format(
+            path=_display(root), command=_command(args, 'start')))
+    return 2
+
+
 def _state_error(error: DrillStateError, args: argparse.Namespace, out: Out) -> int:
     """Say which state file is broken, what is wrong and how to recover; the exit status."""
     for b in error.broken:
@@ -246,15 +264,10 @@ def _check(args: argparse.Namespace) -> int:
     from ..results import PASSED as CHECK_PASSED
     from ..engine.runner import run_checks
 
-    out, root = Out(), drills_root(args)
-    try:
-        drill = current_drill(root, out.warn)
-    except DrillStateError as exc:
-        return _state_error(exc, args, out)
-    if drill is None:
-        out.error(_("no drill under {path}; start one with `{command} COMPONENT`").format(
-            path=_display(root), command=_command(args, 'start')))
-        return 2
+    out = Out()
+    drill = _the_drill(args, out)
+    if not isinstance(drill, Drill):
+        return drill
     now = time.time()  # the candidate's time stops when they ask for the check, not when grading ends
     report = run_checks(drill.workspace, drill.components, timeout=args.timeout, own_code=True)
     passed = {c.id for c in report.components if c.status == CHECK_PASSED}
@@ -308,14 +321,10 @@ def _print_pass_fail(report, out: Out) -> None:
 def _hint(args: argparse.Namespace) -> int:
     from ..course import load_course
 
-    out, root = Out(), drills_root(args)
-    try:
-        drill = current_drill(root, out.warn, open_only=True)
-    except DrillStateError as exc:
-        return _state_error(exc, args, out)
-    if drill is None:
-        out.error(_("no open drill; start one with `{command} COMPONENT`").format(command=_command(args, 'start')))
-        return 2
+    out = Out()
+    drill = _the_drill(args, out, open_only=True)
+    if not isinstance(drill, Drill):
+        return drill
     if drill.details_hidden():
         out.error(_("interview mode: no hints until the drill ends (a pass, time up, or `drill reveal --give-up`)"))
         return 1
@@ -350,14 +359,10 @@ def _hint(args: argparse.Namespace) -> int:
 # reveal
 # ---------------------------------------------------------------------------
 def _reveal(args: argparse.Namespace) -> int:
-    out, root = Out(), drills_root(args)
-    try:
-        drill = current_drill(root, out.warn)
-    except DrillStateError as exc:
-        return _state_error(exc, args, out)
-    if drill is None:
-        out.error(f"no drill under {_display(root)}")
-        return 2
+    out = Out()
+    drill = _the_drill(args, out)
+    if not isinstance(drill, Drill):
+        return drill
     if args.component and args.component not in drill.components:
         out.error(_not_in_drill(args.component, drill))
         return 2
