@@ -105,3 +105,19 @@ def test_the_teaching_order_is_course_ymls_wherever_it_is_stated():
     readme = (ROOT / "README.md").read_text().split("In teaching order", 1)[1]
     rows = re.findall(r"^\| `(\w+)` \|", readme.split("\n\n## ", 1)[0], re.MULTILINE)
     assert rows == order
+
+
+@pytest.mark.parametrize("readme", ["README.md", "README.zh-CN.md"])
+def test_each_readme_row_states_the_contracts_files_and_only_names_its_component_owns(readme):
+    """The components table of each README against grader/contract.py: the files where the component is
+    written, in the contract's order, and no name in "what you write" that another component owns."""
+    from grader.contract import FILES, OWNERS
+
+    rows = re.findall(r"^\| `(\w+)` \| (.*?) \| (.*?) \|$", (ROOT / readme).read_text(), re.MULTILINE)
+    assert sorted(c for c, _, _ in rows) == sorted(FILES), readme
+    for component, written, files in rows:
+        assert re.findall(r"`exercises/(\w+\.py)`", files) == list(FILES[component]), (readme, component, files)
+        owned = {form for names in OWNERS.values() for name, owners in names.items() if component in owners
+                 for form in (name, name.rpartition(".")[2])}  # MultiHeadAttention.forward, or forward
+        named = set(re.findall(r"`([\w.]+)`", written))
+        assert named and named <= owned, (readme, component, named - owned)
