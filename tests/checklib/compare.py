@@ -1,6 +1,6 @@
 """Comparisons whose failure messages say what was expected, what came back, and where.
 
-The tolerance is defined here once (`RTOL`, `ATOL`): the contract's, which float32 arithmetic meets,
+The tolerance is defined once, in `tolerance.py` (`RTOL`, `ATOL`): the contract's, which float32 arithmetic meets,
 for float64 inputs too (a float64 result computed partly in float32 is correct), scaled by the
 magnitude of the expected values. What float64 would catch beyond it is caught another way: a
 float64 input that comes back float32 by the dtype check, a low-precision algorithm by inputs where
@@ -30,15 +30,10 @@ from torch import Tensor
 from grader.results import CheckFailure, diagnosis_line, with_diagnosis
 
 from .catalogue import Mistake
+from .tolerance import ATOL, FLOAT64_ATOL, FLOAT64_RTOL, RTOL, differing, matches
 
 # diagnosis sentence (or catalogue entry) -> what the mistake gives (or a zero-arg callable computing it)
 Mistakes = Mapping["str | Mistake", Any]
-
-# The contract's tolerance for every graded dtype; ATOL is scaled by max(1, |expected|.max()).
-RTOL, ATOL = 1e-4, 1e-5
-# float64's own precision: never to fail a check, only to tell apart the known mistakes that a float64 result
-# computed in float64 matches within the contract's tolerance (see `diagnose`).
-FLOAT64_RTOL, FLOAT64_ATOL = 1e-9, 1e-10
 
 
 def _fmt_shape(shape) -> str:
@@ -99,63 +94,6 @@ def rediagnosed(failure: CheckFailure, diagnosis: "Diagnosis") -> CheckFailure:
     return CheckFailure(with_diagnosis(str(failure), diagnosis.matched), diagnosis.matched, diagnosis.ruled_out)
 
 
-def _bad_values(got: Tensor, reference: Tensor, rtol: float, atol: float, *, finite_scale: bool = False
-                ) -> tuple[Tensor, float]:
-    """Where `got` is not close to `reference` (both float64), and the atol scale used."""
-    if finite_scale:  # scale by the finite values only: an -inf in `reference` must not allow everything
-        reference_finite = reference[torch.isfinite(reference)]
-        scale = max(1.0, reference_finite.abs().max().item()) if reference_finite.numel() else 1.0
-    else:
-        scale = max(1.0, reference.abs().max().item()) if reference.numel() else 1.0
-    allowed = atol * scale + rtol * reference.abs()
-    bad = torch.isnan(got) != torch.isnan(reference)
-    both_finite = torch.isfinite(got) & torch.isfinite(reference)
-    bad |= both_finite & ((got - reference).abs() > allowed)
-    bad |= ~both_finite & ~torch.isnan(reference) & (got != reference)
-    return bad, scale
-
-
-class Approximate:
-    """A mistake's output known only to within `error` per entry (float32's rounding of a large angle, say,
-    that a model in float64 cannot reproduce); indexing selects from both."""
-
-    def __init__(self, values: Tensor, error: Tensor) -> None:
-        self.values, self.error = values, error.expand_as(values)
-
-    def __getitem__(self, index: Any) -> "Approximate":
-        return Approximate(self.values[index], self.error[index])
-
-    @property
-    def shape(self) -> torch.Size:
-        return self.values.shape
-
-
-def _matches(actual: Any, candidate: Any, rtol: float | None, atol: float | None) -> bool:
-    if candidate is None:
-        return False
-    if isinstance(candidate, Approximate):
-        if not isinstance(actual, Tensor) or actual.shape != candidate.shape or not candidate.values.isfinite().all():
-            return False
-        allowed = candidate.error + (ATOL if atol is None else atol)
-        return bool(((actual.detach().to(torch.float64) - candidate.values).abs() <= allowed).all())
-    if isinstance(candidate, torch.Size):
-        shape = actual if isinstance(actual, torch.Size) else actual.shape if isinstance(actual, Tensor) else None
-        return shape == candidate
-    if isinstance(candidate, Tensor):
-        if not isinstance(actual, Tensor) or actual.shape != candidate.shape or actual.device != candidate.device:
-            return False
-        if actual.numel() == 0:
-            return True
-        if not (actual.is_floating_point() or candidate.is_floating_point()):
-            return bool((actual == candidate).all())
-        bad, _ = _bad_values(actual.detach().to(torch.float64), candidate.detach().to(torch.float64),
-                             RTOL if rtol is None else rtol, ATOL if atol is None else atol, finite_scale=True)
-        return not bool(bad.any())
-    if isinstance(actual, Tensor) or type(actual) is not type(candidate):
-        return False
-    return bool(actual == candidate)
-
-
 class Diagnosis(NamedTuple):
     """What one failing case says of the known mistakes (their sentences)."""
 
@@ -191,11 +129,11 @@ def diagnose(actual: Any, mistakes: Mistakes | None, *, expected: Any = None, rt
             # a model of the right values in another dtype than expected is a dtype mistake, weighed below
             dtype_model = dtype_failed and isinstance(candidate, Tensor) and isinstance(expected, Tensor) and \
                 candidate.dtype != expected.dtype
-            if expected is not None and not dtype_model and _matches(expected, candidate, rtol, atol):
-                if not dtype_failed and not _matches(actual, candidate, rtol, atol):
+            if expected is not None and not dtype_model and matches(expected, candidate, rtol, atol):
+                if not dtype_failed and not matches(actual, candidate, rtol, atol):
                     ruled_out.append(sentence)  # this mistake would have passed this case
                 continue
-            same = _matches(actual, candidate, rtol, atol)
+            same = matches(actual, candidate, rtol, atol)
         except Exception:  # noqa: BLE001 - a mistake that does not apply to these inputs
             continue
         if same and dtype_failed and isinstance(candidate, Tensor) and candidate.dtype != actual.dtype:
@@ -208,7 +146,7 @@ def diagnose(actual: Any, mistakes: Mistakes | None, *, expected: Any = None, rt
     if len(matched) > 1 and isinstance(actual, Tensor) and actual.dtype == torch.float64:
         # several mistakes within float32's reach of a float64 result: where it equals some of them at float64's
         # precision (it was computed in float64), the others are ruled out
-        exact = [s for s in matched if _matches(actual, models[s], FLOAT64_RTOL, FLOAT64_ATOL)]
+        exact = [s for s in matched if matches(actual, models[s], FLOAT64_RTOL, FLOAT64_ATOL)]
         if exact:
             ruled_out += [s for s in matched if s not in exact]
             matched = exact
@@ -216,7 +154,7 @@ def diagnose(actual: Any, mistakes: Mistakes | None, *, expected: Any = None, rt
         from .mistakes import dtype_changed  # mistakes.py builds on this module
 
         entry = dtype_changed(dtype, actual.dtype if dtype_failed else None)
-        if entry is not None and dtype_failed and (not isinstance(expected, Tensor) or _matches(
+        if entry is not None and dtype_failed and (not isinstance(expected, Tensor) or matches(
                 actual, expected.to(actual.dtype), rtol, atol)):
             if not matched:  # a check's own mistake of that dtype (an additive float mask, say) says more
                 matched.append(entry.sentence)
@@ -292,8 +230,8 @@ def assert_close(
     got = actual.to(torch.float64)
     if reference.numel() and torch.allclose(got, reference, rtol=rtol, atol=atol * max(1.0, reference.abs().max().item()),
                                             equal_nan=True):
-        return  # what _bad_values finds nothing in (NaN where NaN, infinities equal), in one call on the passing path
-    bad_values, scale = _bad_values(got, reference, rtol, atol)
+        return  # what differing finds nothing in (NaN where NaN, infinities equal), in one call on the passing path
+    bad_values, scale = differing(got, reference, rtol, atol)
     if not bad_values.any():
         return
     index = tuple(int(i) for i in bad_values.nonzero()[0])

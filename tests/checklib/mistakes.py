@@ -29,7 +29,7 @@ import torch.nn.functional as F
 from torch import Tensor
 
 from .catalogue import GENERAL, Mistake, Mistakes, bind, mistake, recognised, simulated, variants
-from .compare import Approximate, _matches
+from .tolerance import Approximate, matches
 
 
 # torch's words when two tensors' sizes do not broadcast (the mistakes below that students' errors reveal)
@@ -68,8 +68,8 @@ def besides(named: Mistakes, family: Mistakes, got: Any = None, *, prefer_named:
         """Whether `mine` and another model would both match what came back (as the check weighs them)."""
         if got is None:
             return any(_same(mine, o) for o in computed(others).values())
-        return _matches(got, mine, None, None) and any(_matches(got, o, None, None)
-                                                        for o in computed(others).values())
+        return matches(got, mine, None, None) and any(matches(got, o, None, None)
+                                                       for o in computed(others).values())
 
     def member(sentence: str) -> Any:
         mine = computed({sentence: family[sentence]})[sentence]
