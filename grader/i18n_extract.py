@@ -52,21 +52,27 @@ def extract_course(fileobj: BinaryIO, keywords, comment_tags, options) -> Iterat
 
 
 def extract_checks(fileobj: BinaryIO, keywords, comment_tags, options) -> Iterator[tuple]:
-    """Yield the check texts of one file: every known mistake's sentence and what fills its fields
-    (mistakes.py), or each hint and each text of a failing check's first line; for a grader module (the
-    training tasks), its texts marked for gettext as well."""
+    """Yield the check texts of one file: every known mistake's sentence and what fills its fields (a module of
+    tests/checklib/mistakes/: the entries of its component, or GENERAL's), or each hint and each text of a
+    failing check's first line; for a grader module (the training tasks), its texts marked for gettext as well."""
     from .check_text import CONTEXT
 
     path = Path(getattr(fileobj, "name", ""))
-    if path.name == "mistakes.py":
-        tests = str(path.resolve().parent.parent)
+    if path.parent.name == "mistakes" and path.parent.parent.name == "checklib":  # one module of mistakes
+        if path.stem == "__init__":
+            return
+        tests = str(path.resolve().parent.parent.parent)
         if tests not in sys.path:
             sys.path.insert(0, tests)
-        import checklib.mistakes  # noqa: F401 - declaring the entries registers them
-        from checklib.catalogue import CATALOGUE
+        import importlib
 
+        from checklib.catalogue import CATALOGUE, GENERAL
+
+        importlib.import_module(f"checklib.mistakes.{path.stem}")  # declaring the entries registers them
+        component = GENERAL if path.stem == "general" else path.stem  # a module declares its component's entries
         for entry in CATALOGUE.values():
-            yield 0, "pgettext", (CONTEXT, entry.sentence), [entry.id]
+            if entry.component == component:
+                yield 0, "pgettext", (CONTEXT, entry.sentence), [entry.id]
         tree = ast.parse(path.read_text(encoding="utf-8"))
         texts = _Texts(tree, {})
         for node in ast.walk(tree):  # what fills a sentence's field: bind(..., order="..."), ENTRY.text(fix="...")
@@ -119,7 +125,7 @@ def _signatures(tree: ast.Module, path: Path) -> dict[str, dict[str, tuple[int, 
     for the functions of this file and of tests/checklib/ that take a `what` or `problem` parameter."""
     trees = [tree]
     checklib = path.resolve().parent if path.parent.name == "checklib" else path.resolve().parent / "checklib"
-    for other in sorted(checklib.glob("*.py")) if checklib.is_dir() else []:
+    for other in sorted([*checklib.glob("*.py"), *checklib.glob("mistakes/*.py")]) if checklib.is_dir() else []:
         if other.resolve() != path.resolve():
             trees.append(ast.parse(other.read_text(encoding="utf-8")))
     found: dict[str, dict[str, tuple[int, int]]] = {}

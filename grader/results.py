@@ -18,7 +18,7 @@ class CaseResult:
     component: str
     status: str
     message: str = ""
-    # the known mistakes (tests/checklib/mistakes.py, by sentence) whose output this case's failure matched,
+    # the known mistakes (tests/checklib/mistakes/, by sentence) whose output this case's failure matched,
     # and those it ruled out: what the grader weighs over all of a check's cases (scoring.py)
     matched: list[str] = field(default_factory=list)
     ruled_out: list[str] = field(default_factory=list)

@@ -1,6 +1,6 @@
 """Feedback that teaches: failing checks name the known mistake that a submission made.
 
-`tests/checklib/mistakes.py` models common mistakes; a failing comparison whose
+`tests/checklib/mistakes/` models common mistakes (a module per component); a failing comparison whose
 output matches one adds a line `diagnosis: <sentence>` to its message.
 """
 from __future__ import annotations

@@ -26,9 +26,9 @@ from selftests.bugs import ROOT, all_bugs, materialize
 
 sys.path.insert(0, str(ROOT / "tests"))  # the check files import `checklib` as the checks' conftest arranges
 
-from checklib import mistakes  # noqa: E402
-from checklib.catalogue import CATALOGUE, GENERAL, Mistake  # noqa: E402
+from checklib.catalogue import CATALOGUE, GENERAL, Mistake, mistake  # noqa: E402
 from checklib.compare import assert_equal, check_tensor, diagnose  # noqa: E402
+from checklib.mistakes import general, masking, multi_head_attention  # noqa: E402
 
 INVERTED = "your mask is inverted: True must mark the keys a query MAY attend"
 DIAGONAL = ("your mask excludes the diagonal: a query may attend its own position too "
@@ -36,6 +36,8 @@ DIAGONAL = ("your mask excludes the diagonal: a query may attend its own positio
 KEPT = ("you masked the positions where the mask is True; True means 'may attend', so fill where it is False "
         "(masked_fill(~mask, ...))")
 A, B, C = "mistake A", "mistake B", "mistake C"
+# the modules of mistakes, one per component and general.py
+MISTAKES = sorted(p for p in (ROOT / "tests" / "checklib" / "mistakes").glob("*.py") if p.stem != "__init__")
 
 
 def case(index: int, matched=(), ruled_out=(), status: str = FAILED, check: str = "test_x",
@@ -98,7 +100,7 @@ def test_one_case_with_two_matching_mistakes_says_so():
     models = {A: torch.zeros(2), B: torch.zeros(2), C: torch.ones(2)}
     with pytest.raises(CheckFailure) as failure:
         assert_equal(torch.zeros(2), torch.full((2,), 2.0), what="f(x)", hint="look", mistakes=models)
-    assert (failure.value.matched, failure.value.ruled_out) == ([A, B], [C, mistakes.FLOAT_DTYPE_CHANGED.sentence])
+    assert (failure.value.matched, failure.value.ruled_out) == ([A, B], [C, general.FLOAT_DTYPE_CHANGED.sentence])
     assert str(failure.value).splitlines()[1] == ("  diagnosis: this matches more than one known mistake, and these "
                                                   "inputs cannot tell them apart: mistake A; mistake B")
     with pytest.raises(CheckFailure) as failure:
@@ -131,9 +133,9 @@ def test_heads_split_by_their_width_are_named_from_last_attention():
     state = {f"{n}.{p}": torch.randn(d_model, d_model) if p == "weight" else torch.randn(d_model)
              for n in ("w_q", "w_k", "w_v", "out_proj") for p in ("weight", "bias")}
     x = torch.randn(2, 5, d_model)
-    got = mistakes.mha(state, x, None, d_model // n_heads)[1].float()  # (2, 4, 5, 5): d_k = 4 heads
-    sentence = mistakes.HEADS_SWAPPED.sentence
-    weighed = diagnose(got, mistakes.mha_weights_mistakes(state, x, None, n_heads, got),
+    got = multi_head_attention.mha(state, x, None, d_model // n_heads)[1].float()  # (2, 4, 5, 5): d_k = 4 heads
+    sentence = multi_head_attention.HEADS_SWAPPED.sentence
+    weighed = diagnose(got, multi_head_attention.mha_weights_mistakes(state, x, None, n_heads, got),
                        expected=torch.Size((2, n_heads, 5, 5)))
     assert weighed.matched == [sentence]
 
@@ -145,22 +147,22 @@ def test_an_nn_sequential_numbered_otherwise_is_named_from_the_weights_it_lacks(
     def message(missing, own):
         return (f"the checks load weights by the contract's names into your TransformerBlock, but it has no "
                 f"parameters named {sorted(missing)} (its parameters: {sorted(own)})")
-    short = mistakes.sequential_shifted(message(["ff.2.bias", "ff.2.weight"], ["ff.0.weight", "ff.0.bias",
+    short = general.sequential_shifted(message(["ff.2.bias", "ff.2.weight"], ["ff.0.weight", "ff.0.bias",
                                                                              "ff.1.weight", "ff.1.bias"]))
-    assert short == mistakes.SEQUENTIAL_SHORT.text(seq="ff", got=1, want=2)
-    long = mistakes.sequential_shifted(message(["ff.2.bias", "ff.2.weight"], ["ff.0.weight", "ff.0.bias",
+    assert short == general.SEQUENTIAL_SHORT.text(seq="ff", got=1, want=2)
+    long = general.sequential_shifted(message(["ff.2.bias", "ff.2.weight"], ["ff.0.weight", "ff.0.bias",
                                                                             "ff.3.weight", "ff.3.bias"]))
-    assert long == mistakes.SEQUENTIAL_LONG.text(seq="ff", got=3, want=2)
-    assert mistakes.sequential_shifted(message(["ff.2.weight"], ["ff.0.weight", "w.weight"])) is None
+    assert long == general.SEQUENTIAL_LONG.text(seq="ff", got=3, want=2)
+    assert general.sequential_shifted(message(["ff.2.weight"], ["ff.0.weight", "w.weight"])) is None
 
 
 def test_a_float_mask_does_not_match_a_bool_mistake_on_values():
     """Failing on the dtype, a mask of 1.0 and 0.0 is no mask 'that ignores the offset': it is not bool."""
-    models = mistakes.causal_mask_mistakes(2, 4)
+    models = masking.causal_mask_mistakes(2, 4)
     float_mask = torch.ones(2, 4).tril()  # the values of the offset mistake, in float
     with pytest.raises(CheckFailure) as failure:
         check_tensor(float_mask, what="causal_mask(2, 4)", shape=(2, 4), dtype=torch.bool, mistakes=models)
-    assert failure.value.matched == [mistakes.NOT_BOOL.sentence]  # a float mask, not a mask of the wrong values
+    assert failure.value.matched == [general.NOT_BOOL.sentence]  # a float mask, not a mask of the wrong values
     with pytest.raises(CheckFailure) as failure:
         assert_equal(float_mask, torch.ones(2, 4, dtype=torch.bool).tril(2), what="causal_mask(2, 4)", mistakes=models)
     assert failure.value.matched == []
@@ -245,25 +247,36 @@ def test_the_catalogue_inverted_mask_gets_its_diagnosis(masking_checks, tmp_path
 # --- the catalogue
 
 def test_each_mistake_has_its_own_id_and_sentence():
+    for path in MISTAKES:  # every module of mistakes declared (their entries registered)
+        importlib.import_module(f"checklib.mistakes.{path.stem}")
     entries = list(CATALOGUE.values())
     assert len({e.id for e in entries}) == len(entries)
     assert len({e.sentence for e in entries}) == len(entries)
     components = {c.id for c in load_course().components} | {GENERAL}  # GENERAL: seen by every component's checks
     assert all(e.id == f"{e.component}:{e.name}" and e.component in components for e in entries)
     with pytest.raises(ValueError, match="says what"):
-        mistakes.mistake("masking", "said_again", entries[0].sentence, lambda: None)
+        mistake("masking", "said_again", entries[0].sentence, lambda: None)
 
 
 def test_every_entry_is_reachable_from_a_bundle():
-    """Each entry is bound by a module-level name of mistakes.py that a bundle (a function) or a check uses."""
-    tree = ast.parse((ROOT / "tests" / "checklib" / "mistakes.py").read_text())
-    values = {target.id: node.value for node in tree.body if isinstance(node, ast.Assign)
-              for target in node.targets if isinstance(target, ast.Name)}
+    """Each entry is bound by a module-level name of a module of mistakes that a bundle (a function) or a check
+    uses."""
+    modules = {path: importlib.import_module(f"checklib.mistakes.{path.stem}") for path in MISTAKES}
+    values, defined, reachable = {}, {}, set()
     loaded = lambda node: {n.id for n in ast.walk(node) if isinstance(n, ast.Name)}  # noqa: E731
-    reachable = set().union(*(loaded(f) for f in tree.body if isinstance(f, ast.FunctionDef)))
+    for path, module in modules.items():
+        tree = ast.parse(path.read_text())
+        for node in tree.body:
+            for target in node.targets if isinstance(node, ast.Assign) else ():
+                if isinstance(target, ast.Name):
+                    values[target.id], defined[target.id] = node.value, getattr(module, target.id)
+        reachable |= set().union(*(loaded(f) for f in tree.body if isinstance(f, ast.FunctionDef)))
     for check in sorted((ROOT / "tests").glob("test_*.py")):  # the checks name some entries: mistakes.GREEDY_FILTERS
-        reachable |= {n.attr for n in ast.walk(ast.parse(check.read_text()))
+        tree = ast.parse(check.read_text())
+        reachable |= {n.attr for n in ast.walk(tree)
                       if isinstance(n, ast.Attribute) and isinstance(n.value, ast.Name) and n.value.id == "mistakes"}
+        reachable |= {alias.name for n in ast.walk(tree) if isinstance(n, ast.ImportFrom)
+                      and (n.module or "").startswith("checklib.mistakes.") for alias in n.names}
     todo = list(reachable)
     while todo:
         name = todo.pop()
@@ -272,7 +285,7 @@ def test_every_entry_is_reachable_from_a_bundle():
             todo.append(other)
     entries = set()
     for name in reachable & set(values):
-        value = getattr(mistakes, name, None)
+        value = defined[name]
         for item in value if isinstance(value, tuple) else (value,):
             if isinstance(item, Mistake):
                 entries.add(item.id)

@@ -142,15 +142,16 @@ def test_checks_fail_through_one_comparison_library():
             assert "\\n  hint:" not in path.read_text(), f"{path.relative_to(checks)} builds a hint by hand; use fail()"
 
 
-def test_no_two_sections_of_the_mistakes_module_define_one_name():
-    """tests/checklib/mistakes.py has a section per component; a name defined twice silently replaces the first
+def test_no_module_of_mistakes_defines_one_name_twice():
+    """A name defined (or imported) twice in a module of tests/checklib/mistakes/ silently replaces the first
     (a component's diagnoses then come from another's model)."""
     import collections
 
-    tree = ast.parse((GRADER.parent / "tests" / "checklib" / "mistakes.py").read_text())
-    names = collections.Counter(node.name if isinstance(node, (ast.FunctionDef, ast.ClassDef)) else target.id
-                                for node in tree.body
-                                for target in ([node] if isinstance(node, (ast.FunctionDef, ast.ClassDef))
-                                               else getattr(node, "targets", []))
-                                if isinstance(target, (ast.FunctionDef, ast.ClassDef, ast.Name)))
-    assert not [n for n, k in names.items() if k > 1], sorted(n for n, k in names.items() if k > 1)
+    for path in sorted((GRADER.parent / "tests" / "checklib" / "mistakes").glob("*.py")):
+        tree = ast.parse(path.read_text())
+        names = collections.Counter(
+            name for node in tree.body
+            for name in ([node.name] if isinstance(node, (ast.FunctionDef, ast.ClassDef))
+                         else [a.asname or a.name for a in node.names] if isinstance(node, (ast.Import, ast.ImportFrom))
+                         else [t.id for t in getattr(node, "targets", []) if isinstance(t, ast.Name)]))
+        assert not [n for n, k in names.items() if k > 1], (path.name, sorted(n for n, k in names.items() if k > 1))

@@ -1,4 +1,6 @@
 """The graded checks' fixtures and options live in the grader's engine (grader/engine/checks.py)."""
+import importlib
+
 import pytest
 
 from grader.engine.checks import *  # noqa: F401,F403 - pytest finds the plugin's hooks and fixtures here
@@ -14,10 +16,13 @@ def pytest_runtest_call(item: pytest.Item):
         return (yield)
     except StudentError as exc:
         from checklib.compare import diagnosed
-        from checklib.mistakes import error_mistake, sequential_shifted
+        from checklib.mistakes.general import error_mistake, sequential_shifted
 
         marker = item.get_closest_marker("component")
-        sentence = (error_mistake(exc.message, exc.where, exc.kinds, marker.args[0] if marker else "",
+        # the component's own mistakes that an error names, where its module of mistakes recognises some
+        own = getattr(importlib.import_module(f"checklib.mistakes.{marker.args[0]}"), "named_error", None) \
+            if marker else None
+        sentence = (error_mistake(exc.message, exc.where, exc.kinds, own,
                                   checks_own_inputs=not getattr(exc, "made_by_student", False))
                     if type(exc) is StudentError else sequential_shifted(exc.message)
                     if type(exc) is WeightsMismatch else None)

@@ -5,10 +5,12 @@ import pytest
 import torch
 import torch.nn.functional as F
 
-from checklib import adapters, mistakes
-from checklib.compare import ATOL, RTOL, assert_close, assert_equal, check_tensor, diagnosed, explained, fail
+from checklib import adapters
+from checklib.compare import assert_close, assert_equal, check_tensor, diagnosed, explained, fail
+from checklib.mistakes import cross_entropy as mistakes
 from checklib.scratch import assert_from_scratch
 from checklib.student import expect_value_error, naming_errors
+from checklib.tolerance import ATOL, RTOL
 from checklib.weights import randn
 from grader.results import CheckFailure
 from grader.sandbox.protocol import StudentError

@@ -14,9 +14,10 @@ import pytest
 import torch
 import torch.nn.functional as F
 
-from checklib import adapters, mistakes
+from checklib import adapters
 from checklib.compare import assert_close, check_tensor, explained, fail
 from checklib.masks import self_attention_mask
+from checklib.mistakes import grouped_query_attention as mistakes
 from checklib.scratch import assert_from_scratch
 from checklib.student import expect_value_error, naming_errors
 from checklib.weights import gqa_state, randn, torch_mha

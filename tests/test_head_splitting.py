@@ -4,8 +4,9 @@ from __future__ import annotations
 import pytest
 import torch
 
-from checklib import adapters, mistakes
+from checklib import adapters
 from checklib.compare import assert_equal, check_tensor
+from checklib.mistakes import head_splitting as mistakes
 from checklib.student import expect_value_error
 from checklib.weights import randn
 

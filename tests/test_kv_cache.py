@@ -13,8 +13,10 @@ import pytest
 import torch
 import torch.nn.functional as F
 
-from checklib import adapters, mistakes
+from checklib import adapters
 from checklib.compare import assert_close, assert_equal, check_tensor, fail
+from checklib.mistakes import kv_cache as mistakes
+from checklib.mistakes.qkv_projection import linear
 from checklib.student import expect_value_error, naming_errors
 from checklib.weights import block_state, linear_state, mha_state, randn
 from grader.sandbox.protocol import StudentError
@@ -299,7 +301,7 @@ def test_appends_projected_keys_and_values(trusted_impl, gen):
              hint="each forward call appends its new keys and values with exactly one cache.update(k, v)")
     for (start, stop), (k, v) in zip(chunks, updates):
         # from the weights, not the student's project_qkv (their own in a release, where it may do no work)
-        keys, values = (mistakes.linear(x[:, start:stop], state, f"w_{n}").to(x.dtype) for n in "kv")
+        keys, values = (linear(x[:, start:stop], state, f"w_{n}").to(x.dtype) for n in "kv")
         hint = ("the cache holds keys and values after projection and head split, (B, H, T_new, Dh), "
                 "and only those of the new positions")
         assert_close(k, heads(keys, n_heads), what=f"k passed to cache.update by forward(x[:, {start}:{stop}])", hint=hint,

@@ -9,8 +9,10 @@ import pytest
 import torch
 import torch.nn as nn
 
-from checklib import adapters, mistakes
+from checklib import adapters
 from checklib.compare import assert_close, assert_equal, check_tensor, fail
+from checklib.mistakes import layer_norm as mistakes
+from checklib.mistakes.general import keepdim_lost
 from checklib.norms import Norm
 from checklib.scratch import assert_from_scratch
 from checklib.student import naming_errors
@@ -43,7 +45,7 @@ def test_state_dict_layout(impl):
     if set(got) != {"weight", "bias"}:
         fail(f"LayerNorm({d}).state_dict()", f"expected exactly the keys ['bias', 'weight'], got {sorted(got)}",
              hint="create weight and bias as nn.Parameter of shape (d_model,), and no other parameters or buffers",
-             actual=set(got), mistakes=mistakes.norm_state_mistakes(set(got), bias=True))
+             actual=set(got), mistakes=mistakes.norm_state_mistakes(set(got)))
     for name, value in (("weight", 1.0), ("bias", 0.0)):
         check_tensor(got[name], what=f"LayerNorm({d}).state_dict()['{name}']", shape=(d,), dtype=torch.float32,
                      hint=f"{name} is a float32 nn.Parameter of shape (d_model,)")
@@ -81,7 +83,7 @@ def test_matches_torch_layer_norm(impl, gen, shape, dtype, eps, kind):
     used = 1e-5 if eps is None else eps
     what = f"{call(d, eps, x)} vs nn.LayerNorm with the same weights"
     with naming_errors(what, mistakes.LAYER_NORM_WITHOUT_KEEPDIM,
-                       lambda exc: mistakes.keepdim_lost(exc.message, x.shape)):
+                       lambda exc: keepdim_lost(exc.message, x.shape)):
         got = m(x)
     assert_close(got, expected_output(state, x, used), what=what,
                  hint=WHERE + ("; the default eps is 1e-5" if eps is None else ""),

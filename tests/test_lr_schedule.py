@@ -11,9 +11,11 @@ import math
 import pytest
 import torch
 
-from checklib import adapters, mistakes
-from checklib.compare import ATOL, RTOL, assert_close, fail
+from checklib import adapters
+from checklib.compare import assert_close, fail
+from checklib.mistakes import lr_schedule as mistakes
 from checklib.student import expect_value_error
+from checklib.tolerance import ATOL, RTOL
 
 # (max_lr, min_lr, warmup_steps, total_steps): nanoGPT-like, a short warmup, no warmup, a one-step decay.
 CONFIGS = [(6e-4, 6e-5, 10, 50), (1e-2, 1e-3, 3, 20), (3e-3, 1e-4, 0, 12), (1.0, 0.25, 4, 5)]

@@ -4,9 +4,10 @@ from __future__ import annotations
 import pytest
 import torch
 
-from checklib import adapters, mistakes
+from checklib import adapters
 from checklib.compare import assert_equal, check_tensor, fail
 from checklib.masks import random_mask
+from checklib.mistakes import masking as mistakes
 from checklib.scratch import assert_from_scratch
 from checklib.student import expect_value_error, naming_errors
 from checklib.weights import randn

@@ -18,9 +18,11 @@ from checklib.causal import (
     one_hot_grad_output,
     with_future_changed,
 )
-from checklib import adapters, mistakes
+from checklib import adapters
 from checklib.compare import assert_close, assert_equal, check_tensor, explained, fail
 from checklib.masks import random_mask, self_attention_mask, to_torch_attn_mask
+from checklib.mistakes import multi_head_attention as mistakes
+from checklib.mistakes.general import mapped
 from checklib.scratch import assert_from_scratch
 from checklib.weights import mha_state, randn, torch_mha
 from grader.results import CheckFailure
@@ -144,13 +146,13 @@ def test_sdpa_weights_are_softmax_of_scaled_scores(impl, gen, case, mask_kind):
     check_tensor(weights, what=what, shape=(*lead, t_q, t_k), dtype=torch.float64, mistakes=weight_mistakes)
     assert_close(weights.sum(dim=-1), torch.ones(*lead, t_q, dtype=torch.float64), what=f"row sums of the {what}",
                  hint="each query's weights are a softmax over the keys (the last dimension), so they sum to 1",
-                 mistakes=mistakes.mapped(weight_mistakes, lambda w: w.sum(dim=-1)))
+                 mistakes=mapped(weight_mistakes, lambda w: w.sum(dim=-1)))
     if mask is not None:
         masked = weights.masked_select(~mask.expand_as(weights))
         assert_close(masked, torch.zeros_like(masked), what=f"{what} where the mask is False",
                      hint="a key the mask forbids must get weight 0: fill its score with -inf (or a very "
                           "negative number) before the softmax; True means 'may attend'",
-                     mistakes=mistakes.mapped(weight_mistakes, lambda w: w.masked_select(~mask.expand_as(w))))
+                     mistakes=mapped(weight_mistakes, lambda w: w.masked_select(~mask.expand_as(w))))
     assert_close(weights, reference_weights(q, k, mask), what=what,
                  hint="weights = softmax(q @ k^T / sqrt(d), dim=-1), d being q's last dimension",
                  mistakes=weight_mistakes)

@@ -10,10 +10,12 @@ from __future__ import annotations
 import pytest
 import torch
 
-from checklib import adapters, mistakes
-from checklib.compare import ATOL, RTOL, CheckFailure, assert_close, check_tensor, diagnose, fail, rediagnosed
+from checklib import adapters
+from checklib.compare import CheckFailure, assert_close, check_tensor, diagnose, fail, rediagnosed
+from checklib.mistakes import optimizer as mistakes
 from checklib.scratch import assert_from_scratch
 from checklib.student import expect_value_error, naming_errors
+from checklib.tolerance import ATOL, RTOL
 from checklib.weights import randn
 
 DTYPES = [torch.float32, torch.float64]

@@ -6,8 +6,9 @@ import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
-from checklib import adapters, mistakes
+from checklib import adapters
 from checklib.compare import assert_close, assert_equal, check_tensor, fail
+from checklib.mistakes import patch_embedding as mistakes
 from checklib.student import expect_value_error, naming_errors
 from checklib.weights import linear_state, randn
 

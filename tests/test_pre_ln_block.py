@@ -16,10 +16,11 @@ from checklib.causal import (
     vjp_chain,
     with_future_changed,
 )
-from checklib import adapters, mistakes
+from checklib import adapters
 from checklib.compare import (assert_close, assert_equal, assert_not_close, check_tensor, diagnose, explained, fail,
                               rediagnosed)
 from checklib.masks import self_attention_mask, to_torch_attn_mask
+from checklib.mistakes import pre_ln_block as mistakes
 from checklib.scratch import assert_from_scratch
 from checklib.weights import block_state, randn, torch_encoder_layer
 from grader.results import CheckFailure

@@ -5,8 +5,9 @@ import pytest
 import torch
 import torch.nn.functional as F
 
-from checklib import adapters, mistakes
+from checklib import adapters
 from checklib.compare import assert_close, check_tensor, explained, fail, shown
+from checklib.mistakes import qkv_projection as mistakes
 from checklib.student import expect_value_error
 from checklib.weights import mha_state, randn
 from grader.results import CheckFailure

@@ -9,8 +9,11 @@ import pytest
 import torch
 import torch.nn as nn
 
-from checklib import adapters, mistakes
+from checklib import adapters
 from checklib.compare import assert_close, assert_equal, check_tensor, fail
+from checklib.mistakes import rms_norm as mistakes
+from checklib.mistakes.general import keepdim_lost
+from checklib.mistakes.layer_norm import detached_statistics_mistakes, initial_value_mistakes
 from checklib.norms import Norm
 from checklib.scratch import assert_from_scratch
 from checklib.student import naming_errors
@@ -42,11 +45,11 @@ def test_state_dict_layout(impl):
     if set(got) != {"weight"}:
         fail(f"RMSNorm({d}).state_dict()", f"expected exactly the key ['weight'], got {sorted(got)}",
              hint="create weight as an nn.Parameter of shape (d_model,), and no other parameters or buffers",
-             actual=set(got), mistakes=mistakes.norm_state_mistakes(set(got), bias=False))
+             actual=set(got), mistakes=mistakes.norm_state_mistakes(set(got)))
     check_tensor(got["weight"], what=f"RMSNorm({d}).state_dict()['weight']", shape=(d,), dtype=torch.float32,
                  hint="weight is a float32 nn.Parameter of shape (d_model,)")
     assert_equal(got["weight"], torch.ones(d), what=f"the initial weight of RMSNorm({d})",
-                 hint="weight starts at ones, as in nn.RMSNorm", mistakes=mistakes.initial_value_mistakes(d, "weight"))
+                 hint="weight starts at ones, as in nn.RMSNorm", mistakes=initial_value_mistakes(d, "weight"))
 
 
 # (shape, dtype, eps (None: the default, 1e-5), input kind)
@@ -77,7 +80,7 @@ def test_matches_torch_rms_norm(impl, gen, shape, dtype, eps, kind):
     m = new_norm(impl, d, state, eps)
     used = 1e-5 if eps is None else eps
     what = f"{call(d, eps, x)} vs nn.RMSNorm with the same weight"
-    with naming_errors(what, mistakes.RMS_WITHOUT_KEEPDIM, lambda exc: mistakes.keepdim_lost(exc.message, x.shape)):
+    with naming_errors(what, mistakes.RMS_WITHOUT_KEEPDIM, lambda exc: keepdim_lost(exc.message, x.shape)):
         got = m(x)
     assert_close(got, expected_output(state, x, used), what=what,
                  hint=WHERE + ("; the default eps is 1e-5" if eps is None else ""),
@@ -116,7 +119,7 @@ def test_gradients_match_torch(impl, gen, shape):
     assert_close(grads["args"][0], x_ref.grad, what=f"{what} w.r.t. x vs nn.RMSNorm's",
                  hint="compute the output from x with differentiable tensor operations: the mean square depends "
                       "on x, and the gradient flows through it too",
-                 mistakes=mistakes.detached_statistics_mistakes(x, state, eps, g, rms=True))
+                 mistakes=detached_statistics_mistakes(x, state, eps, g, rms=True))
     got = grads["params"].get("weight")
     if got is None:
         fail(f"{what} w.r.t. weight", "no gradient reached it",

@@ -12,9 +12,12 @@ from __future__ import annotations
 import pytest
 import torch
 
-from checklib import adapters, mistakes
-from checklib.compare import ATOL, RTOL, assert_close, assert_equal, assert_not_close, check_tensor, fail, shown
+from checklib import adapters
+from checklib.compare import assert_close, assert_equal, assert_not_close, check_tensor, fail, shown
+from checklib.mistakes import rope as mistakes
+from checklib.mistakes.general import mapped
 from checklib.student import expect_value_error
+from checklib.tolerance import ATOL, RTOL
 from checklib.weights import randn
 from grader.sandbox.protocol import StudentError
 
@@ -122,7 +125,7 @@ def test_rope_angles_values(impl, max_len, head_dim, base):
             stop = min(stop, max_len)
             assert_close(got[start:stop].double(), want[start:stop], what=f"the {name} table of {what}, positions "
                          f"{start}..{stop - 1}", hint=hint, rtol=RTOL, atol=angle_atol(stop - 1),
-                         mistakes=mistakes.mapped(table_mistakes, lambda t, i=index, a=start, b=stop: t[i][a:b]))
+                         mistakes=mapped(table_mistakes, lambda t, i=index, a=start, b=stop: t[i][a:b]))
 
 
 @pytest.mark.parametrize("head_dim", [1, 7, 15])
@@ -257,7 +260,7 @@ def test_keeps_norms(impl, gen):
 
     assert_close(pair_norms(out), pair_norms(x), what=f"the squared norm of every pair (2i, 2i+1) of {what}",
                  rtol=RTOL, atol=ATOL, hint="each adjacent pair (2i, 2i+1) is turned on its own: " + ROTATION,
-                 mistakes=mistakes.mapped(mistakes.rope_mistakes(x, cos, sin, at), pair_norms))
+                 mistakes=mapped(mistakes.rope_mistakes(x, cos, sin, at), pair_norms))
 
 
 def test_gradient_flows_to_x(impl, gen):

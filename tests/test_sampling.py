@@ -15,8 +15,10 @@ from __future__ import annotations
 import pytest
 import torch
 
-from checklib import adapters, mistakes
+from checklib import adapters
 from checklib.compare import assert_close, assert_equal, check_tensor, diagnosed, fail
+from checklib.mistakes import sampling as mistakes
+from checklib.mistakes.general import judged_whole
 from checklib.student import expect_value_error, naming_errors
 from checklib.weights import randn
 from grader.sandbox.protocol import StudentError
@@ -102,7 +104,7 @@ def check_filter(impl, logits: torch.Tensor, **kw) -> None:
                  hint="the output has the logits' shape and dtype: -inf where a filter removed an entry")
     models = mistakes.filter_mistakes(logits, got, want, **kw)
     assert_equal(kept(got), kept(want), what=f"which entries {what} keeps (True: kept, False: -inf)", hint=WHERE,
-                 mistakes=mistakes.judged_whole(models, got, kept))
+                 mistakes=judged_whole(models, got, kept))
     assert_close(got, want, what=f"{what} vs a brute-force filter", hint=WHERE, mistakes=models)
 
 

@@ -7,8 +7,9 @@ from pathlib import Path
 import pytest
 import torch
 
-from checklib import adapters, mistakes
+from checklib import adapters
 from checklib.compare import assert_close, assert_equal, check_tensor, diagnosed, fail
+from checklib.mistakes import scaling as mistakes
 from checklib.weights import randn
 from grader.sandbox.protocol import StudentError
 from grader.source import UnreadableFile, read_text

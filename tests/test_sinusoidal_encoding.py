@@ -4,8 +4,10 @@ from __future__ import annotations
 import pytest
 import torch
 
-from checklib import adapters, mistakes
+from checklib import adapters
 from checklib.compare import assert_close, assert_not_close, check_tensor, fail
+from checklib.mistakes import sinusoidal_encoding as mistakes
+from checklib.mistakes.general import mapped
 from checklib.student import expect_value_error
 from checklib.weights import mha_state, randn, torch_mha
 
@@ -48,7 +50,7 @@ def assert_close_by_position(actual, expected, *, what: str, hint: str, mistakes
 
 
 def _rows(table_mistakes, start: int, stop: int):
-    return table_mistakes and mistakes.mapped(table_mistakes, lambda t: t[start:stop])
+    return table_mistakes and mapped(table_mistakes, lambda t: t[start:stop])
 
 
 def encoding(impl, max_len: int, d_model: int) -> torch.Tensor:
@@ -91,7 +93,7 @@ def test_even_columns_are_sines(impl, max_len, d_model):
                              what=f"PE[:, 0::2] (the even columns) of sinusoidal_positional_encoding({max_len}, {d_model})",
                              hint=f"even columns hold the sines: {FORMULA}; check sin/cos order, the exponent 2i/d_model "
                                   "(i counts pairs, not columns) and the base 10000",
-                             mistakes=mistakes.mapped(mistakes.table_mistakes(max_len, d_model, pe), lambda t: t[:, 0::2]))
+                             mistakes=mapped(mistakes.table_mistakes(max_len, d_model, pe), lambda t: t[:, 0::2]))
 
 
 @pytest.mark.parametrize("max_len, d_model", VALUE_SIZES, ids=lambda v: str(v))
@@ -100,7 +102,7 @@ def test_odd_columns_are_cosines(impl, max_len, d_model):
     assert_close_by_position(pe[:, 1::2], torch.cos(angles(max_len, d_model)),
                              what=f"PE[:, 1::2] (the odd columns) of sinusoidal_positional_encoding({max_len}, {d_model})",
                              hint=f"odd columns hold the cosines of the same angle as the sine just before them: {FORMULA}",
-                             mistakes=mistakes.mapped(mistakes.table_mistakes(max_len, d_model, pe), lambda t: t[:, 1::2]))
+                             mistakes=mapped(mistakes.table_mistakes(max_len, d_model, pe), lambda t: t[:, 1::2]))
 
 
 @pytest.mark.parametrize("d_model", [2, 8, 30])
@@ -109,10 +111,10 @@ def test_position_zero(impl, d_model):
     table_mistakes = mistakes.table_mistakes(5, d_model)
     assert_close(pe[0, 0::2], torch.zeros(d_model // 2),
                  what=f"PE[0, 0::2] (sines at position 0, d_model={d_model})",
-                 hint="positions start at 0, and sin(0) = 0", mistakes=mistakes.mapped(table_mistakes, lambda t: t[0, 0::2]))
+                 hint="positions start at 0, and sin(0) = 0", mistakes=mapped(table_mistakes, lambda t: t[0, 0::2]))
     assert_close(pe[0, 1::2], torch.ones(d_model // 2),
                  what=f"PE[0, 1::2] (cosines at position 0, d_model={d_model})",
-                 hint="positions start at 0, and cos(0) = 1", mistakes=mistakes.mapped(table_mistakes, lambda t: t[0, 1::2]))
+                 hint="positions start at 0, and cos(0) = 1", mistakes=mapped(table_mistakes, lambda t: t[0, 1::2]))
 
 
 @pytest.mark.parametrize("shift", [1, 3, 17])
@@ -131,10 +133,10 @@ def test_shift_is_a_rotation(impl, d_model, shift):
     table_mistakes = mistakes.table_mistakes(max_len, d_model, pe)  # what a mistake's table gives here
     assert_close(sines[shift:], rotated_sines, atol=atol, hint=hint,
                  what=f"PE[p + {shift}, 0::2] against PE[p] rotated by {shift} * w_i (d_model={d_model})",
-                 mistakes=mistakes.mapped(table_mistakes, lambda t: t[shift:, 0::2]))
+                 mistakes=mapped(table_mistakes, lambda t: t[shift:, 0::2]))
     assert_close(cosines[shift:], rotated_cosines, atol=atol, hint=hint,
                  what=f"PE[p + {shift}, 1::2] against PE[p] rotated by {shift} * w_i (d_model={d_model})",
-                 mistakes=mistakes.mapped(table_mistakes, lambda t: t[shift:, 1::2]))
+                 mistakes=mapped(table_mistakes, lambda t: t[shift:, 1::2]))
 
 
 @pytest.mark.parametrize("length, d_model, n_heads", [(12, 16, 4), (6, 8, 2)])

@@ -10,8 +10,10 @@ import pytest
 import torch
 import torch.nn.functional as F
 
-from checklib import adapters, mistakes
+from checklib import adapters
 from checklib.compare import assert_close, check_tensor, fail
+from checklib.mistakes import swiglu as mistakes
+from checklib.mistakes.general import loaded_shapes
 from checklib.weights import randn, swiglu_state
 from grader.sandbox.protocol import StudentError
 
@@ -35,7 +37,7 @@ def run(call, what: str, d_model: int, d_ff: int, *args, **kwargs):
         return call(*args, **kwargs)
     except StudentError as exc:
         expected = mistakes.swiglu_shapes(d_model, d_ff)
-        shapes = mistakes.loaded_shapes(exc.message, expected) if type(exc) is StudentError else None
+        shapes = loaded_shapes(exc.message, expected) if type(exc) is StudentError else None
         if shapes is None:
             raise
         fail(what, f"loading the weights failed: {exc.type_name}: {exc.message}\n{exc.where}".rstrip(),

@@ -16,8 +16,10 @@ from __future__ import annotations
 import pytest
 import torch
 
-from checklib import adapters, mistakes
+from checklib import adapters
 from checklib.compare import assert_equal, check_tensor, fail
+from checklib.mistakes import swin_windows as mistakes
+from checklib.mistakes.general import FLOAT_DTYPE_CHANGED
 from checklib.student import expect_value_error
 from checklib.weights import randn
 from grader.sandbox.protocol import StudentError, StudentTimeout
@@ -109,7 +111,7 @@ def call_partition(impl, x: torch.Tensor, ws: int) -> torch.Tensor:
     if out.dtype != x.dtype:
         fail(what, f"expected dtype {x.dtype}, got {out.dtype}", actual=out.dtype,
              hint="the windows hold x's own values: keep its dtype (no float(), no new tensor of another dtype)",
-             mistakes={mistakes.FLOAT_DTYPE_CHANGED: out.dtype})
+             mistakes={FLOAT_DTYPE_CHANGED: out.dtype})
     return out
 
 
@@ -122,7 +124,7 @@ def call_reverse(impl, windows: torch.Tensor, ws: int, H: int, W: int) -> torch.
                  mistakes=mistakes.reverse_mistakes(windows, ws, H, W))
     if out.dtype != windows.dtype:
         fail(what, f"expected dtype {windows.dtype}, got {out.dtype}", actual=out.dtype,
-             hint="the map holds the windows' own values: keep their dtype", mistakes={mistakes.FLOAT_DTYPE_CHANGED: out.dtype})
+             hint="the map holds the windows' own values: keep their dtype", mistakes={FLOAT_DTYPE_CHANGED: out.dtype})
     return out
 
 

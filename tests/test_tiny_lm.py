@@ -19,15 +19,17 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor
 
-from checklib import adapters, mistakes
+from checklib import adapters
 from checklib.compare import assert_close, check_tensor, fail
 from checklib.masks import self_attention_mask
+from checklib.mistakes import tiny_lm as mistakes
+from checklib.mistakes.general import mapped
 from checklib.scratch import assert_from_scratch
 from checklib.student import expect_value_error
 from checklib.weights import randn
 from grader.engine.target import RemoteObject
-from grader.sandbox.protocol import StudentError
 from grader.engine.training import TASK, TrainingFailed, expected_continuation, prompts, schedule, train
+from grader.sandbox.protocol import StudentError
 from grader.sandbox.wire import Ref
 
 BLOCK, LM = adapters.DecoderBlock, adapters.TinyLM
@@ -333,7 +335,7 @@ def test_cached_equals_uncached(impl, gen, cfg, B, chunks, dtype):
                      what=f"{what} vs the reference's logits at those positions",
                      hint="each block gets its own cache (caches[i]), the new positions start at len(caches[0]); "
                           "with caches the attention masks by itself: pass mask=None",
-                     mistakes=mistakes.mapped(all_mistakes, lambda full, o=offset, n=chunks[i]: full[:, o:o + n]))
+                     mistakes=mapped(all_mistakes, lambda full, o=offset, n=chunks[i]: full[:, o:o + n]))
     total = sum(chunks)
     for i, cache in enumerate(remote_caches(impl, caches)):
         if len(cache) != total:

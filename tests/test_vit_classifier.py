@@ -19,8 +19,10 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor
 
-from checklib import adapters, mistakes
+from checklib import adapters
+from checklib.catalogue import Mistakes
 from checklib.compare import assert_close, assert_not_close, check_tensor, fail
+from checklib.mistakes import vit_classifier as mistakes
 from checklib.scratch import assert_from_scratch
 from checklib.weights import block_state, layer_norm_state, linear_state, randn, torch_encoder_layer
 from grader.engine.target import RemoteObject
@@ -83,7 +85,7 @@ def reference(state: dict[str, Tensor], images: Tensor, cfg: dict) -> Tensor:
     return reference_graph({k: v.double() for k, v in state.items()}, images.double(), cfg).detach()
 
 
-def vit_mistakes(state: dict[str, Tensor], images: Tensor, cfg: dict) -> mistakes.Mistakes:
+def vit_mistakes(state: dict[str, Tensor], images: Tensor, cfg: dict) -> Mistakes:
     return mistakes.vit_mistakes(state, images, patch_size=cfg["patch_size"], n_heads=cfg["n_heads"],
                                  n_layers=cfg["n_layers"])
 

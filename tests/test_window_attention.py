@@ -21,8 +21,9 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor
 
-from checklib import adapters, mistakes
+from checklib import adapters
 from checklib.compare import assert_close, assert_equal, check_tensor, fail
+from checklib.mistakes import window_attention as mistakes
 from checklib.scratch import assert_from_scratch
 from checklib.student import expect_value_error
 from checklib.weights import layer_norm_state, linear_state, randn

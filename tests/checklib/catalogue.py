@@ -6,12 +6,12 @@ checks see it, the sentence a student reads (unique; a template with
 model: what the mistake computes on a check's inputs. A model is one of
 
 - a function of the inputs that a bundle binds it to (`entry.on(q, k)`),
-- the switches of a simulator in `mistakes.py` that several checks share
+- the switches of a simulator in a component's `mistakes/<component>.py` that several checks share
   (`dict(softmax_dim=-2)` for both `attention()` and `mha()`), bound with
   `simulated(entries, simulate)`,
 
 computing in float64 from the check's own inputs and weights, never from
-`solutions/`. The bundles of `mistakes.py` return entries bound to a check's
+`solutions/`. The bundles of `mistakes/` return entries bound to a check's
 inputs: {sentence: zero-arg callable}, the mapping that `compare.py` takes.
 Declaring an entry registers it in `CATALOGUE`; an id or a sentence declared
 twice is an error at import.

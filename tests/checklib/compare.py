@@ -8,7 +8,7 @@ float32 arithmetic done right passes and the wrong algorithm fails by far more.
 
 Every comparison takes `mistakes`: a mapping from a one-sentence diagnosis
 addressed to the student ("your scores equal q·kᵀ without the 1/√d factor") to
-what that mistake would have produced on the same inputs (see `mistakes.py`).
+what that mistake would have produced on the same inputs (see `mistakes/`).
 A key may also be a catalogue entry (`catalogue.Mistake`), which stands for its
 sentence. A value may be a tensor, a `torch.Size` (the mistake is known by its shape
 only), a plain value (int, float, set, ...) compared with ==, or a zero-arg
@@ -30,6 +30,7 @@ from torch import Tensor
 from grader.results import CheckFailure, diagnosis_line, with_diagnosis
 
 from .catalogue import Mistake
+from .mistakes.general import dtype_changed, squeezed
 from .tolerance import ATOL, FLOAT64_ATOL, FLOAT64_RTOL, RTOL, differing, matches
 
 # diagnosis sentence (or catalogue entry) -> what the mistake gives (or a zero-arg callable computing it)
@@ -112,7 +113,7 @@ def diagnose(actual: Any, mistakes: Mistakes | None, *, expected: Any = None, rt
     case failed, so the code does something else). Where the check failed on the dtype
     (`dtype_failed`), a mistake is not ruled out for giving the expected values, and a
     model of another dtype than `actual`'s does not match on values alone (nor is it ruled
-    out by them). Given the `dtype` the check asks for, the shared dtype mistake (mistakes.dtype_changed)
+    out by them). Given the `dtype` the check asks for, the shared dtype mistake (mistakes.general.dtype_changed)
     is weighed too: matched where only the dtype is wrong (and no mistake of the check's own matched),
     ruled out where the values are. Where several mistakes match a float64 result and it equals some of them at
     float64's precision (it was computed in float64), the others are ruled out.
@@ -151,8 +152,6 @@ def diagnose(actual: Any, mistakes: Mistakes | None, *, expected: Any = None, rt
             ruled_out += [s for s in matched if s not in exact]
             matched = exact
     if dtype is not None and isinstance(actual, Tensor):
-        from .mistakes import dtype_changed  # mistakes.py builds on this module
-
         entry = dtype_changed(dtype, actual.dtype if dtype_failed else None)
         if entry is not None and dtype_failed and (not isinstance(expected, Tensor) or matches(
                 actual, expected.to(actual.dtype), rtol, atol)):
@@ -177,8 +176,6 @@ def check_tensor(actual, *, what: str, shape=None, dtype: torch.dtype | None = N
         expected = torch.Size(shape) if shape is not None and None not in tuple(shape) else None
         diagnosis = diagnose(actual, mistakes, expected=expected, dtype=dtype,
                              dtype_failed=_dtype_failed(actual, shape, dtype))
-        from .mistakes import squeezed  # mistakes.py builds on this module
-
         weighed = squeezed(actual, shape)  # the expected shape without its axes of size 1 (ruled out by another)
         if weighed is not None and weighed[1] and not diagnosis.matched:
             diagnosis = Diagnosis([weighed[0].sentence], diagnosis.ruled_out)
