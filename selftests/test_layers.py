@@ -5,7 +5,8 @@ course, results, source, ...), `sandbox/` (the process boundary), `engine/`
 (running and scoring the checks), then `channels/` (the ways a grade reaches
 people), `drills/` and `train/` (a learner's own practice), and `cli.py`, which only routes. Every import counts,
 also those inside functions; the graph is read from the source (ast), nothing
-is imported.
+is imported. The checks' library, `tests/checklib`, is held to the same: no cycle, and the general
+mistakes below the comparisons and the components' mistakes.
 """
 from __future__ import annotations
 
@@ -17,8 +18,8 @@ GRADER = Path(__file__).resolve().parents[1] / "grader"
 LAYERS = {"shared": 0, "sandbox": 1, "engine": 2, "channels": 3, "drills": 3, "train": 3, "show": 3, "cli": 4}
 
 
-def module_name(path: Path) -> str:
-    parts = path.relative_to(GRADER.parent).with_suffix("").parts
+def module_name(path: Path, root: Path = GRADER.parent) -> str:
+    parts = path.relative_to(root).with_suffix("").parts
     return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
 
 
@@ -27,8 +28,8 @@ def modules() -> dict[str, Path]:
     return {module_name(p): p for p in GRADER.rglob("*.py") if "locale" not in p.relative_to(GRADER).parts}
 
 
-def imports(name: str, path: Path, known: set[str]) -> set[str]:
-    """The grader modules that `name` imports (anywhere in its file)."""
+def imports(name: str, path: Path, known: set[str], top: str = "grader") -> set[str]:
+    """The modules of the package `top` (the grader's) that `name` imports (anywhere in its file)."""
     package = name if path.name == "__init__.py" else name.rpartition(".")[0]
     found = set()
     for node in ast.walk(ast.parse(path.read_text())):
@@ -47,7 +48,7 @@ def imports(name: str, path: Path, known: set[str]) -> set[str]:
         for target in targets:
             while target and target not in known:
                 target = target.rpartition(".")[0]
-            if target and target != name and target.startswith("grader"):
+            if target and target != name and target.split(".")[0] == top:
                 found.add(target)
     return found
 
@@ -64,8 +65,7 @@ def graph() -> dict[str, set[str]]:
     return {name: imports(name, path, set(known)) - {"grader"} for name, path in known.items()}
 
 
-def test_the_grader_has_no_import_cycle():
-    edges = graph()
+def assert_no_cycle(edges: dict[str, set[str]]) -> None:
     state: dict[str, int] = {}  # 1: on the current path, 2: done
     path: list[str] = []
 
@@ -84,6 +84,10 @@ def test_the_grader_has_no_import_cycle():
     for node in sorted(edges):
         if node not in state:
             visit(node)
+
+
+def test_the_grader_has_no_import_cycle():
+    assert_no_cycle(graph())
 
 
 def test_no_layer_imports_a_higher_one():
@@ -142,12 +146,43 @@ def test_checks_fail_through_one_comparison_library():
             assert "\\n  hint:" not in path.read_text(), f"{path.relative_to(checks)} builds a hint by hand; use fail()"
 
 
+# The checks' library (tests/checklib) has layers too, lowest first: the catalogue of mistakes and the tolerance,
+# the mistakes that are no one component's with their combinators (mistakes/general.py), the comparisons
+# (compare.py, which weighs general's dtype and squeeze entries), then each component's mistakes.
+CHECKLIB = GRADER.parent / "tests" / "checklib"
+
+
+def checklib_graph() -> dict[str, set[str]]:
+    known = {module_name(p, CHECKLIB.parent): p for p in CHECKLIB.rglob("*.py")}
+    return {name: imports(name, path, set(known), top="checklib") - {"checklib"}
+            for name, path in known.items()}
+
+
+def test_the_checks_library_has_no_import_cycle():
+    """Every import counts, those inside functions too: none may dodge a cycle."""
+    assert_no_cycle(checklib_graph())
+
+
+def test_general_mistakes_sit_below_the_comparisons_and_the_components():
+    from grader.course import load_course
+
+    edges = checklib_graph()
+    components = {m for m in edges if m.startswith("checklib.mistakes.") and m != "checklib.mistakes.general"}
+    assert "checklib.mistakes.general" in edges["checklib.compare"]  # a guard on the test itself
+    assert len(components) == len(load_course().components)  # one module of mistakes per component
+    below = {"checklib.catalogue", "checklib.tolerance"}
+    assert edges["checklib.mistakes.general"] <= below, sorted(edges["checklib.mistakes.general"])
+    assert not edges["checklib.compare"] & components, sorted(edges["checklib.compare"])
+    for module in below:
+        assert edges[module] <= below, (module, sorted(edges[module]))
+
+
 def test_no_module_of_mistakes_defines_one_name_twice():
     """A name defined (or imported) twice in a module of tests/checklib/mistakes/ silently replaces the first
     (a component's diagnoses then come from another's model)."""
     import collections
 
-    for path in sorted((GRADER.parent / "tests" / "checklib" / "mistakes").glob("*.py")):
+    for path in sorted((CHECKLIB / "mistakes").glob("*.py")):
         tree = ast.parse(path.read_text())
         names = collections.Counter(
             name for node in tree.body
