@@ -52,7 +52,7 @@ def besides(named: Mistakes, family: Mistakes, got: Any = None, *, prefer_named:
     def shared(mine: Any, others: Mistakes) -> bool:
         """Whether `mine` and another model would both match what came back (as the check weighs them)."""
         if got is None:
-            return any(_same(mine, o) for o in computed(others).values())
+            return any(same_output(mine, o) for o in computed(others).values())
         return matches(got, mine, None, None) and any(matches(got, o, None, None)
                                                        for o in computed(others).values())
 
@@ -75,11 +75,14 @@ def one_bad_side(height: int, width: int, size: int, entry: Mistake) -> dict[Mis
     return {entry: bool(height % size) != bool(width % size)}
 
 
-def _plus(term: str, offset: int) -> str:
+def plus(term: str, offset: int) -> str:
+    """`term` with an offset written after it, as a sentence shows it ("t + 1", "t - 2", or `term` alone)."""
     return term + (f" + {offset}" if offset > 0 else f" - {-offset}" if offset < 0 else "")
 
 
-def _same(a: Any, b: Any) -> bool:
+def same_output(a: Any, b: Any) -> bool:
+    """Whether two models' outputs are the same tensor (within 1e-4, infinities equal): where two mistakes give
+    the same, neither is told apart by these inputs."""
     if not (isinstance(a, Tensor) and isinstance(b, Tensor)) or a.shape != b.shape:
         return False
     a, b = a.double(), b.double()
@@ -92,12 +95,12 @@ def judged_whole(mistakes: Mistakes, got: Any, fn: Callable[[Any], Any]) -> Mist
     so ruled out) on its part."""
     def part(model: Any) -> Any:
         whole = model() if callable(model) else model
-        if _same(got, whole):
+        if same_output(got, whole):
             return fn(got)
         if whole is None:
             return None
         mine = fn(whole)
-        return None if _same(mine, fn(got)) else mine
+        return None if same_output(mine, fn(got)) else mine
     return {s: (lambda m=m: part(m)) for s, m in mistakes.items()}
 
 
@@ -118,7 +121,7 @@ def unambiguous(mistakes: Mistakes) -> Mistakes:
 
     def model_of(sentence: str) -> Any:
         mine = computed()[sentence]
-        return None if any(o != sentence and _same(mine, w) for o, w in values.items()) else mine
+        return None if any(o != sentence and same_output(mine, w) for o, w in values.items()) else mine
 
     return {sentence: (lambda s=sentence: model_of(s)) for sentence in mistakes}
 

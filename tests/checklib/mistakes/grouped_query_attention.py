@@ -1,5 +1,5 @@
-"""The known mistakes of `grouped_query_attention` (Grouped-query attention): its entries, simulators and bundles (see
-`checklib/mistakes/__init__.py`)."""
+"""The known mistakes of `grouped_query_attention` (Grouped-query attention): its entries, simulators and bundles
+(see `checklib/mistakes/__init__.py`)."""
 from __future__ import annotations
 
 import math
@@ -11,8 +11,8 @@ from torch import Tensor
 
 from ..catalogue import Mistakes, bind, mistake, recognised, simulated, variants
 from .general import MISMATCHED_SIZES, besides, biased_layer_mistakes
-from .qkv_projection import linear
 from .head_splitting import heads
+from .qkv_projection import linear
 
 
 # One model runs the contract's GroupedQueryAttention in float64, with one mistake switched on: a single

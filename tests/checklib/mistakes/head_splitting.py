@@ -14,6 +14,8 @@ from .general import besides
 
 
 def heads(x: Tensor, n_heads: int) -> Tensor:
+    """split_heads done right, (B, T, D) to (B, H, T, Dh): the simulators of kv_cache and grouped-query attention
+    split with it too."""
     batch, length, d_model = x.shape
     return x.reshape(batch, length, n_heads, d_model // n_heads).transpose(1, 2)
 

@@ -10,10 +10,10 @@ from torch import Tensor
 
 from ..catalogue import Mistake, Mistakes, bind, mistake, recognised
 from .general import besides, mismatched_sizes
-from .qkv_projection import linear
 from .head_splitting import heads
 from .multi_head_attention import attention, mha
 from .pre_ln_block import block
+from .qkv_projection import linear
 
 
 CACHE_UPDATE_MISTAKES = (

@@ -155,7 +155,7 @@ FIXED_EPS = mistake("layer_norm", "fixed_eps",
 FIXED_EPS_VALUES = (1e-5, 1e-6, 1e-8, 1e-3)
 
 
-def _fixed_eps(norm: Callable[[float], Tensor], named: Mistakes, got: Any, default_eps: bool) -> Mistakes:
+def fixed_eps_family(norm: Callable[[float], Tensor], named: Mistakes, got: Any, default_eps: bool) -> Mistakes:
     """`named` and the FIXED_EPS family; 1e-6 is DEFAULT_EPS's where the default is used. An eps next to 0 is
     no eps on most inputs: where the two give the same, neither is named."""
     family = {FIXED_EPS.text(eps=f"{value:g}".replace("e-0", "e-")): (lambda value=value: norm(value))
@@ -214,8 +214,8 @@ def layer_norm_mistakes(x: Tensor, state: dict[str, Tensor], eps: float, *, defa
     precision = lower_precision_mistakes(
         "LayerNorm", lambda dtype: F.layer_norm(x.to(dtype), x.shape[-1:], state["weight"].to(dtype),
                                                 state["bias"].to(dtype), eps), x, got)
-    fixed = _fixed_eps(lambda value: layer_norm(x, state["weight"], state["bias"], value), {}, got, default_eps)
-    return {**_fixed_eps(lambda value: layer_norm(x, state["weight"], state["bias"], value), named, got, default_eps),
+    fixed = fixed_eps_family(lambda value: layer_norm(x, state["weight"], state["bias"], value), {}, got, default_eps)
+    return {**fixed_eps_family(lambda value: layer_norm(x, state["weight"], state["bias"], value), named, got, default_eps),
             **fitted_besides({**named, **fixed}, precision, got)}
 
 

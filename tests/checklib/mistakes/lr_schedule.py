@@ -10,7 +10,7 @@ import torch
 from torch import Tensor
 
 from ..catalogue import Mistake, Mistakes, bind, mistake, recognised, simulated, variants
-from .general import _plus, besides
+from .general import besides, plus
 
 
 def schedule(steps: list[int], max_lr: float, min_lr: float, warmup: int, total: int, variant: str = "", *,
@@ -167,10 +167,10 @@ def schedule_mistakes(steps: list[int], max_lr: float, min_lr: float, warmup: in
 
 @functools.cache
 def _schedule_texts() -> tuple[tuple[str, Mistake, Any], ...]:
-    warmup = [(WARMUP_OFF_BY_ONE.text(numerator=_plus("step", a), denominator=_plus("warmup_steps", b)),
+    warmup = [(WARMUP_OFF_BY_ONE.text(numerator=plus("step", a), denominator=plus("warmup_steps", b)),
                WARMUP_OFF_BY_ONE, (a, b)) for a, b in OFFSETS if (a, b) not in ((1, 0), (1, 1))]  # plus_one, nanogpt
-    progress = [(PROGRESS_OFF_BY_ONE.text(numerator=_plus("step - warmup_steps", a),
-                                          denominator=_plus("total_steps - warmup_steps", b)), PROGRESS_OFF_BY_ONE,
+    progress = [(PROGRESS_OFF_BY_ONE.text(numerator=plus("step - warmup_steps", a),
+                                          denominator=plus("total_steps - warmup_steps", b)), PROGRESS_OFF_BY_ONE,
                  (a, b)) for a, b in OFFSETS]
     forms = [(COSINE_FORM.text(lr=written), COSINE_FORM, form) for form, written in COSINE_FORMS.items()]
     rounded = [(PROGRESS_ROUNDED.text(expr=expr), PROGRESS_ROUNDED, fn) for expr, fn in PROGRESS_ROUNDINGS.items()]

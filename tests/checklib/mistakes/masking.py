@@ -132,7 +132,7 @@ def causal_mask_mistakes(q_len: int, k_len: int, got: Any = None) -> Mistakes:
     return besides(bind(CAUSAL_MASK_MISTAKES, q_len, k_len), family, got)
 
 
-def _masked_value(values: Tensor) -> float | None:
+def masked_value(values: Tensor) -> float | None:
     """The one constant in `values` if they are all the same (the fill value a student used), else None."""
     if values.numel() == 0 or not bool((values == values.flatten()[0]).all()):
         return None
@@ -142,7 +142,7 @@ def _masked_value(values: Tensor) -> float | None:
 def kept_where_allowed_mistakes(out: Tensor, scores: Tensor, full_mask: Tensor) -> Mistakes:
     """For `out[full_mask]` (the allowed positions): what comes back if the mask was used the wrong way round, or
     added to the scores."""
-    fill = _masked_value(out[full_mask])
+    fill = masked_value(out[full_mask])
     low = fill is not None and (fill <= -1e9 or fill == float("-inf"))
     return {**(bind([MASKED_WHERE_ALLOWED], scores, full_mask, fill) if low else {}),
             **bind([BOOL_MASK_ADDED, MASK_TIMES_INF], scores, full_mask)}
@@ -150,7 +150,7 @@ def kept_where_allowed_mistakes(out: Tensor, scores: Tensor, full_mask: Tensor) 
 
 def masked_fill_mistakes(masked: Tensor, scores_there: Tensor) -> Mistakes:
     """For the values at the masked positions: a fill that is not low enough, or no fill at all."""
-    fill = _masked_value(masked)
+    fill = masked_value(masked)
     mistakes = bind(MASKED_FILL_MISTAKES, masked, scores_there)
     if fill is not None and fill != 0 and fill > -1e9:
         mistakes.update(bind([FILL_NOT_LOW_ENOUGH], masked, scores_there, fill=fill))
@@ -163,5 +163,5 @@ def masked_fill_mistakes(masked: Tensor, scores_there: Tensor) -> Mistakes:
 
 def filled_in_place_mistakes(scores: Tensor, mask: Tensor, after: Tensor) -> Mistakes:
     full = mask.expand(scores.shape)
-    fill = _masked_value(after[~full])
+    fill = masked_value(after[~full])
     return bind([FILLED_IN_PLACE], scores, full, fill) if fill is not None else {}

@@ -9,7 +9,7 @@ import torch
 from torch import Tensor
 
 from ..catalogue import Mistakes, bind, mistake, recognised, simulated, variants
-from .general import _plus, besides
+from .general import besides, plus
 
 
 STEP_FROM_ZERO = recognised("optimizer", "step_from_zero",
@@ -170,7 +170,7 @@ def _adamw_mistakes(values, grads, groups, lrs, pick: Callable[[list[list[Tensor
             cache[key] = pick(adamw_run(values, grads, groups, lrs, variant, bias_steps, corrections, swapped))
         return cache[key]
 
-    family = {BIAS_STEPS.text(t1=_plus("t", k1), t2=_plus("t", k2)): (lambda k=(k1, k2): model(bias_steps=k))
+    family = {BIAS_STEPS.text(t1=plus("t", k1), t2=plus("t", k2)): (lambda k=(k1, k2): model(bias_steps=k))
               for k1, k2 in BIAS_SHIFTS}
     family.update({BIAS_BETAS.text(c1=_correction(c1), c2=_correction(c2)): (lambda c=(c1, c2): model(corrections=c))
                    for c1, c2 in BIAS_BETA_PAIRS})

@@ -12,8 +12,8 @@ from torch import Tensor
 
 from ..catalogue import Mistakes, bind, mistake, recognised, simulated, variants
 from .general import besides, linear_width_mistakes
-from .qkv_projection import linear
 from .multi_head_attention import mha
+from .qkv_projection import linear
 
 
 def block(state: dict[str, Tensor], x: Tensor, mask: Tensor | None, n_heads: int, *, variant: str = "") -> Tensor:

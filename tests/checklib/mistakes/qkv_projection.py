@@ -9,7 +9,7 @@ import torch.nn.functional as F
 from torch import Tensor
 
 from ..catalogue import Mistakes, bind, mistake, recognised
-from .general import _same, linear_width_mistakes
+from .general import linear_width_mistakes, same_output
 
 
 def linear(x: Tensor, state: dict[str, Tensor], layer: str, *, bias: bool = True) -> Tensor:
@@ -31,7 +31,7 @@ def returned_order(result: tuple, expected: dict[str, Tensor]) -> str | None:
     is not (q, k, v); None where it holds something else."""
     names = []
     for out in result:
-        same = [name for name, want in expected.items() if _same(out, want)]
+        same = [name for name, want in expected.items() if same_output(out, want)]
         if len(same) != 1:
             return None
         names += same

@@ -10,7 +10,7 @@ from torch import Tensor
 
 from ..catalogue import Mistakes, bind, mistake, recognised, simulated, variants
 from .general import besides, fitted_besides
-from .layer_norm import DEFAULT_EPS, NORM_AXES, PLAIN_TENSORS, _fixed_eps, lower_precision_mistakes
+from .layer_norm import DEFAULT_EPS, NORM_AXES, PLAIN_TENSORS, fixed_eps_family, lower_precision_mistakes
 
 
 RMS_NORM_BIAS = mistake("rms_norm", "has_bias",
@@ -166,8 +166,8 @@ def rms_norm_mistakes(x: Tensor, state: dict[str, Tensor], eps: float, *, defaul
     named = besides(simulated(entries, lambda variant: rms_norm(x, state["weight"], eps, variant=variant)), family)
     precision = lower_precision_mistakes(
         "RMSNorm", lambda dtype: F.rms_norm(x.to(dtype), x.shape[-1:], state["weight"].to(dtype), eps), x, got)
-    fixed = _fixed_eps(lambda value: rms_norm(x, state["weight"], value), {}, got, default_eps)
-    return {**_fixed_eps(lambda value: rms_norm(x, state["weight"], value), named, got, default_eps),
+    fixed = fixed_eps_family(lambda value: rms_norm(x, state["weight"], value), {}, got, default_eps)
+    return {**fixed_eps_family(lambda value: rms_norm(x, state["weight"], value), named, got, default_eps),
             **fitted_besides({**named, **fixed}, precision, got)}
 
 

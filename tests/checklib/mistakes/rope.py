@@ -9,7 +9,7 @@ from torch import Tensor
 
 from ..catalogue import Mistakes, bind, mistake, simulated, variants
 from .general import besides
-from .sinusoidal_encoding import _exponent_texts
+from .sinusoidal_encoding import exponent_texts
 
 
 def rope_tables(max_len: int, head_dim: int, base: float = 10000.0, *, variant: str = "",
@@ -97,7 +97,7 @@ def rope_table_mistakes(max_len: int, head_dim: int, base: float = 10000.0) -> M
     EXPONENT_OFFSETS (off_by_one is (-2, 0)), and rounded down to a whole number (FLOORED_EXPONENTS)."""
     named = simulated(ROPE_TABLE_MISTAKES, lambda variant: rope_tables(max_len, head_dim, base, variant=variant))
     family = {text: (lambda k=k: rope_tables(max_len, head_dim, base, exponent_offsets=k))
-              for text, k in _exponent_texts(ROPE_EXPONENT, "head_dim", (-2, 0)).items()}
+              for text, k in exponent_texts(ROPE_EXPONENT, "head_dim", (-2, 0)).items()}
     family.update({ROPE_EXPONENT_FLOORED.text(exponent=exponent, freqs=freqs):
                    (lambda f=f: _floored_tables(max_len, head_dim, base, f))
                    for (exponent, freqs), f in FLOORED_EXPONENTS.items()})

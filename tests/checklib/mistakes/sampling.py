@@ -1,5 +1,5 @@
-"""The known mistakes of `sampling` (Temperature, top-k, top-p and generation): its entries, simulators and bundles (see
-`checklib/mistakes/__init__.py`)."""
+"""The known mistakes of `sampling` (Temperature, top-k, top-p and generation): its entries, simulators and bundles
+(see `checklib/mistakes/__init__.py`)."""
 from __future__ import annotations
 
 import math
@@ -9,8 +9,8 @@ import torch
 from torch import Tensor
 
 from ..catalogue import Mistake, Mistakes, bind, mistake, recognised, simulated, variants
-from .general import _plus, _same, mismatched_sizes, unambiguous
-from .masking import _masked_value
+from .general import mismatched_sizes, plus, same_output, unambiguous
+from .masking import masked_value
 
 
 # filter_logits' models keep the input's dtype up to the top-k boundary (ties are exact there) and take
@@ -122,7 +122,7 @@ def _finite_fill(got: Tensor, want: Tensor) -> float | None:
     removed = want == NEG_INF
     if not isinstance(got, Tensor) or got.shape != want.shape or not bool(removed.any()):
         return None
-    fill = _masked_value(got[removed])
+    fill = masked_value(got[removed])
     return fill if fill is not None and math.isfinite(fill) and (fill <= -1e4 or fill == 0) else None
 
 
@@ -149,7 +149,7 @@ def _in_sorted_order(logits: Tensor, got: Any, temperature: float, top_k: int | 
     that is what came back (`got`), else the contract's filter sorted (which rules the mistake out)."""
     results = [filtered(logits, temperature, top_k, top_p, variant) for variant in SORTED_ORDER_VARIANTS]
     ordered = [r.sort(dim=-1, descending=True).values for r in results if r is not None]
-    return next((r for r in ordered if _same(got, r)), ordered[0])
+    return next((r for r in ordered if same_output(got, r)), ordered[0])
 
 
 # A top-p mask worked out in sorted order and applied to the logits as they are: it keeps the first tokens of the
@@ -176,7 +176,7 @@ def filter_mistakes(logits: Tensor, got: Any, want: Tensor, temperature: float =
                     top_p: float | None = None) -> Mistakes:
     """For filter_logits(logits, ...): `got` is what came back, `want` the right answer; also the result left in
     sorted order (SORTED_ORDER, fitted to `got` among the ways a sorted filter goes)."""
-    family = {TOP_K_OFF_BY_ONE.text(kept=_plus("top_k", k)): (lambda k=k: filtered(logits, temperature, top_k, top_p,
+    family = {TOP_K_OFF_BY_ONE.text(kept=plus("top_k", k)): (lambda k=k: filtered(logits, temperature, top_k, top_p,
                                                                                   k_offset=k)) for k in (-1, 1)}
     family.update(bind([SORTED_ORDER], logits, got, temperature, top_k, top_p))
     family.update(bind([SORTED_MASK_UNSORTED], logits, temperature, top_k, top_p))
@@ -203,7 +203,7 @@ def distribution_mistakes(row: Tensor, temperature: float, top_k: int | None, to
         return None if kept is None else kept.double().softmax(-1)
     return {**simulated(FILTER_MISTAKES,
                         lambda variant: filtered(row, temperature, top_k, top_p, variant).double().softmax(-1)),
-            **{TOP_K_OFF_BY_ONE.text(kept=_plus("top_k", k)): (lambda k=k: drawn(k)) for k in (-1, 1)},
+            **{TOP_K_OFF_BY_ONE.text(kept=plus("top_k", k)): (lambda k=k: drawn(k)) for k in (-1, 1)},
             **bind(DRAW_MISTAKES, row, temperature, top_k, top_p)}
 
 

@@ -1,5 +1,5 @@
-"""The known mistakes of `sinusoidal_encoding` (Sinusoidal positional encoding): its entries, simulators and bundles (see
-`checklib/mistakes/__init__.py`)."""
+"""The known mistakes of `sinusoidal_encoding` (Sinusoidal positional encoding): its entries, simulators and
+bundles (see `checklib/mistakes/__init__.py`)."""
 from __future__ import annotations
 
 import functools
@@ -11,7 +11,7 @@ from torch import Tensor
 
 from ..catalogue import Mistake, Mistakes, bind, mistake, simulated
 from ..tolerance import Approximate
-from .general import _plus
+from .general import plus
 
 
 # Families of both encodings: the exponent 2i / d off by a little in its numerator and/or denominator.
@@ -19,10 +19,10 @@ EXPONENT_OFFSETS = [(a, b) for a in (-2, -1, 0, 1, 2) for b in (-2, -1, 0, 1, 2)
 
 
 @functools.cache
-def _exponent_texts(entry: Mistake, d: str, skip: tuple[int, int]) -> dict[str, tuple[int, int]]:
+def exponent_texts(entry: Mistake, d: str, skip: tuple[int, int]) -> dict[str, tuple[int, int]]:
     """{sentence: (a, b)} of the EXPONENT_OFFSETS but `skip` (a named entry's), formatted once."""
     def term(name: str, offset: int) -> str:
-        return f"({_plus(name, offset)})" if offset else name
+        return f"({plus(name, offset)})" if offset else name
     return {entry.text(numerator=term("2i", a), denominator=term(d, b)): (a, b)
             for a, b in EXPONENT_OFFSETS if (a, b) != skip}
 
@@ -125,7 +125,7 @@ def table_mistakes(max_len: int, d_model: int, got: Any = None) -> Mistakes:
     """For the (max_len, d_model) table; given what came back, also a base no entry names, fitted to it, and
     the exponent off by EXPONENT_OFFSETS (exponent_over_d_minus_1 is (0, -1))."""
     family = {text: (lambda k=k: table(max_len, d_model, numerator=k[0], denominator=k[1]))
-              for text, k in _exponent_texts(TABLE_EXPONENT, "d_model", (0, -1)).items()}
+              for text, k in exponent_texts(TABLE_EXPONENT, "d_model", (0, -1)).items()}
     return {**simulated(TABLE_MISTAKES, lambda **switches: table(max_len, d_model, **switches)),
             **_other_base(max_len, d_model, got), **family}
 

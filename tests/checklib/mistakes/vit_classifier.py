@@ -1,5 +1,5 @@
-"""The known mistakes of `vit_classifier` (A Vision Transformer that learns): its entries, simulators and bundles (see
-`checklib/mistakes/__init__.py`)."""
+"""The known mistakes of `vit_classifier` (A Vision Transformer that learns): its entries, simulators and bundles
+(see `checklib/mistakes/__init__.py`)."""
 from __future__ import annotations
 
 import re
@@ -11,9 +11,9 @@ from torch import Tensor
 
 from ..catalogue import Mistakes, mistake, recognised, simulated, variants
 from .general import besides, unambiguous
-from .qkv_projection import linear
-from .pre_ln_block import block
 from .patch_embedding import patches
+from .pre_ln_block import block
+from .qkv_projection import linear
 
 
 # The contract's ViT in float64 from plain operations (patch_embedding's `patches`, pre_ln_block's `block`),

@@ -1,5 +1,5 @@
-"""The known mistakes of `window_attention` (Swin's window attention and block): its entries, simulators and bundles (see
-`checklib/mistakes/__init__.py`)."""
+"""The known mistakes of `window_attention` (Swin's window attention and block): its entries, simulators and
+bundles (see `checklib/mistakes/__init__.py`)."""
 from __future__ import annotations
 
 import functools
