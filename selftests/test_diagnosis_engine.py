@@ -148,10 +148,10 @@ def test_an_nn_sequential_numbered_otherwise_is_named_from_the_weights_it_lacks(
         return (f"the checks load weights by the contract's names into your TransformerBlock, but it has no "
                 f"parameters named {sorted(missing)} (its parameters: {sorted(own)})")
     short = general.sequential_shifted(message(["ff.2.bias", "ff.2.weight"], ["ff.0.weight", "ff.0.bias",
-                                                                             "ff.1.weight", "ff.1.bias"]))
+                                                                            "ff.1.weight", "ff.1.bias"]))
     assert short == general.SEQUENTIAL_SHORT.text(seq="ff", got=1, want=2)
     long = general.sequential_shifted(message(["ff.2.bias", "ff.2.weight"], ["ff.0.weight", "ff.0.bias",
-                                                                            "ff.3.weight", "ff.3.bias"]))
+                                                                           "ff.3.weight", "ff.3.bias"]))
     assert long == general.SEQUENTIAL_LONG.text(seq="ff", got=3, want=2)
     assert general.sequential_shifted(message(["ff.2.weight"], ["ff.0.weight", "w.weight"])) is None
 
