@@ -83,7 +83,7 @@ BUGS += [
         diagnosis=("your merge_heads gives heads.permute(0, 3, 2, 1).reshape(B, T, D)",)),
 ]
 
-# torch's own error that names the mistake (mistakes.VIEW_NOT_CONTIGUOUS).
+# torch's own error that names the mistake (mistakes.general.VIEW_NOT_CONTIGUOUS).
 VIEW = ("you called .view on a tensor whose memory is not in row order",)
 BUGS += [
     Bug("head_splitting", "merge_view_after_transpose", "attention.py",

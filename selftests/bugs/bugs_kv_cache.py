@@ -93,7 +93,7 @@ BUGS += [
         diagnosis=("your cached forward's causal mask is tril(diagonal=0)",)),
 ]
 
-# torch's own error that names the mistake (mistakes.TENSOR_AS_BOOL).
+# torch's own error that names the mistake (mistakes.general.TENSOR_AS_BOOL).
 TRUTH = ("you used a tensor as a truth value",)
 BUGS += [
     Bug("kv_cache", "truthiness_of_tensor", "kv_cache.py", "if self.k is None:", "if not self.k:",

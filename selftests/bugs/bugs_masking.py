@@ -89,7 +89,7 @@ BUGS += [
         diagnosis=("your mask is all True, so every query sees the future",)),
 ]
 
-# A mask that is not bool, a masked score that loses the scores' dtype (mistakes.NOT_BOOL, FLOAT_DTYPE_CHANGED).
+# A mask that is not bool, a masked score that loses the scores' dtype (mistakes.general.NOT_BOOL, FLOAT_DTYPE_CHANGED).
 NOT_BOOL = ("your mask is not a bool tensor",)
 BUGS += [
     Bug("masking", "uint8_mask", "attention.py",
@@ -109,7 +109,7 @@ BUGS += [
         diagnosis=("your result changed dtype on the way",)),
 ]
 
-# The student's own check rejecting a valid call (mistakes.OWN_CHECK_TOO_STRICT).
+# The student's own check rejecting a valid call (mistakes.general.OWN_CHECK_TOO_STRICT).
 BUGS += [
     Bug("masking", "k_len_check_le", "attention.py", "if k_len < q_len:", "if k_len <= q_len and q_len > 1:",
         "rejects k_len == q_len too (<= for <)",

@@ -81,7 +81,7 @@ BUGS += [
         diagnosis=ONE_SIDE),
 ]
 
-# proj sized with another of the patches' widths (mistakes.LINEAR_WIDTHS).
+# proj sized with another of the patches' widths (mistakes.general.LINEAR_WIDTHS).
 BUGS += [
     Bug("patch_embedding", "proj_in_features_typo", "vit.py",
         "self.proj = nn.Linear(in_channels * patch_size**2, d_model)",

@@ -44,7 +44,7 @@ BUGS += [
         diagnosis=("your v equals w_k(x): v must come from its own",)),
 ]
 
-# A projection sized with another of the contract's widths (mistakes.LINEAR_WIDTHS).
+# A projection sized with another of the contract's widths (mistakes.general.LINEAR_WIDTHS).
 BUGS += [
     Bug("qkv_projection", "k_proj_head_width", "attention.py",
         "self.w_k = nn.Linear(d_model, d_model, bias=bias)", "self.w_k = nn.Linear(d_model, self.d_k, bias=bias)",

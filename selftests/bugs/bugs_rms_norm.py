@@ -88,7 +88,7 @@ BUGS += [
         diagnosis=("divides the sum of squares by D - 1",)),
 ]
 
-# A member of the fitted eps family (mistakes.FIXED_EPS) that no single entry names.
+# A member of the fitted eps family (mistakes.layer_norm.FIXED_EPS) that no single entry names.
 BUGS += [
     Bug("rms_norm", "eps_written_in", "norms.py", RMS_RETURN, "return x * torch.rsqrt(ms + 1e-8) * self.weight",
         "writes Adam's habitual 1e-8 into the formula instead of using self.eps",

@@ -67,7 +67,7 @@ BUGS += [
         diagnosis=("your scores are q·kᵀ / d**1.5",)),
 ]
 
-# A result whose dtype does not follow the inputs' (mistakes.FLOAT_DTYPE_CHANGED, weighed by every comparison).
+# A result whose dtype does not follow the inputs' (mistakes.general.FLOAT_DTYPE_CHANGED, weighed by every comparison).
 DTYPE = ("your result changed dtype on the way",)
 BUGS += [
     Bug("scaling", "upcasts_to_float32", "attention.py",

@@ -109,7 +109,7 @@ BUGS += [
         diagnosis=("to (B, H/ws, y, x, W/ws, C), permute(0, 1, 3, 4, 2, 5)",)),
 ]
 
-# torch's own error that names the mistake (mistakes.VIEW_NOT_CONTIGUOUS).
+# torch's own error that names the mistake (mistakes.general.VIEW_NOT_CONTIGUOUS).
 BUGS += [
     Bug("swin_windows", "partition_view_after_permute", "swin.py",
         "return x.permute(0, 1, 3, 2, 4, 5).reshape(-1, ws * ws, C)",
@@ -149,7 +149,7 @@ BUGS += [
         diagnosis=("your check lets a map through when only one of H and W",)),
 ]
 
-# The windows' dtype changed (mistakes.FLOAT_DTYPE_CHANGED), the batch kept as a dimension of its own.
+# The windows' dtype changed (mistakes.general.FLOAT_DTYPE_CHANGED), the batch kept as a dimension of its own.
 BUGS += [
     Bug("swin_windows", "partition_upcasts", "swin.py",
         "x = x.view(B, H // ws, ws, W // ws, ws, C)  # (B, gh, ws, gw, ws, C)",
