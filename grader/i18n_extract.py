@@ -22,7 +22,6 @@ from typing import BinaryIO
 import ast
 import io
 import re
-import sys
 from pathlib import Path
 
 import yaml
@@ -61,16 +60,12 @@ def extract_checks(fileobj: BinaryIO, keywords, comment_tags, options) -> Iterat
     if path.parent.name == "mistakes" and path.parent.parent.name == "checklib":  # one module of mistakes
         if path.stem == "__init__":
             return
-        tests = str(path.resolve().parent.parent.parent)
-        if tests not in sys.path:
-            sys.path.insert(0, tests)
-        import importlib
+        from .checks_library import checklib
 
-        from checklib.catalogue import CATALOGUE, GENERAL
-
-        importlib.import_module(f"checklib.mistakes.{path.stem}")  # declaring the entries registers them
-        component = GENERAL if path.stem == "general" else path.stem  # a module declares its component's entries
-        for entry in CATALOGUE.values():
+        catalogue = checklib("catalogue", f"mistakes.{path.stem}").catalogue  # declaring the entries registers them
+        # a module declares its component's entries
+        component = catalogue.GENERAL if path.stem == "general" else path.stem
+        for entry in catalogue.CATALOGUE.values():
             if entry.component == component:
                 yield 0, "pgettext", (CONTEXT, entry.sentence), [entry.id]
         tree = ast.parse(path.read_text(encoding="utf-8"))

@@ -190,3 +190,19 @@ def test_no_module_of_mistakes_defines_one_name_twice():
                          else [a.asname or a.name for a in node.names] if isinstance(node, (ast.Import, ast.ImportFrom))
                          else [t.id for t in getattr(node, "targets", []) if isinstance(t, ast.Name)]))
         assert not [n for n, k in names.items() if k > 1], (path.name, sorted(n for n, k in names.items() if k > 1))
+
+
+def test_the_grader_reaches_the_checks_library_through_one_seam():
+    """Only grader/checks_library.py puts the checks' folder on sys.path and imports `checklib`; every other
+    grader module that shares the checks' helpers goes through it (or reads the checks as text)."""
+    seam = GRADER / "checks_library.py"
+    for path in sorted(GRADER.rglob("*.py")):
+        if path == seam or "templates" in path.parts:  # (templates: files the channels write, not grader code)
+            continue
+        tree = ast.parse(path.read_text())
+        imported = {alias.name for node in ast.walk(tree) if isinstance(node, ast.Import) for alias in node.names}
+        imported |= {node.module or "" for node in ast.walk(tree) if isinstance(node, ast.ImportFrom) and not node.level}
+        assert not {m for m in imported if m.split(".")[0] in ("checklib", "tests")}, path
+        inserts = [node for node in ast.walk(tree) if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)
+                   and node.func.attr == "insert" and ast.unparse(node.func.value) == "sys.path"]
+        assert not inserts, f"{path}: sys.path.insert outside the seam"
