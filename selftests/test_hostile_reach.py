@@ -28,7 +28,6 @@ from pathlib import Path
 
 import pytest
 
-from grader.contract import MODULES, OWNERS
 from selftests.hostile import thieves
 from selftests.test_hostile import USERS, full_marks, run_as
 
@@ -39,23 +38,9 @@ TIMEOUT_S = 5
 
 
 def materialize(route: str, dest: Path, base: Path = ROOT / "exercises") -> Path:
-    """The stubs (or `base`), each file ending with a thief whose `_route(name)` is `route` (see thieves.py)."""
-    shutil.copytree(base, dest, ignore=shutil.ignore_patterns("__pycache__"))
-    for module, names in OWNERS.items():
-        code = route.replace("{files}", thieves.CONTRACT["files"])
-        lines = [thieves.PRELUDE.format(root=str(ROOT), route=code.rstrip(), modules=thieves.CONTRACT["modules"],
-                                        once=True)]  # every route here reads files
-        for name in names:
-            owner, _, method = name.partition(".")
-            if method:
-                lines.append(f"{owner}.{method} = lambda self, *a, **k: _steal({name!r})(self, *a, **k)\n")
-            elif name[0].isupper():
-                lines.append(f"{name} = _stolen_class({name!r})\n")
-            else:
-                lines.append(f"{name} = _stolen_function({name!r})\n")
-        path = dest / f"{module}.py"
-        path.write_text(path.read_text() + "".join(lines))
-    return dest
+    """The stubs (or `base`), each file ending with a thief whose `_route(name)` is `route` (see thieves.py);
+    every route here reads files, so each thief searches once per name."""
+    return thieves.materialize_code(route, dest, base)
 
 
 # each route's body: return a working `name` from somewhere a worker must not reach, or None
@@ -70,13 +55,8 @@ CLASSMATE = """
         except OSError:
             pass
     for folder in folders:
-        if os.path.realpath(folder) == os.path.realpath(_HERE):
-            continue
-        for file in {files}:
-            try:
-                found = _exec_source(open(os.path.join(folder, file)).read(), name)
-            except OSError:
-                continue
+        if os.path.realpath(folder) != os.path.realpath(_HERE):
+            found = _from_files(folder, name)
             if found is not None:
                 return found
 """
@@ -124,13 +104,9 @@ SEARCH = """
             continue
         seen += len(names)
         if "attention.py" in names and os.path.realpath(folder) != os.path.realpath(_HERE):
-            for file in {files}:
-                try:
-                    found = _exec_source(open(os.path.join(folder, file)).read(), name)
-                except OSError:
-                    continue
-                if found is not None:
-                    return found
+            found = _from_files(folder, name)
+            if found is not None:
+                return found
         if depth < 5:
             stack += [(os.path.join(folder, n), depth + 1) for n in names if n not in ("proc", "sys", "dev")
                       and os.path.isdir(os.path.join(folder, n)) and not os.path.islink(os.path.join(folder, n))]
@@ -141,13 +117,8 @@ OTHER_COPIES = """
     while time.time() < {until}:  # a classmate graded at the same time: its private copy in the shared /tmp
         for folder in glob.glob("/tmp/drills-grading-*/submission") + glob.glob(os.path.join(
                 tempfile_dir(), "drills-grading-*", "submission")):
-            if os.path.realpath(folder) == os.path.realpath(_HERE):
-                continue
-            for file in {files}:
-                try:
-                    found = _exec_source(open(os.path.join(folder, file)).read(), name)
-                except OSError:
-                    continue
+            if os.path.realpath(folder) != os.path.realpath(_HERE):
+                found = _from_files(folder, name)
                 if found is not None:
                     return found
         time.sleep(0.05)

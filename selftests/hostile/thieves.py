@@ -53,10 +53,9 @@ ROUTES: dict[str, str] = {
     "files": """
     import os
     for folder in (os.path.join(_ROOT, "solutions"), os.path.join(_ROOT, "selftests", "alternatives", "loop_heads")):
-        for file in {files}:
-            found = _exec_source(open(os.path.join(folder, file)).read(), name)
-            if found is not None:
-                return found
+        found = _from_files(folder, name)
+        if found is not None:
+            return found
 """,
     # any other copy of the exercise files on the machine: other students' submissions, drills, releases
     "search_disk": """
@@ -135,6 +134,18 @@ def _exec_source(source, name):
     return getattr(scope.get(owner), short, None) if owner else scope.get(name)
 
 
+def _from_files(folder, name):
+    # `name` from the contract's files in `folder`, each run apart
+    for file in [m + ".py" for m in {modules}]:
+        try:
+            source = open(_os.path.join(folder, file)).read()
+        except OSError:
+            continue
+        found = _exec_source(source, name)
+        if found is not None:
+            return found
+
+
 def _route(name):
 {route}
 
@@ -171,12 +182,17 @@ def _stolen_class(name):
 
 
 def materialize(route: str, dest: Path) -> Path:
-    """The stubs, each file ending with the thief for `route`; returns `dest`."""
-    shutil.copytree(EXERCISES, dest, ignore=shutil.ignore_patterns("__pycache__"))
+    """The stubs, each file ending with the thief for `route` (one of ROUTES); returns `dest`."""
+    return materialize_code(ROUTES[route], dest, once=route not in MOMENTARY)
+
+
+def materialize_code(route: str, dest: Path, base: Path = EXERCISES, once: bool = True) -> Path:
+    """`base` (the stubs), each file ending with a thief whose `_route(name)` has the body `route`, trying once
+    per name in a process where `once`; returns `dest`."""
+    shutil.copytree(base, dest, ignore=shutil.ignore_patterns("__pycache__"))
     for module, names in OWNERS.items():
-        code = ROUTES[route].replace("{files}", CONTRACT["files"]).replace("{modules}", CONTRACT["modules"])
-        lines = [PRELUDE.format(root=str(ROOT), route=code.rstrip(), modules=CONTRACT["modules"],
-                                once=route not in MOMENTARY)]
+        code = route.replace("{files}", CONTRACT["files"]).replace("{modules}", CONTRACT["modules"])
+        lines = [PRELUDE.format(root=str(ROOT), route=code.rstrip(), modules=CONTRACT["modules"], once=once)]
         for name in names:
             owner, _, method = name.partition(".")
             if method:
