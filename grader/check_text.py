@@ -1,8 +1,10 @@
 """The checks' messages in the learner's language, translated where the grader scores them.
 
 The checks write their messages in English (tests/): a first line "<the call>:
-<what went wrong>", then `  diagnosis: <sentence>` and `  hint: <text>` lines
-(grader/results.py words those). The results the checks leave (and the result
+<what went wrong>", then a `  hint: <text>` line. The known mistakes a failure
+names travel apart from it, by id and fields (grader/results.py CaseResult):
+`diagnosis_line` words them, from the mistake's sentence in the catalogue under
+its id (never by matching text). The results the checks leave (and the result
 cache) stay English; grader/engine/scoring.py passes each message through
 `translated` once the language is known, so every channel shows the same text.
 The texts are found in the catalogue under the message context CONTEXT, where
@@ -20,11 +22,12 @@ import re
 from functools import lru_cache
 
 from . import i18n
+from .checks_library import mistake_sentence
 from .results import AMBIGUOUS, DIAGNOSIS, HINT
 
 CONTEXT = "check"  # the message context of the checks' sentences in the catalogue
 COLON = {"zh": "："}  # what joins "<the call>" and "<what went wrong>" in a language (else ": ")
-LABELS = {DIAGNOSIS: i18n.N_("  diagnosis: "), HINT: i18n.N_("  hint: ")}
+LABELS = {DIAGNOSIS: i18n.N_("  diagnosis: "), HINT: i18n.N_("  hint: ")}  # (a diagnosis line: diagnosis_line)
 # How the grader words a part of a failing check's message where student code raised, outside the checks
 # (grader/i18n_extract.py extracts the checks' own wording, tests/checklib/compare.py's problems included).
 PROBLEMS = (
@@ -63,6 +66,30 @@ PROBLEMS = (
 )
 
 
+def diagnosis_line(named: list[dict]) -> str:
+    """The line a message carries for the known mistakes (`{"id", "fields"}`) that explain it ("" for none), in
+    the language in use: each sentence is its catalogue entry under the mistake's id, the values of its fields
+    translated where the catalogue knows them."""
+    if not named:
+        return ""
+    lang = i18n.language()
+    sentences = [_sentence(item["id"], tuple(item["fields"].items()), lang) for item in named]
+    if len(sentences) == 1:
+        return i18n._(DIAGNOSIS) + sentences[0]
+    return i18n._(DIAGNOSIS) + i18n._(AMBIGUOUS) + ("；" if lang == "zh" else "; ").join(sentences)
+
+
+@lru_cache(maxsize=4096)
+def _sentence(mistake_id: str, fields: tuple[tuple[str, str], ...], lang: str) -> str:
+    english = mistake_sentence(mistake_id)
+    template = english if lang == i18n.DEFAULT else i18n.pgettext(mistake_id, english)
+    if not fields:
+        return template
+    # a field's value comes as the English sentence shows it (its spec applied): the template's own spec goes
+    return FIELD.sub(lambda field: "{" + field[1] + "}", template).format(
+        **{name: value if lang == i18n.DEFAULT else _field(value, lang) for name, value in fields})
+
+
 def translated(message: str) -> str:
     """`message` in the language in use (English: unchanged), line by line; a line, or a part of one, that the
     catalogue does not know stays as it is."""
@@ -76,11 +103,9 @@ def translated(message: str) -> str:
 
 
 def _line(line: str, lang: str, first: bool) -> str:
-    for label, shown in LABELS.items():
-        if line.startswith(label):
-            body = line[len(label):]
-            text = _ambiguous(body[len(AMBIGUOUS):], lang) if body.startswith(AMBIGUOUS) else _phrase(body, lang)
-            return i18n._(shown) + text if text is not None else line
+    if line.startswith(HINT):
+        text = _phrase(line[len(HINT):], lang)
+        return i18n._(LABELS[HINT]) + text if text is not None else line
     found = _phrase(line, lang)  # a check's first line (the call, then what went wrong), where an error was
     if found is not None:
         return found
@@ -90,21 +115,6 @@ def _line(line: str, lang: str, first: bool) -> str:
     # translations quote the error's first line.
     indent = line[:len(line) - len(line.lstrip())]
     return f"{indent}「{line.strip()}」"
-
-
-def _ambiguous(text: str, lang: str) -> str | None:
-    """The sentences of a 'more than one' line ('; '-separated; a sentence may hold '; ' itself)."""
-    parts, rest = [], text
-    while rest:
-        for end in [m.start() for m in re.finditer("; ", rest)] + [len(rest)]:
-            found = _phrase(rest[:end], lang)
-            if found is not None:
-                parts.append(found)
-                rest = rest[end + 2:]
-                break
-        else:
-            return None
-    return i18n._(AMBIGUOUS) + "；".join(parts)
 
 
 @lru_cache(maxsize=8192)
@@ -142,8 +152,20 @@ def _filled(text: str, lang: str, spanning: bool) -> str | None:
             if match and (template.precise or all(_balanced(value) and (name in template.quoted or
                                                                          _known(value, lang))
                                                       for name, value in match.groupdict().items())):
-                return FIELD.sub(lambda field: _field(match[_group(field[1])], lang), template.translation)
+                return _fill(template.translation, match, lang)
     return None
+
+
+def _fill(translation: str, match: re.Match, lang: str) -> str:
+    """A template's translation with the values `match` found: a value the translation quotes (「{error}」: an
+    error's text, student code's or torch's) as it came, never read; any other translated where it is known."""
+    quoted = [span.span() for span in re.finditer("「[^」]*」", translation)]
+
+    def value(field: re.Match) -> str:
+        found = match[_group(field[1])]
+        return found if any(a < field.start() < b for a, b in quoted) else _field(found, lang)
+
+    return FIELD.sub(value, translation)
 
 
 def _known(value: str, lang: str) -> bool:

@@ -21,3 +21,12 @@ def checklib(*modules: str) -> ModuleType:
     for module in modules:
         importlib.import_module(f"checklib.{module}")
     return importlib.import_module("checklib")
+
+
+def mistake_sentence(mistake_id: str) -> str:
+    """The English sentence (a template where it has `{fields}`) of the known mistake `mistake_id`
+    (`component:name`): its component's module of tests/checklib/mistakes/ declares it."""
+    catalogue = checklib("catalogue").catalogue
+    if mistake_id not in catalogue.CATALOGUE:
+        importlib.import_module(f"checklib.mistakes.{mistake_id.partition(':')[0]}")
+    return catalogue.CATALOGUE[mistake_id].sentence

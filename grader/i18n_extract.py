@@ -3,12 +3,12 @@
 Each course.yml text becomes a catalogue entry whose message context is its
 component's or assignment's id (`grader.i18n.course_context`), so that the
 translation is keyed by id and an English edit shows up in `pybabel update` as a
-changed entry. The checks' messages get the context `grader.check_text.CONTEXT`
-(grader/check_text.py translates them): every known mistake's sentence
-(tests/checklib/catalogue.py) and the texts that fill its fields, each hint, and
-each part of a failing check's first line that a check words, the call it
-describes (`what`) and the problem (`fail(what, problem)`, an AssertionError's
-text), read from the checks' source: f-strings become templates whose other
+changed entry. A known mistake's sentence (tests/checklib/catalogue.py) gets its
+id as context, as a failure names it by id. The checks' messages get the context
+`grader.check_text.CONTEXT` (grader/check_text.py translates them): the texts
+that fill a mistake's fields, each hint, and each part of a failing check's
+first line that a check words, the call it describes (`what`) and the problem
+(`fail(what, problem)`, an AssertionError's text), read from the checks' source: f-strings become templates whose other
 values are `{fields}`, a name stands for the texts assigned to it, a function
 called for what it returns, a field for the texts passed to it. Texts without an
 English word (`causal_mask({q_len}, {k_len})`) are left out. Only Babel's
@@ -66,8 +66,8 @@ def extract_checks(fileobj: BinaryIO, keywords, comment_tags, options) -> Iterat
         # a module declares its component's entries
         component = catalogue.GENERAL if path.stem == "general" else path.stem
         for entry in catalogue.CATALOGUE.values():
-            if entry.component == component:
-                yield 0, "pgettext", (CONTEXT, entry.sentence), [entry.id]
+            if entry.component == component:  # keyed by its id: the id is what a failure carries
+                yield 0, "pgettext", (entry.id, entry.sentence), []
         tree = ast.parse(path.read_text(encoding="utf-8"))
         texts = _Texts(tree, {})
         for node in ast.walk(tree):  # what fills a sentence's field: bind(..., order="..."), ENTRY.text(fix="...")

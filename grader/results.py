@@ -18,18 +18,22 @@ class CaseResult:
     component: str
     status: str
     message: str = ""
-    # the known mistakes (tests/checklib/mistakes/, by sentence) whose output this case's failure matched,
-    # and those it ruled out: what the grader weighs over all of a check's cases (scoring.py)
-    matched: list[str] = field(default_factory=list)
-    ruled_out: list[str] = field(default_factory=list)
+    # the known mistakes (tests/checklib/catalogue.py, as `Named` data: {"id", "fields"}) whose output this
+    # case's failure matched, and those it ruled out: what the grader weighs over all of a check's cases (scoring.py)
+    matched: list[dict] = field(default_factory=list)
+    ruled_out: list[dict] = field(default_factory=list)
 
 
 class CheckFailure(AssertionError):
-    """A check's failure: its message (what plain pytest prints) and the known mistakes (sentences) that
-    what came back matched or ruled out on this case, which the grader weighs over all of a check's cases."""
+    """A check's failure: its message (its first line, then any hint line) and the known mistakes (by id and
+    fields) that what came back matched or ruled out on this case, which the grader weighs over all of a check's
+    cases and words in the reader's language. Its own text (`english`: what plain pytest prints) has the
+    diagnosis line too."""
 
-    def __init__(self, message: str, matched: list[str] | None = None, ruled_out: list[str] | None = None) -> None:
-        super().__init__(message)
+    def __init__(self, message: str, matched: list[dict] | None = None, ruled_out: list[dict] | None = None,
+                 english: str = "") -> None:
+        super().__init__(english or message)
+        self.message = message
         self.matched = list(matched or [])
         self.ruled_out = list(ruled_out or [])
 
@@ -65,9 +69,11 @@ class CheckResult:
     max_score: float
     cases_passed: int
     cases_total: int
-    message: str = ""  # the first failing case's message
+    message: str = ""  # the first failing case's message, with the diagnosis line of `diagnosis`
     hidden: bool = False  # students see only passed/failed
     gated: str = ""  # why a gated check earned less than its cases would (course.yml `core:`), else ""
+    # the known mistakes that explain its failing cases ({"id", "fields"}, engine/scoring.py named_mistakes)
+    diagnosis: list[dict] = field(default_factory=list)
 
     @property
     def student_message(self) -> str:

@@ -26,43 +26,55 @@ from selftests.bugs import ROOT, all_bugs, materialize
 
 sys.path.insert(0, str(ROOT / "tests"))  # the check files import `checklib` as the checks' conftest arranges
 
-from checklib.catalogue import CATALOGUE, GENERAL, Mistake, mistake  # noqa: E402
+from checklib.catalogue import CATALOGUE, GENERAL, Mistake, mistake, named  # noqa: E402
 from checklib.compare import assert_equal, check_tensor, diagnose  # noqa: E402
 from checklib.mistakes import general, masking, multi_head_attention  # noqa: E402
 
-INVERTED = "your mask is inverted: True must mark the keys a query MAY attend"
-DIAGONAL = ("your mask excludes the diagonal: a query may attend its own position too "
-            "(j <= i + (k_len - q_len), not <)")
-KEPT = ("you masked the positions where the mask is True; True means 'may attend', so fill where it is False "
-        "(masked_fill(~mask, ...))")
-A, B, C = "mistake A", "mistake B", "mistake C"
+INVERTED, DIAGONAL, KEPT = ({"id": f"masking:{name}", "fields": {}}
+                             for name in ("inverted_causal", "diagonal_excluded", "masked_where_allowed"))
+# three mistakes of no check's, in the catalogue while a test runs (`three_mistakes`)
+A, B, C = (Mistake("masking", f"selftest_{x}", f"mistake {x}", lambda: None) for x in "ABC")
+# the mistakes as a failure carries them
+Ad, Bd, Cd = (named(m).data() for m in (A, B, C))
 # the modules of mistakes, one per component and general.py
 MISTAKES = sorted(p for p in (ROOT / "tests" / "checklib" / "mistakes").glob("*.py") if p.stem != "__init__")
+
+
+@pytest.fixture
+def three_mistakes():
+    CATALOGUE.update({m.id: m for m in (A, B, C)})
+    yield
+    for m in (A, B, C):
+        del CATALOGUE[m.id]
 
 
 def case(index: int, matched=(), ruled_out=(), status: str = FAILED, check: str = "test_x",
          message: str = "f(x): wrong\n  hint: look") -> CaseResult:
     return CaseResult(f"tests/test_x.py::{check}[{index}]", check, "masking", status, message,
-                      list(matched), list(ruled_out))
+                      [named(m).data() for m in matched], [named(m).data() for m in ruled_out])
 
 
 # --- the rules over a check's cases
 
+@pytest.mark.usefixtures("three_mistakes")
 def test_a_mistake_matched_once_and_ruled_out_nowhere_is_named():
-    assert named_mistakes([case(0, [A], [B]), case(1), case(2, status=PASSED)]) == [A]
+    assert named_mistakes([case(0, [A], [B]), case(1), case(2, status=PASSED)]) == [Ad]
 
 
+@pytest.mark.usefixtures("three_mistakes")
 def test_a_mistake_ruled_out_by_any_failing_case_is_not_named():
-    assert named_mistakes([case(0, [A, B]), case(1, [A], [B])]) == [A]
+    assert named_mistakes([case(0, [A, B]), case(1, [A], [B])]) == [Ad]
     assert named_mistakes([case(0, [A]), case(1, [], [A])]) == []
 
 
+@pytest.mark.usefixtures("three_mistakes")
 def test_a_passing_case_rules_nothing_out():
-    assert named_mistakes([case(0, [A]), case(1, [], [A], status=PASSED)]) == [A]
+    assert named_mistakes([case(0, [A]), case(1, [], [A], status=PASSED)]) == [Ad]
 
 
-def test_no_weighed_mistake_leaves_the_message_as_it_is():
-    assert named_mistakes([case(0), case(1)]) is None
+@pytest.mark.usefixtures("three_mistakes")
+def test_no_weighed_mistake_names_none():
+    assert named_mistakes([case(0), case(1)]) == []
 
 
 def check_message(cases: list[CaseResult]) -> str:
@@ -74,20 +86,23 @@ def check_message(cases: list[CaseResult]) -> str:
     return next(c for c in result.checks if c.name == name).message
 
 
+@pytest.mark.usefixtures("three_mistakes")
 def test_the_check_message_carries_the_diagnosis_of_all_its_cases():
-    first = "f(1): wrong\n  diagnosis: mistake B\n  hint: look"  # what case 0 says alone
+    first = "f(1): wrong\n  hint: look"  # (alone, case 0 would be diagnosed as mistake B)
     assert check_message([case(0, [B], message=first), case(1, [], [B])]) == "f(1): wrong\n  hint: look"
     assert check_message([case(0, [B], message=first), case(1, [A], [B])]) == \
         "f(1): wrong\n  diagnosis: mistake A\n  hint: look"
     assert check_message([case(0, message="f(1): wrong"), case(1, [A])]) == "f(1): wrong\n  diagnosis: mistake A"
 
 
+@pytest.mark.usefixtures("three_mistakes")
 def test_two_mistakes_that_no_case_tells_apart_are_both_named_as_such():
     message = check_message([case(0, [A, B]), case(1, [], [C])])
     assert message == ("f(x): wrong\n  diagnosis: this matches more than one known mistake, and these inputs "
                        "cannot tell them apart: mistake A; mistake B\n  hint: look"), message
 
 
+@pytest.mark.usefixtures("three_mistakes")
 def test_what_a_case_weighed_survives_the_result_cache(tmp_path):
     cases = [case(0, [A], [B, C]), case(1, status=PASSED)]
     ResultCache(tmp_path).put("key", cases)
@@ -96,11 +111,12 @@ def test_what_a_case_weighed_survives_the_result_cache(tmp_path):
 
 # --- one case, in the comparisons
 
+@pytest.mark.usefixtures("three_mistakes")
 def test_one_case_with_two_matching_mistakes_says_so():
     models = {A: torch.zeros(2), B: torch.zeros(2), C: torch.ones(2)}
     with pytest.raises(CheckFailure) as failure:
         assert_equal(torch.zeros(2), torch.full((2,), 2.0), what="f(x)", hint="look", mistakes=models)
-    assert (failure.value.matched, failure.value.ruled_out) == ([A, B], [C, general.FLOAT_DTYPE_CHANGED.sentence])
+    assert (failure.value.matched, failure.value.ruled_out) == ([Ad, Bd], [Cd, named(general.FLOAT_DTYPE_CHANGED).data()])
     assert str(failure.value).splitlines()[1] == ("  diagnosis: this matches more than one known mistake, and these "
                                                   "inputs cannot tell them apart: mistake A; mistake B")
     with pytest.raises(CheckFailure) as failure:
@@ -109,20 +125,22 @@ def test_one_case_with_two_matching_mistakes_says_so():
                                  "  diagnosis: mistake A\n  hint: look"
 
 
+@pytest.mark.usefixtures("three_mistakes")
 def test_a_mistake_that_gives_the_expected_output_is_ruled_out_and_one_that_cannot_be_computed_says_nothing():
     """On a failing case, a mistake whose output is the expected one would have passed: the code does
     something else (a proj sized for one channel is right where in_channels is 1, so a proj of the wrong
     size there is not that mistake)."""
     expected = torch.ones(3)
     assert diagnose(torch.zeros(3), {A: expected.clone(), B: torch.zeros(3), C: lambda: 1 / 0},
-                    expected=expected) == ([B], [A])
+                    expected=expected) == ([named(B)], [named(A)])
 
 
+@pytest.mark.usefixtures("three_mistakes")
 def test_a_shape_check_rules_out_a_shape_mistake_that_gives_the_expected_shape():
     one_channel = torch.Size((7, 16))  # PatchEmbedding(12, 4, 1, 7): one channel, so 16 is right
     with pytest.raises(CheckFailure) as failure:
         check_tensor(torch.zeros(7, 8), what="proj.weight", shape=(7, 16), mistakes={A: one_channel})
-    assert (failure.value.matched, failure.value.ruled_out) == ([], [A])
+    assert (failure.value.matched, failure.value.ruled_out) == ([], [Ad])
 
 
 def test_heads_split_by_their_width_are_named_from_last_attention():
@@ -134,12 +152,12 @@ def test_heads_split_by_their_width_are_named_from_last_attention():
              for n in ("w_q", "w_k", "w_v", "out_proj") for p in ("weight", "bias")}
     x = torch.randn(2, 5, d_model)
     got = multi_head_attention.mha(state, x, None, d_model // n_heads)[1].float()  # (2, 4, 5, 5): d_k = 4 heads
-    sentence = multi_head_attention.HEADS_SWAPPED.sentence
     weighed = diagnose(got, multi_head_attention.mha_weights_mistakes(state, x, None, n_heads, got),
                        expected=torch.Size((2, n_heads, 5, 5)))
-    assert weighed.matched == [sentence]
+    assert weighed.matched == [named(multi_head_attention.HEADS_SWAPPED)]
 
 
+@pytest.mark.usefixtures("three_mistakes")
 def test_an_nn_sequential_numbered_otherwise_is_named_from_the_weights_it_lacks():
     """A feed-forward net without its activation (ff.2 is the student's ff.1), or with a dropout more: bugs of
     the block's __init__, which kv_cache's checks build too, so they cannot be catalogued (their cost is not
@@ -162,14 +180,14 @@ def test_a_float_mask_does_not_match_a_bool_mistake_on_values():
     float_mask = torch.ones(2, 4).tril()  # the values of the offset mistake, in float
     with pytest.raises(CheckFailure) as failure:
         check_tensor(float_mask, what="causal_mask(2, 4)", shape=(2, 4), dtype=torch.bool, mistakes=models)
-    assert failure.value.matched == [general.NOT_BOOL.sentence]  # a float mask, not a mask of the wrong values
+    assert failure.value.matched == [named(general.NOT_BOOL).data()]  # a float mask, not a mask of the wrong values
     with pytest.raises(CheckFailure) as failure:
         assert_equal(float_mask, torch.ones(2, 4, dtype=torch.bool).tril(2), what="causal_mask(2, 4)", mistakes=models)
     assert failure.value.matched == []
     with pytest.raises(CheckFailure) as failure:
         assert_equal(float_mask.bool(), torch.ones(2, 4, dtype=torch.bool).tril(2), what="causal_mask(2, 4)",
                      mistakes=models)
-    assert failure.value.matched == [next(s for s in models if "offset" in s)]
+    assert failure.value.matched == [next(named(m).data() for m in models if "offset" in str(named(m)))]
 
 
 # --- the masking checks, on stand-ins for student code
@@ -206,7 +224,7 @@ def cases_of(check, impl) -> list[CaseResult]:
         try:
             check(impl, **kwargs)
         except CheckFailure as failure:
-            result.status, result.message = FAILED, str(failure)
+            result.status, result.message = FAILED, failure.message
             result.matched, result.ruled_out = failure.matched, failure.ruled_out
         results.append(result)
     return results

@@ -233,6 +233,21 @@ def test_the_refusal_below_the_intended_protection_reads_in_chinese(capsys):
         assert english_prose(text) == [], (english_prose(text), text)
 
 
+def test_an_errors_own_text_is_quoted_as_it_came_never_read():
+    """The text of an error that student code raised is a field the translation quotes, 「...」, as it came:
+    never matched against the catalogue, however much of it reads like the checks' own words."""
+    from grader.check_text import translated
+
+    error = ("ValueError: expected a torch.Tensor, got (2, 3): expected shape (2, 3), got (3, 2): not started: "
+             + "your code raised " * 100)
+    i18n.set_language("zh")
+    try:
+        shown = translated(f"f(x): your code raised {error}")
+    finally:
+        i18n.set_language(None)
+    assert shown == f"f(x)：你的代码抛出了「{error}」", shown
+
+
 def test_a_chinese_check_holds_no_english_prose(tmp_path):
     solved = grader("--lang", "zh", "check", "masking", "scaling", "-v", "--target", str(ROOT / "solutions"))
     stubs = grader("--lang", "zh", "check", "masking", "kv_cache", "sinusoidal_encoding", "-v", "--hints")
@@ -567,16 +582,21 @@ def test_failing_checks_graded_in_chinese_hold_no_english_prose(tmp_path):
 def test_the_chinese_sample_covers_every_failing_check_and_the_catalogue_reads_in_chinese(graded):
     """The sample above fails every check that some bug fails; and every failing message of the whole
     catalogue (the `graded` reports, in English) translated as a Chinese run shows it holds no English prose."""
-    from grader.check_text import translated
+    from grader.engine.scoring import diagnosed_message
+    from grader.results import DIAGNOSIS
 
     bugs = {label.removeprefix("bug:"): report for label, report in graded.items() if label.startswith("bug:")}
     failing = {check for report in bugs.values() for check in _failing_messages(report)}
     covered = {check for bug_id in CHINESE_SAMPLE for check in _failing_messages(bugs[bug_id])}
     assert failing - covered == set(), "add a bug that fails these checks to CHINESE_SAMPLE"
-    messages = {message for report in bugs.values() for message in _failing_messages(report).values()}
+    # each failing message as the grader scores it: its case's own text, and the known mistakes named by id
+    messages = {("\n".join(line for line in check["message"].split("\n") if not line.startswith(DIAGNOSIS)),
+                 json.dumps(check["diagnosis"])) for report in bugs.values() for component in report["components"]
+                for check in component["checks"] if check["status"] != "passed" and check["message"]}
     i18n.set_language("zh")
     try:
-        prose = {message: words for message in messages if (words := english_prose(translated(message)))}
+        prose = {message: words for message, named in messages
+                 if (words := english_prose(diagnosed_message(message, json.loads(named))))}
     finally:
         i18n.set_language(None)
     assert prose == {}, f"{len(prose)} of {len(messages)} messages, e.g. {next(iter(prose.items()), None)}"

@@ -11,7 +11,7 @@ from grader.sandbox.protocol import StudentError, WeightsMismatch
 @pytest.hookimpl(wrapper=True)
 def pytest_runtest_call(item: pytest.Item):
     """An error of student code that no check caught, whose words name a known mistake (torch's "view size is
-    not compatible ...", say), fails the check with that mistake's diagnosis line."""
+    not compatible ...", say), fails the check naming that mistake."""
     try:
         return (yield)
     except StudentError as exc:
@@ -22,10 +22,10 @@ def pytest_runtest_call(item: pytest.Item):
         # the component's own mistakes that an error names, where its module of mistakes recognises some
         own = getattr(importlib.import_module(f"checklib.mistakes.{marker.args[0]}"), "named_error", None) \
             if marker else None
-        sentence = (error_mistake(exc.message, exc.where, exc.kinds, own,
-                                  checks_own_inputs=not getattr(exc, "made_by_student", False))
-                    if type(exc) is StudentError else sequential_shifted(exc.message)
-                    if type(exc) is WeightsMismatch else None)
-        if sentence is None:
+        known = (error_mistake(exc.message, exc.where, exc.kinds, own,
+                               checks_own_inputs=not getattr(exc, "made_by_student", False))
+                 if type(exc) is StudentError else sequential_shifted(exc.message)
+                 if type(exc) is WeightsMismatch else None)
+        if known is None:
             raise
-        raise diagnosed(exc.describe(), sentence) from None
+        raise diagnosed(exc.describe(), known) from None

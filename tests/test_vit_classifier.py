@@ -215,8 +215,7 @@ def test_vit_matches_reference(impl, gen, cfg, B, dtype):
     check_tensor(got, what=what, shape=(B, cfg["n_classes"]), dtype=dtype,
                  hint="the logits are (B, n_classes): the head of the class token only, in the images' dtype",
                  mistakes={**vit_mistakes(state, images, cfg),
-                           "your head reads every token: the logits are those of the class token only, "
-                           "head(norm(x)[:, 0])": torch.Size((B, num_patches(cfg) + 1, cfg["n_classes"]))})
+                           mistakes.HEAD_READS_EVERY_TOKEN: torch.Size((B, num_patches(cfg) + 1, cfg["n_classes"]))})
     assert_close(got, reference(state, images, cfg).to(dtype), what=what, hint=WHERE,
                  mistakes=vit_mistakes(state, images, cfg))
 

@@ -56,8 +56,10 @@ class Collector:
         case = CaseResult(item.nodeid, check, marker.args[0], PASSED)
         if report.failed:
             case.status, case.message = _classify(call, report)
-            if call.excinfo is not None and isinstance(call.excinfo.value, CheckFailure):
-                case.matched, case.ruled_out = call.excinfo.value.matched, call.excinfo.value.ruled_out
+            failure = call.excinfo.value if call.excinfo is not None else None
+            if isinstance(failure, CheckFailure):  # its diagnosis travels by id, worded where it is scored
+                case.message = failure.message[:MESSAGE_LIMIT]
+                case.matched, case.ruled_out = failure.matched, failure.ruled_out
         previous = self.cases.get(item.nodeid)
         if previous is None or previous.status == PASSED:
             self.cases[item.nodeid] = case

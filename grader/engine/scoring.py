@@ -4,24 +4,26 @@ from __future__ import annotations
 import math
 from fractions import Fraction
 
-from ..check_text import translated
+from ..check_text import diagnosis_line, translated
 from ..contract import FILES
 from ..course import POINT_UNITS, Component
 from ..figures import figures_showing, see_line
 from ..i18n import _
-from ..results import (ERROR, FAILED, NOT_STARTED, PASSED, TIMEOUT, CaseResult, CheckResult, ComponentResult,
-                       with_diagnosis)
+from ..results import ERROR, FAILED, NOT_STARTED, PASSED, TIMEOUT, CaseResult, CheckResult, ComponentResult, HINT
 from ..sandbox.protocol import FORBIDDEN_CALL_CLASS
 
 
-def named_mistakes(cases: list[CaseResult]) -> list[str] | None:
-    """The known mistakes that explain a check's failing cases: each matched in at least one of them and
-    ruled out in none (in the order first matched); None where no case weighed any mistake."""
+def named_mistakes(cases: list[CaseResult]) -> list[dict]:
+    """The known mistakes ({"id", "fields"}) that explain a check's failing cases: each matched in at least one
+    of them and ruled out in none (in the order first matched)."""
     failing = [c for c in cases if c.status != PASSED]
-    if not any(c.matched or c.ruled_out for c in failing):
-        return None
-    ruled_out = {sentence for c in failing for sentence in c.ruled_out}
-    return list(dict.fromkeys(s for c in failing for s in c.matched if s not in ruled_out))
+    ruled_out = {_key(item) for c in failing for item in c.ruled_out}
+    named = {_key(item): item for c in failing for item in c.matched if _key(item) not in ruled_out}
+    return list(named.values())
+
+
+def _key(item: dict) -> tuple:
+    return item["id"], tuple(sorted(item["fields"].items()))
 
 
 RULE = "test_from_scratch"  # the from-scratch rule's check (tests/checklib/scratch.py)
@@ -45,11 +47,15 @@ def _broken_rule(component: Component, own: list[CaseResult], outcomes: dict[str
     return translated(stopped.message)
 
 
-def _diagnosed_message(runs: list[CaseResult]) -> str:
-    """A failing check's message: its first failing case's, with the diagnosis that all its cases give."""
-    message = next(c for c in runs if c.status != PASSED).message
-    named = named_mistakes(runs)
-    return translated(message if named is None else with_diagnosis(message, named))
+def diagnosed_message(message: str, named: list[dict]) -> str:
+    """A failing check's message in the language in use, with the diagnosis line of the mistakes `named`
+    before its hint."""
+    lines = translated(message).split("\n")
+    line = diagnosis_line(named)
+    if line:
+        hint = next((i for i, text in enumerate(message.split("\n")) if i and text.startswith(HINT)), len(lines))
+        lines.insert(min(hint, len(lines)), line)
+    return "\n".join(lines)
 
 
 def score_component(component: Component, cases: list[CaseResult], load_errors: dict[str, str]) -> ComponentResult:
@@ -63,6 +69,7 @@ def score_component(component: Component, cases: list[CaseResult], load_errors: 
     own = [c for c in cases if c.component == component.id]
     units = component.check_units()
     outcomes: dict[str, tuple[str, int, int, str]] = {}  # name -> status, cases passed, cases run, message
+    diagnoses: dict[str, list[dict]] = {}  # name -> the known mistakes its failing cases name
     for name in component.checks:
         runs = [c for c in own if c.check == name]
         if broken:
@@ -76,7 +83,9 @@ def score_component(component: Component, cases: list[CaseResult], load_errors: 
         status = PASSED if failing is None else failing.status
         if failing is not None and status == NOT_STARTED and any(c.status not in (NOT_STARTED, PASSED) for c in runs):
             status = FAILED
-        outcomes[name] = (status, passed, len(runs), "" if failing is None else _diagnosed_message(runs))
+        diagnoses[name] = named_mistakes(runs)
+        outcomes[name] = (status, passed, len(runs),
+                          "" if failing is None else diagnosed_message(failing.message, diagnoses[name]))
 
     def earned(name: str) -> Fraction:
         _, passed, total, _ = outcomes[name]
@@ -99,7 +108,8 @@ def score_component(component: Component, cases: list[CaseResult], load_errors: 
             note = _("gated: pays once {checks} pass (they earn {share} of their points so far)").format(
                 checks=", ".join(component.core), share=f"{math.floor(gate * 100)}%")
         checks.append(CheckResult(name, component.id, status, math.floor(share + Fraction(1, 2)) / POINT_UNITS,
-                                  units[name] / POINT_UNITS, passed, total, message, name in component.hidden, note))
+                                  units[name] / POINT_UNITS, passed, total, message, name in component.hidden, note,
+                                  diagnoses.get(name, [])))
     score = round(sum(c.score for c in checks), 6)  # whole units: the rounding only drops float noise
     statuses = {c.status for c in checks}
     if broken:

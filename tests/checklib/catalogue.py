@@ -3,7 +3,12 @@
 An entry (`Mistake`) has an id (`component:name`, unique), the component whose
 checks see it, the sentence a student reads (unique; a template with
 `{fields}` where it depends on the inputs, e.g. the fill value used), and its
-model: what the mistake computes on a check's inputs. A model is one of
+model: what the mistake computes on a check's inputs. What travels is the id
+and the fields (`Named`, as data `{"id": ..., "fields": {...}}`): in a
+failure, the results, the bug catalogue's expectations and the translation
+catalogue (whose entry for a mistake has its id as context); the sentence is
+made from them where a report is written, in the reader's language
+(grader/check_text.py `diagnosis_text`). A model is one of
 
 - a function of the inputs that a bundle binds it to (`entry.on(q, k)`),
 - the switches of a simulator in a component's `mistakes/<component>.py` that several checks share
@@ -12,16 +17,17 @@ model: what the mistake computes on a check's inputs. A model is one of
 
 computing in float64 from the check's own inputs and weights, never from
 `solutions/`. The bundles of `mistakes/` return entries bound to a check's
-inputs: {sentence: zero-arg callable}, the mapping that `compare.py` takes.
+inputs: {entry or Named: zero-arg callable}, the mapping that `compare.py` takes.
 Declaring an entry registers it in `CATALOGUE`; an id or a sentence declared
 twice is an error at import.
 """
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from typing import Any, Callable, Iterable
 
-Mistakes = dict[str, Any]
+Mistakes = dict["Mistake | Named", Any]
 
 
 @dataclass(frozen=True, eq=False)  # an entry is itself: its model may be a dict
@@ -35,15 +41,60 @@ class Mistake:
     def id(self) -> str:
         return f"{self.component}:{self.name}"
 
-    def text(self, **fields: Any) -> str:
-        """The sentence, its fields filled in (a sentence without fields is returned as it is)."""
-        return self.sentence.format(**fields) if fields else self.sentence
+    def text(self, **fields: Any) -> "Named":
+        """This mistake with its sentence's fields filled in, as it travels (its English: `str()` of it): each
+        value as the sentence shows it (`{base:.3g}`), so that values that read the same name one mistake."""
+        specs = {m[1]: m[2] for m in reversed(list(FIELD.finditer(self.sentence)))}  # (a field's first spec)
+        return Named(self.id, tuple((name, ("{0" + specs.get(name, "") + "}").format(value))
+                                    for name, value in sorted(fields.items())))
 
     def on(self, *inputs: Any) -> Callable[[], Any]:
         """The model bound to a check's inputs, computed only when called (when the check fails)."""
         if isinstance(self.model, dict):
             raise TypeError(f"{self.id} is a switch of a simulator: bind it with simulated()")
         return lambda: self.model(*inputs)
+
+
+FIELD = re.compile(r"\{(\w+)((?:![rsa])?(?::[^{}]*)?)\}")  # a sentence's field: its name, its conversion and spec
+
+
+def plain(sentence: str) -> str:
+    """A sentence (or its translation) whose fields take the texts a `Named` carries: no conversion or spec."""
+    return FIELD.sub(lambda field: "{" + field[1] + "}", sentence)
+
+
+@dataclass(frozen=True)
+class Named:
+    """One known mistake as a failure names it: its id and the values of its sentence's fields."""
+
+    id: str
+    fields: tuple[tuple[str, str], ...] = ()  # each field's value as the sentence shows it
+
+    def data(self) -> dict[str, Any]:
+        """What a failure carries: `{"id": ..., "fields": {...}}` (grader/results.py)."""
+        return {"id": self.id, "fields": dict(self.fields)}
+
+    def __str__(self) -> str:
+        """The English sentence (what plain pytest prints; a report words it in its reader's language)."""
+        return english(self.data())
+
+
+Known = Mistake | Named  # a known mistake as a check names it
+
+
+def named(key: Known) -> Named:
+    """A mistake's entry, or one named with its fields, as it travels."""
+    if isinstance(key, Named):
+        return key
+    if isinstance(key, Mistake):
+        return Named(key.id)
+    raise TypeError(f"a known mistake is named by its catalogue entry (or entry.text(...)), not {key!r}")
+
+
+def english(item: dict[str, Any]) -> str:
+    """The English sentence of a named mistake as data (`Named.data()`)."""
+    entry = CATALOGUE[item["id"]]
+    return plain(entry.sentence).format(**item["fields"]) if item["fields"] else entry.sentence
 
 
 CATALOGUE: dict[str, Mistake] = {}
@@ -78,10 +129,10 @@ def variants(component: str, sentences: dict[str, str] | Iterable[tuple[str, str
 
 
 def bind(entries: Iterable[Mistake], *inputs: Any, **fields: Any) -> Mistakes:
-    """{sentence: lazy model} of entries whose models are functions of these inputs."""
+    """{named mistake: lazy model} of entries whose models are functions of these inputs."""
     return {entry.text(**fields): entry.on(*inputs) for entry in entries}
 
 
 def simulated(entries: Iterable[Mistake], simulate: Callable[..., Any]) -> Mistakes:
-    """{sentence: lazy simulate(**switches)} of entries whose models are switches of `simulate`."""
-    return {entry.sentence: (lambda switches=entry.model: simulate(**switches)) for entry in entries}
+    """{entry: lazy simulate(**switches)} of entries whose models are switches of `simulate`."""
+    return {entry: (lambda switches=entry.model: simulate(**switches)) for entry in entries}

@@ -6,19 +6,19 @@ magnitude of the expected values. What float64 would catch beyond it is caught a
 float64 input that comes back float32 by the dtype check, a low-precision algorithm by inputs where
 float32 arithmetic done right passes and the wrong algorithm fails by far more.
 
-Every comparison takes `mistakes`: a mapping from a one-sentence diagnosis
-addressed to the student ("your scores equal q·kᵀ without the 1/√d factor") to
-what that mistake would have produced on the same inputs (see `mistakes/`).
-A key may also be a catalogue entry (`catalogue.Mistake`), which stands for its
-sentence. A value may be a tensor, a `torch.Size` (the mistake is known by its shape
-only), a plain value (int, float, set, ...) compared with ==, or a zero-arg
-callable returning one of these, so that nothing is computed unless the check
-fails. When a check fails, every mistake is weighed (`diagnose`): it matched
-(what came back is its output, which is not the expected one) or it is ruled
-out (its output differs from both). The failure (a `CheckFailure`) carries both
-lists, which the grader weighs over all of the check's cases; its own text gets
-a line `  diagnosis: <sentence>` before the hint when exactly one mistake
-matched on this case, and a line saying so when several did.
+Every comparison takes `mistakes`: a mapping from a known mistake (a
+catalogue entry, `catalogue.Mistake`, or one named with the values of its
+sentence's fields, `entry.text(...)`) to what that mistake would have produced
+on the same inputs (see `mistakes/`). A value may be a tensor, a `torch.Size`
+(the mistake is known by its shape only), a plain value (int, float, set, ...)
+compared with ==, or a zero-arg callable returning one of these, so that
+nothing is computed unless the check fails. When a check fails, every mistake
+is weighed (`diagnose`): it matched (what came back is its output, which is not
+the expected one) or it is ruled out (its output differs from both). The
+failure (a `CheckFailure`) carries both lists by id and fields, which the
+grader weighs over all of the check's cases and words in the reader's language
+(a line `  diagnosis: <sentence>` before the hint); its English text, what
+plain pytest prints, has that line too.
 """
 from __future__ import annotations
 
@@ -27,14 +27,14 @@ from typing import Any, Mapping, NamedTuple
 import torch
 from torch import Tensor
 
-from grader.results import CheckFailure, diagnosis_line, with_diagnosis
+from grader.results import CheckFailure, with_diagnosis
 
-from .catalogue import Mistake
+from .catalogue import Mistake, Named, named
 from .mistakes.general import dtype_changed, squeezed
 from .tolerance import ATOL, FLOAT64_ATOL, FLOAT64_RTOL, RTOL, differing, matches
 
-# diagnosis sentence (or catalogue entry) -> what the mistake gives (or a zero-arg callable computing it)
-Mistakes = Mapping["str | Mistake", Any]
+# known mistake (a catalogue entry, or one named with its fields) -> what it gives (or a zero-arg callable computing it)
+Mistakes = Mapping["Mistake | Named", Any]
 
 
 def _fmt_shape(shape) -> str:
@@ -66,40 +66,44 @@ def _values(expected: Any, got: Any) -> str:
 
 
 def _fail(what: str, problem: str, hint: str, diagnosis: "Diagnosis | None" = None) -> None:
-    matched, ruled_out = diagnosis or ([], [])
     message = f"{what}: {problem}"
-    if matched:
-        message += "\n" + diagnosis_line(matched)
     if hint:
         message += f"\n  hint: {hint}"
-    raise CheckFailure(message, matched, ruled_out)
+    raise failure(message, diagnosis)
 
 
-def diagnosed(message: str, mistake: "Mistake | str", ruled_out: "tuple[Mistake, ...]" = ()) -> CheckFailure:
+def failure(message: str, diagnosis: "Diagnosis | None" = None) -> CheckFailure:
+    """The failure `message` (its first line, then any `  hint:` line) with what `diagnosis` says of the known
+    mistakes, by id; its English text (plain pytest's) carries the diagnosis line before the hint."""
+    matched, ruled_out = diagnosis or ([], [])
+    return CheckFailure(message, [n.data() for n in matched], [n.data() for n in ruled_out],
+                        with_diagnosis(message, [str(n) for n in matched]))
+
+
+def diagnosed(message: str, mistake: "Mistake | Named", ruled_out: "tuple[Mistake, ...]" = ()) -> CheckFailure:
     """The failure `message` explained by one known mistake that a check recognised by itself (an error
-    that student code raised, say): the diagnosis line appended, the mistake matched (and `ruled_out`, the
-    mistakes whose code would not have failed so, ruled out)."""
-    sentence = mistake.sentence if isinstance(mistake, Mistake) else mistake
-    return CheckFailure(f"{message}\n{diagnosis_line([sentence])}", [sentence], [m.sentence for m in ruled_out])
+    that student code raised, say): the mistake matched (and `ruled_out`, the mistakes whose code would not
+    have failed so, ruled out)."""
+    return failure(message, Diagnosis([named(mistake)], [named(m) for m in ruled_out]))
 
 
-def explained(failure: CheckFailure, mistake: "Mistake | str") -> CheckFailure:
+def explained(failure: CheckFailure, mistake: "Mistake | Named") -> CheckFailure:
     """`failure` explained by a known mistake that the check recognised after it, by a second look at the
-    code's behaviour: its diagnosis line replaced by the mistake's."""
-    return rediagnosed(failure, Diagnosis([mistake.sentence if isinstance(mistake, Mistake) else mistake], []))
+    code's behaviour: its diagnosis replaced by the mistake's."""
+    return rediagnosed(failure, Diagnosis([named(mistake)], []))
 
 
-def rediagnosed(failure: CheckFailure, diagnosis: "Diagnosis") -> CheckFailure:
-    """`failure` with the diagnosis that a wider look gave (say over a whole run of steps, where one step's
+def rediagnosed(failed: AssertionError, diagnosis: "Diagnosis") -> CheckFailure:
+    """`failed` with the diagnosis that a wider look gave (say over a whole run of steps, where one step's
     output cannot tell two mistakes apart) instead of its own."""
-    return CheckFailure(with_diagnosis(str(failure), diagnosis.matched), diagnosis.matched, diagnosis.ruled_out)
+    return failure(failed.message if isinstance(failed, CheckFailure) else str(failed), diagnosis)
 
 
 class Diagnosis(NamedTuple):
-    """What one failing case says of the known mistakes (their sentences)."""
+    """What one failing case says of the known mistakes."""
 
-    matched: list[str]  # what came back is this mistake's output (and not the expected one)
-    ruled_out: list[str]  # this mistake's output is neither what came back nor the expected one
+    matched: list[Named]  # what came back is this mistake's output (and not the expected one)
+    ruled_out: list[Named]  # this mistake's output is neither what came back nor the expected one
 
 
 def diagnose(actual: Any, mistakes: Mistakes | None, *, expected: Any = None, rtol: float | None = None,
@@ -118,11 +122,11 @@ def diagnose(actual: Any, mistakes: Mistakes | None, *, expected: Any = None, rt
     ruled out where the values are. Where several mistakes match a float64 result and it equals some of them at
     float64's precision (it was computed in float64), the others are ruled out.
     """
-    matched: list[str] = []
-    ruled_out: list[str] = []
-    models: dict[str, Any] = {}  # what each matched mistake gave
+    matched: list[Named] = []
+    ruled_out: list[Named] = []
+    models: dict[Named, Any] = {}  # what each matched mistake gave
     for key, model in (mistakes or {}).items():
-        sentence = key.sentence if isinstance(key, Mistake) else key
+        known = named(key)
         try:
             candidate = model() if callable(model) else model
             if candidate is None:
@@ -132,7 +136,7 @@ def diagnose(actual: Any, mistakes: Mistakes | None, *, expected: Any = None, rt
                 candidate.dtype != expected.dtype
             if expected is not None and not dtype_model and matches(expected, candidate, rtol, atol):
                 if not dtype_failed and not matches(actual, candidate, rtol, atol):
-                    ruled_out.append(sentence)  # this mistake would have passed this case
+                    ruled_out.append(known)  # this mistake would have passed this case
                 continue
             same = matches(actual, candidate, rtol, atol)
         except Exception:  # noqa: BLE001 - a mistake that does not apply to these inputs
@@ -140,10 +144,10 @@ def diagnose(actual: Any, mistakes: Mistakes | None, *, expected: Any = None, rt
         if same and dtype_failed and isinstance(candidate, Tensor) and candidate.dtype != actual.dtype:
             continue
         if same:
-            matched.append(sentence)
-            models[sentence] = candidate
+            matched.append(known)
+            models[known] = candidate
         elif expected is not None:
-            ruled_out.append(sentence)
+            ruled_out.append(known)
     if len(matched) > 1 and isinstance(actual, Tensor) and actual.dtype == torch.float64:
         # several mistakes within float32's reach of a float64 result: where it equals some of them at float64's
         # precision (it was computed in float64), the others are ruled out
@@ -156,9 +160,9 @@ def diagnose(actual: Any, mistakes: Mistakes | None, *, expected: Any = None, rt
         if entry is not None and dtype_failed and (not isinstance(expected, Tensor) or matches(
                 actual, expected.to(actual.dtype), rtol, atol)):
             if not matched:  # a check's own mistake of that dtype (an additive float mask, say) says more
-                matched.append(entry.sentence)
+                matched.append(named(entry))
         elif entry is not None and isinstance(expected, Tensor) and actual.shape == expected.shape:
-            ruled_out.append(entry.sentence)
+            ruled_out.append(named(entry))
     return Diagnosis(matched, ruled_out)
 
 
@@ -178,9 +182,9 @@ def check_tensor(actual, *, what: str, shape=None, dtype: torch.dtype | None = N
                              dtype_failed=_dtype_failed(actual, shape, dtype))
         weighed = squeezed(actual, shape)  # the expected shape without its axes of size 1 (ruled out by another)
         if weighed is not None and weighed[1] and not diagnosis.matched:
-            diagnosis = Diagnosis([weighed[0].sentence], diagnosis.ruled_out)
+            diagnosis = Diagnosis([named(weighed[0])], diagnosis.ruled_out)
         elif weighed is not None and not weighed[1]:
-            diagnosis = Diagnosis(diagnosis.matched, [*diagnosis.ruled_out, weighed[0].sentence])
+            diagnosis = Diagnosis(diagnosis.matched, [*diagnosis.ruled_out, named(weighed[0])])
         _fail(what, problem, hint, diagnosis)
     return actual
 

@@ -6,7 +6,7 @@ from typing import Any, Callable, Iterator
 
 from grader.sandbox.protocol import StudentError
 
-from .catalogue import Mistake
+from .catalogue import Known, Mistake, named
 from .compare import Diagnosis, diagnosed, rediagnosed
 
 
@@ -34,23 +34,23 @@ def _let_through(failure: AssertionError, lets_through: dict[Mistake, bool] | No
     """`failure` (no ValueError came), weighing the mistakes that let this input through (see expect_value_error)."""
     if not lets_through:
         return failure
-    return rediagnosed(failure, Diagnosis([entry.sentence for entry, through in lets_through.items() if through],
-                                          [entry.sentence for entry, through in lets_through.items() if not through]))
+    return rediagnosed(failure, Diagnosis([named(entry) for entry, through in lets_through.items() if through],
+                                          [named(entry) for entry, through in lets_through.items() if not through]))
 
 
 @contextmanager
-def naming_errors(what: str, mistake: Mistake | Callable[[StudentError], Mistake | str | None],
+def naming_errors(what: str, mistake: Known | Callable[[StudentError], Known | None],
                   when: Callable[[StudentError], bool] = lambda exc: True,
                   ruling_out: tuple[Mistake, ...] = ()) -> Iterator[None]:
     """Inside it, an error student code raised (not a hang, crash or 'not started') for which `when(error)`
-    holds fails the check as `what`, named as `mistake` (or as what `mistake(error)` names, a mistake or its
-    sentence: None names nothing), and rules out the mistakes `ruling_out` (code with one of them would not
-    raise so); any other error passes on as it was."""
+    holds fails the check as `what`, named as `mistake` (or as what `mistake(error)` names: None names
+    nothing), and rules out the mistakes `ruling_out` (code with one of them would not raise so); any other
+    error passes on as it was."""
     try:
         yield
     except StudentError as exc:
         if type(exc) is StudentError and when(exc):
-            named = mistake(exc) if callable(mistake) else mistake
-            if named is not None:
-                raise diagnosed(f"{what}: {exc.describe()}", named, ruling_out) from None
+            known = mistake(exc) if callable(mistake) else mistake
+            if known is not None:
+                raise diagnosed(f"{what}: {exc.describe()}", known, ruling_out) from None
         raise

@@ -12,7 +12,7 @@ from the same inputs and injected weights a check already has; a component's
 simulator (`attention`, `mha`, `block`, ...) computes many mistakes, each entry
 one of its switches, and another component that shares it imports it from its
 module. The `*_mistakes` bundles bind entries to a check's inputs: a mapping
-{sentence: zero-arg callable}, so that nothing is computed unless the check
+{entry or Named: zero-arg callable}, so that nothing is computed unless the check
 fails. `compare.assert_close` (and friends) take such a mapping as `mistakes=`
 and weigh every mistake against what came back. Mistakes that a check
 recognises by itself (from an error that student code raised) are entries too

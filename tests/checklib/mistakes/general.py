@@ -13,7 +13,7 @@ from typing import Any, Callable
 import torch
 from torch import Tensor
 
-from ..catalogue import GENERAL, Mistake, Mistakes, mistake, recognised
+from ..catalogue import GENERAL, Known, Mistake, Mistakes, mistake, recognised
 from ..tolerance import matches
 
 
@@ -29,7 +29,7 @@ def mismatched_sizes(message: str) -> set[int] | None:
 
 def mapped(mistakes: Mistakes, fn: Callable[[Any], Any]) -> Mistakes:
     """The same mistakes seen through `fn` (e.g. a slice, or a row sum), still lazy."""
-    return {sentence: (lambda m=model: fn(m() if callable(m) else m)) for sentence, model in mistakes.items()}
+    return {known: (lambda m=model: fn(m() if callable(m) else m)) for known, model in mistakes.items()}
 
 
 def besides(named: Mistakes, family: Mistakes, got: Any = None, *, prefer_named: bool = True) -> Mistakes:
@@ -41,12 +41,12 @@ def besides(named: Mistakes, family: Mistakes, got: Any = None, *, prefer_named:
     outputs: dict[str, Any] = {}
 
     def computed(models: Mistakes) -> dict[str, Any]:
-        for sentence, model in models.items():
-            if sentence not in outputs:
+        for known, model in models.items():
+            if known not in outputs:
                 try:
-                    outputs[sentence] = model() if callable(model) else model
+                    outputs[known] = model() if callable(model) else model
                 except Exception:  # noqa: BLE001 - a mistake that does not apply to these inputs
-                    outputs[sentence] = None
+                    outputs[known] = None
         return {s: outputs[s] for s in models}
 
     def shared(mine: Any, others: Mistakes) -> bool:
@@ -56,12 +56,12 @@ def besides(named: Mistakes, family: Mistakes, got: Any = None, *, prefer_named:
         return matches(got, mine, None, None) and any(matches(got, o, None, None)
                                                        for o in computed(others).values())
 
-    def member(sentence: str) -> Any:
-        mine = computed({sentence: family[sentence]})[sentence]
+    def member(known: Known) -> Any:
+        mine = computed({known: family[known]})[known]
         return None if shared(mine, named) else mine
 
-    def named_one(sentence: str) -> Any:
-        mine = computed({sentence: named[sentence]})[sentence]
+    def named_one(known: Known) -> Any:
+        mine = computed({known: named[known]})[known]
         return None if shared(mine, family) else mine
 
     if prefer_named:
@@ -112,18 +112,18 @@ def unambiguous(mistakes: Mistakes) -> Mistakes:
 
     def computed() -> dict[str, Any]:
         if not values:
-            for sentence, model in mistakes.items():
+            for known, model in mistakes.items():
                 try:
-                    values[sentence] = model() if callable(model) else model
+                    values[known] = model() if callable(model) else model
                 except Exception:  # noqa: BLE001 - a mistake that does not apply to these inputs
-                    values[sentence] = None
+                    values[known] = None
         return values
 
-    def model_of(sentence: str) -> Any:
-        mine = computed()[sentence]
-        return None if any(o != sentence and same_output(mine, w) for o, w in values.items()) else mine
+    def model_of(known: Known) -> Any:
+        mine = computed()[known]
+        return None if any(o != known and same_output(mine, w) for o, w in values.items()) else mine
 
-    return {sentence: (lambda s=sentence: model_of(s)) for sentence in mistakes}
+    return {known: (lambda s=known: model_of(s)) for known in mistakes}
 
 
 # (GENERAL entries: a dtype the result does not keep, torch's own words for a mistake in student code.)
@@ -228,8 +228,8 @@ SEQUENTIAL_LONG = recognised(
 UNLOADED = re.compile(r"has no parameters named \[([^\]]*)\] \(its parameters: \[([^\]]*)\]")
 
 
-def sequential_shifted(message: str) -> str | None:
-    """SEQUENTIAL_SHORT's or _LONG's sentence where each weight the student's module lacks (`message`: a WeightsMismatch's
+def sequential_shifted(message: str) -> "Known | None":
+    """SEQUENTIAL_SHORT or _LONG (named with its fields) where each weight the student's module lacks (`message`: a WeightsMismatch's
     words) sits one index lower, or higher, in the same nn.Sequential of theirs, and nowhere else differs."""
     found = UNLOADED.search(message)
     if found is None:
@@ -253,8 +253,8 @@ def sequential_shifted(message: str) -> str | None:
 
 def error_mistake(message: str, where: str = "", kinds: tuple[str, ...] = (),
                   own: Callable[[str, list[str], tuple[str, ...]], str | None] | None = None,
-                  checks_own_inputs: bool = True) -> str | None:
-    """The sentence of the mistake that an error raised in student code names, if it names one: torch's words
+                  checks_own_inputs: bool = True) -> "Known | None":
+    """The known mistake that an error raised in student code names, if it names one: torch's words
     for it (TORCH_ERRORS), a ValueError that no check expected (`where`: the student's frames, innermost last;
     `kinds`: the error's classes), or, asked before the ValueErrors, the checked component's own (`own`: its
     module's `named_error`, given the message, the frames and the kinds). (A load_state_dict of the wrong
@@ -265,16 +265,16 @@ def error_mistake(message: str, where: str = "", kinds: tuple[str, ...] = (),
     is known to be valid: a learner's function may rightly refuse what another of its functions produced."""
     entry = next((entry for words, entry in TORCH_ERRORS if words in message), None)
     if entry is not None:
-        return entry.sentence
+        return entry
     frames = [line for line in where.splitlines() if line.strip()]
-    sentence = own(message, frames, kinds) if own is not None else None
-    if sentence is not None:
-        return sentence
+    known = own(message, frames, kinds) if own is not None else None
+    if known is not None:
+        return known
     if "ValueError" in kinds and frames:
         if UNPACKED.search(message) and (".shape" in frames[-1] or ".size()" in frames[-1]):
-            return SHAPE_UNPACKED.sentence
+            return SHAPE_UNPACKED
         if len(frames) == 1 and re.search(r"\braise ValueError\b", frames[0]) and checks_own_inputs:
-            return OWN_CHECK_TOO_STRICT.sentence
+            return OWN_CHECK_TOO_STRICT
     return None
 
 
@@ -316,7 +316,7 @@ def fitted_besides(models: Mistakes, fitted: Mistakes, got: Any) -> Mistakes:
     computed, gives what came back too: a fit never speaks over a mistake modelled exactly (even one that its own
     family leaves unnamed)."""
     both = besides(models, fitted, got)
-    return {sentence: both[sentence] for sentence in fitted}
+    return {known: both[known] for known in fitted}
 
 
 def broadcast_clash(a: tuple[int, ...], b: tuple[int, ...]) -> set[int] | None:

@@ -9,7 +9,7 @@ from typing import Callable
 import torch
 from torch import Tensor
 
-from ..catalogue import Mistakes, bind, mistake, recognised, simulated, variants
+from ..catalogue import Known, Mistakes, bind, mistake, recognised, simulated, variants
 from .general import MISMATCHED_SIZES, besides, biased_layer_mistakes
 from .head_splitting import heads
 from .qkv_projection import linear
@@ -203,8 +203,8 @@ SPLIT_NOT_DIVISIBLE = re.compile(r"d_model=(\d+) is not divisible by n_heads=(\d
 ROPE_WIDTH = re.compile(r"x has (\d+) features, the tables are for (\d+)")  # the apply_rope stand-in's words
 
 
-def gqa_heads_error(message: str, n_heads: int, n_kv_heads: int, d_k: int) -> str | None:
-    """The sentence of the mistake that an error of GroupedQueryAttention(n_heads * d_k, n_heads, n_kv_heads)'s
+def gqa_heads_error(message: str, n_heads: int, n_kv_heads: int, d_k: int) -> "Known | None":
+    """The known mistake that an error of GroupedQueryAttention(n_heads * d_k, n_heads, n_kv_heads)'s
     forward names, where only one mistake explains it: the keys' or values' n_kv_heads * d_k features split into
     n_heads (split_heads refuses, or apply_rope is handed d_k / n_rep features), or, where the attention's
     matmul finds the queries' n_heads heads (tensor a) against another count of key/value heads (tensor b), the
@@ -216,17 +216,17 @@ def gqa_heads_error(message: str, n_heads: int, n_kv_heads: int, d_k: int) -> st
     n_rep, width = n_heads // n_kv_heads, n_kv_heads * d_k
     found = SPLIT_NOT_DIVISIBLE.search(message)
     if found and (int(found[1]), int(found[2])) == (width, n_heads):
-        return KV_SPLIT_N_HEADS.sentence
+        return KV_SPLIT_N_HEADS
     found = ROPE_WIDTH.search(message)
     if found and width % n_heads == 0 and (int(found[1]), int(found[2])) == (width // n_heads, d_k):
-        return KV_SPLIT_N_HEADS.sentence
+        return KV_SPLIT_N_HEADS
     found = MISMATCHED_SIZES.search(message)
     if not found or int(found[1]) != n_heads or "dimension 1" not in message:
         return None
-    # (sentence, the key/value heads it makes); None: a mistake that has no sentence here, which blocks the others
-    made = [(KV_SPLIT_N_HEADS.sentence, n_heads * n_rep), (None, n_heads * n_rep), (None, n_kv_heads),
+    # (mistake, the key/value heads it makes); None: a mistake that has no entry here, which blocks the others
+    made = [(KV_SPLIT_N_HEADS, n_heads * n_rep), (None, n_heads * n_rep), (None, n_kv_heads),
             *((GQA_N_REP.text(n_rep=name), n_kv_heads * size(n_heads, n_kv_heads)) for name, size in N_REP_SIZES.items())]
-    matching = [sentence for sentence, count in made if count == int(found[2])]
+    matching = [known for known, count in made if count == int(found[2])]
     return matching[0] if len(matching) == 1 else None
 
 

@@ -158,7 +158,7 @@ def cache_update_mistakes(chunks: list[Tensor], other: list[Tensor] | None = Non
     `other` chunks (`own` "k" or "v"), also the other's chunks appended in its place (CACHE_CROSSED)."""
     mistakes = bind(CACHE_UPDATE_MISTAKES, chunks)
     if len(chunks) > 1:
-        mistakes[FIRST_CHUNK_TWICE.sentence] = lambda: torch.cat([chunks[0], *chunks], dim=-2)
+        mistakes[FIRST_CHUNK_TWICE] = lambda: torch.cat([chunks[0], *chunks], dim=-2)
     if other is not None:
         names = dict(own=f"self.{own}", wrong="v" if own == "k" else "k", new=own)
         if len(chunks) > 1:
@@ -193,7 +193,7 @@ def cache_len_sequence_mistakes(shape: tuple[int, ...], totals: list[int]) -> Mi
         extra = (totals[0],) if entry is FIRST_CHUNK_TWICE else ()
         return tuple(entry.model(shape, calls, total, *extra) for calls, total in enumerate(totals, 1))
 
-    return {entry.sentence: (lambda entry=entry: lengths(entry)) for entry in (*CACHE_LEN_MISTAKES, FIRST_CHUNK_TWICE)}
+    return {entry: (lambda entry=entry: lengths(entry)) for entry in (*CACHE_LEN_MISTAKES, FIRST_CHUNK_TWICE)}
 
 
 def cache_len_mistakes(shape: tuple[int, ...], calls: int, positions: int, first: int | None = None) -> Mistakes:

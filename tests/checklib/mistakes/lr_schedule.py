@@ -9,7 +9,7 @@ from typing import Any, Callable
 import torch
 from torch import Tensor
 
-from ..catalogue import Mistake, Mistakes, bind, mistake, recognised, simulated, variants
+from ..catalogue import Known, Mistake, Mistakes, bind, mistake, recognised, simulated, variants
 from .general import besides, plus
 
 
@@ -185,9 +185,9 @@ WARMUP_WITHOUT_STEPS = recognised(
     "with no warmup there is nothing to divide; warm up only while step < warmup_steps")
 
 
-def named_error(message: str, frames: list[str], kinds: tuple[str, ...]) -> str | None:
+def named_error(message: str, frames: list[str], kinds: tuple[str, ...]) -> "Known | None":
     """The sentence of this component's mistake that an error of student code names (`frames`: the student's,
     innermost last; `kinds`: the error's classes), if any: `general.error_mistake` asks it."""
     if "ZeroDivisionError" in kinds and frames and "warmup" in frames[-1]:
-        return WARMUP_WITHOUT_STEPS.sentence
+        return WARMUP_WITHOUT_STEPS
     return None

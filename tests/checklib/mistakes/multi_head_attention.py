@@ -260,7 +260,7 @@ def _mha_divisors(state: dict[str, Tensor], x: Tensor, mask: Tensor | None, n_he
              for words, value in (("√d_model", math.sqrt(d_model)), ("d_model", float(d_model)))
              if not math.isclose(value, math.sqrt(d_head))}
     if d_head != 1:  # dividing by Dh is dividing by √Dh twice: the two cannot be told apart, and the sentence says both
-        found[MHA_SCALED_TWICE.sentence] = lambda: mha(state, x, mask, n_heads, divisor=float(d_head))[part]
+        found[MHA_SCALED_TWICE] = lambda: mha(state, x, mask, n_heads, divisor=float(d_head))[part]
     return found
 
 

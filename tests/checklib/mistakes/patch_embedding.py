@@ -66,7 +66,7 @@ def _unfold_stride_1(images: Tensor, patch: int, model: Callable[[Tensor], Any] 
     """UNFOLD_STRIDE_1 where it differs from the right patches (a side longer than one patch)."""
     if max(images.shape[-2:]) <= patch:
         return {}
-    return {UNFOLD_STRIDE_1.sentence: lambda: model(UNFOLD_STRIDE_1.model(images, patch))}
+    return {UNFOLD_STRIDE_1: lambda: model(UNFOLD_STRIDE_1.model(images, patch))}
 
 
 NUM_PATCHES_MISTAKES = (

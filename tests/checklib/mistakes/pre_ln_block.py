@@ -208,7 +208,7 @@ def block_grad_mistakes(state: dict[str, Tensor], x: Tensor, mask: Tensor | None
             (grad,) = torch.autograd.grad((out * grad_output.double()).sum(), inputs)
         return grad
 
-    return {entry.sentence: (lambda v=entry.model["variant"]: grad_of(v)) for entry in BLOCK_MISTAKES}
+    return {entry: (lambda v=entry.model["variant"]: grad_of(v)) for entry in BLOCK_MISTAKES}
 
 
 def ff_width_mistakes(key: str, d_model: int, n_heads: int, d_ff: int) -> Mistakes:

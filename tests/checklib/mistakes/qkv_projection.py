@@ -105,7 +105,7 @@ def state_dict_key_mistakes(expected: set[str], bias: bool) -> Mistakes:
 
 def bias_default_mistakes(without_bias: set[str]) -> Mistakes:
     """For the state dict of a MultiHeadAttention made without `bias=`: the keys of one made bias-free."""
-    return {BIAS_DEFAULT_FALSE.sentence: without_bias}
+    return {BIAS_DEFAULT_FALSE: without_bias}
 
 
 def d_k_mistakes(d_model: int, n_heads: int) -> Mistakes:

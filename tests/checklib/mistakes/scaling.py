@@ -142,7 +142,7 @@ def scores_mistakes(q: Tensor, k: Tensor, got: Any = None) -> Mistakes:
 def _other_scale(q: Tensor, k: Tensor, got: Any) -> Mistakes:
     """q·kᵀ times the one factor that `got` is of it, where no named mistake's factor is that one (computed
     only when the check fails, as every model is)."""
-    return {OTHER_SCALE.sentence: lambda: _fitted_scale(q, k, got)}
+    return {OTHER_SCALE: lambda: _fitted_scale(q, k, got)}
 
 
 def _fitted_scale(q: Tensor, k: Tensor, got: Any) -> Tensor | None:

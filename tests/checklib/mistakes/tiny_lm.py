@@ -10,7 +10,7 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor
 
-from ..catalogue import Mistakes, bind, mistake, recognised, simulated, variants
+from ..catalogue import Known, Mistakes, bind, mistake, recognised, simulated, variants
 from .general import besides, mapped
 
 
@@ -136,7 +136,7 @@ BLOCK_EPS_MISTAKES = variants("tiny_lm", (
     ("your DecoderBlock does not pass its eps on to its norms: attn_norm = RMSNorm(d_model, eps), likewise "
      "ffn_norm", "norms_without_eps"),
 ))
-BLOCK_VARIANTS = {m.name: m.sentence for m in DECODER_BLOCK_MISTAKES}  # variant -> sentence
+BLOCK_VARIANTS = {m.name: m for m in DECODER_BLOCK_MISTAKES}  # variant -> entry
 # A family: one branch reading another tensor in scope than the pre-norm block's (x, attn_norm(x), the attention's
 # output, h, ffn_norm of any of them); the residuals from the wrong tensor are named entries.
 BLOCK_READ = mistake("tiny_lm", "block_reads",
@@ -220,7 +220,7 @@ TINY_LM_MISTAKES = tuple(m for m in DECODER_BLOCK_MISTAKES if m.name != "no_mask
     "scaled_embedding": "your TinyLM scales the embeddings by sqrt(d_model); the contract's feeds tok_emb(idx) "
                         "to the first block as it is",
 }.items()))
-TINY_LM_VARIANTS = {m.name: m.sentence for m in TINY_LM_MISTAKES}  # variant -> sentence
+TINY_LM_VARIANTS = {m.name: m for m in TINY_LM_MISTAKES}  # variant -> entry
 SHARED_CACHE = mistake("tiny_lm", "shared_cache", "your blocks share one KV cache: each block keeps the keys and values "
                        "of its own layer, so block i must get caches[i]", dict(variant="shared_cache"))
 
@@ -292,7 +292,7 @@ SHARED_CACHES = recognised("tiny_lm", "shared_caches",
                            "object): make a new one per block")
 
 
-def tiny_lm_key_diagnosis(got: dict[str, Tensor], expected: set[str], max_len: int) -> str | None:
+def tiny_lm_key_diagnosis(got: dict[str, Tensor], expected: set[str], max_len: int) -> "Known | None":
     """The diagnosis of a TinyLM state dict whose keys are not the contract's (`got`: key -> tensor)."""
     extra, missing = set(got) - expected, expected - set(got)
     if missing:
@@ -315,7 +315,7 @@ def rope_width_mistakes(d_model: int, n_heads: int, n_kv_heads: int) -> Mistakes
     return bind(ROPE_WIDTH_MISTAKES, d_model, n_heads, n_kv_heads)
 
 
-def max_len_off_by_one_mistake(max_len: int) -> str:
+def max_len_off_by_one_mistake(max_len: int) -> "Known":
     return MAX_LEN_OFF_BY_ONE.text(last=max_len - 1)
 
 
@@ -324,9 +324,9 @@ START_FROM_CACHE_COUNT = recognised("tiny_lm", "start_from_cache_count",
                                     "number of positions cached so far, len(caches[0])")
 
 
-def mask_with_cache_mistake(message: str) -> str | None:
+def mask_with_cache_mistake(message: str) -> "Known | None":
     return MASK_WITH_CACHE.text() if "mask" in message and "cache" in message else None
 
 
-def shared_caches_mistake(ids: list[int]) -> str | None:
+def shared_caches_mistake(ids: list[int]) -> "Known | None":
     return SHARED_CACHES.text() if len(ids) > 1 and len(set(ids)) == 1 else None

@@ -9,7 +9,7 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor
 
-from ..catalogue import Mistakes, mistake, recognised, simulated, variants
+from ..catalogue import Known, Mistakes, mistake, recognised, simulated, variants
 from .general import besides, unambiguous
 from .patch_embedding import patches
 from .pre_ln_block import block
@@ -123,7 +123,13 @@ VIT_MISTAKES = variants("vit_classifier", ((sentence, variant) for variant, sent
                      "([block] * n_layers) is one module, so loading each block's weights overwrote the others; "
                      "create a new TransformerBlock for each layer",
 }.items()))
-VIT_VARIANTS = {m.name: m.sentence for m in VIT_MISTAKES}  # variant -> sentence
+VIT_VARIANTS = {m.name: m for m in VIT_MISTAKES}  # variant -> entry
+
+
+# Known by the logits' shape only, (B, num_patches + 1, n_classes): the head applied to every token.
+HEAD_READS_EVERY_TOKEN = recognised("vit_classifier", "head_reads_every_token",
+                                    "your head reads every token: the logits are those of the class token only, "
+                                    "head(norm(x)[:, 0])")
 
 
 # A family: the head reading another token than the class token (the last one is head_last's).
@@ -189,7 +195,7 @@ DROPOUT_IGNORED = recognised("vit_classifier", "dropout_ignored",
                              "pass it on to every TransformerBlock(d_model, n_heads, d_ff, dropout)")
 
 
-def vit_shape_diagnosis(key: str, shape: tuple[int, ...], num_patches: int, d_model: int) -> str | None:
+def vit_shape_diagnosis(key: str, shape: tuple[int, ...], num_patches: int, d_model: int) -> "Known | None":
     """The diagnosis of a cls_token or pos_emb of the wrong shape."""
     if key == "pos_emb" and shape in ((1, num_patches, d_model), (num_patches, d_model)):
         return POS_EMB_PER_PATCH.text(rows=num_patches)
@@ -198,7 +204,7 @@ def vit_shape_diagnosis(key: str, shape: tuple[int, ...], num_patches: int, d_mo
     return None
 
 
-def vit_load_diagnosis(message: str, num_patches: int, d_model: int) -> str | None:
+def vit_load_diagnosis(message: str, num_patches: int, d_model: int) -> "Known | None":
     """A diagnosis for a load_state_dict that failed on the shape of cls_token or pos_emb (the message names it)."""
     for key in ("pos_emb", "cls_token"):
         if f"size mismatch for {key}" in message and "current model is torch.Size(" in message:
@@ -211,11 +217,11 @@ def vit_load_diagnosis(message: str, num_patches: int, d_model: int) -> str | No
     return None
 
 
-def vit_not_learned_diagnosis(key: str, is_buffer: bool) -> str:
+def vit_not_learned_diagnosis(key: str, is_buffer: bool) -> "Known":
     return (NOT_LEARNED_BUFFER if is_buffer else NOT_LEARNED_FROZEN).text(key=key)
 
 
-def vit_unused_diagnosis(key: str) -> str:
+def vit_unused_diagnosis(key: str) -> "Known":
     return UNUSED.text(key=key, fix="prepend the class token to the patches" if key == "cls_token" else
                        "add pos_emb to the tokens once the class token is prepended")
 
@@ -226,7 +232,7 @@ BLOCKS_NOT_REGISTERED = recognised(
     "the ViT's (no state dict entries, no training, no .to()); hold them in nn.ModuleList([...])")
 
 
-def vit_missing_key_diagnosis(missing: set[str], present: set[str] | None = None) -> str | None:
+def vit_missing_key_diagnosis(missing: set[str], present: set[str] | None = None) -> "Known | None":
     """Why the ViT lacks the parameters `missing`; `present`: those it has (given, the blocks held in a plain
     list are named where every missing one is a block's and none it has is numbered, as a ModuleList's are)."""
     for key in ("pos_emb", "cls_token"):
@@ -238,7 +244,7 @@ def vit_missing_key_diagnosis(missing: set[str], present: set[str] | None = None
     return None
 
 
-def vit_dropout_diagnosis(default: bool, zero_drops: bool = True, rate: Any = None) -> str:
+def vit_dropout_diagnosis(default: bool, zero_drops: bool = True, rate: Any = None) -> "Known":
     """Why a ViT's dropout misbehaves: with its default (`default`), where an explicit dropout=0.0 drops values
     too (`zero_drops`) or does not (and the rate its first block's dropout got by default, if read); or a
     dropout of 0.5 that drops nothing."""
@@ -261,9 +267,9 @@ CAT_OF_SIZE_1 = re.compile(r"Sizes of tensors must match except in dimension \d+
                            r"|\d+ but got size 1\b)")
 
 
-def named_error(message: str, frames: list[str], kinds: tuple[str, ...]) -> str | None:
+def named_error(message: str, frames: list[str], kinds: tuple[str, ...]) -> "Known | None":
     """The sentence of this component's mistake that an error of student code names (`frames`: the student's,
     innermost last; `kinds`: the error's classes), if any: `general.error_mistake` asks it."""
     if CAT_OF_SIZE_1.search(message) and frames and "cat(" in frames[-1]:
-        return CAT_NOT_EXPANDED.sentence
+        return CAT_NOT_EXPANDED
     return None

@@ -248,7 +248,7 @@ def _index_or_bias(ws: int, simulate: Callable[[str], Tensor], index_ok: Callabl
         return index
     ok = functools.cache(index_ok)
     index = {sentence: (lambda model=model: None if ok() else model()) for sentence, model in index.items()}
-    return {**index, BIAS_TRANSPOSED.sentence: lambda: simulate("index_transposed") if ok() else None}
+    return {**index, BIAS_TRANSPOSED: lambda: simulate("index_transposed") if ok() else None}
 
 
 # A family: any direction and axes of either roll (or none), each pair its own sentence.
