@@ -1,7 +1,8 @@
 """Feedback that teaches: failing checks name the known mistake that a submission made.
 
 `tests/checklib/mistakes/` models common mistakes (a module per component); a failing comparison whose
-output matches one adds a line `diagnosis: <sentence>` to its message.
+output matches one names it by id (a check's `diagnosis` in the results), and its message says it in a line
+`diagnosis: <sentence>`. The catalogue's bugs expect ids.
 """
 from __future__ import annotations
 
@@ -17,16 +18,11 @@ from selftests.bugs import ROOT, all_bugs, materialize
 BUGS = all_bugs()
 
 
-def diagnosed(report: dict, component: str) -> list[str]:
-    """The diagnosis lines in the messages of the failing checks of `component`."""
-    lines = []
-    for c in report["components"]:
-        if c["id"] != component:
-            continue
-        for check in c["checks"]:
-            if check["status"] != "passed":
-                lines += [line.strip() for line in check["message"].splitlines() if line.strip().startswith("diagnosis:")]
-    return lines
+def diagnosed(report: dict, component: str) -> list[list[str]]:
+    """The ids of the known mistakes that the failing checks of `component` name, a list per check that names
+    any (more than one: the check cannot tell them apart)."""
+    return [[item["id"] for item in check["diagnosis"]] for c in report["components"] if c["id"] == component
+            for check in c["checks"] if check["status"] != "passed" and check["diagnosis"]]
 
 
 def failing_messages(report: dict, component: str) -> list[str]:
@@ -42,8 +38,8 @@ def test_every_bug_says_how_it_must_be_named():
 @pytest.mark.timeout(1800)
 @pytest.mark.parametrize("bug", BUGS, ids=[b.id for b in BUGS])
 def test_each_bug_gets_its_own_diagnosis_and_no_wrong_one(graded, bug):
-    """Every `diagnosis:` line of the bug's failing checks names it (one of its phrases); a bug that no value
-    shows (`named_by`) gets no diagnosis line, and its check's own words name it."""
+    """Every diagnosis of the bug's failing checks names it (one of its mistakes' ids); a bug that no value
+    shows (`named_by`) gets no diagnosis, and its check's own words name it."""
     lines = diagnosed(graded[f"bug:{bug.id}"], bug.component)
     if bug.named_by:
         assert lines == [], f"{bug.description}: no diagnosis can name this one, yet the checks say {lines}"
@@ -52,7 +48,7 @@ def test_each_bug_gets_its_own_diagnosis_and_no_wrong_one(graded, bug):
             f"{bug.description}: no failing message says {bug.named_by!r}: {[m[:200] for m in messages]}"
         return
     assert lines, f"{bug.description}: no diagnosis (expected one of {list(bug.diagnosis)})"
-    wrong = [line for line in lines if not any(phrase in line for phrase in bug.diagnosis)]
+    wrong = [line for line in lines if not any(known in line for known in bug.diagnosis)]
     assert not wrong, f"{bug.description}: a diagnosis that does not name it: {wrong} (its own: {list(bug.diagnosis)})"
 
 

@@ -23,8 +23,8 @@ class Bug:
     old: str  # an exact snippet that occurs once in that file
     new: str  # what the mistake writes instead
     description: str  # one sentence: the mistake as a learner makes it
-    # How its component's feedback must name it (selftests/test_diagnosis.py): every `diagnosis:` line of its
-    # failing checks holds one of these phrases (and there is one at least) ...
+    # How its component's feedback must name it (selftests/test_diagnosis.py): every diagnosis of its failing
+    # checks names one of these known mistakes, by id (tests/checklib/catalogue.py; and there is one at least) ...
     diagnosis: tuple[str, ...] = ()
     # ... or, for a mistake no value shows (a missing ValueError, a library call), the failing message holds
     # this phrase and no check offers a diagnosis at all.

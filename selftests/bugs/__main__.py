@@ -4,7 +4,7 @@ held-out set kept outside the project: `python -m selftests.bugs --held-out SET.
 For each bug, runs the graded checks against solutions/ with the bug applied
 and prints which components' checks fail. OK means: its own component fails,
 no other component does. With `--diagnoses`, grades the bugs as the grader
-does and prints each one's diagnosis lines (or what names it) as
+does and prints the known mistakes its diagnoses name (or what names it) as
 selftests/test_diagnosis.py judges them.
 """
 from __future__ import annotations
@@ -36,7 +36,8 @@ def failing_checks(folder: Path) -> dict[str, list[str]]:
 
 
 def diagnoses(bugs: list) -> int:
-    """Grade `bugs` as the grader does; print each one's diagnosis lines, judged as the selftest does."""
+    """Grade `bugs` as the grader does; print the known mistakes each one's diagnoses name, judged as the
+    selftest does."""
     from selftests.test_diagnosis import diagnosed, failing_messages
 
     from ..conftest import grade_folders
@@ -52,8 +53,8 @@ def diagnoses(bugs: list) -> int:
             ok = not lines and any(bug.named_by in m for m in failing_messages(report, bug.component))
             said = [f"named by its check: {bug.named_by!r}"] + lines
         else:
-            ok = bool(lines) and all(any(p in line for p in bug.diagnosis) for line in lines)
-            said = sorted(set(lines)) or ["no diagnosis"]
+            ok = bool(lines) and all(any(known in line for known in bug.diagnosis) for line in lines)
+            said = sorted({" or ".join(line) for line in lines}) or ["no diagnosis"]
         bad += not ok
         print(f"{'OK ' if ok else 'BAD'} {bug.id}: " + "\n      ".join(said))
     print(f"{len(bugs) - bad} of {len(bugs)} bugs named by their own diagnosis")

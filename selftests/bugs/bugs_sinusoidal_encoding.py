@@ -5,22 +5,22 @@ BUGS = [
         "pe[:, 0::2] = torch.sin(position * inv_freq)\n    pe[:, 1::2] = torch.cos(position * inv_freq)",
         "pe[:, 0::2] = torch.cos(position * inv_freq)\n    pe[:, 1::2] = torch.sin(position * inv_freq)",
         "puts the cosines in the even columns and the sines in the odd ones",
-        diagnosis=("your even columns hold cosines: they hold the", "your odd columns hold sines: they hold the")),
+        diagnosis=("sinusoidal_encoding:sin_cos_swapped", "sinusoidal_encoding:odd_sines")),
     Bug("sinusoidal_encoding", "exponent_i_over_d", "positional.py",
         "torch.arange(0, d_model, 2, dtype=torch.float32)",
         "torch.arange(0, d_model // 2, dtype=torch.float32)",
         "uses the pair index i instead of 2i in the exponent 2i/d_model",
-        diagnosis=("your exponent uses the pair index i instead of",)),
+        diagnosis=("sinusoidal_encoding:exponent_i",)),
     Bug("sinusoidal_encoding", "base_1000", "positional.py",
         "math.log(10000.0)",
         "math.log(1000.0)",
         "uses 1000 instead of 10000 as the base of the wavelengths",
-        diagnosis=("your wavelengths use the base 1000 instead of",)),
+        diagnosis=("sinusoidal_encoding:base_1000",)),
     Bug("sinusoidal_encoding", "positions_from_one", "positional.py",
         "torch.arange(max_len, dtype=torch.float32)",
         "torch.arange(1, max_len + 1, dtype=torch.float32)",
         "numbers the positions from 1 instead of 0",
-        diagnosis=("your positions start at 1 instead of 0",)),
+        diagnosis=("sinusoidal_encoding:positions_from_1",)),
     Bug("sinusoidal_encoding", "no_odd_d_model_check", "positional.py",
         '    if d_model % 2 != 0:\n        raise ValueError(f"d_model must be even, got {d_model}")\n',
         "",
@@ -35,22 +35,22 @@ BUGS = [
         "pe[:, 1::2] = torch.cos(position * inv_freq)",
         "pe[:, 1::2] = torch.sin(position * inv_freq)",
         "copies the sine line for the odd columns and forgets to change it to a cosine",
-        diagnosis=("your odd columns hold sines: they hold the",)),
+        diagnosis=("sinusoidal_encoding:odd_sines",)),
     Bug("sinusoidal_encoding", "position_times_frequency_forgotten", "positional.py",
         "pe[:, 0::2] = torch.sin(position * inv_freq)\n    pe[:, 1::2] = torch.cos(position * inv_freq)",
         "pe[:, 0::2] = torch.sin(position + inv_freq)\n    pe[:, 1::2] = torch.cos(position + inv_freq)",
         "adds the frequency to the position instead of multiplying them",
-        diagnosis=("position + frequency instead of position × frequency",)),
+        diagnosis=("sinusoidal_encoding:angle_sum",)),
     Bug("sinusoidal_encoding", "position_left_out", "positional.py",
         "pe[:, 0::2] = torch.sin(position * inv_freq)\n    pe[:, 1::2] = torch.cos(position * inv_freq)",
         "pe[:, 0::2] = torch.sin(inv_freq)\n    pe[:, 1::2] = torch.cos(inv_freq)",
         "leaves the position out of the angle, so every row gets the same encoding",
-        diagnosis=("your angle leaves the position out", "cannot tell them apart")),
+        diagnosis=("sinusoidal_encoding:angle_without_position",)),
     Bug("sinusoidal_encoding", "batch_dimension_added", "positional.py",
         "    return pe\n",
         "    return pe.unsqueeze(0)\n",
         "returns the table with a leading batch dimension, (1, max_len, d_model), as a registered buffer often has",
-        diagnosis=("your table has a leading batch dimension, (1,",)),
+        diagnosis=("sinusoidal_encoding:batch_dimension",)),
 ]
 
 # Families of the bugs above, first written as unseen bugs to measure the diagnoses on (2026-12-01).
@@ -58,14 +58,14 @@ BUGS += [
     Bug("sinusoidal_encoding", "exponent_over_d_minus_1", "positional.py", "(-math.log(10000.0) / d_model)",
         "(-math.log(10000.0) / (d_model - 1))",
         "divides the exponent by d_model - 1",
-        diagnosis=('divides by d_model - 1',)),
+        diagnosis=("sinusoidal_encoding:exponent_over_d_minus_1",)),
 ]
 
 BUGS += [
     Bug("sinusoidal_encoding", "base_with_an_extra_zero", "positional.py", "(-math.log(10000.0) / d_model)",
         "(-math.log(100000.0) / d_model)",
         "writes the base with an extra zero, 100000",
-        diagnosis=("your wavelengths use the base 1e+05",)),
+        diagnosis=("sinusoidal_encoding:other_base",)),
 ]
 
 # A member of the fitted exponent family (mistakes.TABLE_EXPONENT) that no single entry names.
@@ -73,7 +73,7 @@ BUGS += [
     Bug("sinusoidal_encoding", "exponent_over_d_plus_1", "positional.py", "(-math.log(10000.0) / d_model)",
         "(-math.log(10000.0) / (d_model + 1))",
         "divides the exponent by d_model + 1",
-        diagnosis=("your frequencies are 10000**(-2i / (d_model + 1))",)),
+        diagnosis=("sinusoidal_encoding:exponent_offsets",)),
 ]
 
 # The sines and cosines in two halves of the columns instead of interleaved (tensor2tensor's layout).
@@ -83,23 +83,23 @@ BUGS += [
         "    pe[:, : d_model // 2] = torch.sin(position * inv_freq)\n"
         "    pe[:, d_model // 2 :] = torch.cos(position * inv_freq)",
         "sines in the first half of the columns and cosines in the second (tensor2tensor layout), not interleaved",
-        diagnosis=("your table puts the sines in the first half",)),
+        diagnosis=("sinusoidal_encoding:sin_cos_halves",)),
     Bug("sinusoidal_encoding", "cat_sin_cos", "positional.py",
         "    pe[:, 0::2] = torch.sin(position * inv_freq)\n    pe[:, 1::2] = torch.cos(position * inv_freq)",
         "    pe = torch.cat([torch.sin(position * inv_freq), torch.cos(position * inv_freq)], dim=-1)",
         "concatenates the sine and cosine tables along the features",
-        diagnosis=("your table puts the sines in the first half",)),
+        diagnosis=("sinusoidal_encoding:sin_cos_halves",)),
     Bug("sinusoidal_encoding", "cat_cos_sin", "positional.py",
         "    pe[:, 0::2] = torch.sin(position * inv_freq)\n    pe[:, 1::2] = torch.cos(position * inv_freq)",
         "    pe = torch.cat([torch.cos(position * inv_freq), torch.sin(position * inv_freq)], dim=-1)",
         "concatenates the cosines first, then the sines",
-        diagnosis=("your table puts the cosines in the first half",)),
+        diagnosis=("sinusoidal_encoding:cos_sin_halves",)),
     Bug("sinusoidal_encoding", "stack_then_view_halves", "positional.py",
         "    pe[:, 0::2] = torch.sin(position * inv_freq)\n    pe[:, 1::2] = torch.cos(position * inv_freq)",
         "    pe = torch.stack([torch.sin(position * inv_freq), torch.cos(position * inv_freq)], dim=1)"
         ".view(max_len, d_model)",
         "stacks sin and cos on dim 1, so flattening puts all sines before all cosines",
-        diagnosis=("your table puts the sines in the first half",)),
+        diagnosis=("sinusoidal_encoding:sin_cos_halves",)),
 ]
 
 # The frequencies' formula written wrong in exp/log form (a lost minus sign is not here: its angles, thousands of
@@ -108,16 +108,16 @@ BUGS += [
     Bug("sinusoidal_encoding", "exp_without_log", "positional.py",
         "(-math.log(10000.0) / d_model)", "(-10000.0 / d_model)",
         "writes exp(-10000 * 2i / d) and forgets the log of the base",
-        diagnosis=("your frequencies are exp(-10000·2i/d_model)",)),
+        diagnosis=("sinusoidal_encoding:exp_without_log",)),
     Bug("sinusoidal_encoding", "exponent_sign_dropped", "positional.py",
         "(-math.log(10000.0) / d_model)", "(math.log(10000.0) / d_model)",
         "drops the minus sign of the exponent, so the frequencies grow instead of shrinking",
-        diagnosis=("your frequencies grow with the pair index",)),
+        diagnosis=("sinusoidal_encoding:positive_exponent",)),
     Bug("sinusoidal_encoding", "times_div_term", "positional.py",
         "torch.exp(torch.arange(0, d_model, 2, dtype=torch.float32) * (-math.log(10000.0) / d_model))",
         "10000.0 ** (torch.arange(0, d_model, 2, dtype=torch.float32) / d_model)",
         "computes div_term = 10000^(2i/d) and multiplies the positions by it where they are divided by it",
-        diagnosis=("your frequencies grow with the pair index",)),
+        diagnosis=("sinusoidal_encoding:positive_exponent",)),
 ]
 
 # Set 12 (session 10, core and vision): realistic slips in other idioms, named by the entries that exist
@@ -127,23 +127,23 @@ BUGS += [
         'torch.arange(0, d_model, 2, dtype=torch.float32)',
         'torch.arange(1, d_model, 2, dtype=torch.float32)',
         'takes the exponents from arange(1, d_model, 2), the odd columns',
-        diagnosis=('10000**(-(2i + 1) / d_model)',)),
+        diagnosis=("sinusoidal_encoding:exponent_offsets",)),
     Bug('sinusoidal_encoding', 'log10', 'positional.py',
         'math.log(10000.0)',
         'math.log10(10000.0)',
         'uses math.log10 where the natural log is meant',
-        diagnosis=('the base 54.6 instead of 10000',)),
+        diagnosis=("sinusoidal_encoding:other_base",)),
     Bug('sinusoidal_encoding', 'over_half_d', 'positional.py',
         '(-math.log(10000.0) / d_model)',
         '(-math.log(10000.0) / (d_model // 2))',
         'divides the exponent by d_model // 2 instead of d_model',
-        diagnosis=('your exponent is 2 times too large',)),
+        diagnosis=("sinusoidal_encoding:exponent_times",)),
     # Held-out set 14's integer_division_exponent: told its base was 1.
     Bug("sinusoidal_encoding", "exponent_floor_divided", "positional.py",
         "inv_freq = torch.exp(torch.arange(0, d_model, 2, dtype=torch.float32) * (-math.log(10000.0) / d_model))",
         "inv_freq = 1.0 / (10000 ** (torch.arange(0, d_model, 2) // d_model))",
         "floor-divides the integer exponent 2i // d_model, which is 0",
-        diagnosis=("your frequencies are all 1",)),
+        diagnosis=("sinusoidal_encoding:exponent_floored",)),
 ]
 
 BUGS += [
@@ -156,6 +156,6 @@ BUGS += [
         "    position = torch.arange(max_len, dtype=torch.float32).unsqueeze(1)\n",
         "caches the tables under max_len only, so a later call with the same max_len and another d_model gets the "
         "first table back",
-        diagnosis=("your function keeps the table of an earlier call with the same max_len",),
+        diagnosis=("sinusoidal_encoding:table_cached_by_max_len",),
         also=(("positional.py", "    return pe\n", "    tables[max_len] = pe\n    return pe.clone()\n"),)),
 ]
