@@ -118,8 +118,10 @@ def run(call, what: str, cfg: dict, *args):
             raise
         if sentence is None:
             raise
-        fail(what, f"loading the weights failed: {exc.type_name}: {exc.message}\n{exc.where}".rstrip(), hint=WHERE,
-             mistakes={sentence: True}, actual=True)
+        # the grader's own words where the weights do not fit (as every component shows them), else what was raised
+        problem = exc.describe() if isinstance(exc, WeightsMismatch) else \
+            f"loading the weights failed: {exc.type_name}: {exc.message}\n{exc.where}".rstrip()
+        fail(what, problem, hint=WHERE, mistakes={sentence: True}, actual=True)
 
 
 # --------------------------------------------------------------------------- layout
