@@ -6,11 +6,12 @@ so that from the second repetition on every next token is the one `period`
 positions back. Nothing is downloaded; every batch and the initial weights come
 from fixed seeds.
 
-The loop (`remote_training`, in this package's __init__) talks to the model through a
-`Target` (grader/engine/target.py) as the checks do: the weights live on the grader's side and are updated there by
-`torch.optim.AdamW`; the model is sent them, returns its logits, and
-backpropagates the loss's gradient into its parameters. So the check (where the
-model runs in a sandboxed worker) and the command (where it runs in a child
+The loop (`remote_training`, which the vision track's task shares) talks to the
+model through a `Target` (grader/engine/target.py) as the checks do: the weights
+live on the grader's side and are updated there by `torch.optim.AdamW`; the
+model is sent them, returns its logits, and backpropagates the loss's gradient
+into its parameters. So the check (where the model runs in a sandboxed worker)
+and the command (where it runs in a child
 process on the learner's machine) train in exactly the same way.
 """
 from __future__ import annotations
@@ -22,8 +23,6 @@ from typing import Any, Callable
 import torch
 import torch.nn.functional as F
 from torch import Tensor
-
-from . import TrainingFailed, remote_training
 
 IGNORE = -100  # the targets of the first motif: nothing in the past predicts them
 
@@ -111,6 +110,10 @@ def initial_state(task: Task) -> dict[str, Tensor]:
     return state
 
 
+class TrainingFailed(Exception):
+    """The model returned something the training cannot use (the wrong shape, non-finite logits, no gradient)."""
+
+
 def train(model: Any, task: Task, lr_at: Callable[[int], float], *, steps: int | None = None,
           on_step: Callable[[int, float], None] | None = None) -> list[float]:
     """Train `model` (a RemoteObject of a TinyLM, built with `task.model_args()`) from `initial_state`; the losses.
@@ -125,6 +128,50 @@ def train(model: Any, task: Task, lr_at: Callable[[int], float], *, steps: int |
     return remote_training(model, "TinyLM(idx", initial_state(task), lambda step: batch(task, step), shape, loss_of,
                            steps=task.steps if steps is None else steps, lr=task.max_lr,
                            weight_decay=task.weight_decay, lr_at=lr_at, on_step=on_step)
+
+
+def remote_training(model: Any, called: str, state: dict[str, Tensor], batch_at: Callable[[int], tuple[Tensor, Tensor]],
+                    shape: tuple[int, ...], loss_of: Callable[[Tensor, Tensor], Tensor], *, steps: int, lr: float,
+                    weight_decay: float, lr_at: Callable[[int], float] | None = None,
+                    on_step: Callable[[int, float], None] | None = None) -> list[float]:
+    """Train a RemoteObject `model` from the weights `state` with torch.optim.AdamW; the losses, one per step.
+
+    The weights are the grader's: each step sends them to the model, reads its logits (they must have
+    `shape`), and has it backpropagate the loss's gradient into its parameters. `called` names the call in
+    messages ("TinyLM(idx"); `lr_at(step)`, when given, sets each step's learning rate.
+    """
+    params = {k: v.clone().requires_grad_(True) for k, v in state.items()}
+    optimizer = torch.optim.AdamW(params.values(), lr=lr, weight_decay=weight_decay, foreach=True)
+    losses = []
+    for step in range(steps):
+        if lr_at is not None:
+            for group in optimizer.param_groups:
+                group["lr"] = lr_at(step)
+        inputs, targets = batch_at(step)
+        model.load_weights({k: v.detach() for k, v in params.items()})
+        logits = model.forward_kept(inputs)
+        if not isinstance(logits, Tensor) or tuple(logits.shape) != shape or not logits.is_floating_point():
+            got = tuple(logits.shape) if isinstance(logits, Tensor) else type(logits).__name__
+            call = f"{called} {tuple(inputs.shape)})"  # whole, so that a translation reads it as one call
+            raise TrainingFailed(f"step {step}: {call} returned {got}, expected logits {shape}")
+        logits = logits.float().requires_grad_(True)
+        loss = loss_of(logits, targets)
+        if not torch.isfinite(loss):
+            raise TrainingFailed(f"step {step}: the loss is {loss.item()}")
+        (grad_logits,) = torch.autograd.grad(loss, logits)
+        grads = model.backward(grad_logits)["params"]
+        for name, p in params.items():
+            g = grads.get(name)
+            if g is None:
+                raise TrainingFailed(f"step {step}: no gradient reached {name}")
+            p.grad = g.to(p.dtype)
+        optimizer.step()
+        optimizer.zero_grad(set_to_none=True)
+        losses.append(loss.item())
+        if on_step is not None:
+            on_step(step, losses[-1])
+    model.load_weights({k: v.detach() for k, v in params.items()})
+    return losses
 
 
 def schedule(task: Task, lr_at: Callable[..., float], steps: int | None = None) -> Callable[[int], float]:
