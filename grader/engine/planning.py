@@ -20,8 +20,9 @@ COST: dict[str, float] = {row.id: row.cost for row in FACTS}
 # reaches one (a student's sampling calling their own training.softmax, say) has its component graded again in a
 # worker of its own, with the stand-in (grader/engine/checks.py). A group is only a matter of speed: a wrong one
 # costs time, never a point.
+_GROUPS = dict.fromkeys(row.worker for row in FACTS if row.worker)  # their names, in teaching order
 SHARED_WORKERS: tuple[frozenset[str], ...] = tuple(frozenset(row.id for row in FACTS if row.worker == group)
-                                                   for group in dict.fromkeys(row.worker for row in FACTS if row.worker))
+                                                   for group in _GROUPS)
 # What a worker of its own costs, in COST's units: the saving of a component that joins a group-mate's process.
 WORKER_COST = 0.02
 
