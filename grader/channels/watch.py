@@ -26,7 +26,7 @@ from ..errors import GraderError
 from ..i18n import _
 from ..inert import visible
 from ..results import ComponentResult
-from ..source import FILES as SUBMISSION_FILES, UnreadableFile, read_file
+from ..source import SUBMISSION_FILES, UnreadableFile, read_file
 
 if TYPE_CHECKING:
     from ..engine.session import CheckSession
