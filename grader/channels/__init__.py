@@ -3,7 +3,8 @@ the student release and the instructors' batch grading. Each takes the one resul
 
 - commands.py   `check` (the terminal table) and `grade` (a results file)
 - watch.py      `check --watch`: a fresh table on every save, from one warm session
-- formats.py    one Report written as the terminal table, JSON, Gradescope's results.json, JUnit, Markdown
+- render/       renderers: one Report written as the terminal table, JSON, Gradescope's results.json, JUnit,
+                Markdown, the HTML page (render/templates/report.html)
 - gradescope.py, classroom.py, release.py   one channel each
 - nbgrader/     the nbgrader course (notebooks, autograding)
 - batch/        `grade-all`: a whole class
