@@ -1,7 +1,7 @@
 """The ways a grade reaches people: terminal and result files, Gradescope, GitHub Classroom, nbgrader,
 the student release and the instructors' batch grading. Each takes the one result model (grader/results.py).
 
-By kind, lowest first (a kind imports only those above it in this list):
+By kind, lowest first (a kind imports its own and those above it in this list):
 
 - render/       renderers: one Report written as the terminal table, JSON, Gradescope's results.json, JUnit,
                 Markdown, the HTML page (render/templates/report.html); they grade and package nothing
