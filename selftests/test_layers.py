@@ -3,7 +3,8 @@
 Layers, lowest first: the shared modules at the top of `grader/` (contract,
 course, results, source, ...), `sandbox/` (the process boundary), `engine/`
 (running and scoring the checks), then `channels/` (the ways a grade reaches
-people: renderers, packagers, drivers), `drills/` and `train/` (a learner's own practice), and `cli.py`, which only routes. Every import counts,
+people: renderers, packagers, drivers), `drills/` and `train/` (a learner's own
+practice), and `cli.py`, which only routes. Every import counts,
 also those inside functions; the graph is read from the source (ast), nothing
 is imported. The checks' library, `tests/checklib`, is held to the same: no cycle, and the general
 mistakes below the comparisons and the components' mistakes.
