@@ -10,7 +10,7 @@ import pytest
 
 from grader.contract import COMPONENTS, TRACKS
 from grader.course import POINT_UNITS, CourseError, load_course
-from grader.channels.formats import format_points, to_gradescope
+from grader.channels.render.formats import format_points, to_gradescope
 from grader.results import FAILED, PASSED, CaseResult, Report
 from grader.engine.scoring import score_component as _score_component
 

@@ -218,7 +218,7 @@ class Watcher:
             graded = _("graded {count} components in {seconds:.2f} s")
         graded = graded.format(components=", ".join(components), count=len(components), seconds=report.duration_s)
         self._header(f"{reason} · {graded}")
-        from .formats import print_terminal
+        from .render.formats import print_terminal
 
         report.components = [self.results[c] for c in self.components]
         print_terminal(report, verbose=self.verbose, hints=self.hints, file=self.out)
