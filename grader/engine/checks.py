@@ -202,7 +202,7 @@ class BudgetedExecutor(RemoteExecutor):
         finally:
             # at most a check's deadline: a first request also waits for its worker to start (the import, under
             # startup_s), sooner or later as the workers were started ahead, which must not change the budget
-            waited = min(time.monotonic() - started, self.check_timeout_s)
+            waited = min(time.monotonic() - started - self.worker.starting_s, self.check_timeout_s)
             self.pool.spent[self.component] = self.pool.spent.get(self.component, 0.0) + waited
             self.timeout_s = self.check_timeout_s
 

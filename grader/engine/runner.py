@@ -24,7 +24,7 @@ from ..errors import GraderError
 from ..i18n import _
 from ..paths import CHECKS_DIR
 from ..results import CaseResult, Report
-from ..sandbox import budget, confine
+from ..sandbox import budget, confine, spawner
 from ..sandbox.confine import Plan
 from ..sandbox.handle import Worker, WorkerDied, WorkerTimeout
 from ..sandbox.protocol import Limits
@@ -119,6 +119,8 @@ def run_checks(target: str | Path, components: list[str] | None = None, *, cours
     course = course or load_course()
     started = time.perf_counter()
     selected = [course.component(c) for c in components] if components else list(course.components)
+    if spawner.spawning():  # the other grading processes are forks too
+        processes = 1
     ZYGOTE.start()
     chosen = protection()
     require_protection(chosen, own_code)

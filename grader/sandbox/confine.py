@@ -43,7 +43,7 @@ from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
 
-from . import budget
+from . import budget, spawner
 from ..paths import ROOT, STANDINS
 from ..source import COPY_GID_BASE  # "users": a private copy's group, the only one let through to it
 
@@ -113,7 +113,10 @@ def describe(protection: str) -> str:
 
 
 def choose() -> str:
-    """The strongest protection that works here (or the one DRILLS_SANDBOX names, where it works)."""
+    """The strongest protection that works here (or the one DRILLS_SANDBOX names, where it works); "none" where
+    workers are started without fork (spawner.py: each confinement here is set up in a freshly forked child)."""
+    if spawner.spawning():
+        return NONE
     return PROBE.choice()
 
 
@@ -164,7 +167,7 @@ class Probe:
     def start(self) -> None:
         """Probe in a child process from now (without waiting)."""
         wanted = os.environ.get("DRILLS_SANDBOX", "")
-        if self._probing is not None or wanted in self._chosen:
+        if self._probing is not None or wanted in self._chosen or spawner.spawning():
             return
         read_end, write_end = os.pipe()
         pid = os.fork()

@@ -1,6 +1,6 @@
 """The grader's side of the boundary: a handle on one worker process, and the executor that speaks through it.
 
-`Worker` asks the zygote for a process, sends it requests (wire.py) and waits
+`Worker` asks the zygote for a process (or starts one without fork: spawner.py), sends it requests (wire.py) and waits
 for each answer only until the check's deadline; a hang, a crash, `os._exit`
 or running out of memory ends in WorkerTimeout or WorkerDied, and the next
 request starts a fresh worker. Student code runs in the worker and can write
@@ -19,10 +19,10 @@ import time
 from multiprocessing.connection import Connection
 from typing import Any
 
-from . import wire
+from . import spawner, wire
 from .confine import SANDBOX_FAILED, Plan
-from .protocol import (ERROR_CLASSES, CrossedOver, Limits, StudentCrash, StudentError, StudentTimeout, call_label,
-                       checked_reply)
+from .protocol import (ERROR_CLASSES, READY, CrossedOver, Limits, StudentCrash, StudentError, StudentTimeout,
+                       call_label, checked_reply)
 from .zygote import ZYGOTE
 
 REPLY_LIMIT = 256 * 1024 * 1024  # no honest answer comes near this
@@ -61,15 +61,21 @@ class Worker:
         self._spawning = False  # asked of the zygote, not answered yet
         self._reset_first = False  # the next request first drops the objects made so far
         self._fresh = False  # spawned and not asked anything yet
+        self._process: spawner.Spawned | None = None  # a worker started without fork (spawner.py)
+        self._unready = False  # started without fork, and not said it is ready yet
+        self.starting_s = 0.0  # of the last request's wait, what went to the worker's own start (no student time)
 
     def spawn(self) -> None:
         """Have the zygote fork this worker, without waiting (it imports `preload` meanwhile)."""
         if self.pid is not None or self._spawning:
             return
-        ZYGOTE.ask({"cmd": "spawn", "plan": self.plan, "isolate_for": self.isolate_for, "limits": self.limits,
-                     "broken": self.broken, "preload": self.preload, "trusted": self.trusted, "mates": self.mates,
-                     "pieces": self.pieces},
-                   self._attach)
+        request = {"plan": self.plan, "isolate_for": self.isolate_for, "limits": self.limits, "broken": self.broken,
+                   "preload": self.preload, "trusted": self.trusted, "mates": self.mates, "pieces": self.pieces}
+        if spawner.spawning():
+            self._process = spawner.Spawned(request, REPLY_LIMIT)
+            self._attach({"pid": self._process.pid}, [])
+            return
+        ZYGOTE.ask({"cmd": "spawn", **request}, self._attach)
         self._spawning = True
 
     def _start(self) -> None:
@@ -79,11 +85,14 @@ class Worker:
     def _attach(self, message: dict, fds: list[int]) -> None:
         self._spawning = False
         self.pid = message["pid"]
-        self._conn = Connection(fds[0])
+        if self._process is not None:  # started without fork: its pipes, and its word that it is ready to come
+            self._conn, output, self._unready = self._process, self._process.output_fd, True
+        else:
+            self._conn, output = Connection(fds[0]), fds[1]
         self._ahead, self._sent = [], []
         self._reset_first = False
         self._fresh = bool(self.preload)  # its first answer may wait for what it imports first
-        threading.Thread(target=self._drain, args=(fds[1],), daemon=True).start()
+        threading.Thread(target=self._drain, args=(output,), daemon=True).start()
 
     def _drain(self, fd: int) -> None:
         while True:
@@ -164,8 +173,12 @@ class Worker:
         assert self._conn is not None
         if self._fresh:
             deadline, self._fresh = deadline + self.limits.startup_s, False
+        self.starting_s = 0.0
         try:
             self._conn.send_bytes(self._encode(message))
+            if self._unready:  # its interpreter's start (torch's import) is no check's time
+                self.starting_s = self._until_ready()
+                deadline += self.starting_s
             while self._ahead:  # the answers to requests sent ahead come first
                 earlier = self._decode(self._receive(deadline))  # each checked, whether it counts or not
                 if self._ahead.pop(0) is not None and self.earlier_error is None:
@@ -176,6 +189,22 @@ class Worker:
             code = self.kill(grace=0.5)  # it is ending: let it, so that its status says how
             raise WorkerDied(_describe_exit(code)) from exc
         return self._decode(data)
+
+    def _until_ready(self) -> float:
+        """Wait for a worker started without fork to say it is ready (spawner.STARTUP_S at most); the seconds it took."""
+        started = time.monotonic()
+        if not self._conn.poll(spawner.STARTUP_S):
+            self.kill(how_it_ended=False)
+            raise WorkerDied(f"the worker process did not start within {spawner.STARTUP_S:g} s")
+        try:
+            ready = wire.loads(self._conn.recv_bytes(REPLY_LIMIT)) == READY
+        except wire.WireError:
+            ready = False
+        if not ready:
+            self.kill()
+            raise WorkerDied("the worker process did not start")
+        self._unready = False
+        return time.monotonic() - started
 
     def _receive(self, deadline: float) -> bytes:
         assert self._conn is not None
@@ -205,6 +234,10 @@ class Worker:
         if self._conn is not None:
             self._conn.close()
             self._conn = None
+        if self._process is not None:  # started without fork: this process ends it and knows how it ended
+            process, self._process = self._process, None
+            code = process.end(grace)
+            return code if how_it_ended else None
         if pid is None:
             return None
         if not grace:
@@ -265,7 +298,7 @@ class RemoteExecutor:
         except WorkerDied as exc:
             raise StudentCrash("Crash", f"{exc} while running `{self.worker.first_ahead or label}`") from None
         finally:
-            self.waited += time.monotonic() - started
+            self.waited += time.monotonic() - started - self.worker.starting_s
         earlier = self.worker.earlier_error is not None
         if earlier:  # a request sent ahead failed first
             reply, self.worker.earlier_error = self.worker.earlier_error, None

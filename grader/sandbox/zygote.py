@@ -26,6 +26,7 @@ from typing import Callable
 
 from .budget import forget
 from .confine import fork
+from .spawner import spawning
 from .worker import PR_SET_CHILD_SUBREAPER, PR_SET_PDEATHSIG, prctl, serve
 
 Answer = Callable[[dict, list[int]], None]
@@ -47,8 +48,8 @@ class Zygote:
         return self._sock is not None
 
     def start(self) -> None:
-        """Fork the zygote (once per grading process)."""
-        if self._sock is not None:
+        """Fork the zygote (once per grading process); none where workers are started without fork (spawner.py)."""
+        if self._sock is not None or spawning():
             return
         # The point: workers inherit torch imported, and what each one imports before its first request (the
         # implementation's side of the boundary).
