@@ -107,22 +107,36 @@ class Worker:
             self.output_dropped += len(chunk) - len(chunk[:room])
         os.close(fd)
 
-    def switch(self, component: str, preload: tuple[str, ...]) -> None:
+    def switch(self, component: str, preload: tuple[str, ...], trusted: tuple[str, ...] | None = None,
+               mates: frozenset[str] | None = None, pieces: frozenset[str] | None = None) -> None:
         """Serve another of the mates' checks from now on: the worker drops what the last one's code made and
         imports the files afresh; where it cannot be made as it was, or a request has not begun it yet, a fresh
-        worker starts for them instead."""
-        if component == self.isolate_for:
+        worker starts for them instead. Given `trusted`, `mates` and `pieces` too, a worker started without fork
+        serves any component so (it reads those stand-ins afresh: spawner.py); a forked one is replaced."""
+        identity = None if trusted is None else (tuple(trusted), frozenset(mates or ()), pieces)
+        if identity == (self.trusted, self.mates, self.pieces):
+            identity = None
+        if component == self.isolate_for and identity is None:
             return
-        previous, self.isolate_for, self.preload = self.isolate_for, component, tuple(preload)
+        previous, previous_mates = self.isolate_for, self.mates
+        self.isolate_for, self.preload = component, tuple(preload)
+        if identity is not None:
+            self.trusted, self.mates, self.pieces = identity
         self.timed_out.clear()  # a name that hung for the last one may be a stand-in for this one
         if self.pid is None and not self._spawning:
             return  # the next request starts it as `component`
-        try:
-            reply = self.request({"op": "switch", "component": component, "preload": self.preload},
-                                 time.monotonic() + self.limits.startup_s)
-        except (WorkerTimeout, WorkerDied):
-            reply = {}
-        if reply.get("crossed") and previous in self.mates:  # (a flag the worker sets: see `crossed_over`)
+        request: dict[str, Any] = {"op": "switch", "component": component, "preload": self.preload}
+        if identity is not None and self._process is None:
+            reply = {}  # (a forked worker's stand-ins are read once, before it is confined)
+        else:
+            if identity is not None:
+                request.update(trusted=list(self.trusted), mates=sorted(self.mates),
+                               pieces=None if self.pieces is None else sorted(self.pieces))
+            try:
+                reply = self.request(request, time.monotonic() + self.limits.startup_s)
+            except (WorkerTimeout, WorkerDied):
+                reply = {}
+        if reply.get("crossed") and previous in previous_mates:  # (a flag the worker sets: see `crossed_over`)
             self.crossed.add(previous)
         if not reply.get("ok"):
             self.kill(how_it_ended=False)

@@ -95,7 +95,8 @@ def _die_with(parent_pid: int) -> None:
 
 def serve(requests: "Connection | wire.Frames", output_fd: int, plan: Plan, isolate_for: str | None, limits: Limits,
           broken: dict[str, str], zygote_pid: int, preload: tuple[str, ...] = (), trusted: tuple[str, ...] = (),
-          mates: frozenset[str] = frozenset(), pieces: frozenset[str] | None = None) -> None:
+          mates: frozenset[str] = frozenset(), pieces: frozenset[str] | None = None,
+          reprovision: bool = False) -> None:
     """The worker's main loop: answer requests until the pipe closes.
 
     `preload` names modules to import before the first request (a failure
@@ -105,7 +106,11 @@ def serve(requests: "Connection | wire.Frames", output_fd: int, plan: Plan, isol
     share with `isolate_for` holds none of theirs either, and a `switch`
     request moves it on to another of them (see `_switch`). `pieces`, where
     given, are the stand-ins it holds (those its checks can reach,
-    grader/engine/reach.py), else every one it may.
+    grader/engine/reach.py), else every one it may. A worker that may
+    `reprovision` (one started without fork, spawner.py, which nothing confines)
+    takes a `switch` to any component, with the mates, trusted names and pieces
+    it names: it reads their stand-ins afresh, so that one such process serves a
+    grading's components one after another.
     """
     _die_with(zygote_pid)
     import torch
@@ -121,7 +126,7 @@ def serve(requests: "Connection | wire.Frames", output_fd: int, plan: Plan, isol
     _lock_down(output_fd, _descriptors(requests), limits, plan)
     torch.set_num_threads(1)
     folder = plan.folder
-    state = ProcessState() if mates else None  # as it was before any student code ran
+    state = ProcessState() if mates or reprovision else None  # as it was before any student code ran
 
     def executor_for(component: str | None, modules: tuple[str, ...]) -> Executor:
         executor = Executor(folder, component, broken, code, copies=False, mates=mates,
@@ -146,6 +151,13 @@ def serve(requests: "Connection | wire.Frames", output_fd: int, plan: Plan, isol
                 crossed = executor.package.crossed if executor is not None else None
                 reply: dict[str, Any] = {"id": request_id, "ok": state is not None and _switch(executor, state),
                                          "crossed": None if crossed is None else student_text(crossed, 200)}
+                if reply["ok"] and "mates" in request:  # another set of stand-ins (never read once confined)
+                    reply["ok"] = reprovision and plan.protection == confine.NONE
+                    if reply["ok"]:
+                        mates, trusted = frozenset(request["mates"]), tuple(request["trusted"])
+                        pieces = None if request["pieces"] is None else frozenset(request["pieces"])
+                        code = standins.read(standins.available_for(request["component"], trusted, mates)
+                                             if pieces is None else pieces)
                 if reply["ok"]:
                     isolate_for = request["component"]
                     executor = executor_for(isolate_for, request.get("preload", ()))
@@ -215,12 +227,18 @@ def main() -> None:
     requests = wire.Frames(os.dup(0), os.dup(1))
     os.dup2(2, 1)  # nothing but replies on the replies' pipe: a print goes to the output
     spawn = pickle.loads(requests.recv_bytes())  # written by the grader before any student code runs here
+    gc.disable()  # as the grader's own start does (grader/cli.py): no collection walks torch's objects, now or later
     import torch  # noqa: F401
 
     from . import executor, state  # noqa: F401
+    from .torch_setup import optimizers_without_dynamo
+
+    optimizers_without_dynamo()
+    gc.freeze()
+    gc.enable()
     requests.send_bytes(wire.dumps(READY))
     serve(requests, 2, spawn["plan"], spawn["isolate_for"], spawn["limits"], spawn["broken"], os.getppid(),
-          spawn["preload"], spawn["trusted"], spawn["mates"], spawn.get("pieces"))
+          spawn["preload"], spawn["trusted"], spawn["mates"], spawn.get("pieces"), reprovision=True)
 
 
 if __name__ == "__main__":
