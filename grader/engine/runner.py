@@ -164,6 +164,7 @@ def _grade(grading: Grading, cache: ResultCache | None, processes: int, session:
         runnable = [c for c in to_run if loads(c.id, load_errors)]
         cases.update({case.nodeid: case for case in new})
     finally:
+        spawner.end_all()
         kill_strays()
     if cache:
         for component in runnable:
@@ -295,5 +296,5 @@ def _load_errors(grading: Grading, files: list[str], worker: Worker | None = Non
             if "error" in reply:
                 errors[file] = str(reply["error"].get("message"))
     finally:
-        worker.kill(how_it_ended=False)
+        worker.retire()
     return errors

@@ -63,6 +63,7 @@ class Worker:
         self._fresh = False  # spawned and not asked anything yet
         self._process: spawner.Spawned | None = None  # a worker started without fork (spawner.py)
         self._unready = False  # started without fork, and not said it is ready yet
+        self._provide = False  # started for another handle (`retire`): the next request first says who it is
         self.starting_s = 0.0  # of the last request's wait, what went to the worker's own start (no student time)
 
     def spawn(self) -> None:
@@ -71,8 +72,11 @@ class Worker:
             return
         request = {"plan": self.plan, "isolate_for": self.isolate_for, "limits": self.limits, "broken": self.broken,
                    "preload": self.preload, "trusted": self.trusted, "mates": self.mates, "pieces": self.pieces}
-        if spawner.spawning():
-            self._process = spawner.Spawned(request, REPLY_LIMIT)
+        if spawner.spawning():  # one put back by a handle done with it (`retire`) is told who it is first
+            self._process = spawner.take_spare((self.plan, self.limits))
+            self._provide = self._process is not None
+            if self._process is None:
+                self._process = spawner.Spawned(request, REPLY_LIMIT)
             self._attach({"pid": self._process.pid}, [])
             return
         ZYGOTE.ask({"cmd": "spawn", **request}, self._attach)
@@ -85,14 +89,17 @@ class Worker:
     def _attach(self, message: dict, fds: list[int]) -> None:
         self._spawning = False
         self.pid = message["pid"]
-        if self._process is not None:  # started without fork: its pipes, and its word that it is ready to come
-            self._conn, output, self._unready = self._process, self._process.output_fd, True
-        else:
-            self._conn, output = Connection(fds[0]), fds[1]
         self._ahead, self._sent = [], []
         self._reset_first = False
         self._fresh = bool(self.preload)  # its first answer may wait for what it imports first
-        threading.Thread(target=self._drain, args=(output,), daemon=True).start()
+        if self._process is not None:  # started without fork: its pipes, and its word that it is ready to come
+            self._conn, self._unready = self._process, not self._process.ready
+            if not self._process.drained:  # (a process kept for another handle is drained already)
+                self._process.drained = True
+                threading.Thread(target=self._drain, args=(self._process.output_fd,), daemon=True).start()
+            return
+        self._conn = Connection(fds[0])
+        threading.Thread(target=self._drain, args=(fds[1],), daemon=True).start()
 
     def _drain(self, fd: int) -> None:
         while True:
@@ -116,7 +123,7 @@ class Worker:
         identity = None if trusted is None else (tuple(trusted), frozenset(mates or ()), pieces)
         if identity == (self.trusted, self.mates, self.pieces):
             identity = None
-        if component == self.isolate_for and identity is None:
+        if component == self.isolate_for and identity is None and not self._provide:
             return
         previous, previous_mates = self.isolate_for, self.mates
         self.isolate_for, self.preload = component, tuple(preload)
@@ -125,22 +132,39 @@ class Worker:
         self.timed_out.clear()  # a name that hung for the last one may be a stand-in for this one
         if self.pid is None and not self._spawning:
             return  # the next request starts it as `component`
-        request: dict[str, Any] = {"op": "switch", "component": component, "preload": self.preload}
-        if identity is not None and self._process is None:
-            reply = {}  # (a forked worker's stand-ins are read once, before it is confined)
-        else:
-            if identity is not None:
-                request.update(trusted=list(self.trusted), mates=sorted(self.mates),
-                               pieces=None if self.pieces is None else sorted(self.pieces))
-            try:
-                reply = self.request(request, time.monotonic() + self.limits.startup_s)
-            except (WorkerTimeout, WorkerDied):
-                reply = {}
+        reply = self._switch(full=identity is not None)
         if reply.get("crossed") and previous in previous_mates:  # (a flag the worker sets: see `crossed_over`)
             self.crossed.add(previous)
         if not reply.get("ok"):
             self.kill(how_it_ended=False)
         self.earlier_error = None
+
+    def _switch(self, full: bool) -> dict:
+        """The worker's answer to a switch to this handle's component; `full`: with the stand-ins, mates, trusted
+        names and broken files this handle says, which only a worker started without fork takes."""
+        request: dict[str, Any] = {"op": "switch", "component": self.isolate_for, "preload": self.preload}
+        if full or self._provide:
+            if self._process is None:
+                return {}  # (a forked worker's stand-ins are read once, before it is confined)
+            self._provide = False
+            request.update(trusted=list(self.trusted), mates=sorted(self.mates), broken=self.broken,
+                           pieces=None if self.pieces is None else sorted(self.pieces))
+        try:
+            return self.request(request, time.monotonic() + self.limits.startup_s)
+        except (WorkerTimeout, WorkerDied):
+            return {}
+
+    def retire(self) -> None:
+        """Done with this worker: one started without fork is put back as it was before any student code ran and
+        kept for the next handle of the same grading (spawner.park: an import of torch fewer); else it ends."""
+        if self._process is not None and self.pid is not None:
+            self.isolate_for, self.preload, self.trusted = None, (), ()
+            self.mates, self.pieces = frozenset(), frozenset()
+            if self._switch(full=True).get("ok") and not self._ahead and self._process is not None:
+                process, self._process, self._conn, self.pid = self._process, None, None, None
+                spawner.park(process, (self.plan, self.limits))
+                return
+        self.kill(how_it_ended=False)
 
     def send_ahead(self, message: dict, label: str | None = None) -> None:
         """Send a request without waiting for its answer; with a `label`, an error in it becomes
@@ -184,6 +208,10 @@ class Worker:
         """Send one request; returns the decoded reply or raises WorkerTimeout / WorkerDied."""
         if self.pid is None:
             self._start()
+        if self._provide and message["op"] != "switch":
+            if not self._switch(full=True).get("ok"):
+                self.kill(how_it_ended=False)
+                self._start()
         assert self._conn is not None
         if self._fresh:
             deadline, self._fresh = deadline + self.limits.startup_s, False
@@ -205,7 +233,7 @@ class Worker:
         return self._decode(data)
 
     def _until_ready(self) -> float:
-        """Wait for a worker started without fork to say it is ready (spawner.STARTUP_S at most); the seconds it took."""
+        """Wait for a worker started without fork to say it is ready (spawner.STARTUP_S at most); seconds it took."""
         started = time.monotonic()
         if not self._conn.poll(spawner.STARTUP_S):
             self.kill(how_it_ended=False)
@@ -217,7 +245,7 @@ class Worker:
         if not ready:
             self.kill()
             raise WorkerDied("the worker process did not start")
-        self._unready = False
+        self._unready, self._process.ready = False, True
         return time.monotonic() - started
 
     def _receive(self, deadline: float) -> bytes:

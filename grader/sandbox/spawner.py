@@ -71,6 +71,8 @@ class Spawned:
             for fd in (requests_read, replies_write, output_write):
                 os.close(fd)
         self.pid, self.output_fd, self.budget = self.process.pid, output_read, request["plan"].budget
+        self.ready = False  # it has said so (the handle's `_until_ready`)
+        self.drained = False  # a thread of the handle reads its output
         self._frames = wire.Frames(replies_read, requests_write)
         self._replies: queue.Queue = queue.Queue(maxsize=2)  # read ahead no further than this
         self._pending: bytes | BaseException | None = None
@@ -143,7 +145,26 @@ class Spawned:
         return code
 
 
+_SPARE: list[tuple[object, Spawned]] = []  # a worker put back as it was, and the grading it may serve
+
+
+def park(spawned: Spawned, grading: object) -> None:
+    """Keep a worker that a handle is done with (put back as it was before any student code ran) for the next
+    handle of the same `grading` (its plan and limits): the loader's becomes the checks' first worker."""
+    for _, earlier in _SPARE:
+        earlier.end()
+    _SPARE[:] = [(grading, spawned)]
+
+
+def take_spare(grading: object) -> Spawned | None:
+    """The worker kept for `grading`, if any and still running."""
+    if _SPARE and _SPARE[0][0] == grading and _SPARE[0][1].process.poll() is None:
+        return _SPARE.pop()[1]
+    return None
+
+
 def end_all() -> None:
-    """End every spawned worker still running (the grader's exit; on Linux the reaper finds them too)."""
+    """End every spawned worker still running, the one kept too (the end of a grading, the grader's exit)."""
+    _SPARE.clear()
     for spawned in list(LIVE):
         spawned.end()

@@ -23,7 +23,8 @@ from typing import TYPE_CHECKING, Any
 
 from . import confine, standins, wire
 from .confine import Plan
-from .protocol import READY, Limits, NotStarted, StudentError, student_text  # the worker cuts what crosses as the grader does
+from .protocol import (READY, Limits, NotStarted, StudentError,  # the worker cuts what crosses as the grader does
+                       student_text)
 
 if TYPE_CHECKING:
     from .state import ProcessState
@@ -36,7 +37,7 @@ META_MODULE = "torch._dynamo"
 def prctl(option: int, value: int) -> None:
     try:
         ctypes.CDLL(None, use_errno=True).prctl(option, value, 0, 0, 0)
-    except (OSError, AttributeError):  # not Linux
+    except (OSError, AttributeError, TypeError):  # not Linux (Windows: no C library by that name)
         pass
 
 
@@ -155,6 +156,7 @@ def serve(requests: "Connection | wire.Frames", output_fd: int, plan: Plan, isol
                     reply["ok"] = reprovision and plan.protection == confine.NONE
                     if reply["ok"]:
                         mates, trusted = frozenset(request["mates"]), tuple(request["trusted"])
+                        broken = dict(request["broken"])
                         pieces = None if request["pieces"] is None else frozenset(request["pieces"])
                         code = standins.read(standins.available_for(request["component"], trusted, mates)
                                              if pieces is None else pieces)
