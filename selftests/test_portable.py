@@ -131,3 +131,49 @@ def test_check_says_the_protection_at_the_top_and_grade_refuses_without_acceptan
     refused = subprocess.run(grade, cwd=ROOT, env=env, capture_output=True, text=True, timeout=300)
     assert refused.returncode == 3 and "--accept-protection none" in refused.stderr, refused.stderr[-2000:]
     assert not results.exists()
+
+
+# --- issue 34 §2: nothing on the portable path assumes fcntl, resource or termios (Windows has none of them) -----
+
+BLOCKER = '''import sys
+BLOCKED = {"fcntl", "resource", "termios"}
+class Block:
+    def find_spec(self, name, path=None, target=None):
+        if name.partition(".")[0] in BLOCKED:
+            raise ImportError(f"no module named {name!r} (as on Windows)")
+        return None
+sys.meta_path.insert(0, Block())
+'''
+IMPORT_ALL = '''import importlib, pkgutil, sys
+import grader
+failed = {}
+for info in pkgutil.walk_packages(grader.__path__, "grader."):
+    if not info.name.endswith("__main__"):
+        try:
+            importlib.import_module(info.name)
+        except Exception as exc:
+            failed[info.name] = f"{type(exc).__name__}: {exc}"
+print(failed or "ok", sorted({"fcntl", "resource", "termios"} & set(sys.modules)))
+'''
+
+
+def _without_posix_modules(tmp_path: Path) -> dict[str, str]:
+    """An environment whose Pythons (the grader's and its spawned workers') cannot import those modules."""
+    (tmp_path / "sitecustomize.py").write_text(BLOCKER)
+    path = os.pathsep.join(filter(None, [str(tmp_path), os.environ.get("PYTHONPATH")]))
+    env = {**os.environ, **SPAWN, "PYTHONPATH": path}
+    env.pop(confine.ACCEPT_VARIABLE, None)
+    return env
+
+
+def test_every_grader_module_imports_without_fcntl_resource_and_termios(tmp_path):
+    done = subprocess.run([sys.executable, "-c", IMPORT_ALL], cwd=ROOT, env=_without_posix_modules(tmp_path),
+                          capture_output=True, text=True, timeout=300)
+    assert done.stdout.strip() == "ok []", done.stdout + done.stderr[-2000:]
+
+
+def test_the_portable_path_grades_without_fcntl_resource_and_termios(tmp_path):
+    done = subprocess.run([sys.executable, "-m", "grader", "check", "masking", "scaling", "--target", "solutions"],
+                          cwd=ROOT, env=_without_posix_modules(tmp_path), capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert "20/20" in done.stdout, done.stdout

@@ -245,7 +245,10 @@ def works(protection: str) -> bool:
 
 # --------------------------------------------------------------------------- confining (worker side)
 
-_libc = ctypes.CDLL(None, use_errno=True)
+try:
+    _libc = ctypes.CDLL(None, use_errno=True)
+except (OSError, TypeError):  # Windows: no C library by that name (nothing here runs there: spawner.py)
+    _libc = None
 
 
 def _check(result: int, what: str) -> None:
@@ -793,7 +796,9 @@ def _environment_block() -> tuple[int, int] | None:
 def _scrub_environment(plan: Plan, block: tuple[int, int] | None) -> None:
     """Nothing of the grader's environment: a few plain variables, and the original block zeroed."""
     scratch = "/tmp" if plan.protection == NAMESPACES else plan.scratch or "/tmp"
-    keep = {k: os.environ[k] for k in ("LANG", "LC_ALL", "LC_MESSAGES") if k in os.environ}
+    # (Windows, spawned workers only: its DLLs are found through PATH, and much of it needs SYSTEMROOT)
+    windows = ("PATH", "SYSTEMROOT") if os.name == "nt" else ()
+    keep = {k: os.environ[k] for k in ("LANG", "LC_ALL", "LC_MESSAGES", *windows) if k in os.environ}
     os.environ.clear()
     os.environ.update({"PATH": "/usr/local/bin:/usr/bin:/bin", "HOME": scratch, "TMPDIR": scratch,
                        "PYTHONDONTWRITEBYTECODE": "1", **keep})
