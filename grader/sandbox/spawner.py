@@ -9,7 +9,8 @@ drains as it drains a forked worker's output pipe. It imports torch itself (a se
 handle waits for its word that it is ready apart from the checks' deadlines (`STARTUP_S`).
 
 Deadlines are the handle's, kept by killing the process (Popen.kill: SIGKILL to its process group on
-POSIX, TerminateProcess on Windows); the memory limit is the worker's RLIMIT_AS where `resource` exists.
+POSIX, TerminateProcess on Windows, where what the worker started outlives it); the memory limit is the
+worker's RLIMIT_AS where `resource` exists and /proc says what the worker maps (Linux).
 There is no sandbox: a grading through this path is "none" (confine.choose), said at the top of every
 report, and refused where the grader grades others unless accepted (--accept-protection none).
 """
