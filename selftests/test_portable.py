@@ -127,10 +127,44 @@ def test_check_says_the_protection_at_the_top_and_grade_refuses_without_acceptan
     assert check.stdout.splitlines()[0].startswith("WARNING: sandbox: NONE"), check.stdout
     assert "12/12" in check.stdout
     results = tmp_path / "results.json"
-    grade = [sys.executable, "-m", "grader", "grade", "solutions", "--results", str(results), "--format", "json"]
-    refused = subprocess.run(grade, cwd=ROOT, env=env, capture_output=True, text=True, timeout=300)
-    assert refused.returncode == 3 and "--accept-protection none" in refused.stderr, refused.stderr[-2000:]
-    assert not results.exists()
+    for command in (["grade", "solutions", "--results", str(results), "--format", "json"],
+                    ["grade-all", str(tmp_path), "--out", str(tmp_path / "out")]):
+        refused = subprocess.run([sys.executable, "-m", "grader", *command], cwd=ROOT, env=env, capture_output=True,
+                                 text=True, timeout=300)
+        assert refused.returncode == 3 and "--accept-protection none" in refused.stderr, refused.stderr[-2000:]
+    assert not results.exists() and not (tmp_path / "out").exists()
+
+
+def test_frames_carry_messages_and_refuse_one_past_the_limit():
+    from grader.sandbox.wire import Frames
+
+    read_end, write_end = os.pipe()
+    frames = Frames(read_end, write_end)
+    frames.send_bytes(b"hello")
+    frames.send_bytes(b"x" * 100)
+    assert frames.recv_bytes(10) == b"hello"
+    with pytest.raises(OSError):
+        frames.recv_bytes(99)
+    frames.close()
+    read_end, write_end = os.pipe()
+    os.write(write_end, (100).to_bytes(8, "little") + b"cut short")
+    os.close(write_end)
+    with pytest.raises(EOFError):  # the writer ended mid-message
+        Frames(read_end, read_end).recv_bytes()
+    os.close(read_end)
+
+
+def test_a_worker_that_cannot_start_is_the_graders_error_with_its_words(monkeypatch):
+    from grader.engine.runner import run_checks
+
+    monkeypatch.setenv(spawner.VARIABLE, spawner.SPAWN)
+    popen = subprocess.Popen
+    failing = [sys.executable, "-c", "import sys; sys.exit('ImportError: no module named torch')"]
+    monkeypatch.setattr(spawner.subprocess, "Popen", lambda args, **kwargs: popen(failing, **kwargs))
+    component, = run_checks(ROOT / "solutions", ["masking"], own_code=True).components
+    assert component.score == 0
+    assert ("the grader could not start a worker process (a grader error, not yours): ImportError: no module named "
+            "torch") in component.message
 
 
 # --- issue 34 §2: nothing on the portable path assumes fcntl, resource or termios (Windows has none of them) -----

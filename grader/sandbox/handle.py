@@ -95,8 +95,9 @@ class Worker:
         if self._process is not None:  # started without fork: its pipes, and its word that it is ready to come
             self._conn, self._unready = self._process, not self._process.ready
             if not self._process.drained:  # (a process kept for another handle is drained already)
-                self._process.drained = True
-                threading.Thread(target=self._drain, args=(self._process.output_fd,), daemon=True).start()
+                self._process.drained = threading.Thread(target=self._drain, args=(self._process.output_fd,),
+                                                         daemon=True)
+                self._process.drained.start()
             return
         self._conn = Connection(fds[0])
         threading.Thread(target=self._drain, args=(fds[1],), daemon=True).start()
@@ -235,16 +236,17 @@ class Worker:
     def _until_ready(self) -> float:
         """Wait for a worker started without fork to say it is ready (spawner.STARTUP_S at most); seconds it took."""
         started = time.monotonic()
-        if not self._conn.poll(spawner.STARTUP_S):
-            self.kill(how_it_ended=False)
-            raise WorkerDied(f"the worker process did not start within {spawner.STARTUP_S:g} s")
+        process = self._process
         try:
-            ready = wire.loads(self._conn.recv_bytes(REPLY_LIMIT)) == READY
-        except wire.WireError:
+            ready = self._conn.poll(spawner.STARTUP_S) and wire.loads(self._conn.recv_bytes(REPLY_LIMIT)) == READY
+        except (EOFError, OSError, wire.WireError):
             ready = False
-        if not ready:
-            self.kill()
-            raise WorkerDied("the worker process did not start")
+        if not ready:  # before any student code ran: the interpreter or the grader's own imports failed
+            code = self.kill(grace=0.5)
+            if process is not None and process.drained:
+                process.drained.join(1.0)
+            last = bytes(self.output).decode(errors="replace").strip().splitlines()[-1:] or [_describe_exit(code)]
+            raise WorkerDied(f"the grader could not start a worker process (a grader error, not yours): {last[0]}")
         self._unready, self._process.ready = False, True
         return time.monotonic() - started
 

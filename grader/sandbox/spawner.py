@@ -73,7 +73,7 @@ class Spawned:
                 os.close(fd)
         self.pid, self.output_fd, self.budget = self.process.pid, output_read, request["plan"].budget
         self.ready = False  # it has said so (the handle's `_until_ready`)
-        self.drained = False  # a thread of the handle reads its output
+        self.drained: threading.Thread | None = None  # the handle's thread that reads its output
         self._frames = wire.Frames(replies_read, requests_write)
         self._replies: queue.Queue = queue.Queue(maxsize=2)  # read ahead no further than this
         self._pending: bytes | BaseException | None = None
