@@ -50,7 +50,7 @@ def both_ways(tmp_path_factory: pytest.TempPathFactory) -> dict[str, dict[str, d
         folders[label] = f"{attacks[name].materialize(base / name, base / f'{name}-evidence')}::{component}"
     reports = {}
     accepted = {**SPAWN, confine.ACCEPT_VARIABLE: confine.NONE}  # (grade_many grades as for others)
-    for way, env in (("fork", {}), ("spawn", accepted)):
+    for way, env in (("fork", {spawner.VARIABLE: spawner.FORK}), ("spawn", accepted)):
         (base / way).mkdir()
         reports[way] = grade_folders(list(folders.values()), base / way, env, drop=(spawner.VARIABLE,))
     shutil.rmtree(base, ignore_errors=True)
