@@ -61,8 +61,14 @@ class Spawned:
         output_read, output_write = os.pipe()
         env = dict(os.environ)  # (the worker scrubs it before any student code runs: confine._scrub_environment)
         env["PYTHONPATH"] = os.pathsep.join(p for p in (str(GRADER.parent), env.get("PYTHONPATH")) if p)
+        python = sys.executable
+        base = getattr(sys, "_base_executable", python)
+        if sys.platform == "win32" and os.path.normcase(base) != os.path.normcase(python):
+            # a venv's python.exe on Windows only starts the base interpreter as its own child, which killing it
+            # would leave running: start that one directly, told of the venv (multiprocessing does the same, bpo-35797)
+            python, env["__PYVENV_LAUNCHER__"] = base, python
         try:
-            self.process = subprocess.Popen([sys.executable, "-m", "grader.sandbox.worker"], stdin=requests_read,
+            self.process = subprocess.Popen([python, "-m", "grader.sandbox.worker"], stdin=requests_read,
                                             stdout=replies_write, stderr=output_write, env=env)
         except BaseException:
             for fd in (requests_write, replies_read, output_read):
