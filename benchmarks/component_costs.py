@@ -1,12 +1,13 @@
-"""Seconds each component's checks take on the reference: the figures grader/engine/planning.py's COST holds.
+"""Seconds each component's checks take on the reference: the `cost` of each row of grader/contract.py's FACTS
+(grader/engine/planning.py's COST).
 
     .venv/bin/python benchmarks/component_costs.py [--runs N]
 
 Grades solutions/ N times in one grading process (as the planner's figures are only compared with each other,
 one process measures them with the least noise), times every check case (pytest's whole protocol: setup, call,
 teardown, and so the wait for a worker where a component's first case starts one), and prints each component's
-median total as the `COST = {...}` literal to paste into planning.py. Run it on an otherwise idle machine after a
-change that moves time between components (a check's cases, a training task, SHARED_WORKERS).
+median total, the `cost=` to write in its row of FACTS. Run it on an otherwise idle machine after a change that
+moves time between components (a check's cases, a training task, a worker group).
 """
 from __future__ import annotations
 
@@ -53,8 +54,8 @@ def main() -> int:
     for _ in range(args.runs):
         runner.run_checks(ROOT / "solutions", processes=1)
     costs = {c: statistics.median(t.seconds[c] for t in timers) for c in timers[0].seconds}
-    items = ", ".join(f'"{c}": {s:.3f}' for c, s in sorted(costs.items(), key=lambda cs: -cs[1]))
-    print(f"COST = {{{items}}}")
+    for component, seconds in sorted(costs.items(), key=lambda cs: -cs[1]):
+        print(f"{component}: cost={seconds:.3f}")
     return 0
 
 

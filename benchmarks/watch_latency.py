@@ -31,7 +31,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 from grader.contract import COMPONENTS, FILES  # noqa: E402
-from grader.source import FILES as SUBMISSION_FILES  # noqa: E402
+from grader.source import SUBMISSION_FILES  # noqa: E402
 
 GRADED_IN = re.compile(r"graded.* in ([0-9.]+) s")
 

@@ -11,8 +11,6 @@ Which file holds what (the component id is in brackets; a check reports per id):
 - ``block.py``: ``TransformerBlock`` [pre_ln_block].
 - ``vit.py``: ``patchify`` / ``PatchEmbedding`` [patch_embedding].
 - ``kv_cache.py``: ``KVCache`` [kv_cache].
-- ``training.py``: ``softmax`` / ``log_softmax`` / ``cross_entropy`` [cross_entropy],
-  ``AdamW`` / ``clip_grad_norm`` [optimizer], ``lr_at`` [lr_schedule].
 
 The LLM track (the parts of a LLaMA-style language model):
 
@@ -20,6 +18,8 @@ The LLM track (the parts of a LLaMA-style language model):
 - ``rope.py``: ``rope_angles`` / ``apply_rope`` [rope].
 - ``ffn.py``: ``SwiGLU`` [swiglu].
 - ``gqa.py``: ``repeat_kv`` / ``GroupedQueryAttention`` [grouped_query_attention].
+- ``training.py``: ``softmax`` / ``log_softmax`` / ``cross_entropy`` [cross_entropy],
+  ``AdamW`` / ``clip_grad_norm`` [optimizer], ``lr_at`` [lr_schedule].
 - ``sampling.py``: ``filter_logits`` / ``sample_next_token`` / ``generate`` [sampling].
 - ``gpt.py``: ``DecoderBlock`` / ``TinyLM`` [tiny_lm], the whole model, built on
   the parts above; when it passes, ``python -m grader train`` trains it.

@@ -19,8 +19,8 @@ from .sandbox.confine import PROBE
 # Modules adding command groups (each has `register(subparsers)`); add one line per group.
 COMMAND_MODULES: list[str] = [
     "grader.channels.commands",  # check, grade
-    "grader.channels.release",
-    "grader.channels.gradescope",
+    "grader.channels.package.release",
+    "grader.channels.package.gradescope",
     "grader.channels.classroom",
     "grader.channels.batch.command",
     "grader.drills.command",

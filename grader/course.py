@@ -171,7 +171,7 @@ def _load_course(path: str, mtime_ns: int, size: int) -> Course:
             raise CourseError(f"{path}: {entry['id']!r} is not a component of the contract")
         if "file" in entry:
             raise CourseError(f"{path}: component {entry['id']} names its file; the contract's table says where each "
-                              "component lives (grader/contract.py FILES): drop `file:`")
+                              "component lives (grader/contract.py FACTS): drop `file:`")
         checks = {str(k): float(v) for k, v in (entry["checks"] or {}).items()}
         if not checks or any(w <= 0 for w in checks.values()):
             raise CourseError(f"{path}: component {entry['id']} needs checks with positive weights")

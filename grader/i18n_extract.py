@@ -144,7 +144,7 @@ def _callee(node: ast.Call) -> str | None:
 def _message_parts(tree: ast.Module, signatures: dict[str, dict[str, tuple[int, int]]]) -> Iterator[ast.expr]:
     """The expressions a file passes as a message's call or problem (for a name: every value assigned to it
     in the file), the texts of the AssertionErrors (and `...Failed` errors) it raises, its asserts' messages,
-    and what its `describe` methods return (grader/engine/training.py's task, shown in a check's call)."""
+    and what its `describe` methods return (tests/checklib/training/tiny_lm.py's task, shown in a check's call)."""
     passed: list[ast.expr] = []
     for node in ast.walk(tree):
         if isinstance(node, ast.Call):

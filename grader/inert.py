@@ -4,7 +4,7 @@ Anything a submission controls can reach a report: an exception's message and
 its class's name, a value a failure message quotes, the source line of a file
 that does not load, the name of a student's folder (which may not even be
 UTF-8). Every format writes such text only through its function here, applied
-where that format writes a field (grader/channels/formats.py, batch/records.py,
+where that format writes a field (grader/channels/render/formats.py, batch/records.py,
 nbgrader/notebook.py, classroom.py), never per attack:
 
 | format | function | what it does |

@@ -18,7 +18,7 @@ from typing import Iterator
 
 from .contract import MODULES
 
-FILES: tuple[str, ...] = tuple(f"{m}.py" for m in MODULES)  # the files a submission consists of
+SUBMISSION_FILES: tuple[str, ...] = tuple(f"{m}.py" for m in MODULES)  # the files a submission consists of
 MAX_BYTES = 1 << 20  # no exercise file comes near a megabyte
 
 
@@ -86,7 +86,7 @@ def private_copy(folder: str | Path, reachable: bool = False) -> Iterator[tuple[
         unreadable: dict[str, str] = {}
         source = Path(folder)
         if source.is_dir():
-            for name in FILES:
+            for name in SUBMISSION_FILES:
                 path = source / name
                 if not os.path.lexists(path):
                     continue
@@ -110,9 +110,10 @@ def find_submission(folder: str | Path) -> Path | None:
     folder = Path(folder)
     best: tuple[int, int, str] | None = None
     for path in folder.rglob("*.py"):
-        if path.name not in FILES or "__MACOSX" in path.parts:
+        if path.name not in SUBMISSION_FILES or "__MACOSX" in path.parts:
             continue
         parent = path.parent
-        key = (-sum((parent / f).is_file() for f in FILES), len(parent.relative_to(folder).parts), str(parent))
+        key = (-sum((parent / f).is_file() for f in SUBMISSION_FILES), len(parent.relative_to(folder).parts),
+               str(parent))
         best = key if best is None or key < best else best
     return Path(best[2]) if best else None

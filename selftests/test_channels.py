@@ -31,7 +31,7 @@ from pathlib import Path
 import pytest
 
 from grader.course import load_assignments, load_course
-from grader.channels.release import context_dependents as dependents
+from grader.channels.package.release import context_dependents as dependents
 from selftests.bugs import all_bugs, materialize
 from selftests.test_classroom import run_grading_step
 from selftests.test_gradescope import simulate

@@ -2,7 +2,6 @@
 from __future__ import annotations
 
 import json
-import re
 import shutil
 import subprocess
 import sys
@@ -93,31 +92,3 @@ def test_missing_and_broken_files_cost_only_their_components(tmp_path):
     for component in set(COMPONENTS) - {"patch_embedding", "vit_classifier", "sinusoidal_encoding"}:
         assert all(t["status"] == "passed" for t in by_component[component]), component
 
-
-def test_the_teaching_order_is_course_ymls_wherever_it_is_stated():
-    from grader.course import load_course
-
-    order = [c.id for c in load_course(ROOT / "course.yml").components]
-    doc = (ROOT / "exercises" / "__init__.py").read_text()
-    stated = re.search(r"teaching order \([^)]*\) is:\s*(.*?)\.\n", doc, re.DOTALL)
-    assert stated, "exercises/__init__.py no longer states the teaching order"
-    assert [c.strip() for c in stated.group(1).split(",")] == order
-    readme = (ROOT / "README.md").read_text().split("In teaching order", 1)[1]
-    rows = re.findall(r"^\| `(\w+)` \|", readme.split("\n\n## ", 1)[0], re.MULTILINE)
-    assert rows == order
-
-
-@pytest.mark.parametrize("readme", ["README.md", "README.zh-CN.md"])
-def test_each_readme_row_states_the_contracts_files_and_only_names_its_component_owns(readme):
-    """The components table of each README against grader/contract.py: the files where the component is
-    written, in the contract's order, and no name in "what you write" that another component owns."""
-    from grader.contract import FILES, OWNERS
-
-    rows = re.findall(r"^\| `(\w+)` \| (.*?) \| (.*?) \|$", (ROOT / readme).read_text(), re.MULTILINE)
-    assert sorted(c for c, _, _ in rows) == sorted(FILES), readme
-    for component, written, files in rows:
-        assert re.findall(r"`exercises/(\w+\.py)`", files) == list(FILES[component]), (readme, component, files)
-        owned = {form for names in OWNERS.values() for name, owners in names.items() if component in owners
-                 for form in (name, name.rpartition(".")[2])}  # MultiHeadAttention.forward, or forward
-        named = set(re.findall(r"`([\w.]+)`", written))
-        assert named and named <= owned, (readme, component, named - owned)

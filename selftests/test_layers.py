@@ -3,7 +3,8 @@
 Layers, lowest first: the shared modules at the top of `grader/` (contract,
 course, results, source, ...), `sandbox/` (the process boundary), `engine/`
 (running and scoring the checks), then `channels/` (the ways a grade reaches
-people), `drills/` and `train/` (a learner's own practice), and `cli.py`, which only routes. Every import counts,
+people: renderers, packagers, drivers), `drills/` and `train/` (a learner's own
+practice), and `cli.py`, which only routes. Every import counts,
 also those inside functions; the graph is read from the source (ast), nothing
 is imported. The checks' library, `tests/checklib`, is held to the same: no cycle, and the general
 mistakes below the comparisons and the components' mistakes.
@@ -94,6 +95,22 @@ def test_no_layer_imports_a_higher_one():
     wrong = sorted(f"{a} ({layer(a)}) imports {b} ({layer(b)})"
                    for a, targets in graph().items() for b in targets
                    if a != "grader.__main__" and LAYERS[layer(b)] > LAYERS[layer(a)])
+    assert not wrong, "\n".join(wrong)
+
+
+# Within channels/ (grader/channels/__init__.py), by kind: the renderers import no other channel module, the
+# packagers none but the renderers; the drivers (commands, watch, classroom, batch/, nbgrader/notebook) sit above.
+# (The templates are files the packagers write, such as a notebook's setup cell, not grader code.)
+CHANNEL_KINDS = {"render": {"render"}, "package": {"render", "package"}}
+
+
+def test_the_channels_kinds_keep_apart():
+    edges = graph()
+    assert "grader.channels.render.formats" in edges["grader.channels.commands"]  # a guard on the test itself
+    wrong = sorted(f"{a} imports {b}" for a, targets in edges.items() for b in targets
+                   for kind, allowed in CHANNEL_KINDS.items()
+                   if a.startswith(f"grader.channels.{kind}.") and ".templates." not in a
+                   and b.startswith("grader.channels.") and b.split(".")[2] not in allowed)
     assert not wrong, "\n".join(wrong)
 
 

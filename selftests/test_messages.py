@@ -30,7 +30,7 @@ INTERNALS = re.compile(r"grader\.|checklib|Traceback|StudentError|StudentCrash|_
 
 RENDER = """\
 import io, json, sys
-from grader.channels.formats import FORMATTERS, print_terminal
+from grader.channels.render.formats import FORMATTERS, print_terminal
 from grader.engine.runner import run_checks
 report = run_checks(sys.argv[1], processes=1)
 out = {name: render(report) for name, render in FORMATTERS.items()}

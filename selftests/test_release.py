@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from grader.course import load_course
-from grader.channels.release import context_dependents
+from grader.channels.package.release import context_dependents
 
 ROOT = Path(__file__).resolve().parent.parent
 

@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from grader.channels.release import context_dependents
+from grader.channels.package.release import context_dependents
 from grader.course import load_course
 from selftests.bugs import alternative_names, materialize_alternative
 from selftests.conftest import grade_folders

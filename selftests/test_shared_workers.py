@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from grader.channels.release import context_dependents
+from grader.channels.package.release import context_dependents
 from grader.contract import COMPONENTS
 from grader.course import load_course
 from grader.engine.planning import SHARED_WORKERS, plan_shards, worker_group

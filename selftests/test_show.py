@@ -229,7 +229,7 @@ def hand_made_report(target: str) -> Report:
 
 
 def test_the_html_page_holds_the_table_every_message_and_the_failing_figures(tmp_path):
-    from grader.channels.formats import to_html
+    from grader.channels.render.formats import to_html
 
     folder = bug_folder("sinusoidal_encoding:sin_cos_swapped", tmp_path / "impl")
     page = to_html(hand_made_report(str(folder)))
@@ -253,7 +253,7 @@ def test_grading_and_drawing_leave_the_callers_memory_limit_as_it_was(tmp_path):
     while it grades (a browser started after it with the cap inherited died of SIGTRAP)."""
     import resource
 
-    from grader.channels.formats import to_html
+    from grader.channels.render.formats import to_html
     from grader.engine.runner import run_checks
 
     before = resource.getrlimit(resource.RLIMIT_AS)
@@ -268,7 +268,7 @@ def test_grading_and_drawing_leave_the_callers_memory_limit_as_it_was(tmp_path):
 def test_the_html_page_renders_in_a_headless_browser(tmp_path):
     from matplotlib.image import imread
 
-    from grader.channels.formats import to_html
+    from grader.channels.render.formats import to_html
 
     folder = bug_folder("sinusoidal_encoding:sin_cos_swapped", tmp_path / "impl")
     page = tmp_path / "report.html"
@@ -370,7 +370,7 @@ def test_without_a_cjk_font_a_chinese_figure_keeps_to_english(chinese, monkeypat
     assert "expected: causal_mask(5)" in texts and "key j" in texts and not any(CJK.search(t) for t in texts)
     assert draw.png(reference_figures["masking"][0]).startswith(PNG)  # no glyph missing: no warning, no error
     assert "fonts-noto-cjk" in draw.font_note() and CJK.search(draw.font_note())
-    from grader.channels.formats import to_html
+    from grader.channels.render.formats import to_html
 
     page = to_html(chinese_report(str(ROOT / "solutions")))
     assert page.count(html.escape(draw.font_note())) == len(FIGURES["sinusoidal_encoding"])  # the page says why
@@ -415,7 +415,7 @@ def chinese_report(target: str) -> Report:
 
 
 def test_a_chinese_html_page_holds_no_english_prose(chinese, tmp_path):
-    from grader.channels.formats import to_html
+    from grader.channels.render.formats import to_html
     from selftests.test_i18n import english_prose, visible_text
 
     page = to_html(chinese_report(str(bug_folder("sinusoidal_encoding:sin_cos_swapped", tmp_path / "impl"))))

@@ -19,7 +19,7 @@ import grader.engine.runner
 from grader.channels.watch import Watcher
 from grader.paths import ROOT, SOLUTIONS
 from grader.results import PASSED, ComponentResult, Report
-from grader.source import FILES
+from grader.source import SUBMISSION_FILES
 
 BROKEN_MASK = '''
 
@@ -66,7 +66,7 @@ def save(path: Path, text: str) -> None:
 def test_watch_grades_each_save_of_the_components_files_only(tmp_path: Path):
     folder = tmp_path / "submission"
     folder.mkdir()
-    for name in FILES:
+    for name in SUBMISSION_FILES:
         shutil.copy(SOLUTIONS / name, folder / name)
     attention = folder / "attention.py"
     original = attention.read_text()
@@ -125,7 +125,7 @@ def test_check_without_watch_does_not_import_watchfiles():
 
 def test_a_save_during_a_grading_is_graded_next_and_the_stale_table_is_not_shown(tmp_path: Path,
                                                                                  monkeypatch: pytest.MonkeyPatch):
-    for name in FILES:
+    for name in SUBMISSION_FILES:
         shutil.copy(SOLUTIONS / name, tmp_path / name)
     saves_while_grading = ["\n# saved while the first grading ran\n"]
 

@@ -6,7 +6,7 @@ the key/value heads repeated, RoPE as a complex multiplication, SwiGLU from
 `F.linear` and `F.silu`. In the worker every other component (RMSNorm, RoPE,
 GQA, SwiGLU, KVCache, lr_at, generate) is a trusted stand-in.
 
-The training check trains the model on the task of `grader.engine.training` (the one
+The training check trains the model on the task of `checklib.training.tiny_lm` (the one
 `python -m grader train` runs): the grader holds the weights and steps them with
 `torch.optim.AdamW`, the learning rates from the trusted `lr_at`.
 """
@@ -26,9 +26,9 @@ from checklib.mistakes import tiny_lm as mistakes
 from checklib.mistakes.general import mapped
 from checklib.scratch import assert_from_scratch
 from checklib.student import expect_value_error
+from checklib.training.tiny_lm import TASK, TrainingFailed, expected_continuation, prompts, schedule, train
 from checklib.weights import randn
 from grader.engine.target import RemoteObject
-from grader.engine.training import TASK, TrainingFailed, expected_continuation, prompts, schedule, train
 from grader.sandbox.protocol import StudentError
 from grader.sandbox.wire import Ref
 

@@ -7,7 +7,7 @@ dropout=0, batch_first=True)` with the block's weights, `F.layer_norm` and the h
 position 0. In the worker PatchEmbedding and TransformerBlock (and the attention under it)
 are trusted stand-ins.
 
-The training check trains the model on the task of `grader.engine.vision_training`: the
+The training check trains the model on the task of `checklib.training.vit_classifier`: the
 grader holds the weights and steps them with `torch.optim.AdamW`.
 """
 from __future__ import annotations
@@ -24,9 +24,9 @@ from checklib.catalogue import Mistakes
 from checklib.compare import assert_close, assert_not_close, check_tensor, fail
 from checklib.mistakes import vit_classifier as mistakes
 from checklib.scratch import assert_from_scratch
+from checklib.training.vit_classifier import VISION_TASK, TrainingFailed, accuracy, train
 from checklib.weights import block_state, layer_norm_state, linear_state, randn, torch_encoder_layer
 from grader.engine.target import RemoteObject
-from grader.engine.vision_training import VISION_TASK, TrainingFailed, accuracy, train
 from grader.sandbox.protocol import StudentError, WeightsMismatch
 
 VIT = adapters.ViT

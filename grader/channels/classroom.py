@@ -59,7 +59,7 @@ def grade(folder: str, results: str = "results.json") -> int:
     from ..course import CourseError
     from ..engine.runner import run_checks
     from ..errors import GraderError
-    from .formats import to_markdown, write_results
+    from .render.formats import to_markdown, write_results
 
     try:
         report = run_checks(folder, own_code=True)  # the student's own repository, in their own CI

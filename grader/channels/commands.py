@@ -7,7 +7,7 @@ import sys
 
 from ..contract import COMPONENTS, unknown_components
 from ..paths import EXERCISES
-from .formats import FORMATTERS, WHICH_FIGURES
+from .render.formats import FORMATTERS, WHICH_FIGURES
 from ..i18n import _
 
 FORMATS = tuple(FORMATTERS)
@@ -67,7 +67,7 @@ def _also(text: str) -> tuple[str, str]:
 
 
 def _check(args: argparse.Namespace) -> int:
-    from .formats import print_terminal, to_json
+    from .render.formats import print_terminal, to_json
     from ..engine.runner import run_checks
 
     error = unknown_components(args.components)
@@ -91,7 +91,7 @@ def _check(args: argparse.Namespace) -> int:
 
 
 def _grade(args: argparse.Namespace) -> int:
-    from .formats import format_points, write_results
+    from .render.formats import format_points, write_results
     from ..engine.runner import run_checks
 
     report = run_checks(args.submission, timeout=args.timeout)

@@ -26,7 +26,7 @@ from ..errors import GraderError
 from ..i18n import _
 from ..inert import visible
 from ..results import ComponentResult
-from ..source import FILES as SUBMISSION_FILES, UnreadableFile, read_file
+from ..source import SUBMISSION_FILES, UnreadableFile, read_file
 
 if TYPE_CHECKING:
     from ..engine.session import CheckSession
@@ -218,7 +218,7 @@ class Watcher:
             graded = _("graded {count} components in {seconds:.2f} s")
         graded = graded.format(components=", ".join(components), count=len(components), seconds=report.duration_s)
         self._header(f"{reason} · {graded}")
-        from .formats import print_terminal
+        from .render.formats import print_terminal
 
         report.components = [self.results[c] for c in self.components]
         print_terminal(report, verbose=self.verbose, hints=self.hints, file=self.out)

@@ -260,7 +260,7 @@ def _print_started(drill: Drill, args: argparse.Namespace, out: Out) -> None:
 # check
 # ---------------------------------------------------------------------------
 def _check(args: argparse.Namespace) -> int:
-    from ..channels.formats import print_terminal
+    from ..channels.render.formats import print_terminal
     from ..results import PASSED as CHECK_PASSED
     from ..engine.runner import run_checks
 

@@ -23,6 +23,7 @@ import torch
 from ..contract import COMPONENTS, component_modules
 from ..course import load_course
 from ..paths import EXERCISES
+from ..sandbox import spawner
 from ..sandbox.confine import Plan
 from ..sandbox.handle import RemoteExecutor, Worker
 from ..sandbox.protocol import Limits, StudentTimeout, call_label
@@ -137,18 +138,29 @@ class WorkerPool:
         self._spawn_ahead(self._order[:self.AHEAD])
 
     def _spawn_ahead(self, components: list[str]) -> None:
+        if spawner.spawning():  # one worker serves them all in turn (`target`): it starts with the first
+            components = [] if self.workers else components[:1]
         for component in components:
             self._worker(component).spawn()
 
-    def _worker(self, component: str, trusted: tuple[str, ...] = ()) -> Worker:
-        shared = frozenset() if trusted or not self.share or component in self.alone \
+    def _shared(self, component: str, trusted: tuple[str, ...]) -> frozenset[str]:
+        """The components whose checks share `component`'s worker (empty: it has one of its own)."""
+        return frozenset() if trusted or not self.share or component in self.alone \
             else worker_group(component) - self.alone
-        key = (shared or frozenset({component}), trusted)
+
+    def _identity(self, component: str, trusted: tuple[str, ...]) -> tuple[frozenset[str], frozenset[str] | None]:
+        """The mates and the stand-in pieces of `component`'s worker."""
+        shared = self._shared(component, trusted)
+        mates = shared if len(shared) > 1 else frozenset()
+        return mates, pieces_for(self.folder, component, mates - {component}, trusted)
+
+    def _worker(self, component: str, trusted: tuple[str, ...] = ()) -> Worker:
+        key = ("spawned",) if spawner.spawning() else (self._shared(component, trusted) or frozenset({component}),
+                                                       trusted)  # (spawned: see `target`)
         if key not in self.workers:
-            mates = shared if len(shared) > 1 else frozenset()
+            mates, pieces = self._identity(component, trusted)
             self.workers[key] = Worker(self.plan, component, self.limits, self.broken,
-                                       component_modules(component), trusted, mates, self.crossed,
-                                       pieces_for(self.folder, component, mates - {component}, trusted))
+                                       component_modules(component), trusted, mates, self.crossed, pieces)
         return self.workers[key]
 
     def target(self, component: str, trusted: tuple[str, ...] = ()) -> Target:
@@ -156,7 +168,13 @@ class WorkerPool:
             place = self._order.index(component)
             self._spawn_ahead(self._order[place + 1:place + 1 + self.AHEAD])
         worker = self._worker(component, trusted)
-        worker.switch(component, component_modules(component))
+        if spawner.spawning():
+            # Started without fork, a worker costs an import of torch (a second or more): one serves every
+            # component in turn, each with the stand-ins and mates its own worker would hold, the process put back
+            # as it was in between (sandbox/state.py) or else replaced, as a worker that mates share is.
+            worker.switch(component, component_modules(component), trusted, *self._identity(component, trusted))
+        else:
+            worker.switch(component, component_modules(component))
         if self.plan.budget is None:
             return Target(RemoteExecutor(worker, self.limits.timeout_s))
         return Target(BudgetedExecutor(worker, self.limits.timeout_s, self, component))
@@ -202,7 +220,7 @@ class BudgetedExecutor(RemoteExecutor):
         finally:
             # at most a check's deadline: a first request also waits for its worker to start (the import, under
             # startup_s), sooner or later as the workers were started ahead, which must not change the budget
-            waited = min(time.monotonic() - started, self.check_timeout_s)
+            waited = min(time.monotonic() - started - self.worker.starting_s, self.check_timeout_s)
             self.pool.spent[self.component] = self.pool.spent.get(self.component, 0.0) + waited
             self.timeout_s = self.check_timeout_s
 

@@ -159,8 +159,8 @@ class LastResort:
 
     @pytest.hookimpl(wrapper=True, tryfirst=True)
     def pytest_runtest_protocol(self, item: pytest.Item, nextitem: pytest.Item | None):
-        if threading.current_thread() is not threading.main_thread():  # (signals reach the main thread only)
-            return (yield)
+        if threading.current_thread() is not threading.main_thread() or not hasattr(signal, "setitimer"):
+            return (yield)  # (signals reach the main thread only; Windows has no timer: the requests' deadlines hold)
         limit = last_resort_s(self.submission.limits)
 
         def overran(signum, frame):

@@ -24,7 +24,7 @@ from ..errors import GraderError
 from ..i18n import _
 from ..paths import CHECKS_DIR
 from ..results import CaseResult, Report
-from ..sandbox import budget, confine
+from ..sandbox import budget, confine, spawner
 from ..sandbox.confine import Plan
 from ..sandbox.handle import Worker, WorkerDied, WorkerTimeout
 from ..sandbox.protocol import Limits
@@ -119,6 +119,8 @@ def run_checks(target: str | Path, components: list[str] | None = None, *, cours
     course = course or load_course()
     started = time.perf_counter()
     selected = [course.component(c) for c in components] if components else list(course.components)
+    if spawner.spawning():  # the other grading processes are forks too
+        processes = 1
     ZYGOTE.start()
     chosen = protection()
     require_protection(chosen, own_code)
@@ -162,6 +164,7 @@ def _grade(grading: Grading, cache: ResultCache | None, processes: int, session:
         runnable = [c for c in to_run if loads(c.id, load_errors)]
         cases.update({case.nodeid: case for case in new})
     finally:
+        spawner.end_all()
         kill_strays()
     if cache:
         for component in runnable:
@@ -293,5 +296,5 @@ def _load_errors(grading: Grading, files: list[str], worker: Worker | None = Non
             if "error" in reply:
                 errors[file] = str(reply["error"].get("message"))
     finally:
-        worker.kill(how_it_ended=False)
+        worker.retire()
     return errors

@@ -19,12 +19,16 @@ from __future__ import annotations
 
 import errno
 import os
-import resource
 import time
 from contextlib import contextmanager
 from dataclasses import dataclass
 from functools import lru_cache
 from typing import Iterator
+
+try:
+    import resource
+except ImportError:  # Windows: no rlimits (deadlines still hold: the handle kills a worker past them)
+    resource = None  # type: ignore[assignment]
 
 PIDS = 256  # processes and threads of a worker's tree (torch's own threads included; worker.py's RLIMIT_NPROC)
 SLACK_MB = 256  # what a worker writes of its own (torch's pages it touches) on top of what student code may add
@@ -177,7 +181,7 @@ def enter(budget: Budget | None, pid: int) -> None:
 def limit_processes(budget: Budget | None) -> None:
     """The fallback without cgroups, once confined where the count is the tree's own (a user namespace of its
     own, or a user id of its own): at most `pids` processes and threads."""
-    if budget is not None and not budget.cgroups:
+    if budget is not None and not budget.cgroups and resource is not None:
         resource.setrlimit(resource.RLIMIT_NPROC, (budget.pids, budget.pids))
 
 
@@ -186,6 +190,9 @@ def bound_grader(megabytes: int = GRADER_MB) -> Iterator[None]:
     """While grading, cap this process's address space at what it maps now plus `megabytes` (the soft limit
     only: workers forked from it set their own, lower, limits). The caller's own limit comes back after: the
     grading process may be a learner's notebook kernel, or a test run that starts a browser next."""
+    if resource is None:
+        yield
+        return
     soft, hard = resource.getrlimit(resource.RLIMIT_AS)
     try:
         with open("/proc/self/statm") as statm:

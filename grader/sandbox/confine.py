@@ -43,7 +43,7 @@ from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
 
-from . import budget
+from . import budget, spawner
 from ..paths import ROOT, STANDINS
 from ..source import COPY_GID_BASE  # "users": a private copy's group, the only one let through to it
 
@@ -113,7 +113,10 @@ def describe(protection: str) -> str:
 
 
 def choose() -> str:
-    """The strongest protection that works here (or the one DRILLS_SANDBOX names, where it works)."""
+    """The strongest protection that works here (or the one DRILLS_SANDBOX names, where it works); "none" where
+    workers are started without fork (spawner.py: each confinement here is set up in a freshly forked child)."""
+    if spawner.spawning():
+        return NONE
     return PROBE.choice()
 
 
@@ -164,7 +167,7 @@ class Probe:
     def start(self) -> None:
         """Probe in a child process from now (without waiting)."""
         wanted = os.environ.get("DRILLS_SANDBOX", "")
-        if self._probing is not None or wanted in self._chosen:
+        if self._probing is not None or wanted in self._chosen or spawner.spawning():
             return
         read_end, write_end = os.pipe()
         pid = os.fork()
@@ -242,7 +245,10 @@ def works(protection: str) -> bool:
 
 # --------------------------------------------------------------------------- confining (worker side)
 
-_libc = ctypes.CDLL(None, use_errno=True)
+try:
+    _libc = ctypes.CDLL(None, use_errno=True)
+except (OSError, TypeError):  # Windows: no C library by that name (nothing here runs there: spawner.py)
+    _libc = None
 
 
 def _check(result: int, what: str) -> None:
@@ -790,7 +796,9 @@ def _environment_block() -> tuple[int, int] | None:
 def _scrub_environment(plan: Plan, block: tuple[int, int] | None) -> None:
     """Nothing of the grader's environment: a few plain variables, and the original block zeroed."""
     scratch = "/tmp" if plan.protection == NAMESPACES else plan.scratch or "/tmp"
-    keep = {k: os.environ[k] for k in ("LANG", "LC_ALL", "LC_MESSAGES") if k in os.environ}
+    # (Windows, spawned workers only: its DLLs are found through PATH, and much of it needs SYSTEMROOT)
+    windows = ("PATH", "SYSTEMROOT") if os.name == "nt" else ()
+    keep = {k: os.environ[k] for k in ("LANG", "LC_ALL", "LC_MESSAGES", *windows) if k in os.environ}
     os.environ.clear()
     os.environ.update({"PATH": "/usr/local/bin:/usr/bin:/bin", "HOME": scratch, "TMPDIR": scratch,
                        "PYTHONDONTWRITEBYTECODE": "1", **keep})

@@ -1,6 +1,6 @@
 """The grader's side of the boundary: a handle on one worker process, and the executor that speaks through it.
 
-`Worker` asks the zygote for a process, sends it requests (wire.py) and waits
+`Worker` asks the zygote for a process (or starts one without fork: spawner.py), sends it requests (wire.py) and waits
 for each answer only until the check's deadline; a hang, a crash, `os._exit`
 or running out of memory ends in WorkerTimeout or WorkerDied, and the next
 request starts a fresh worker. Student code runs in the worker and can write
@@ -19,10 +19,10 @@ import time
 from multiprocessing.connection import Connection
 from typing import Any
 
-from . import wire
+from . import spawner, wire
 from .confine import SANDBOX_FAILED, Plan
-from .protocol import (ERROR_CLASSES, CrossedOver, Limits, StudentCrash, StudentError, StudentTimeout, call_label,
-                       checked_reply)
+from .protocol import (ERROR_CLASSES, READY, CrossedOver, Limits, StudentCrash, StudentError, StudentTimeout,
+                       call_label, checked_reply)
 from .zygote import ZYGOTE
 
 REPLY_LIMIT = 256 * 1024 * 1024  # no honest answer comes near this
@@ -61,15 +61,25 @@ class Worker:
         self._spawning = False  # asked of the zygote, not answered yet
         self._reset_first = False  # the next request first drops the objects made so far
         self._fresh = False  # spawned and not asked anything yet
+        self._process: spawner.Spawned | None = None  # a worker started without fork (spawner.py)
+        self._unready = False  # started without fork, and not said it is ready yet
+        self._provide = False  # started for another handle (`retire`): the next request first says who it is
+        self.starting_s = 0.0  # of the last request's wait, what went to the worker's own start (no student time)
 
     def spawn(self) -> None:
         """Have the zygote fork this worker, without waiting (it imports `preload` meanwhile)."""
         if self.pid is not None or self._spawning:
             return
-        ZYGOTE.ask({"cmd": "spawn", "plan": self.plan, "isolate_for": self.isolate_for, "limits": self.limits,
-                     "broken": self.broken, "preload": self.preload, "trusted": self.trusted, "mates": self.mates,
-                     "pieces": self.pieces},
-                   self._attach)
+        request = {"plan": self.plan, "isolate_for": self.isolate_for, "limits": self.limits, "broken": self.broken,
+                   "preload": self.preload, "trusted": self.trusted, "mates": self.mates, "pieces": self.pieces}
+        if spawner.spawning():  # one put back by a handle done with it (`retire`) is told who it is first
+            self._process = spawner.take_spare((self.plan, self.limits))
+            self._provide = self._process is not None
+            if self._process is None:
+                self._process = spawner.Spawned(request, REPLY_LIMIT)
+            self._attach({"pid": self._process.pid}, [])
+            return
+        ZYGOTE.ask({"cmd": "spawn", **request}, self._attach)
         self._spawning = True
 
     def _start(self) -> None:
@@ -79,10 +89,17 @@ class Worker:
     def _attach(self, message: dict, fds: list[int]) -> None:
         self._spawning = False
         self.pid = message["pid"]
-        self._conn = Connection(fds[0])
         self._ahead, self._sent = [], []
         self._reset_first = False
         self._fresh = bool(self.preload)  # its first answer may wait for what it imports first
+        if self._process is not None:  # started without fork: its pipes, and its word that it is ready to come
+            self._conn, self._unready = self._process, not self._process.ready
+            if not self._process.drained:  # (a process kept for another handle is drained already)
+                self._process.drained = threading.Thread(target=self._drain, args=(self._process.output_fd,),
+                                                         daemon=True)
+                self._process.drained.start()
+            return
+        self._conn = Connection(fds[0])
         threading.Thread(target=self._drain, args=(fds[1],), daemon=True).start()
 
     def _drain(self, fd: int) -> None:
@@ -98,26 +115,57 @@ class Worker:
             self.output_dropped += len(chunk) - len(chunk[:room])
         os.close(fd)
 
-    def switch(self, component: str, preload: tuple[str, ...]) -> None:
+    def switch(self, component: str, preload: tuple[str, ...], trusted: tuple[str, ...] | None = None,
+               mates: frozenset[str] | None = None, pieces: frozenset[str] | None = None) -> None:
         """Serve another of the mates' checks from now on: the worker drops what the last one's code made and
         imports the files afresh; where it cannot be made as it was, or a request has not begun it yet, a fresh
-        worker starts for them instead."""
-        if component == self.isolate_for:
+        worker starts for them instead. Given `trusted`, `mates` and `pieces` too, a worker started without fork
+        serves any component so (it reads those stand-ins afresh: spawner.py); a forked one is replaced."""
+        identity = None if trusted is None else (tuple(trusted), frozenset(mates or ()), pieces)
+        if identity == (self.trusted, self.mates, self.pieces):
+            identity = None
+        if component == self.isolate_for and identity is None and not self._provide:
             return
-        previous, self.isolate_for, self.preload = self.isolate_for, component, tuple(preload)
+        previous, previous_mates = self.isolate_for, self.mates
+        self.isolate_for, self.preload = component, tuple(preload)
+        if identity is not None:
+            self.trusted, self.mates, self.pieces = identity
         self.timed_out.clear()  # a name that hung for the last one may be a stand-in for this one
         if self.pid is None and not self._spawning:
             return  # the next request starts it as `component`
-        try:
-            reply = self.request({"op": "switch", "component": component, "preload": self.preload},
-                                 time.monotonic() + self.limits.startup_s)
-        except (WorkerTimeout, WorkerDied):
-            reply = {}
-        if reply.get("crossed") and previous in self.mates:  # (a flag the worker sets: see `crossed_over`)
+        reply = self._switch(full=identity is not None)
+        if reply.get("crossed") and previous in previous_mates:  # (a flag the worker sets: see `crossed_over`)
             self.crossed.add(previous)
         if not reply.get("ok"):
             self.kill(how_it_ended=False)
         self.earlier_error = None
+
+    def _switch(self, full: bool) -> dict:
+        """The worker's answer to a switch to this handle's component; `full`: with the stand-ins, mates, trusted
+        names and broken files this handle says, which only a worker started without fork takes."""
+        request: dict[str, Any] = {"op": "switch", "component": self.isolate_for, "preload": self.preload}
+        if full or self._provide:
+            if self._process is None:
+                return {}  # (a forked worker's stand-ins are read once, before it is confined)
+            self._provide = False
+            request.update(trusted=list(self.trusted), mates=sorted(self.mates), broken=self.broken,
+                           pieces=None if self.pieces is None else sorted(self.pieces))
+        try:
+            return self.request(request, time.monotonic() + self.limits.startup_s)
+        except (WorkerTimeout, WorkerDied):
+            return {}
+
+    def retire(self) -> None:
+        """Done with this worker: one started without fork is put back as it was before any student code ran and
+        kept for the next handle of the same grading (spawner.park: an import of torch fewer); else it ends."""
+        if self._process is not None and self.pid is not None:
+            self.isolate_for, self.preload, self.trusted = None, (), ()
+            self.mates, self.pieces = frozenset(), frozenset()
+            if self._switch(full=True).get("ok") and not self._ahead and self._process is not None:
+                process, self._process, self._conn, self.pid = self._process, None, None, None
+                spawner.park(process, (self.plan, self.limits))
+                return
+        self.kill(how_it_ended=False)
 
     def send_ahead(self, message: dict, label: str | None = None) -> None:
         """Send a request without waiting for its answer; with a `label`, an error in it becomes
@@ -161,11 +209,19 @@ class Worker:
         """Send one request; returns the decoded reply or raises WorkerTimeout / WorkerDied."""
         if self.pid is None:
             self._start()
+        if self._provide and message["op"] != "switch":
+            if not self._switch(full=True).get("ok"):
+                self.kill(how_it_ended=False)
+                self._start()
         assert self._conn is not None
         if self._fresh:
             deadline, self._fresh = deadline + self.limits.startup_s, False
+        self.starting_s = 0.0
         try:
             self._conn.send_bytes(self._encode(message))
+            if self._unready:  # its interpreter's start (torch's import) is no check's time
+                self.starting_s = self._until_ready()
+                deadline += self.starting_s
             while self._ahead:  # the answers to requests sent ahead come first
                 earlier = self._decode(self._receive(deadline))  # each checked, whether it counts or not
                 if self._ahead.pop(0) is not None and self.earlier_error is None:
@@ -176,6 +232,23 @@ class Worker:
             code = self.kill(grace=0.5)  # it is ending: let it, so that its status says how
             raise WorkerDied(_describe_exit(code)) from exc
         return self._decode(data)
+
+    def _until_ready(self) -> float:
+        """Wait for a worker started without fork to say it is ready (spawner.STARTUP_S at most); seconds it took."""
+        started = time.monotonic()
+        process = self._process
+        try:
+            ready = self._conn.poll(spawner.STARTUP_S) and wire.loads(self._conn.recv_bytes(REPLY_LIMIT)) == READY
+        except (EOFError, OSError, wire.WireError):
+            ready = False
+        if not ready:  # before any student code ran: the interpreter or the grader's own imports failed
+            code = self.kill(grace=0.5)
+            if process is not None and process.drained:
+                process.drained.join(1.0)
+            last = bytes(self.output).decode(errors="replace").strip().splitlines()[-1:] or [_describe_exit(code)]
+            raise WorkerDied(f"the grader could not start a worker process (a grader error, not yours): {last[0]}")
+        self._unready, self._process.ready = False, True
+        return time.monotonic() - started
 
     def _receive(self, deadline: float) -> bytes:
         assert self._conn is not None
@@ -205,6 +278,10 @@ class Worker:
         if self._conn is not None:
             self._conn.close()
             self._conn = None
+        if self._process is not None:  # started without fork: this process ends it and knows how it ended
+            process, self._process = self._process, None
+            code = process.end(grace)
+            return code if how_it_ended else None
         if pid is None:
             return None
         if not grace:
@@ -265,7 +342,7 @@ class RemoteExecutor:
         except WorkerDied as exc:
             raise StudentCrash("Crash", f"{exc} while running `{self.worker.first_ahead or label}`") from None
         finally:
-            self.waited += time.monotonic() - started
+            self.waited += time.monotonic() - started - self.worker.starting_s
         earlier = self.worker.earlier_error is not None
         if earlier:  # a request sent ahead failed first
             reply, self.worker.earlier_error = self.worker.earlier_error, None

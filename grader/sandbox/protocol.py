@@ -16,6 +16,8 @@ from .wire import Ref, WireError
 
 # the class name of the error a guard of the from-scratch rule raises in a worker (forbid.py; scoring.py's gate)
 FORBIDDEN_CALL_CLASS = "ForbiddenCall"
+# a spawned worker's first message (worker.py `main`), once it has imported torch: the handle's deadlines start then
+READY = {"ready": True}
 
 
 @dataclass(frozen=True)

@@ -11,13 +11,15 @@ import select
 import signal
 import time
 
-from . import budget
+from . import budget, spawner
 from .zygote import ZYGOTE
 
 
 def _children() -> dict[int, list[int]]:
     """pid -> its children's pids, every process's, read from /proc."""
     children: dict[int, list[int]] = {}
+    if not os.path.isdir("/proc"):  # (macOS, Windows: only the workers spawner.py started are known: `shutdown`)
+        return children
     for entry in os.listdir("/proc"):
         if not entry.isdigit():
             continue
@@ -79,9 +81,10 @@ def kill_strays() -> list[int]:
 def shutdown(timeout_s: float = 5.0) -> None:
     """Before the grader exits: end every process it started and wait for each (nothing is left re-parented)."""
     kill_strays()
+    spawner.end_all()
     ZYGOTE.stop()
     deadline = time.monotonic() + timeout_s
-    while time.monotonic() < deadline:
+    while time.monotonic() < deadline and hasattr(os, "WNOHANG"):  # (Windows: no children but those ended above)
         try:
             pid, _ = os.waitpid(-1, os.WNOHANG)
         except ChildProcessError:

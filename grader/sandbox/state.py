@@ -17,7 +17,6 @@ import builtins
 import importlib.machinery
 import math
 import os
-import resource
 import signal
 import sys
 import threading
@@ -26,11 +25,17 @@ import warnings
 import torch
 import torch.nn.functional as F
 
+try:
+    import resource
+except ImportError:  # Windows: no rlimits to put back
+    resource = None  # type: ignore[assignment]
+
 # Namespaces whose names student code might rebind (`torch.softmax = ...`): their entries are put back.
 _NAMESPACES = (torch, torch.nn, F, torch.Tensor, torch.nn.Module, builtins, math)
-_LIMITS = (resource.RLIMIT_AS, resource.RLIMIT_NOFILE, resource.RLIMIT_NPROC, resource.RLIMIT_CPU,
-           resource.RLIMIT_FSIZE, resource.RLIMIT_STACK, resource.RLIMIT_CORE)
-_SIGNALS = tuple(s for s in signal.Signals if s not in (signal.SIGKILL, signal.SIGSTOP))
+_LIMITS = () if resource is None else (resource.RLIMIT_AS, resource.RLIMIT_NOFILE, resource.RLIMIT_NPROC,
+                                        resource.RLIMIT_CPU, resource.RLIMIT_FSIZE, resource.RLIMIT_STACK,
+                                        resource.RLIMIT_CORE)
+_SIGNALS = tuple(s for s in signal.Signals if s.name.startswith("SIG") and s.name not in ("SIGKILL", "SIGSTOP"))
 
 
 def _default_device() -> torch.device:
@@ -61,6 +66,7 @@ class ProcessState:
         self.streams = (sys.stdout, sys.stderr, sys.stdin)
         self.recursion = sys.getrecursionlimit()
         self.filters = list(warnings.filters)
+        self.tasks = _tasks()  # (a spawned worker has a thread of torch's own from its import: spawner.py)
 
     def restore(self) -> bool:
         """Put back what student code changed; False where something cannot be put back."""
@@ -98,7 +104,7 @@ class ProcessState:
         sys.settrace(None)
         sys.setprofile(None)
         warnings.filters[:] = self.filters
-        return self.limits == {r: resource.getrlimit(r) for r in _LIMITS} and _alone()
+        return self.limits == {r: resource.getrlimit(r) for r in _LIMITS} and _alone(self.tasks)
 
 
     def _restore_modules(self) -> None:
@@ -149,19 +155,26 @@ def _a_library_module(name: str, module: object, libraries: tuple[str, ...]) -> 
     return spec.loader.path == spec.origin and os.path.normpath(spec.origin).startswith(libraries)
 
 
-def _alone() -> bool:
-    """No thread but this one, and no child process still running."""
+def _tasks() -> frozenset[str] | None:
+    """The threads of this process, Python's or not, by id (None where there is no /proc)."""
+    try:
+        return frozenset(os.listdir("/proc/self/task"))
+    except OSError:
+        return None
+
+
+def _alone(tasks: frozenset[str] | None) -> bool:
+    """No thread but this one and those that were there before (`tasks`), and no child process still running."""
     if threading.active_count() > 1:
         return False
-    try:
-        if len(os.listdir("/proc/self/task")) > 1:  # threads started outside Python's threading too
-            return False
-    except OSError:  # no /proc here
-        pass
-    while True:
+    now = _tasks()
+    if now is not None and not now <= (tasks or frozenset()) | {str(threading.get_native_id())}:
+        return False  # threads started outside Python's threading too
+    while hasattr(os, "WNOHANG"):  # (Windows: a child left running is not seen here)
         try:
             pid, _ = os.waitpid(-1, os.WNOHANG)
         except ChildProcessError:
             return True
         if pid == 0:  # a child still running
             return False
+    return True

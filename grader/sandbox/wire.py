@@ -17,6 +17,7 @@ bytes were made.
 from __future__ import annotations
 
 import io
+import os
 import pickle
 from dataclasses import dataclass
 from typing import Any
@@ -194,3 +195,47 @@ def loads(data: bytes, limit: int = DECODED_LIMIT) -> Any:
         raise
     except Exception as exc:  # truncated or forged bytes
         raise WireError(f"unreadable message: {type(exc).__name__}: {str(exc)[:200]}") from None
+
+
+# --- framing over plain pipes (a spawned worker's stdin and stdout: grader/sandbox/spawner.py, worker.py `main`) ---
+# Each message is its length (8 bytes, little-endian) and its bytes: os.read and os.write only, which every platform
+# has for pipes (multiprocessing's Connection needs a socket on Windows).
+
+
+class Frames:
+    """Messages one way in, one way out, over two file descriptors (the same `send_bytes`/`recv_bytes` as a
+    multiprocessing Connection, so that a worker's loop serves either)."""
+
+    def __init__(self, read_fd: int, write_fd: int) -> None:
+        self.read_fd, self.write_fd = read_fd, write_fd
+
+    def fileno(self) -> int:
+        return self.read_fd
+
+    def send_bytes(self, data: bytes) -> None:
+        view = memoryview(len(data).to_bytes(8, "little") + data)
+        while view:
+            view = view[os.write(self.write_fd, view):]
+
+    def recv_bytes(self, maxlength: int | None = None) -> bytes:
+        size = int.from_bytes(self._read(8), "little")
+        if maxlength is not None and size > maxlength:
+            raise OSError("bad message length")
+        return self._read(size)
+
+    def _read(self, size: int) -> bytes:
+        chunks, left = [], size
+        while left:
+            chunk = os.read(self.read_fd, min(left, 1 << 20))
+            if not chunk:
+                raise EOFError
+            chunks.append(chunk)
+            left -= len(chunk)
+        return b"".join(chunks)
+
+    def close(self) -> None:
+        for fd in {self.read_fd, self.write_fd}:
+            try:
+                os.close(fd)
+            except OSError:
+                pass

@@ -26,6 +26,7 @@ from typing import Callable
 
 from .budget import forget
 from .confine import fork
+from .spawner import spawning
 from .worker import PR_SET_CHILD_SUBREAPER, PR_SET_PDEATHSIG, prctl, serve
 
 Answer = Callable[[dict, list[int]], None]
@@ -47,12 +48,16 @@ class Zygote:
         return self._sock is not None
 
     def start(self) -> None:
-        """Fork the zygote (once per grading process)."""
+        """Fork the zygote (once per grading process). Where workers are started without fork (spawner.py), only
+        this process's own set-up: torch's optimizers and kernels, the objects frozen."""
         if self._sock is not None:
             return
         # The point: workers inherit torch imported, and what each one imports before its first request (the
         # implementation's side of the boundary).
-        import resource  # noqa: F401
+        try:
+            import resource  # noqa: F401
+        except ImportError:  # (Windows: workers are spawned, and have no rlimits)
+            pass
         import torch  # noqa: F401
 
         from . import executor, state  # noqa: F401
@@ -65,6 +70,8 @@ class Zygote:
         # What is imported by now lives as long as the process: out of the collector's reach, no full
         # collection walks torch's 200,000 objects (0.1 s) here, nor touches their pages in a worker.
         gc.freeze()
+        if spawning():
+            return
         prctl(PR_SET_CHILD_SUBREAPER, 1)  # what student code leaves running comes back to the grader to be killed
         grader_end, zygote_end = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
         pid = os.fork()
@@ -116,7 +123,8 @@ class Zygote:
     def tell(self, request: dict) -> None:
         """A request the zygote does not answer."""
         self.start()
-        assert self._sock is not None
+        if self._sock is None:  # workers are started without fork here (spawner.py): nothing to tell
+            return
         _send_msg(self._sock, request)
 
     def ask(self, request: dict, on_answer: Answer) -> None:

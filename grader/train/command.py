@@ -1,7 +1,10 @@
 """`python -m grader train`: train your own TinyLM on the capstone's task and watch it learn.
 
-The task and the training loop are grader/engine/training.py's, the very ones
-tiny_lm's graded training check runs.
+The task and the training loop are tiny_lm's graded training check's, the very
+ones it runs: course content, in tests/checklib/training/, read through the one
+seam to the checks' library (grader/checks_library.py) when the command runs (a
+grader installed without its course refuses every command, this one too:
+grader/cli.py).
 
 Trust: this command runs the learner's own code on their own machine, as plain
 pytest does: no sandbox, but in a child process with a time limit, so that an
@@ -19,9 +22,18 @@ from pathlib import Path
 import torch
 
 from ..check_text import translated
-from ..engine.training import TASK, Task, TrainingFailed, expected_continuation, motifs, prompts, repeated, schedule, train
 from ..i18n import DEFAULT, N_, _, language, set_language
 from ..paths import EXERCISES, ROOT
+
+
+def _training():
+    """The capstone's training task and loop (tests/checklib/training/tiny_lm.py).
+
+    Imported in the child that trains, never while the command line is built: the process that grades must
+    not hold a check's helper before it forks its zygote (docs/instructors.md)."""
+    from ..checks_library import checklib
+
+    return checklib("training.tiny_lm").training.tiny_lm
 
 
 def _child(args: argparse.Namespace) -> int:
@@ -35,7 +47,8 @@ def _child(args: argparse.Namespace) -> int:
     from ..sandbox.protocol import NotStarted, StudentError
 
     console = Console(soft_wrap=True)
-    task = TASK
+    training = _training()
+    task = training.TASK
     steps = args.steps or task.steps
     try:
         target = open_target(args.target)
@@ -47,23 +60,23 @@ def _child(args: argparse.Namespace) -> int:
                     "your lr_at").format(task=translated(task.describe()), target=args.target, steps=steps),
                   markup=False, highlight=False)
     try:
-        lr = schedule(task, target.fn("training.lr_at"), steps)
+        lr = training.schedule(task, target.fn("training.lr_at"), steps)
         lr(0)
         model = target.new("gpt.TinyLM", *task.model_args())
         with Progress(TextColumn("[bold]" + escape(_("train"))), BarColumn(), TextColumn("{task.completed}/{task.total}"),
                       TextColumn(escape(_("loss")) + " {task.fields[loss]}"), TimeElapsedColumn(), console=console,
                       transient=not console.is_terminal) as progress:
             bar = progress.add_task("train", total=steps, loss="-")
-            losses = train(model, task, lr, steps=steps,
+            losses = training.train(model, task, lr, steps=steps,
                            on_step=lambda s, loss: progress.update(bar, advance=1, loss=f"{loss:.3f}"))
     except NotStarted as exc:
-        waiting = _not_started(args.target)
+        waiting = _not_started(args.target, training.NEEDS)
         also = _("; not started yet: {components}").format(components=", ".join(waiting)) if waiting else ""
         explained = _("the training runs your whole model (gpt.py and every part it is built on) and your "
                       "lr_at{also}\n  finish them first (python -m grader check COMPONENT)").format(also=also)
         console.print(f"[bold red]{escape(_said(exc))}[/]\n  {escape(explained)}", highlight=False)
         return 1
-    except (StudentError, TrainingFailed) as exc:
+    except (StudentError, training.TrainingFailed) as exc:
         label = escape(_("the training failed:"))
         console.print(f"[bold red]{label}[/] {escape(str(exc))}", highlight=False)
         return 1
@@ -71,22 +84,18 @@ def _child(args: argparse.Namespace) -> int:
                     "scores {guess:.3f})").format(first=losses[0], last=losses[-1], steps=steps,
                                                   guess=math.log(task.vocab_size)), highlight=False)
     _plot(losses, Path(args.out), task, console)
-    _continue(target, model, task, console)
+    _continue(target, model, training, console)
     return 0
 
 
-# the components whose code the training runs (through gpt.py's imports, the schedule and generate)
-NEEDED = ("qkv_projection", "scaling", "masking", "head_splitting", "multi_head_attention", "kv_cache", "rms_norm",
-          "rope", "swiglu", "grouped_query_attention", "lr_schedule", "sampling", "tiny_lm")
-
-
-def _not_started(folder: str) -> list[str]:
-    """The needed components whose stubs are untouched (that exist in this version of the course)."""
+def _not_started(folder: str, needed: tuple[str, ...]) -> list[str]:
+    """The `needed` components (the task's NEEDS) whose stubs are untouched (that exist in this version of the
+    course)."""
     from ..contract import COMPONENTS
     from ..engine.scratch import not_started
 
     waiting = []
-    for component in NEEDED:
+    for component in needed:
         try:
             if component in COMPONENTS and not_started(folder, component):
                 waiting.append(component)
@@ -102,7 +111,7 @@ def _said(exc: Exception) -> str:
     return _("not started: your code raises NotImplementedError")
 
 
-def _plot(losses: list[float], out: Path, task: Task, console) -> None:
+def _plot(losses: list[float], out: Path, task, console) -> None:
     try:
         import matplotlib
     except ImportError:
@@ -129,10 +138,11 @@ def _plot(losses: list[float], out: Path, task: Task, console) -> None:
     console.print(_("loss curve saved to {path}").format(path=out), markup=False, highlight=False)
 
 
-def _continue(target, model, task: Task, console) -> None:
+def _continue(target, model, training, console) -> None:
     from ..sandbox.protocol import NotStarted, StudentError
 
-    prompt = prompts(task, 3)
+    task = training.TASK
+    prompt = training.prompts(task, 3)
     length = task.seq_len + task.period
     try:
         out = target.fn("sampling.generate")(model, prompt, length - prompt.size(1))
@@ -143,7 +153,7 @@ def _continue(target, model, task: Task, console) -> None:
         console.print(_("no continuation: generate failed: {error}").format(error=exc), markup=False,
                       highlight=False)
         return
-    want = expected_continuation(task, prompt, length)
+    want = training.expected_continuation(task, prompt, length)
     console.print(_("greedy continuations (prompt | what your model wrote):"), markup=False)
     for got, right in zip(out.tolist(), want.tolist()):
         p = prompt.size(1)
@@ -173,7 +183,8 @@ def _train(args: argparse.Namespace) -> int:
 def _add_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--target", default=str(EXERCISES), help=_("folder with the code to train "
                         "(default: exercises/)"))
-    parser.add_argument("--steps", type=int, metavar="N", help=_("training steps (default {steps})").format(steps=TASK.steps))
+    parser.add_argument("--steps", type=int, metavar="N", help=_("training steps (default: as many as tiny_lm's "
+                                                                 "training check takes)"))
     parser.add_argument("--out", default="loss_curve.png", metavar="PNG", help=_("where to save the loss curve "
                         "(default: loss_curve.png)"))
 

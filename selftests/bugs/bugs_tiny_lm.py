@@ -106,8 +106,8 @@ BUGS += [
 ]
 # Not in the catalogue yet: a TinyLM returning the logits of the last position only, return
 # self.head(self.norm(x[:, -1:])), is named (the last_position_only variant), but its training check's message
-# ("step 0: TinyLM(idx ...) returned ..., expected logits ...", grader/engine/training.py) is not translated, which
-# selftests/test_i18n.py refuses for a catalogue bug.
+# ("step 0: TinyLM(idx ...) returned ..., expected logits ...", tests/checklib/training/tiny_lm.py) is not
+# translated, which selftests/test_i18n.py refuses for a catalogue bug.
 BUGS += [
     Bug("tiny_lm", "one_block_repeated", "gpt.py",
         "self.blocks = nn.ModuleList(DecoderBlock(d_model, n_heads, n_kv_heads, d_ff) for _ in range(n_layers))",

@@ -107,7 +107,7 @@ def _reject(bad: bool, message: str) -> None:
         raise ValueError(message)
 '''
 
-FILES = {
+SOURCES = {  # file -> its trivial source
     "attention.py": '''
 
 def split_heads(x: Tensor, n_heads: int) -> Tensor:
@@ -490,6 +490,6 @@ def materialize(kind: str, dest: Path) -> Path:
         return dest
     dest.mkdir(parents=True)
     (dest / "__init__.py").write_text(f'"""A trivial submission: {kind}."""\n')
-    for name, body in FILES.items():
+    for name, body in SOURCES.items():
         (dest / name).write_text(PRELUDE.format(kind=kind) + body)
     return dest

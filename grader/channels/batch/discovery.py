@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ...paths import CHECKS_DIR
-from ...source import FILES, UnreadableFile, find_submission, read_file
+from ...source import SUBMISSION_FILES, UnreadableFile, find_submission, read_file
 
 
 @dataclass
@@ -43,7 +43,7 @@ def discover(submissions: Path, grader_fp: str) -> list[Student]:
         folder = find_submission(entry)
         digest = hashlib.sha256(grader_fp.encode())
         if folder is not None:
-            for name in FILES:
+            for name in SUBMISSION_FILES:
                 path = folder / name
                 digest.update(name.encode() + b"\0" + _contents(path) + b"\0")
             students.append(Student(entry.name, folder, digest.hexdigest()))
@@ -52,6 +52,6 @@ def discover(submissions: Path, grader_fp: str) -> list[Student]:
         for path in notebooks:
             digest.update(_contents(path))
         problem = ("notebook submissions are not supported by grade-all yet; hand in the exercise files"
-                   if notebooks else "no exercise files found (" + ", ".join(FILES) + ")")
+                   if notebooks else "no exercise files found (" + ", ".join(SUBMISSION_FILES) + ")")
         students.append(Student(entry.name, None, digest.hexdigest(), problem))
     return students

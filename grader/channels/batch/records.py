@@ -13,7 +13,7 @@ RECORD_VERSION = 1
 
 
 def record_from_report(student: str, fingerprint: str, report) -> dict:
-    from ..formats import to_gradescope
+    from ..render.formats import to_gradescope
 
     return {"version": RECORD_VERSION, "student": student, "fingerprint": fingerprint, "status": "graded",
             "score": round(report.score, 4), "max_score": report.max_score,

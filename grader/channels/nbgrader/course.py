@@ -38,14 +38,14 @@ from ...course import load_assignments, load_course
 from ...i18n import _, course_text, language
 from ...paths import EXERCISES, ROOT, SOLUTIONS
 from ...pristine import translate_stubs
-from ..generated import python_string, render
+from ..package.generated import python_string, render
 from ...syntax import DEFINITIONS, documented, raises_not_implemented, start_line, without_docstrings
 
 SUB = "submission"
 
 
 def _setup_cell() -> str:
-    """The notebook's first code cell (templates/nbgrader_setup_cell.py), its words in the language in use."""
+    """The notebook's first code cell (package/templates/nbgrader_setup_cell.py), its words in the language in use."""
     about = _("Setup (do not edit): imports the grader and creates the folder your code is written to.\n"
               "The grader is found in the folder named by the environment variable DRILLS_GRADER\n"
               "(the course's checkout or its student release), else as an installed package.")

@@ -30,7 +30,7 @@ from ... import i18n
 from ...i18n import _
 from ...inert import each_text, visible
 from ...paths import ROOT
-from ..formats import status_label
+from ..render.formats import status_label
 
 SUBMISSION = "submission"
 

@@ -24,51 +24,13 @@ from importlib.machinery import SourceFileLoader
 from pathlib import Path
 from typing import Iterable
 
-from ...contract import OWNERS
+from ...contract import FACTS, OWNERS
 
 FOLDER = Path(__file__).resolve().parent
 
-# contract name (as in contract.OWNERS) -> the piece that implements it
-PIECES: dict[str, str] = {
-    "split_heads": "heads",
-    "merge_heads": "heads",
-    "attention_scores": "scores",
-    "causal_mask": "masks",
-    "apply_mask": "masks",
-    "scaled_dot_product_attention": "sdpa",
-    "MultiHeadAttention.__init__": "projections",
-    "MultiHeadAttention.project_qkv": "projections",
-    "MultiHeadAttention.forward": "attention_forward",
-    "sinusoidal_positional_encoding": "positional",
-    "TransformerBlock": "block",
-    "patchify": "patches",
-    "PatchEmbedding": "patches",
-    "KVCache": "kv_cache",
-    "LayerNorm": "layernorm",
-    "RMSNorm": "rmsnorm",
-    "SwiGLU": "swiglu",
-    "softmax": "losses",
-    "log_softmax": "losses",
-    "cross_entropy": "losses",
-    "AdamW": "optim",
-    "clip_grad_norm": "optim",
-    "lr_at": "schedule",
-    "rope_angles": "rope",
-    "apply_rope": "rope",
-    "repeat_kv": "gqa",
-    "GroupedQueryAttention": "gqa",
-    "filter_logits": "sampling",
-    "sample_next_token": "sampling",
-    "generate": "sampling",
-    "DecoderBlock": "gpt",
-    "TinyLM": "gpt",
-    "ViT": "vit_model",
-    "window_partition": "windows",
-    "window_reverse": "windows",
-    "shifted_window_mask": "windows",
-    "WindowAttention": "window_attention",
-    "SwinBlock": "window_attention",
-}
+# contract name (as in contract.OWNERS) -> the piece that implements it (each component's row of contract.FACTS)
+PIECES: dict[str, str] = {name.partition(".")[2]: piece for row in FACTS for piece, names in row.pieces.items()
+                          for name in names}
 # Grader tools the checks create on the implementation's side: name -> (piece, the contract name it wraps,
 # or None). A tool holds no answer: it passes each call on to the stand-in of that name (else the student's
 # own), or, wrapping nothing, only holds plain data (`Parameters`: tensors for an optimizer to update) or passes

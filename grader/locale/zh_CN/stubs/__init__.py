@@ -11,8 +11,6 @@
 - ``block.py``：``TransformerBlock`` [pre_ln_block]。
 - ``vit.py``：``patchify`` / ``PatchEmbedding`` [patch_embedding]。
 - ``kv_cache.py``：``KVCache`` [kv_cache]。
-- ``training.py``：``softmax`` / ``log_softmax`` / ``cross_entropy`` [cross_entropy]，
-  ``AdamW`` / ``clip_grad_norm`` [optimizer]，``lr_at`` [lr_schedule]。
 
 大语言模型方向（LLaMA 式语言模型的各个部分）：
 
@@ -20,6 +18,8 @@
 - ``rope.py``：``rope_angles`` / ``apply_rope`` [rope]。
 - ``ffn.py``：``SwiGLU`` [swiglu]。
 - ``gqa.py``：``repeat_kv`` / ``GroupedQueryAttention`` [grouped_query_attention]。
+- ``training.py``：``softmax`` / ``log_softmax`` / ``cross_entropy`` [cross_entropy]，
+  ``AdamW`` / ``clip_grad_norm`` [optimizer]，``lr_at`` [lr_schedule]。
 - ``sampling.py``：``filter_logits`` / ``sample_next_token`` / ``generate`` [sampling]。
 - ``gpt.py``：``DecoderBlock`` / ``TinyLM`` [tiny_lm]，建立在上述各部分之上的完整
   模型；它通过之后，``python -m grader train`` 会训练它。

@@ -19,10 +19,10 @@ import sys
 import zipfile
 from pathlib import Path
 
-from ..source import find_submission
-from ..paths import COURSE_FILE, PYPROJECT, ROOT
-from ..files import replacing
-from ..i18n import N_, _, catalogue, language
+from ...source import find_submission
+from ...paths import COURSE_FILE, PYPROJECT, ROOT
+from ...files import replacing
+from ...i18n import N_, _, catalogue, language
 from .generated import render
 
 CPU_INDEX = "https://download.pytorch.org/whl/cpu"

@@ -4,15 +4,15 @@ from __future__ import annotations
 import base64
 import json
 import sys
+from importlib import resources
 from pathlib import Path
 from typing import TextIO
 
-from ..figures import FIGURES, show_command
-from ..results import ERROR, FAILED, NOT_STARTED, PASSED, TIMEOUT, ComponentResult, Report
-from ..files import write_atomic
-from ..i18n import LANGUAGES, N_, _, course_text, language, ngettext
-from ..inert import each_text, markdown_block, unicode, visible
-from .generated import template
+from ...figures import FIGURES, show_command
+from ...results import ERROR, FAILED, NOT_STARTED, PASSED, TIMEOUT, ComponentResult, Report
+from ...files import write_atomic
+from ...i18n import LANGUAGES, N_, _, course_text, language, ngettext
+from ...inert import each_text, markdown_block, unicode, visible
 
 STYLE = {PASSED: "green", FAILED: "red", ERROR: "red", TIMEOUT: "magenta", NOT_STARTED: "yellow"}
 # How a status reads to a learner; the results carry the untranslated ids (JSON, tags, JUnit).
@@ -27,7 +27,7 @@ def status_label(status: str) -> str:
 
 def protection_line(report: Report) -> str:
     """Which sandbox student code ran in (grader/sandbox/confine.py); a warning when there was none."""
-    from ..sandbox.confine import NONE, describe
+    from ...sandbox.confine import NONE, describe
 
     if report.protection == "in-process":
         return _("student code ran in the grader's own process (plain pytest): nothing was confined")
@@ -37,7 +37,7 @@ def protection_line(report: Report) -> str:
 
 def _unprotected(report: Report) -> bool:
     """Student code ran with no sandbox at all: every output says so at its top."""
-    from ..sandbox.confine import NONE
+    from ...sandbox.confine import NONE
 
     return report.protection in (NONE, "in-process")
 
@@ -277,7 +277,8 @@ def to_html(report: Report, figures: str = "failing") -> str:
                                      lstrip_blocks=True, extensions=["jinja2.ext.i18n"],
                                      finalize=lambda value: visible(value) if type(value) is str else value)
     environment.install_gettext_callables(_, ngettext, newstyle=False)  # plain str: escaped like any text
-    page = environment.from_string(template("report.html"))
+    source = resources.files(__package__).joinpath("templates", "report.html").read_text(encoding="utf-8")
+    page = environment.from_string(source)
     return page.render(report=report, components=components, total=format_points(report.score, report.max_score),
                        duration=f"{report.duration_s:.1f}" if report.duration_s else "", lang=html_lang(),
                        protection=protection_line(report), unprotected=_unprotected(report))
@@ -294,8 +295,8 @@ def _draw(report: Report, components: dict[str, list[str]]) -> tuple[dict[str, l
         return {}, ""
     if not Path(report.target).is_dir():
         return {}, _("no such folder: {path}").format(path=report.target)
-    from ..show.draw import font_note, png
-    from ..show.pictures import learner_figures
+    from ...show.draw import font_note, png
+    from ...show.pictures import learner_figures
 
     drawn: dict[str, list[dict]] = {}
     for component, figures in learner_figures(report.target, components).items():

@@ -8,7 +8,7 @@ holds it (attention) and tell where that patch is (the learned positions: withou
 token sees the patches as a set, and every quadrant looks the same). Nothing is downloaded; every
 batch and the initial weights come from fixed seeds.
 
-As in the LLM track's task (grader/engine/training.py), the loop talks to the model through a
+As in the LLM track's task (tiny_lm.py), the loop (its `remote_training`) talks to the model through a
 `Target`: the weights live on the grader's side and are updated there by `torch.optim.AdamW`;
 the model is sent them, returns its logits, and backpropagates the loss's gradient into its
 parameters.
@@ -23,7 +23,7 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor
 
-from .training import TrainingFailed, remote_training
+from .tiny_lm import TrainingFailed, remote_training
 
 __all__ = ["QUADRANTS", "VISION_TASK", "TrainingFailed", "VisionTask", "accuracy", "batch", "images", "initial_state",
            "train"]

@@ -18,13 +18,13 @@ from pathlib import Path
 
 import yaml
 
-from ..contract import COMPONENTS, MODULES, OWNERS
-from ..course import Course, load_course
-from ..errors import GraderError
-from ..paths import CHECKS_DIR, COURSE_FILE, GRADER, PYPROJECT, ROOT, SOLUTIONS, STANDINS
+from ...contract import COMPONENTS, MODULES, OWNERS
+from ...course import Course, load_course
+from ...errors import GraderError
+from ...paths import CHECKS_DIR, COURSE_FILE, GRADER, PYPROJECT, ROOT, SOLUTIONS, STANDINS
 from .generated import render
-from ..i18n import _, course_text, language
-from ..pristine import PristineStubsError, changed_exercises, pristine_stubs, translate_stubs, write_shipped_stubs
+from ...i18n import _, course_text, language
+from ...pristine import PristineStubsError, changed_exercises, pristine_stubs, translate_stubs, write_shipped_stubs
 
 IGNORE = shutil.ignore_patterns("__pycache__", "*.pyc", ".pytest_cache")
 README_TEMPLATES = {"en": "release_README.md", "zh": "release_README.zh.md"}  # the student README per language
@@ -170,7 +170,7 @@ def build_release(out: Path, lang: str | None = None) -> Path:
     for piece in (out / STANDINS.relative_to(ROOT)).glob("*.py"):  # stand-ins are answers: only the tools ship
         if piece.stem not in SHIPPED_STANDINS:
             piece.unlink()
-    from ..show.data import STORED, save_expected
+    from ...show.data import STORED, save_expected
 
     save_expected(out / STORED.relative_to(ROOT))  # `show`'s expected panels, which the stand-ins drew here
     shutil.copytree(CHECKS_DIR, out / "tests", ignore=IGNORE)

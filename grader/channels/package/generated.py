@@ -1,4 +1,5 @@
-"""The files the channels generate, read from `templates/` (real files, linted and tested as such).
+"""The files the packagers generate (release.py, gradescope.py, nbgrader/course.py), read from `templates/` (real files,
+linted and tested as such).
 
 A template marks each value to fill in as `@NAME@`, which no shell script,
 Makefile or Markdown here uses otherwise; `render` refuses to leave one unfilled

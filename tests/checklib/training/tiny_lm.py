@@ -1,16 +1,17 @@
 """The capstone's training task, defined once: for tiny_lm's graded training check (tests/test_tiny_lm.py)
-and for `python -m grader train` (grader/train/command.py).
+and for `python -m grader train` (grader/train/command.py, through grader/checks_library.py).
 
 Sequences are made of a random motif of `period` tokens repeated to `seq_len`,
 so that from the second repetition on every next token is the one `period`
 positions back. Nothing is downloaded; every batch and the initial weights come
 from fixed seeds.
 
-The loop talks to the model through a `Target` (grader/engine/target.py) as the
-checks do: the weights live on the grader's side and are updated there by
-`torch.optim.AdamW`; the model is sent them, returns its logits, and
-backpropagates the loss's gradient into its parameters. So the check (where the
-model runs in a sandboxed worker) and the command (where it runs in a child
+The loop (`remote_training`, which the vision track's task shares) talks to the
+model through a `Target` (grader/engine/target.py) as the checks do: the weights
+live on the grader's side and are updated there by `torch.optim.AdamW`; the
+model is sent them, returns its logits, and backpropagates the loss's gradient
+into its parameters. So the check (where the model runs in a sandboxed worker)
+and the command (where it runs in a child
 process on the learner's machine) train in exactly the same way.
 """
 from __future__ import annotations
@@ -58,6 +59,10 @@ class Task:
                 f"tokens repeated to {self.seq_len}, batches of {self.batch_size}")
 
 TASK = Task()
+# The components whose code the training runs (through gpt.py's imports, the schedule and generate): those
+# `python -m grader train` names when it meets a stub not started.
+NEEDS = ("qkv_projection", "scaling", "masking", "head_splitting", "multi_head_attention", "kv_cache", "rms_norm",
+         "rope", "swiglu", "grouped_query_attention", "lr_schedule", "sampling", "tiny_lm")
 
 
 def motifs(task: Task, count: int, gen: torch.Generator) -> Tensor:
@@ -192,6 +197,3 @@ def prompts(task: Task, count: int = 4) -> Tensor:
 def expected_continuation(task: Task, prompt: Tensor, length: int) -> Tensor:
     """The prompt continued by its motif to `length` tokens in all."""
     return repeated(prompt[:, :task.period], length)
-
-
-# --------------------------------------------------------------------------- the command
