@@ -30,6 +30,7 @@ ROOT = Path(__file__).resolve().parent
 DEFAULT_TORCH = "torch>=2.2"
 CPU_INDEX = "https://download.pytorch.org/whl/cpu"
 STAMP = ".installed"
+WINDOWS = os.name == "nt"  # a venv's layout: Scripts\\python.exe here, bin/python elsewhere
 # `make test`'s command (the Makefile): keep the two alike.
 TEST_ARGS = ["-m", "pytest", "selftests", "-q", "--durations=40"]
 
@@ -39,7 +40,7 @@ USAGE = __doc__.split("\n\n", 1)[1].split("\nIt uses", 1)[0]
 def venv_python(venv: PurePath, windows: bool | None = None) -> PurePath:
     """The venv's interpreter: Scripts\\python.exe on Windows, bin/python elsewhere."""
     if windows is None:
-        windows = os.name == "nt"
+        windows = WINDOWS
     return venv / "Scripts" / "python.exe" if windows else venv / "bin" / "python"
 
 
