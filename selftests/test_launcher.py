@@ -109,3 +109,28 @@ def test_the_launcher_creates_a_venv_and_grades_as_the_grader_does(tmp_path):
     assert again.returncode == 0 and "kit:" not in again.stderr, again.stderr[-3000:]
     assert re.search(r"^masking\s+0/\d+\s+not started", again.stdout, re.MULTILINE), again.stdout
     print(f"kit.py set up a venv and graded in {took:.1f} s")
+
+
+# --------------------------------------------------------------------------- Windows fallbacks on the learner's path
+
+def test_a_submission_is_read_and_a_link_refused_without_o_nofollow(tmp_path, monkeypatch):
+    """Windows has no O_NOFOLLOW, O_NONBLOCK or O_CLOEXEC: grader/source.py opens with what there is and refuses a
+    link by looking first."""
+    from grader import source
+
+    monkeypatch.setattr(source, "_NO_FOLLOW", 0)
+    monkeypatch.setattr(source, "_READ_FLAGS", os.O_RDONLY)
+    (tmp_path / "attention.py").write_bytes(b"x = 1\r\n")
+    assert source.read_file(tmp_path / "attention.py") == b"x = 1\r\n"
+    (tmp_path / "norms.py").symlink_to(tmp_path / "attention.py")
+    with pytest.raises(source.UnreadableFile, match="symbolic link"):
+        source.read_file(tmp_path / "norms.py")
+
+
+def test_the_catalogues_cache_needs_no_getuid(monkeypatch, tmp_path):
+    """Windows has no os.getuid: a Chinese run's compiled catalogue goes to the user's own temporary folder."""
+    from grader import i18n
+
+    monkeypatch.delattr(os, "getuid")
+    monkeypatch.setenv("TMPDIR", str(tmp_path))
+    assert i18n._cache_dirs()[1] == tmp_path / "transformer-drills"
