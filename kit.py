@@ -6,7 +6,7 @@
 (On Windows `py kit.py ...` where `python` is not on the PATH.) Any other arguments go to the grader:
 `python kit.py check masking -v`, `python kit.py show rope`, `python kit.py drill ...`. Options before the verb:
 
-    --cpu           torch from PyTorch's CPU index (Linux and Windows; macOS wheels are CPU/MPS already)
+    --cpu           torch from PyTorch's CPU index (Linux and Windows; macOS wheels are CPU/MPS already); or KIT_CPU=1
     --torch SPEC    the torch requirement to install (default: the TORCH variable, else torch>=2.2)
     --venv DIR      the virtual environment (default: .venv beside this file)
     --extras NAMES  the kit's extras, as `make EXTRAS=` (default: the EXTRAS variable), e.g. nbgrader
@@ -52,7 +52,7 @@ def torch_build(platform: str = sys.platform, cpu: bool = False) -> str:
         return "the CPU-only build, from " + CPU_INDEX
     if platform.startswith("win"):
         return "PyPI's Windows wheel (CPU only; --cpu gives the same build)"
-    return "PyPI's default build (on x86-64 Linux a CUDA build, about 2-3 GB with its NVIDIA libraries; --cpu for the CPU one)"
+    return "PyPI's default build (on x86-64 Linux a CUDA build, several GB with NVIDIA's libraries; --cpu for the CPU one)"
 
 
 def torch_install_args(spec: str, cpu: bool, platform: str = sys.platform) -> list[str]:
