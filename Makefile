@@ -1,4 +1,5 @@
 # Set-up and everyday commands. Everything installs into .venv on first use.
+# Without make (Windows, or anywhere): python kit.py check | test, which sets up the same .venv.
 #   make grade          grade your exercises (python -m grader check)
 #   make test           run the project's own test suite
 #   make messages       re-extract the learner-facing texts into grader/locale/ (docs/contributors.md)

@@ -92,10 +92,15 @@ def catalogue(lang: str | None = None) -> _gettext.NullTranslations:
 
 
 def _cache_dirs() -> tuple[Path, Path]:
-    """Where compiled catalogues are kept: the user's cache, else (read-only home) a folder in /tmp."""
-    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
-    tmp = os.environ.get("TMPDIR") or "/tmp"
-    return Path(base) / "transformer-drills", Path(tmp) / f"transformer-drills-{os.getuid()}"
+    """Where compiled catalogues are kept: the user's cache, else (read-only home) a folder in the temporary one
+    (/tmp, per user by its name; on Windows %LOCALAPPDATA% and the user's own %TEMP%, and no os.getuid)."""
+    import tempfile
+
+    base = os.environ.get("XDG_CACHE_HOME") or (os.name == "nt" and os.environ.get("LOCALAPPDATA")) or os.path.join(
+        os.path.expanduser("~"), ".cache")
+    tmp = os.environ.get("TMPDIR") or tempfile.gettempdir()
+    user = f"-{os.getuid()}" if hasattr(os, "getuid") else ""
+    return Path(base) / "transformer-drills", Path(tmp) / f"transformer-drills{user}"
 
 
 def _load(lang: str) -> _gettext.NullTranslations:

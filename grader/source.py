@@ -20,6 +20,10 @@ from .contract import MODULES
 
 SUBMISSION_FILES: tuple[str, ...] = tuple(f"{m}.py" for m in MODULES)  # the files a submission consists of
 MAX_BYTES = 1 << 20  # no exercise file comes near a megabyte
+# Windows has none of O_NOFOLLOW, O_NONBLOCK (and no FIFOs), O_CLOEXEC, and wants O_BINARY for bytes as they are
+_NO_FOLLOW = getattr(os, "O_NOFOLLOW", 0)
+_READ_FLAGS = os.O_RDONLY | _NO_FOLLOW | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0) | getattr(
+    os, "O_BINARY", 0)
 
 
 class UnreadableFile(Exception):
@@ -29,7 +33,9 @@ class UnreadableFile(Exception):
 def read_file(path: str | Path, limit: int = MAX_BYTES) -> bytes:
     """The bytes of a regular file, opened without following a link and without blocking."""
     try:
-        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
+        if not _NO_FOLLOW and Path(path).is_symlink():  # (Windows: no O_NOFOLLOW; its own learner's files)
+            raise OSError(0, "a symbolic link")
+        fd = os.open(path, _READ_FLAGS)
     except OSError as exc:
         if Path(path).is_symlink():
             raise UnreadableFile(f"{Path(path).name} is a symbolic link; hand in the file itself") from None
