@@ -70,6 +70,11 @@ def _meta(grade_id: str, *, solution=False, grade=False, locked=False, points=No
     return {"nbgrader": meta}
 
 
+def _no_meta(grade_id: str, **_kwargs) -> dict:
+    """A self-study notebook's cell metadata: none (nbgrader reads none there)."""
+    return {}
+
+
 def _lines(source: str) -> list[str]:
     return source.splitlines()
 
@@ -265,8 +270,14 @@ def _owners(module: str, name: str) -> frozenset[str]:
     return frozenset().union(*[v for k, v in owners.items() if k.startswith(cls + ".")]) if cls else frozenset()
 
 
-def _file_cells(file: str, selected: set[str], course) -> tuple[list, list[str]]:
-    """Cells writing one contract file; also the ids of the solution cells."""
+def _file_cells(file: str, selected: set[str], course, study: str | None = None) -> tuple[list, list[str]]:
+    """Cells writing one contract file; also the ids of the solution cells.
+
+    `study` (the self-study notebooks, grader/channels/nbgrader/study.py): no nbgrader metadata; "stub": every
+    definition as the stub's code; "reference": the reference's code where nbgrader's notebook has a solution,
+    without the solution markers (what a selftest grades for full marks).
+    """
+    meta = _no_meta if study else _meta
     module = file.removesuffix(".py")
     stub_src = _stub_source(file)
     ref_src = (SOLUTIONS / file).read_text()
@@ -288,7 +299,7 @@ def _file_cells(file: str, selected: set[str], course) -> tuple[list, list[str]]
         if isinstance(node, (ast.Import, ast.ImportFrom)) and ast.dump(node) not in stub_imports:
             header += _text(ref_lines, node.lineno, node.end_lineno)
     cells.append(_code_cell(f"%%writefile {target}\n" + "\n".join(header) + "\n",
-                            _meta(f"{module}_header", locked=True)))
+                            meta(f"{module}_header", locked=True)))
     ref_defs = {n.name: n for n in ref_tree.body if isinstance(n, defs)}
     solution_ids = []
     done = set()
@@ -318,13 +329,13 @@ def _file_cells(file: str, selected: set[str], course) -> tuple[list, list[str]]
     for node in body[first_def:]:
         if not isinstance(node, defs):
             cells.append(_code_cell(f"%%writefile -a {target}\n\n" + "\n".join(
-                _text(stub_lines, start_line(node), node.end_lineno)) + "\n", _meta(f"{module}_{node.lineno}", locked=True)))
+                _text(stub_lines, start_line(node), node.end_lineno)) + "\n", meta(f"{module}_{node.lineno}", locked=True)))
             continue
         ref = ref_defs.get(node.name)
         done.add(node.name)
         members = [node.name] + [f"{node.name}.{m.name}" for m in getattr(node, "body", [])
                                  if isinstance(node, ast.ClassDef) and isinstance(m, ast.FunctionDef)]
-        solution = ref is not None and any(is_solution(m) for m in members)
+        solution = ref is not None and any(is_solution(m) for m in members) and study != "stub"
         if isinstance(node, ast.ClassDef) and ref is not None and solution:
             code = _class(stub_lines, node, ref_lines, ref, is_solution)
         elif solution:
@@ -333,20 +344,25 @@ def _file_cells(file: str, selected: set[str], course) -> tuple[list, list[str]]
             code = _text(stub_lines, start_line(node), node.end_lineno)
         cell_id = f"{module}_{node.name}"
         cells.append(_md(component_note(node.name)))
-        source = f"%%writefile -a {target}\n\n\n" + "\n".join(code) + "\n"
-        cells.append(_code_cell(source, _meta(cell_id, solution=True) if solution else _meta(cell_id, locked=True)))
+        source = f"%%writefile -a {target}\n\n\n" + "\n".join(_unmarked(code) if study else code) + "\n"
+        cells.append(_code_cell(source, meta(cell_id, solution=True) if solution else meta(cell_id, locked=True)))
         if solution:
             solution_ids.append(cell_id)
     for name, node in ref_defs.items():  # reference helpers the stub lacks
-        if name not in done and not name.startswith("__"):
+        if name not in done and not name.startswith("__") and study != "stub":
             cell_id = f"{module}_{name}"
             code = _signature_only(ref_lines, node) if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) \
                 else ["### BEGIN SOLUTION", *_text(ref_lines, start_line(node), node.end_lineno), "### END SOLUTION"]
             cells.append(_md("\n\n".join([f"### `{name}`", *docs_of(name, ref_docs)])))
-            cells.append(_code_cell(f"%%writefile -a {target}\n\n\n" + "\n".join(code) + "\n",
-                                    _meta(cell_id, solution=True)))
+            cells.append(_code_cell(f"%%writefile -a {target}\n\n\n" + "\n".join(_unmarked(code) if study else code)
+                                    + "\n", meta(cell_id, solution=True)))
             solution_ids.append(cell_id)
     return cells, solution_ids
+
+
+def _unmarked(code: list[str]) -> list[str]:
+    """Code lines without nbgrader's solution markers."""
+    return [line for line in code if line.strip() not in ("### BEGIN SOLUTION", "### END SOLUTION")]
 
 
 def _test_cell(component) -> str:
