@@ -33,6 +33,12 @@ def notebook_name(track: str, lang: str = "en") -> str:
     return f"{track}.ipynb" if lang == "en" else f"{track}.{lang}.ipynb"
 
 
+def colab_url(track: str, lang: str = "en") -> str:
+    """The address that opens the committed notebook of `track` on Colab (the READMEs link it)."""
+    return (f"https://colab.research.google.com/github/{REPOSITORY.removeprefix('https://github.com/')}"
+            f"/blob/main/{NOTEBOOKS}/{notebook_name(track, lang)}")
+
+
 def _install_cell() -> str:
     about = _("Installs the kit where it is missing (Colab): clones the repository and installs it with pip.\n"
               "torch, already installed on Colab, is not reinstalled. Where `import grader` works, it does nothing.")
