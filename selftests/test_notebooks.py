@@ -96,3 +96,25 @@ def test_notebook_grades_in_a_kernel(tmp_path: Path, monkeypatch, track: str, va
             assert (score, status) == (0, "not started"), (component, score, status)
         else:
             assert (score, status) == (most, "passed"), (component, score, status)
+
+
+def test_a_chinese_notebook_holds_no_english_prose_in_what_the_grader_writes() -> None:
+    """As test_i18n's test of the Chinese nbgrader course: the cells the builder words itself (the introduction,
+    the install and setup cells' comments, the other tracks' files, the "check your work" part), not the stubs'
+    docstrings (the translated stubs, tested in test_i18n) nor code."""
+    from selftests.test_i18n import NAMES, _kept_in_course_texts, english_prose
+
+    kept = NAMES | _kept_in_course_texts() | {"Colab", "pip"}  # names: the service, the installer
+    for track in TRACKS:
+        nb = nbformat.read(ROOT / study.NOTEBOOKS / study.notebook_name(track, "zh"), as_version=4)
+        assert 'set_language("zh")' in nb.cells[2].source
+        for cell in nb.cells:
+            if cell.cell_type == "markdown":
+                if cell.source.startswith(("## `", "### `")):
+                    continue  # a stub's docstring
+                text = cell.source
+            else:
+                code = re.sub(r'NotImplementedError\(\s*"[^"]*"\s*\)', " ", cell.source)  # the stubs' code, as in English
+                words = [s for s in re.findall(r'"((?:[^"\\]|\\.)*)"', code) if " " in s]  # a message, not a path
+                text = "\n".join(re.findall(r"#(.*)", code) + words)
+            assert [w for w in english_prose(text) if w not in kept] == [], (track, cell.source[:300])

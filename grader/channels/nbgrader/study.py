@@ -49,7 +49,7 @@ def _install_cell() -> str:
             "    if not os.path.isdir('transformer-drills'):\n"
             "        subprocess.run(['git', 'clone', '--depth', '1', REPOSITORY, 'transformer-drills'], check=True)\n"
             "    subprocess.run([sys.executable, '-m', 'pip', 'install', '-q', '-e', 'transformer-drills'], check=True)\n"
-            "    sys.path.insert(0, os.path.abspath('transformer-drills'))  # this kernel started before the install\n")
+            "    sys.path.insert(0, os.path.abspath('transformer-drills'))\n")
 
 
 def _check_cell(track: str) -> str:
