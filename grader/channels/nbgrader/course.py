@@ -371,6 +371,33 @@ def _test_cell(component) -> str:
     return f'from grader.channels.nbgrader.notebook import grade_component\n\ngrade_component("{component.id}")\n'
 
 
+def _intro(title: str, how: str, components) -> str:
+    """A notebook's first cell: its title, the kit's one-line summary, how to work in it, the points table."""
+    return (f"# {title}\n\n{_stub_source('__init__.py').split(chr(10) * 2, 1)[0].strip(chr(34))}\n\n{how}\n\n"
+            + "| {} | {} |\n|---|---|\n".format(_("component"), _("points"))
+            + "\n".join(f"| {course_text(c.id, c.title)} (`{c.id}`) | {c.points:g} |" for c in components))
+
+
+def write_notebook(nb, path: Path) -> Path:
+    """Validate `nb` and write it to `path` (its folder made)."""
+    import nbformat
+
+    nbformat.validate(nb)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    nbformat.write(nb, path)
+    return path
+
+
+def nbformat_missing(what: str) -> bool:
+    """Whether nbformat cannot be imported (then says so, naming `what` needs it)."""
+    try:
+        import nbformat  # noqa: F401
+    except ImportError:
+        print(f"{what} needs nbformat: pip install 'transformer-drills[nbgrader]'", flush=True)
+        return True
+    return False
+
+
 def build_notebook(assignment):
     import nbformat
 
@@ -383,14 +410,11 @@ def build_notebook(assignment):
             if file not in files:
                 files.append(file)
     others = [f for f in dict.fromkeys(f for fs in FILES.values() for f in fs) if f not in files]
-    intro = (f"# {course_text(assignment.id, assignment.title)}\n\n"
-             f"{_stub_source('__init__.py').split(chr(10) * 2, 1)[0].strip(chr(34))}\n\n"
-             + _("Fill in every cell that says `# YOUR CODE HERE` (replace `raise NotImplementedError()` with your "
-                 "code, keeping the indentation). Each code cell appends your code to a file in `submission/`; "
-                 "run the notebook top to bottom (Restart & Run All) after any edit. The cells under *Check your "
-                 "work* grade each component; their value is the points earned.") + "\n\n"
-             + "| {} | {} |\n|---|---|\n".format(_("component"), _("points"))
-             + "\n".join(f"| {course_text(c.id, c.title)} (`{c.id}`) | {c.points:g} |" for c in components))
+    intro = _intro(course_text(assignment.id, assignment.title), _(
+        "Fill in every cell that says `# YOUR CODE HERE` (replace `raise NotImplementedError()` with your "
+        "code, keeping the indentation). Each code cell appends your code to a file in `submission/`; "
+        "run the notebook top to bottom (Restart & Run All) after any edit. The cells under *Check your "
+        "work* grade each component; their value is the points earned."), components)
     cells = [_md(intro), _code_cell(_setup_cell(), _meta("setup", locked=True))]
     for file in files:
         file_cells, _ids = _file_cells(file, selected, course)
@@ -414,26 +438,14 @@ def build_notebook(assignment):
 
 
 def write_course(out: Path, root: Path = ROOT) -> list[Path]:
-    import nbformat
-
     out.mkdir(parents=True, exist_ok=True)
     (out / "nbgrader_config.py").write_text(render("nbgrader_config.py", course=python_string(load_course().name), root=python_string(str(root))))
-    written = []
-    for assignment in load_assignments():
-        path = out / "source" / assignment.id / f"{assignment.id}.ipynb"
-        path.parent.mkdir(parents=True, exist_ok=True)
-        nb = build_notebook(assignment)
-        nbformat.validate(nb)
-        nbformat.write(nb, path)
-        written.append(path)
-    return written
+    return [write_notebook(build_notebook(assignment), out / "source" / assignment.id / f"{assignment.id}.ipynb")
+            for assignment in load_assignments()]
 
 
 def _nbgrader(args: argparse.Namespace) -> int:
-    try:
-        import nbformat  # noqa: F401
-    except ImportError:
-        print("the nbgrader channel needs nbformat: pip install 'transformer-drills[nbgrader]'", flush=True)
+    if nbformat_missing("the nbgrader channel"):
         return 2
     for path in write_course(Path(args.dir), Path(args.root).resolve()):
         print(_("wrote {path}").format(path=path))

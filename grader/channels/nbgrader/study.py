@@ -21,7 +21,8 @@ from pathlib import Path
 from ...contract import FILES, TRACKS
 from ...course import load_assignments, load_course
 from ...i18n import _, course_text, language
-from .course import _code_cell, _file_cells, _md, _setup_cell, _stub_source, _without_docstrings, SUB
+from .course import (SUB, _code_cell, _file_cells, _intro, _md, _setup_cell, _without_docstrings, nbformat_missing,
+                     write_notebook)
 
 # The repository the install cell clones. No public URL is recorded in the project yet: a placeholder, defined
 # here only (the README's Colab links name the same repository).
@@ -70,14 +71,11 @@ def build_study_notebook(track: str, code: str = "stub"):
     others = [f for f in dict.fromkeys(f for fs in FILES.values() for f in fs) if f not in files]
     assignment = next((a for a in load_assignments() if set(a.components) == selected), None)
     title = course_text(assignment.id, assignment.title) if assignment else track
-    intro = (f"# {title}\n\n"
-             f"{_stub_source('__init__.py').split(chr(10) * 2, 1)[0].strip(chr(34))}\n\n"
-             + _("Replace each `raise NotImplementedError(...)` with your code, keeping the indentation. Each code "
-                 "cell writes your code to a file in `submission/`; after an edit, run the notebook top to bottom "
-                 "(Restart & Run All), then the last cell grades it with the same checks as `python -m grader "
-                 "check` and prints the same table.") + "\n\n"
-             + "| {} | {} |\n|---|---|\n".format(_("component"), _("points"))
-             + "\n".join(f"| {course_text(c.id, c.title)} (`{c.id}`) | {c.points:g} |" for c in components))
+    intro = _intro(title, _(
+        "Replace each `raise NotImplementedError(...)` with your code, keeping the indentation. Each code "
+        "cell writes your code to a file in `submission/`; after an edit, run the notebook top to bottom "
+        "(Restart & Run All), then the last cell grades it with the same checks as `python -m grader "
+        "check` and prints the same table."), components)
     cells = [_md(intro), _code_cell(_install_cell(), {"tags": ["install"]}), _code_cell(_setup_cell(), {})]
     for file in files:
         cells += _file_cells(file, selected, course, study=code)[0]
@@ -99,24 +97,11 @@ def build_study_notebook(track: str, code: str = "stub"):
 
 def write_notebooks(out: Path) -> list[Path]:
     """Every track's notebook, in the language in use, into `out`."""
-    import nbformat
-
-    out.mkdir(parents=True, exist_ok=True)
-    written = []
-    for track in TRACKS:
-        nb = build_study_notebook(track)
-        nbformat.validate(nb)
-        path = out / notebook_name(track, language())
-        nbformat.write(nb, path)
-        written.append(path)
-    return written
+    return [write_notebook(build_study_notebook(track), out / notebook_name(track, language())) for track in TRACKS]
 
 
 def _notebooks(args: argparse.Namespace) -> int:
-    try:
-        import nbformat  # noqa: F401
-    except ImportError:
-        print("the notebooks need nbformat: pip install 'transformer-drills[nbgrader]'", flush=True)
+    if nbformat_missing("python -m grader notebooks"):
         return 2
     for path in write_notebooks(Path(args.out)):
         print(_("wrote {path}").format(path=path))
