@@ -9,6 +9,7 @@ test's kernel (this checkout, first on PYTHONPATH). The READMEs link every noteb
 """
 from __future__ import annotations
 
+import json
 import os
 import re
 import subprocess
@@ -75,16 +76,29 @@ def _table(nb) -> dict[str, tuple[int, int, str]]:
     return rows
 
 
+@pytest.fixture(scope="module")
+def kernel(tmp_path_factory) -> str:
+    """A kernel spec of this Python, first on JUPYTER_PATH: a user's own `python3` spec (another Python, where
+    `import grader` fails) would make the install cell clone the repository."""
+    path = tmp_path_factory.mktemp("jupyter")
+    spec = path / "kernels" / "drills-selftest" / "kernel.json"
+    spec.parent.mkdir(parents=True)
+    spec.write_text(json.dumps({"argv": [sys.executable, "-m", "ipykernel_launcher", "-f", "{connection_file}"],
+                                "display_name": "drills selftest", "language": "python"}))
+    return str(path)
+
+
 @pytest.mark.parametrize("variant", ["stub", "reference"])
 @pytest.mark.parametrize("track", TRACKS)
-def test_notebook_grades_in_a_kernel(tmp_path: Path, monkeypatch, track: str, variant: str) -> None:
+def test_notebook_grades_in_a_kernel(tmp_path: Path, monkeypatch, kernel: str, track: str, variant: str) -> None:
     if variant == "stub":  # as shipped
         nb = nbformat.read(ROOT / study.NOTEBOOKS / study.notebook_name(track), as_version=4)
     else:
         nb = study.build_study_notebook(track, "reference")
     monkeypatch.setenv("PYTHONPATH", os.pathsep.join([str(ROOT), *filter(None, [os.environ.get("PYTHONPATH")])]))
     monkeypatch.setenv("PYDEVD_DISABLE_FILE_VALIDATION", "1")
-    nbclient.NotebookClient(nb, timeout=300, kernel_name="python3",
+    monkeypatch.setenv("JUPYTER_PATH", kernel)
+    nbclient.NotebookClient(nb, timeout=300, kernel_name="drills-selftest",
                             resources={"metadata": {"path": str(tmp_path)}}).execute()
     assert not (tmp_path / "transformer-drills").exists(), "the install cell cloned the kit where it was importable"
     points = {c.id: c.points for c in load_course().components}
