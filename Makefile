@@ -2,6 +2,7 @@
 # Without make (Windows, or anywhere): python kit.py check | test, which sets up the same .venv.
 #   make grade          grade your exercises (python -m grader check)
 #   make test           run the project's own test suite
+#   make notebooks      rebuild notebooks/ from the stubs (docs/contributors.md)
 #   make messages       re-extract the learner-facing texts into grader/locale/ (docs/contributors.md)
 # TORCH picks the torch requirement; the project itself needs torch>=2.2.
 # Example: make test TORCH=torch==2.13.0   (a CPU wheel, where one is at hand)
@@ -13,7 +14,7 @@ EXTRAS ?=
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 
-.PHONY: grade test clean messages check-messages
+.PHONY: grade test clean messages check-messages notebooks
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -43,6 +44,12 @@ check-messages: $(STAMP)
 		--project transformer-drills --version 0.1.0 -o $(VENV)/grader.pot .
 	$(BIN)/pybabel update -D grader -i $(VENV)/grader.pot -d grader/locale --width 100 --ignore-obsolete --previous \
 		--check --ignore-pot-creation-date
+
+# The self-study notebooks (notebooks/, committed so that Colab can open them): rebuilt from the stubs and the
+# nbgrader channel's cells; selftests/test_notebooks.py fails while a committed one differs.
+notebooks: $(STAMP)
+	$(BIN)/python -m grader notebooks --out notebooks
+	$(BIN)/python -m grader --lang zh notebooks --out notebooks
 
 clean:
 	rm -rf $(VENV) build *.egg-info

@@ -25,6 +25,7 @@ COMMAND_MODULES: list[str] = [
     "grader.channels.batch.command",
     "grader.drills.command",
     "grader.channels.nbgrader.course",
+    "grader.channels.nbgrader.study",
     "grader.train.command",
     "grader.show.command",
 ]

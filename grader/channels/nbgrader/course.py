@@ -70,6 +70,11 @@ def _meta(grade_id: str, *, solution=False, grade=False, locked=False, points=No
     return {"nbgrader": meta}
 
 
+def _no_meta(grade_id: str, **_kwargs) -> dict:
+    """A self-study notebook's cell metadata: none (nbgrader reads none there)."""
+    return {}
+
+
 def _lines(source: str) -> list[str]:
     return source.splitlines()
 
@@ -265,8 +270,14 @@ def _owners(module: str, name: str) -> frozenset[str]:
     return frozenset().union(*[v for k, v in owners.items() if k.startswith(cls + ".")]) if cls else frozenset()
 
 
-def _file_cells(file: str, selected: set[str], course) -> tuple[list, list[str]]:
-    """Cells writing one contract file; also the ids of the solution cells."""
+def _file_cells(file: str, selected: set[str], course, study: str | None = None) -> tuple[list, list[str]]:
+    """Cells writing one contract file; also the ids of the solution cells.
+
+    `study` (the self-study notebooks, grader/channels/nbgrader/study.py): no nbgrader metadata; "stub": every
+    definition as the stub's code; "reference": the reference's code where nbgrader's notebook has a solution,
+    without the solution markers (what a selftest grades for full marks).
+    """
+    meta = _no_meta if study else _meta
     module = file.removesuffix(".py")
     stub_src = _stub_source(file)
     ref_src = (SOLUTIONS / file).read_text()
@@ -288,7 +299,7 @@ def _file_cells(file: str, selected: set[str], course) -> tuple[list, list[str]]
         if isinstance(node, (ast.Import, ast.ImportFrom)) and ast.dump(node) not in stub_imports:
             header += _text(ref_lines, node.lineno, node.end_lineno)
     cells.append(_code_cell(f"%%writefile {target}\n" + "\n".join(header) + "\n",
-                            _meta(f"{module}_header", locked=True)))
+                            meta(f"{module}_header", locked=True)))
     ref_defs = {n.name: n for n in ref_tree.body if isinstance(n, defs)}
     solution_ids = []
     done = set()
@@ -318,13 +329,13 @@ def _file_cells(file: str, selected: set[str], course) -> tuple[list, list[str]]
     for node in body[first_def:]:
         if not isinstance(node, defs):
             cells.append(_code_cell(f"%%writefile -a {target}\n\n" + "\n".join(
-                _text(stub_lines, start_line(node), node.end_lineno)) + "\n", _meta(f"{module}_{node.lineno}", locked=True)))
+                _text(stub_lines, start_line(node), node.end_lineno)) + "\n", meta(f"{module}_{node.lineno}", locked=True)))
             continue
         ref = ref_defs.get(node.name)
         done.add(node.name)
         members = [node.name] + [f"{node.name}.{m.name}" for m in getattr(node, "body", [])
                                  if isinstance(node, ast.ClassDef) and isinstance(m, ast.FunctionDef)]
-        solution = ref is not None and any(is_solution(m) for m in members)
+        solution = ref is not None and any(is_solution(m) for m in members) and study != "stub"
         if isinstance(node, ast.ClassDef) and ref is not None and solution:
             code = _class(stub_lines, node, ref_lines, ref, is_solution)
         elif solution:
@@ -333,26 +344,58 @@ def _file_cells(file: str, selected: set[str], course) -> tuple[list, list[str]]
             code = _text(stub_lines, start_line(node), node.end_lineno)
         cell_id = f"{module}_{node.name}"
         cells.append(_md(component_note(node.name)))
-        source = f"%%writefile -a {target}\n\n\n" + "\n".join(code) + "\n"
-        cells.append(_code_cell(source, _meta(cell_id, solution=True) if solution else _meta(cell_id, locked=True)))
+        source = f"%%writefile -a {target}\n\n\n" + "\n".join(_unmarked(code) if study else code) + "\n"
+        cells.append(_code_cell(source, meta(cell_id, solution=True) if solution else meta(cell_id, locked=True)))
         if solution:
             solution_ids.append(cell_id)
     for name, node in ref_defs.items():  # reference helpers the stub lacks
-        if name not in done and not name.startswith("__"):
+        if name not in done and not name.startswith("__") and study != "stub":
             cell_id = f"{module}_{name}"
             code = _signature_only(ref_lines, node) if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) \
                 else ["### BEGIN SOLUTION", *_text(ref_lines, start_line(node), node.end_lineno), "### END SOLUTION"]
             cells.append(_md("\n\n".join([f"### `{name}`", *docs_of(name, ref_docs)])))
-            cells.append(_code_cell(f"%%writefile -a {target}\n\n\n" + "\n".join(code) + "\n",
-                                    _meta(cell_id, solution=True)))
+            cells.append(_code_cell(f"%%writefile -a {target}\n\n\n" + "\n".join(_unmarked(code) if study else code)
+                                    + "\n", meta(cell_id, solution=True)))
             solution_ids.append(cell_id)
     return cells, solution_ids
+
+
+def _unmarked(code: list[str]) -> list[str]:
+    """Code lines without nbgrader's solution markers."""
+    return [line for line in code if line.strip() not in ("### BEGIN SOLUTION", "### END SOLUTION")]
 
 
 def _test_cell(component) -> str:
     # Hidden checks count where DRILLS_HIDDEN_CHECKS=1 (nbgrader_config.py), not through
     # `### BEGIN HIDDEN TESTS`: nbgrader warns on every autograde of such a cell (issue 1961).
     return f'from grader.channels.nbgrader.notebook import grade_component\n\ngrade_component("{component.id}")\n'
+
+
+def _intro(title: str, how: str, components) -> str:
+    """A notebook's first cell: its title, the kit's one-line summary, how to work in it, the points table."""
+    return (f"# {title}\n\n{_stub_source('__init__.py').split(chr(10) * 2, 1)[0].strip(chr(34))}\n\n{how}\n\n"
+            + "| {} | {} |\n|---|---|\n".format(_("component"), _("points"))
+            + "\n".join(f"| {course_text(c.id, c.title)} (`{c.id}`) | {c.points:g} |" for c in components))
+
+
+def write_notebook(nb, path: Path) -> Path:
+    """Validate `nb` and write it to `path` (its folder made)."""
+    import nbformat
+
+    nbformat.validate(nb)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    nbformat.write(nb, path)
+    return path
+
+
+def nbformat_missing(what: str) -> bool:
+    """Whether nbformat cannot be imported (then says so, naming `what` needs it)."""
+    try:
+        import nbformat  # noqa: F401
+    except ImportError:
+        print(f"{what} needs nbformat: pip install 'transformer-drills[nbgrader]'", flush=True)
+        return True
+    return False
 
 
 def build_notebook(assignment):
@@ -367,14 +410,11 @@ def build_notebook(assignment):
             if file not in files:
                 files.append(file)
     others = [f for f in dict.fromkeys(f for fs in FILES.values() for f in fs) if f not in files]
-    intro = (f"# {course_text(assignment.id, assignment.title)}\n\n"
-             f"{_stub_source('__init__.py').split(chr(10) * 2, 1)[0].strip(chr(34))}\n\n"
-             + _("Fill in every cell that says `# YOUR CODE HERE` (replace `raise NotImplementedError()` with your "
-                 "code, keeping the indentation). Each code cell appends your code to a file in `submission/`; "
-                 "run the notebook top to bottom (Restart & Run All) after any edit. The cells under *Check your "
-                 "work* grade each component; their value is the points earned.") + "\n\n"
-             + "| {} | {} |\n|---|---|\n".format(_("component"), _("points"))
-             + "\n".join(f"| {course_text(c.id, c.title)} (`{c.id}`) | {c.points:g} |" for c in components))
+    intro = _intro(course_text(assignment.id, assignment.title), _(
+        "Fill in every cell that says `# YOUR CODE HERE` (replace `raise NotImplementedError()` with your "
+        "code, keeping the indentation). Each code cell appends your code to a file in `submission/`; "
+        "run the notebook top to bottom (Restart & Run All) after any edit. The cells under *Check your "
+        "work* grade each component; their value is the points earned."), components)
     cells = [_md(intro), _code_cell(_setup_cell(), _meta("setup", locked=True))]
     for file in files:
         file_cells, _ids = _file_cells(file, selected, course)
@@ -398,26 +438,14 @@ def build_notebook(assignment):
 
 
 def write_course(out: Path, root: Path = ROOT) -> list[Path]:
-    import nbformat
-
     out.mkdir(parents=True, exist_ok=True)
     (out / "nbgrader_config.py").write_text(render("nbgrader_config.py", course=python_string(load_course().name), root=python_string(str(root))))
-    written = []
-    for assignment in load_assignments():
-        path = out / "source" / assignment.id / f"{assignment.id}.ipynb"
-        path.parent.mkdir(parents=True, exist_ok=True)
-        nb = build_notebook(assignment)
-        nbformat.validate(nb)
-        nbformat.write(nb, path)
-        written.append(path)
-    return written
+    return [write_notebook(build_notebook(assignment), out / "source" / assignment.id / f"{assignment.id}.ipynb")
+            for assignment in load_assignments()]
 
 
 def _nbgrader(args: argparse.Namespace) -> int:
-    try:
-        import nbformat  # noqa: F401
-    except ImportError:
-        print("the nbgrader channel needs nbformat: pip install 'transformer-drills[nbgrader]'", flush=True)
+    if nbformat_missing("the nbgrader channel"):
         return 2
     for path in write_course(Path(args.dir), Path(args.root).resolve()):
         print(_("wrote {path}").format(path=path))

@@ -65,6 +65,22 @@ def grade_folder(folder: str | Path = SUBMISSION) -> dict:
     return _cache[key]
 
 
+def check_folder(components: list[str] | tuple[str, ...], folder: str | Path = SUBMISSION) -> int:
+    """Print what `python -m grader check COMPONENTS --target FOLDER` prints; its exit status.
+
+    The self-study notebooks' grading cell (grader/channels/nbgrader/study.py): the same command in a
+    subprocess, so the same checks, stand-ins and protection as `check` (student code never runs in the kernel
+    that grades it).
+    """
+    proc = subprocess.run([sys.executable, "-m", "grader", "--lang", i18n.language(), "check", *components,
+                           "--target", str(Path(folder).resolve())], cwd=ROOT, env=_grader_env(),
+                          capture_output=True, text=True)
+    print(proc.stdout.rstrip())  # the terminal's table (rich's styles, which a cell renders): student text in it is inert already
+    if proc.returncode != 0:
+        print(visible(_("the grader failed (exit {code}):").format(code=proc.returncode) + f"\n{proc.stderr[-2000:]}"))
+    return proc.returncode
+
+
 def _grader_env() -> dict[str, str]:
     """The environment of a `python -m grader` subprocess: this grader first on the path."""
     return {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT), *filter(None, [os.environ.get("PYTHONPATH")])]),
