@@ -156,6 +156,8 @@ def main(argv: list[str]) -> int:
     if not rest and not options["setup_only"] or rest[:1] in (["-h"], ["help"]):
         print(USAGE)
         return 0
+    if rest[:1] == ["test"] and not (ROOT / "selftests").is_dir():  # a student release ships no selftests
+        raise SystemExit("kit: this copy has no test suite (selftests/); `python kit.py check` grades your exercises")
     python = set_up(
         options["venv"],
         options["torch"] or DEFAULT_TORCH,

@@ -11,6 +11,7 @@ EXERCISES = ROOT / "exercises"  # the learner's stubs
 SOLUTIONS = ROOT / "solutions"  # the reference (never in a release)
 COURSE_FILE = ROOT / "course.yml"
 PYPROJECT = ROOT / "pyproject.toml"
+LAUNCHER = ROOT / "kit.py"  # the set-up and commands on every platform, without make
 
 
 def has_course() -> bool:

@@ -127,7 +127,7 @@ def _project_copy(dest: Path) -> Path:
     ignore = shutil.ignore_patterns("__pycache__", "*.pyc")
     for name in ("grader", "tests", "exercises", "solutions", ".github"):
         shutil.copytree(ROOT / name, dest / name, ignore=ignore)
-    for name in ("course.yml", "pyproject.toml"):
+    for name in ("course.yml", "pyproject.toml", "kit.py"):
         shutil.copy(ROOT / name, dest / name)
     return dest
 

@@ -3,7 +3,7 @@
 The bundle holds the pristine stubs (grader/pristine.py: as committed, whatever
 this checkout's exercises/ holds now) in exercises/ and grader/stubs/, the
 public checks (tests/ without hidden checks), the grader, course.yml (without
-hidden checks), pyproject.toml, a Makefile, a student README and the GitHub
+hidden checks), pyproject.toml, kit.py and a Makefile, a student README and the GitHub
 Classroom workflow (.github/workflows/classroom.yml). It never holds solutions/
 or the hidden checks.
 """
@@ -21,7 +21,7 @@ import yaml
 from ...contract import COMPONENTS, MODULES, OWNERS
 from ...course import Course, load_course
 from ...errors import GraderError
-from ...paths import CHECKS_DIR, COURSE_FILE, GRADER, PYPROJECT, ROOT, SOLUTIONS, STANDINS
+from ...paths import CHECKS_DIR, COURSE_FILE, GRADER, LAUNCHER, PYPROJECT, ROOT, SOLUTIONS, STANDINS
 from .generated import render
 from ...i18n import _, course_text, language
 from ...pristine import PristineStubsError, changed_exercises, pristine_stubs, translate_stubs, write_shipped_stubs
@@ -181,6 +181,7 @@ def build_release(out: Path, lang: str | None = None) -> Path:
     course_text = COURSE_FILE.read_text()
     (out / "course.yml").write_text(public_course(course_text, hidden))
     shutil.copy(PYPROJECT, out / "pyproject.toml")
+    shutil.copy(LAUNCHER, out / LAUNCHER.name)  # the set-up and `check` on every platform, without make
     (out / "Makefile").write_text(render("release_Makefile"))
     (out / ".gitignore").write_text(render("release_gitignore"))
     (out / "README.md").write_text(student_readme(load_course(), lang), encoding="utf-8")
