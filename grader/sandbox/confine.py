@@ -39,6 +39,7 @@ import os
 import signal
 import stat
 import sys
+import tempfile
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
@@ -795,12 +796,15 @@ def _environment_block() -> tuple[int, int] | None:
 
 def _scrub_environment(plan: Plan, block: tuple[int, int] | None) -> None:
     """Nothing of the grader's environment: a few plain variables, and the original block zeroed."""
-    scratch = "/tmp" if plan.protection == NAMESPACES else plan.scratch or "/tmp"
-    # (Windows, spawned workers only: its DLLs are found through PATH, and much of it needs SYSTEMROOT)
+    scratch = "/tmp" if plan.protection == NAMESPACES else plan.scratch or ("/tmp" if os.name != "nt" else
+                                                                                tempfile.gettempdir())
+    # (Windows, spawned workers only: its DLLs are found through PATH, much of it needs SYSTEMROOT, and its
+    # temporary folder is TEMP's, not TMPDIR's)
     windows = ("PATH", "SYSTEMROOT") if os.name == "nt" else ()
     keep = {k: os.environ[k] for k in ("LANG", "LC_ALL", "LC_MESSAGES", *windows) if k in os.environ}
     os.environ.clear()
     os.environ.update({"PATH": "/usr/local/bin:/usr/bin:/bin", "HOME": scratch, "TMPDIR": scratch,
+                       **({"TEMP": scratch, "TMP": scratch, "USERPROFILE": scratch} if os.name == "nt" else {}),
                        "PYTHONDONTWRITEBYTECODE": "1", **keep})
     if block is not None and 0 < block[0] < block[1]:
         ctypes.memset(block[0], 0, block[1] - block[0])
