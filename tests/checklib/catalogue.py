@@ -25,7 +25,8 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from typing import Any, Callable, Iterable
+from functools import cached_property
+from typing import Any, Callable, Iterable, NamedTuple
 
 Mistakes = dict["Mistake | Named", Any]
 
@@ -44,9 +45,14 @@ class Mistake:
     def text(self, **fields: Any) -> "Named":
         """This mistake with its sentence's fields filled in, as it travels (its English: `str()` of it): each
         value as the sentence shows it (`{base:.3g}`), so that values that read the same name one mistake."""
-        specs = {m[1]: m[2] for m in reversed(list(FIELD.finditer(self.sentence)))}  # (a field's first spec)
-        return Named(self.id, tuple((name, ("{0" + specs.get(name, "") + "}").format(value))
+        specs = self._specs
+        return Named(self.id, tuple((name, ("{0" + specs[name] + "}").format(value) if specs.get(name) else str(value))
                                     for name, value in sorted(fields.items())))
+
+    @cached_property
+    def _specs(self) -> dict[str, str]:
+        """Each field of the sentence -> its conversion and spec, `:.3g` (the first where a field recurs)."""
+        return {m[1]: m[2] for m in reversed(list(FIELD.finditer(self.sentence)))}
 
     def on(self, *inputs: Any) -> Callable[[], Any]:
         """The model bound to a check's inputs, computed only when called (when the check fails)."""
@@ -63,8 +69,7 @@ def plain(sentence: str) -> str:
     return FIELD.sub(lambda field: "{" + field[1] + "}", sentence)
 
 
-@dataclass(frozen=True)
-class Named:
+class Named(NamedTuple):
     """One known mistake as a failure names it: its id and the values of its sentence's fields."""
 
     id: str
