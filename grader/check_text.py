@@ -66,23 +66,29 @@ PROBLEMS = (
 )
 
 
-def diagnosis_line(named: list[dict]) -> str:
+def diagnosis_line(named: list[dict], lang: str | None = None) -> str:
     """The line a message carries for the known mistakes (`{"id", "fields"}`) that explain it ("" for none), in
-    the language in use: each sentence is its catalogue entry under the mistake's id, the values of its fields
-    translated where the catalogue knows them."""
+    `lang` (default: the language in use): each sentence is its catalogue entry under the mistake's id, the values
+    of its fields translated where the catalogue knows them."""
     if not named:
         return ""
-    lang = i18n.language()
-    sentences = [_sentence(item["id"], tuple(item["fields"].items()), lang) for item in named]
+    lang = lang or i18n.language()
+    words = i18n.catalogue(lang)
+    sentences = [mistake_text(item, lang) for item in named]
     if len(sentences) == 1:
-        return i18n._(DIAGNOSIS) + sentences[0]
-    return i18n._(DIAGNOSIS) + i18n._(AMBIGUOUS) + ("；" if lang == "zh" else "; ").join(sentences)
+        return words.gettext(DIAGNOSIS) + sentences[0]
+    return words.gettext(DIAGNOSIS) + words.gettext(AMBIGUOUS) + ("；" if lang == "zh" else "; ").join(sentences)
+
+
+def mistake_text(item: dict, lang: str) -> str:
+    """The sentence of one named mistake (`{"id", "fields"}`) in `lang`."""
+    return _sentence(item["id"], tuple(item["fields"].items()), lang)
 
 
 @lru_cache(maxsize=4096)
 def _sentence(mistake_id: str, fields: tuple[tuple[str, str], ...], lang: str) -> str:
     english = mistake_sentence(mistake_id)
-    template = english if lang == i18n.DEFAULT else i18n.pgettext(mistake_id, english)
+    template = i18n.catalogue(lang).pgettext(mistake_id, english)
     if not fields:
         return template
     # a field's value comes as the English sentence shows it (its spec applied): the template's own spec goes

@@ -43,20 +43,13 @@ HINT = "  hint: "
 AMBIGUOUS = N_("this matches more than one known mistake, and these inputs cannot tell them apart: ")
 
 
-def diagnosis_line(sentences: list[str]) -> str:
-    """The line a message carries for the known mistakes that explain it ("" for none)."""
-    if not sentences:
-        return ""
-    return DIAGNOSIS + (sentences[0] if len(sentences) == 1 else AMBIGUOUS + "; ".join(sentences))
-
-
-def with_diagnosis(message: str, sentences: list[str]) -> str:
-    """`message` with its diagnosis line (if any) replaced by the one for `sentences`, before the hint."""
-    lines = [line for line in message.split("\n") if not line.startswith(DIAGNOSIS)]
-    line = diagnosis_line(sentences)
+def with_diagnosis(message: str, line: str, shown: str | None = None) -> str:
+    """`shown` (`message` as its reader sees it, line for line: translated, say; by default `message` itself) with
+    the diagnosis `line` before `message`'s hint line, else at its end ("" adds nothing)."""
+    lines = (message if shown is None else shown).split("\n")
     if line:
-        at = next((i for i, text in enumerate(lines) if i and text.startswith(HINT)), len(lines))
-        lines.insert(at, line)
+        lines.insert(next((i for i, text in enumerate(message.split("\n")) if i and text.startswith(HINT)),
+                          len(lines)), line)
     return "\n".join(lines)
 
 

@@ -9,7 +9,8 @@ from ..contract import FILES
 from ..course import POINT_UNITS, Component
 from ..figures import figures_showing, see_line
 from ..i18n import _
-from ..results import ERROR, FAILED, NOT_STARTED, PASSED, TIMEOUT, CaseResult, CheckResult, ComponentResult, HINT
+from ..results import (ERROR, FAILED, NOT_STARTED, PASSED, TIMEOUT, CaseResult, CheckResult, ComponentResult,
+                       with_diagnosis)
 from ..sandbox.protocol import FORBIDDEN_CALL_CLASS
 
 
@@ -50,12 +51,7 @@ def _broken_rule(component: Component, own: list[CaseResult], outcomes: dict[str
 def diagnosed_message(message: str, named: list[dict]) -> str:
     """A failing check's message in the language in use, with the diagnosis line of the mistakes `named`
     before its hint."""
-    lines = translated(message).split("\n")
-    line = diagnosis_line(named)
-    if line:
-        hint = next((i for i, text in enumerate(message.split("\n")) if i and text.startswith(HINT)), len(lines))
-        lines.insert(min(hint, len(lines)), line)
-    return "\n".join(lines)
+    return with_diagnosis(message, diagnosis_line(named), translated(message))
 
 
 def score_component(component: Component, cases: list[CaseResult], load_errors: dict[str, str]) -> ComponentResult:

@@ -8,7 +8,7 @@ and the fields (`Named`, as data `{"id": ..., "fields": {...}}`): in a
 failure, the results, the bug catalogue's expectations and the translation
 catalogue (whose entry for a mistake has its id as context); the sentence is
 made from them where a report is written, in the reader's language
-(grader/check_text.py `diagnosis_text`). A model is one of
+(grader/check_text.py `diagnosis_line`). A model is one of
 
 - a function of the inputs that a bundle binds it to (`entry.on(q, k)`),
 - the switches of a simulator in a component's `mistakes/<component>.py` that several checks share
@@ -27,6 +27,9 @@ import re
 from dataclasses import dataclass
 from functools import cached_property
 from typing import Any, Callable, Iterable, NamedTuple
+
+from grader.check_text import mistake_text
+from grader.i18n import DEFAULT as ENGLISH
 
 Mistakes = dict["Mistake | Named", Any]
 
@@ -64,11 +67,6 @@ class Mistake:
 FIELD = re.compile(r"\{(\w+)((?:![rsa])?(?::[^{}]*)?)\}")  # a sentence's field: its name, its conversion and spec
 
 
-def plain(sentence: str) -> str:
-    """A sentence (or its translation) whose fields take the texts a `Named` carries: no conversion or spec."""
-    return FIELD.sub(lambda field: "{" + field[1] + "}", sentence)
-
-
 class Named(NamedTuple):
     """One known mistake as a failure names it: its id and the values of its sentence's fields."""
 
@@ -81,7 +79,7 @@ class Named(NamedTuple):
 
     def __str__(self) -> str:
         """The English sentence (what plain pytest prints; a report words it in its reader's language)."""
-        return english(self.data())
+        return mistake_text(self.data(), ENGLISH)
 
 
 Known = Mistake | Named  # a known mistake as a check names it
@@ -94,12 +92,6 @@ def named(key: Known) -> Named:
     if isinstance(key, Mistake):
         return Named(key.id)
     raise TypeError(f"a known mistake is named by its catalogue entry (or entry.text(...)), not {key!r}")
-
-
-def english(item: dict[str, Any]) -> str:
-    """The English sentence of a named mistake as data (`Named.data()`)."""
-    entry = CATALOGUE[item["id"]]
-    return plain(entry.sentence).format(**item["fields"]) if item["fields"] else entry.sentence
 
 
 CATALOGUE: dict[str, Mistake] = {}

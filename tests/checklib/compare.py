@@ -27,6 +27,8 @@ from typing import Any, Mapping, NamedTuple
 import torch
 from torch import Tensor
 
+from grader.check_text import diagnosis_line
+from grader.i18n import DEFAULT as ENGLISH
 from grader.results import CheckFailure, with_diagnosis
 
 from .catalogue import Mistake, Named, named
@@ -76,8 +78,9 @@ def failure(message: str, diagnosis: "Diagnosis | None" = None) -> CheckFailure:
     """The failure `message` (its first line, then any `  hint:` line) with what `diagnosis` says of the known
     mistakes, by id; its English text (plain pytest's) carries the diagnosis line before the hint."""
     matched, ruled_out = diagnosis or ([], [])
-    return CheckFailure(message, [n.data() for n in matched], [n.data() for n in ruled_out],
-                        with_diagnosis(message, [str(n) for n in matched]))
+    matched = [n.data() for n in matched]
+    return CheckFailure(message, matched, [n.data() for n in ruled_out],
+                        with_diagnosis(message, diagnosis_line(matched, ENGLISH)))
 
 
 def diagnosed(message: str, mistake: "Mistake | Named", ruled_out: "tuple[Mistake, ...]" = ()) -> CheckFailure:
