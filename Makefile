@@ -33,14 +33,14 @@ test: $(STAMP)
 # each language's .po, whose new or changed entries then await a translator (fuzzy or empty).
 POT := grader/locale/grader.pot
 messages: $(STAMP)
-	$(BIN)/pybabel extract -F babel.cfg -k N_ --no-location --sort-output --width 100 \
+	$(BIN)/pybabel extract -F babel.cfg -k N_ -k Phrase --no-location --sort-output --width 100 \
 		--project transformer-drills --version 0.1.0 -o $(POT) .
 	$(BIN)/pybabel update -D grader -i $(POT) -d grader/locale --width 100 --ignore-obsolete --previous
 
 # Exit 1 when the committed template or a catalogue lags behind the code (run `make messages`, then translate;
 # selftests/test_i18n.py also fails on an entry left untranslated).
 check-messages: $(STAMP)
-	$(BIN)/pybabel extract -F babel.cfg -k N_ --no-location --sort-output --width 100 \
+	$(BIN)/pybabel extract -F babel.cfg -k N_ -k Phrase --no-location --sort-output --width 100 \
 		--project transformer-drills --version 0.1.0 -o $(VENV)/grader.pot .
 	$(BIN)/pybabel update -D grader -i $(VENV)/grader.pot -d grader/locale --width 100 --ignore-obsolete --previous \
 		--check --ignore-pot-creation-date

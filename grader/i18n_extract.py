@@ -100,13 +100,13 @@ def extract_checks(fileobj: BinaryIO, keywords, comment_tags, options) -> Iterat
     parts = list(_message_parts(tree, _signatures(tree, path)))
     for value in parts + _field_values(tree, parts):
         for text in texts(value):
-            for line in text.split("\n"):  # a message's lines are translated one by one
-                # "{what}: <problem>" (an AssertionError's first line): the problem alone too, as it may
-                # follow a call that another template describes
-                problem = re.fullmatch(r"\{\w+\}: (.*)", line)
-                for part in [line] + ([problem[1]] if problem else []):
-                    if has_prose(part):
-                        yield value.lineno, "pgettext", (CONTEXT, part), []
+            if has_prose(text):
+                yield value.lineno, "pgettext", (CONTEXT, text), []
+    for node in ast.walk(tree):  # every text a check words with its fields (grader/text.py Phrase): by its template
+        if isinstance(node, ast.Call) and _callee(node) == "Phrase" and node.args and \
+                isinstance(node.args[0], ast.Constant) and isinstance(node.args[0].value, str) and \
+                has_prose(node.args[0].value):
+            yield node.lineno, "pgettext", (CONTEXT, node.args[0].value), []
 
 
 # The parameters through which the checks word a failing check's first line ("<what>: <problem>"): the call
@@ -184,6 +184,8 @@ def _field_values(tree: ast.Module, parts: list[ast.expr]) -> list[ast.expr]:
     the arguments of this file's calls of the function and the values of its `pytest.mark.parametrize`; and
     what a function of the file returns where a field calls it (`f"... {span(start, stop)} ..."`)."""
     shown = [node.value for part in parts for node in ast.walk(part) if isinstance(node, ast.FormattedValue)]
+    shown += [keyword.value for part in parts for node in ast.walk(part)  # Phrase("the {phase} of ...", phase=phase)
+              if isinstance(node, ast.Call) and _callee(node) == "Phrase" for keyword in node.keywords]
     fields = {value.id for value in shown if isinstance(value, ast.Name)}
     functions = [n for n in ast.walk(tree) if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))]
     called = {value.func.id for value in shown if isinstance(value, ast.Call) and isinstance(value.func, ast.Name)}
@@ -245,6 +247,10 @@ class _Texts:
             return (self(node.body, depth + 1) + self(node.orelse, depth + 1))[:self.LIMIT]
         if isinstance(node, ast.BoolOp):
             return [t for value in node.values for t in self(value, depth + 1)][:self.LIMIT]
+        if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Add) and \
+                any(isinstance(n, ast.Call) and _callee(n) == "Phrase" for n in ast.walk(node)):
+            # a Phrase composed with another text keeps both (grader/text.py): each is rendered, so found, alone
+            return (self(node.left, depth + 1) + self(node.right, depth + 1))[:self.LIMIT]
         if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Add):  # an operand not text: a field
             left, right = (self(side, depth + 1) or [_field(side)] for side in (node.left, node.right))
             return [a + b for a in left for b in right][:self.LIMIT]
@@ -256,18 +262,8 @@ class _Texts:
         if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and not node.args and \
                 node.func.attr in ("strip", "rstrip", "lstrip"):
             return [getattr(text, node.func.attr)() for text in self(node.func.value, depth + 1)]
-        if isinstance(node, ast.JoinedStr):
-            texts = [""]
-            for value in node.values:
-                if isinstance(value, ast.Constant):
-                    options = [str(value.value)]
-                elif isinstance(value.value, ast.Name) and value.value.id in self.constants and \
-                        value.format_spec is None:
-                    options = [self.constants[value.value.id]]
-                else:
-                    options = [_field(value.value)]
-                texts = [a + b for a in texts for b in options]
-            return texts
+        if isinstance(node, ast.Call) and _callee(node) == "Phrase" and node.args:  # a text with fields: its template
+            return [node.args[0].value] if isinstance(node.args[0], ast.Constant) else []
         return []
 
 

@@ -17,18 +17,21 @@ class CaseResult:
     check: str
     component: str
     status: str
-    message: str = ""
+    message: str = ""  # in English, as plain pytest shows it
     # the known mistakes (tests/checklib/catalogue.py, as `Named` data: {"id", "fields"}) whose output this
     # case's failure matched, and those it ruled out: what the grader weighs over all of a check's cases (scoring.py)
     matched: list[dict] = field(default_factory=list)
     ruled_out: list[dict] = field(default_factory=list)
+    # the message as data (grader/text.py: the English template of each of its texts, with their fields), which
+    # the grader renders in the reader's language where it scores (grader/check_text.py render)
+    text: str | dict = ""
 
 
 class CheckFailure(AssertionError):
-    """A check's failure: its message (its first line, then any hint line) and the known mistakes (by id and
-    fields) that what came back matched or ruled out on this case, which the grader weighs over all of a check's
-    cases and words in the reader's language. Its own text (`english`: what plain pytest prints) has the
-    diagnosis line too."""
+    """A check's failure: its message (its first line, then any hint line: a grader.text.Phrase, its texts as data)
+    and the known mistakes (by id and fields) that what came back matched or ruled out on this case, which the
+    grader weighs over all of a check's cases and words in the reader's language. Its own text (`english`: what
+    plain pytest prints) has the diagnosis line too."""
 
     def __init__(self, message: str, matched: list[dict] | None = None, ruled_out: list[dict] | None = None,
                  english: str = "") -> None:
@@ -67,6 +70,8 @@ class CheckResult:
     gated: str = ""  # why a gated check earned less than its cases would (course.yml `core:`), else ""
     # the known mistakes that explain its failing cases ({"id", "fields"}, engine/scoring.py named_mistakes)
     diagnosis: list[dict] = field(default_factory=list)
+    # the first failing case's message as data (CaseResult.text), from which `message` was rendered
+    text: str | dict = ""
 
     @property
     def student_message(self) -> str:

@@ -236,16 +236,26 @@ def test_the_refusal_below_the_intended_protection_reads_in_chinese(capsys):
 def test_an_errors_own_text_is_quoted_as_it_came_never_read():
     """The text of an error that student code raised is a field the translation quotes, 「...」, as it came:
     never matched against the catalogue, however much of it reads like the checks' own words."""
-    from grader.check_text import translated
+    from grader.check_text import render
+    from grader.sandbox.protocol import StudentError
+    from grader.text import Phrase
 
-    error = ("ValueError: expected a torch.Tensor, got (2, 3): expected shape (2, 3), got (3, 2): not started: "
-             + "your code raised " * 100)
-    i18n.set_language("zh")
-    try:
-        shown = translated(f"f(x): your code raised {error}")
-    finally:
-        i18n.set_language(None)
-    assert shown == f"f(x)：你的代码抛出了「{error}」", shown
+    words = "expected a torch.Tensor, got (2, 3): expected shape (2, 3), got (3, 2): not started: " + \
+        "your code raised " * 100
+    raised = StudentError("ValueError", words)
+    shown = render(Phrase("{what}: {problem}", what="f(x)", problem=raised.describe()), "zh")
+    assert shown == f"f(x)：你的代码抛出了「ValueError: {words}」", shown
+
+
+def test_a_plain_text_is_translated_whole_or_not_at_all():
+    """A text without fields is its own id: translated where the catalogue holds it whole, else shown as it is
+    (a part of it that reads like a check's words is never picked out)."""
+    from grader.check_text import render
+
+    assert render("functions must not modify their inputs in place", "zh") != \
+        "functions must not modify their inputs in place"
+    text = "my own words: functions must not modify their inputs in place"
+    assert render(text, "zh") == text
 
 
 def test_a_chinese_check_holds_no_english_prose(tmp_path):
@@ -582,21 +592,22 @@ def test_failing_checks_graded_in_chinese_hold_no_english_prose(tmp_path):
 def test_the_chinese_sample_covers_every_failing_check_and_the_catalogue_reads_in_chinese(graded):
     """The sample above fails every check that some bug fails; and every failing message of the whole
     catalogue (the `graded` reports, in English) translated as a Chinese run shows it holds no English prose."""
+    from grader.check_text import render
     from grader.engine.scoring import diagnosed_message
-    from grader.results import DIAGNOSIS
+    from grader.results import CaseResult
 
     bugs = {label.removeprefix("bug:"): report for label, report in graded.items() if label.startswith("bug:")}
     failing = {check for report in bugs.values() for check in _failing_messages(report)}
     covered = {check for bug_id in CHINESE_SAMPLE for check in _failing_messages(bugs[bug_id])}
     assert failing - covered == set(), "add a bug that fails these checks to CHINESE_SAMPLE"
-    # each failing message as the grader scores it: its case's own text, and the known mistakes named by id
-    messages = {("\n".join(line for line in check["message"].split("\n") if not line.startswith(DIAGNOSIS)),
-                 json.dumps(check["diagnosis"])) for report in bugs.values() for component in report["components"]
-                for check in component["checks"] if check["status"] != "passed" and check["message"]}
-    i18n.set_language("zh")
-    try:
-        prose = {message: words for message, named in messages
-                 if (words := english_prose(diagnosed_message(message, json.loads(named))))}
-    finally:
-        i18n.set_language(None)
+    # each failing message as the grader scores it: its case's text as data, and the known mistakes named by id
+    messages = {json.dumps([check["text"], check["diagnosis"]]) for report in bugs.values()
+                for component in report["components"] for check in component["checks"]
+                if check["status"] != "passed" and check["message"]}
+    prose = {}
+    for message in messages:
+        text, named = json.loads(message)
+        shown = diagnosed_message(CaseResult("", "", "", "failed", render(text, "en"), text=text), named, "zh")
+        if english_prose(shown):
+            prose[shown] = english_prose(shown)
     assert prose == {}, f"{len(prose)} of {len(messages)} messages, e.g. {next(iter(prose.items()), None)}"

@@ -14,6 +14,7 @@ from checklib.tolerance import ATOL, RTOL
 from checklib.weights import randn
 from grader.results import CheckFailure
 from grader.sandbox.protocol import StudentError
+from grader.text import Phrase
 
 DTYPES = [torch.float32, torch.float64]
 # (shape, dim): 1-D to 3-D, the last dimension and others (a dim ignored shows), a square case
@@ -43,7 +44,7 @@ def test_softmax_matches_torch(impl, gen, case, dtype):
     out = adapters.softmax(impl)(x, dim)
     check_tensor(out, what=what, shape=shape, dtype=dtype, hint="softmax keeps the input's shape and dtype")
     assert_close(out, torch.softmax(x.double(), dim).to(dtype), what=what, rtol=RTOL, atol=ATOL,
-                 hint=f"exp(x) / sum(exp(x)) along dim={dim}; {STABLE}", mistakes=mistakes.softmax_mistakes(x, dim, out))
+                 hint=Phrase("exp(x) / sum(exp(x)) along dim={dim}; {STABLE}", dim=dim, STABLE=STABLE), mistakes=mistakes.softmax_mistakes(x, dim, out))
 
 
 @pytest.mark.parametrize("dtype", DTYPES)
@@ -65,7 +66,7 @@ def test_large_scores_stay_finite(impl, gen, name, dtype):
     x = huge(4, 9, gen=gen, dtype=dtype)
     x[0, :3] = 1e4  # a row whose maximum is reached three times
     x[1] = torch.linspace(-1e4, 1e4, 9, dtype=torch.float64).to(dtype)  # one row spanning the whole range
-    what = f"{name}(x (4, 9) with scores up to ±1e4, dim=-1) ({dtype})"
+    what = Phrase('{name}(x (4, 9) with scores up to ±1e4, dim=-1) ({dtype})', name=name, dtype=dtype)
     out = getattr(adapters, name)(impl)(x, -1)
     check_tensor(out, what=what, shape=x.shape, dtype=dtype)
     expected = getattr(torch, name)(x.double(), -1).to(dtype)
@@ -85,7 +86,8 @@ def test_cross_entropy_matches_torch(impl, gen, lead, dtype):
     vocab = 7
     logits = randn(*lead, vocab, gen=gen, dtype=dtype, scale=2.0)
     targets = torch.randint(0, vocab, lead, generator=gen)
-    what = f"cross_entropy(logits {tuple(logits.shape)}, targets {tuple(targets.shape)}) ({dtype})"
+    what = Phrase("cross_entropy(logits {tuple_logits_shape}, targets {tuple_targets_shape}) ({dtype})",
+                  tuple_logits_shape=tuple(logits.shape), tuple_targets_shape=tuple(targets.shape), dtype=dtype)
     out = adapters.cross_entropy(impl)(logits, targets)
     expected = F.cross_entropy(logits.double().reshape(-1, vocab), targets.reshape(-1)).to(dtype)
     check_tensor(out, what=what, shape=(), dtype=dtype,
@@ -106,8 +108,10 @@ def test_cross_entropy_ignore_index(impl, gen, ignore_index, dtype):
     targets[0, :5] = ignore_index
     targets[2, -2:] = ignore_index
     kwargs = {} if ignore_index == -100 else {"ignore_index": ignore_index}
-    what = f"cross_entropy(logits (3, 8, 6), targets{', ignore_index=%d' % ignore_index if kwargs else ''}) " \
-           f"with {int((targets == ignore_index).sum())} of 24 targets ignored ({dtype})"
+    what = Phrase("cross_entropy(logits (3, 8, 6), targets{ignore_index_d_ignore_index_if_kwargs_else}) with "
+                  "{int_targets_ignore_index_sum} of 24 targets ignored ({dtype})",
+                  ignore_index_d_ignore_index_if_kwargs_else=', ignore_index=%d' % ignore_index if kwargs else '',
+                  int_targets_ignore_index_sum=int((targets == ignore_index).sum()), dtype=dtype)
     expected = F.cross_entropy(logits.double().reshape(-1, vocab), targets.reshape(-1), ignore_index=ignore_index)
     try:
         # code that drops -100 whatever ignore_index says never indexes with it: gathering it rules that out
@@ -125,7 +129,7 @@ def test_cross_entropy_ignore_index(impl, gen, ignore_index, dtype):
             raise
         if isinstance(failure, CheckFailure):
             raise explained(failure, mistakes.CE_DEFAULT_IGNORE_INDEX) from None
-        raise diagnosed(f"{what}: {failure.describe()}", mistakes.CE_DEFAULT_IGNORE_INDEX) from None
+        raise diagnosed(Phrase("{what}: {problem}", what=what, problem=failure.describe()), mistakes.CE_DEFAULT_IGNORE_INDEX) from None
 
 
 def right_when_given(impl, logits: torch.Tensor, targets: torch.Tensor, expected: torch.Tensor) -> bool:
@@ -142,7 +146,7 @@ def right_when_given(impl, logits: torch.Tensor, targets: torch.Tensor, expected
 def test_cross_entropy_large_logits(impl, gen, dtype):
     logits = huge(2, 4, 9, gen=gen, dtype=dtype)
     targets = torch.randint(0, 9, (2, 4), generator=gen)
-    what = f"cross_entropy(logits (2, 4, 9) up to ±1e4, targets) ({dtype})"
+    what = Phrase('cross_entropy(logits (2, 4, 9) up to ±1e4, targets) ({dtype})', dtype=dtype)
     out = adapters.cross_entropy(impl)(logits, targets)
     expected = F.cross_entropy(logits.double().reshape(-1, 9), targets.reshape(-1)).to(dtype)
     check_tensor(out, what=what, shape=(), dtype=dtype, mistakes=mistakes.python_number_mistakes(out, expected))
@@ -159,7 +163,8 @@ def test_cross_entropy_gradient_matches_torch(impl, gen, dtype):
     got = adapters.cross_entropy(impl).grad(logits, targets, grad_output=torch.tensor(1.0, dtype=dtype))["args"][0]
     reference = logits.double().clone().requires_grad_(True)
     F.cross_entropy(reference.reshape(-1, 5), targets.reshape(-1)).backward()
-    what = f"the gradient of cross_entropy(logits (2, 3, 5), targets) with respect to the logits ({dtype})"
+    what = Phrase("the gradient of cross_entropy(logits (2, 3, 5), targets) with respect to the logits ({dtype})",
+                  dtype=dtype)
     if got is None:
         fail(what, "no gradient reached the logits", hint="compute the loss with tensor operations on the logits; "
              ".item(), .detach(), .data or torch.no_grad() cut the graph")
@@ -173,7 +178,8 @@ def test_cross_entropy_rejects_mismatched_shapes(impl, gen, bad):
     logits = randn(2, 3, 5, gen=gen)
     targets = torch.randint(0, 5, bad, generator=gen)
     message = expect_value_error(adapters.cross_entropy(impl), logits, targets,
-                                 what=f"cross_entropy(logits (2, 3, 5), targets {tuple(bad)})")
+                                 what=Phrase("cross_entropy(logits (2, 3, 5), targets {tuple_bad})",
+                                             tuple_bad=tuple(bad)))
     assert message, "the ValueError should say what is wrong (targets must have the shape of logits[..., 0])"
 
 
@@ -181,7 +187,7 @@ def test_does_not_modify_inputs(impl, gen):
     x = randn(3, 6, gen=gen, scale=3.0)
     for name in ("softmax", "log_softmax"):
         _, (after, _dim) = getattr(adapters, name)(impl).call_returning_args(x, -1)
-        assert_equal(after, x, what=f"x after {name}(x, -1)", hint="functions must not modify their inputs in place",
+        assert_equal(after, x, what=Phrase("x after {name}(x, -1)", name=name), hint="functions must not modify their inputs in place",
                      mistakes=mistakes.subtracted_in_place_mistakes(x))
     logits, targets = randn(4, 6, gen=gen, scale=3.0), torch.tensor([0, 5, -100, 2])
     _, (logits_after, targets_after) = adapters.cross_entropy(impl).call_returning_args(logits, targets)

@@ -22,6 +22,7 @@ from checklib.scratch import assert_from_scratch
 from checklib.student import expect_value_error, naming_errors
 from checklib.weights import gqa_state, randn, torch_mha
 from grader.sandbox.protocol import StudentError
+from grader.text import Phrase
 
 GQA = adapters.GroupedQueryAttention
 REPEAT_KV = adapters.repeat_kv
@@ -105,7 +106,7 @@ def naming_heads(what: str, n_heads: int, n_kv_heads: int, d_k: int):
 
 
 def call_text(d_model, n_heads, n_kv_heads, x, mask=None, rope=False) -> str:
-    m = "None" if mask is None else f"bool {tuple(mask.shape)}"
+    m = "None" if mask is None else Phrase('bool {tuple_mask_shape}', tuple_mask_shape=tuple(mask.shape))
     return (f"GroupedQueryAttention({d_model}, {n_heads}, {n_kv_heads})(x {tuple(x.shape)}, mask={m}"
             + (", rope=(cos, sin))" if rope else ")"))
 
@@ -125,7 +126,9 @@ def test_state_dict_layout(impl, d_model, n_heads, n_kv_heads, bias):
         shapes.update({"w_q.bias": (d_model,), "w_k.bias": (d_kv,), "w_v.bias": (d_kv,), "out_proj.bias": (d_model,)})
     what = f"GroupedQueryAttention({d_model}, {n_heads}, {n_kv_heads}, bias={bias}).state_dict()"
     if set(got) != set(shapes):
-        fail(what, f"missing keys {sorted(set(shapes) - set(got))}, unexpected keys {sorted(set(got) - set(shapes))}",
+        fail(what, Phrase("missing keys {sorted_set_shapes_set_got}, unexpected keys {sorted_set_got_set_shapes}",
+                          sorted_set_shapes_set_got=sorted(set(shapes) - set(got)),
+                          sorted_set_got_set_shapes=sorted(set(got) - set(shapes))),
              hint="four nn.Linear(..., bias=bias) named w_q, w_k, w_v, out_proj, and no other parameters",
              actual=set(got), mistakes=mistakes.gqa_key_mistakes(set(shapes), bias))
     for key, shape in shapes.items():
@@ -140,7 +143,8 @@ def test_attributes(impl):
     for name, expected in (("d_model", 24), ("n_heads", 6), ("n_kv_heads", 2), ("d_k", 4)):
         got = m.attr(name)
         if not (type(got) is int and got == expected):
-            fail(f"GroupedQueryAttention(24, 6, 2).{name}", f"expected the int {expected}, got {got!r}",
+            fail(f"GroupedQueryAttention(24, 6, 2).{name}", Phrase("expected the int {expected}, got {got}",
+                                                                   expected=expected, got=repr(got)),
                  hint="store d_model, n_heads, n_kv_heads and d_k = d_model // n_heads (an int: use //)")
 
 
@@ -165,7 +169,8 @@ def test_repeat_kv_matches_repeat_interleave(impl, gen, shape, n_rep, dtype):
     x = randn(*shape, gen=gen, dtype=dtype)
     expected = torch.repeat_interleave(x, n_rep, dim=1)
     got, after = REPEAT_KV(impl).call_returning_args(x, n_rep)
-    assert_close(got, expected, what=f"repeat_kv(x {tuple(shape)}, {n_rep}) vs torch.repeat_interleave(x, {n_rep}, dim=1)",
+    assert_close(got, expected, what=Phrase("repeat_kv(x {tuple_shape}, {n_rep}) vs torch.repeat_interleave(x, "
+                                            "{n_rep}, dim=1)", tuple_shape=tuple(shape), n_rep=n_rep),
                  hint="output head j is input head j // n_rep: each key/value head n_rep times in a row",
                  mistakes=mistakes.repeat_kv_mistakes(x, n_rep))
     assert_close(after[0], x, what="x after repeat_kv", hint="repeat_kv must not modify its input")
@@ -197,7 +202,8 @@ def test_matches_sdpa(impl, gen, shape, mask_kind, bias, dtype):
     with naming_heads(what, n_heads, n_kv_heads, d_model // n_heads):
         out = m(x, mask)
     assert_close(out, reference(state, x, n_heads, n_kv_heads, mask),
-                 what=f"{what} vs F.scaled_dot_product_attention(..., enable_gqa=True) with the same weights",
+                 what=Phrase("{what} vs F.scaled_dot_product_attention(..., enable_gqa=True) with the same weights",
+                             what=what),
                  hint=WHERE, mistakes=mistakes.gqa_mistakes(state, x, n_heads, n_kv_heads, mask=mask))
 
 
@@ -222,8 +228,10 @@ def test_equals_mha_with_shared_kv_weights(impl, gen, shape):
     with naming_heads(call_text(d_model, n_heads, n_kv_heads, x, mask), n_heads, n_kv_heads, d_k):
         out = m(x, mask)
     assert_close(out, expected,
-                 what=f"{call_text(d_model, n_heads, n_kv_heads, x, mask)} vs nn.MultiheadAttention({d_model}, "
-                      f"{n_heads}) whose key/value weights repeat each group's for its {n_rep} query heads",
+                 what=Phrase("{call_text_d_model_n_heads_n_kv_heads_x_mask} vs nn.MultiheadAttention({d_model}, "
+                             "{n_heads}) whose key/value weights repeat each group's for its {n_rep} query heads",
+                             call_text_d_model_n_heads_n_kv_heads_x_mask=call_text(d_model, n_heads, n_kv_heads, x, mask),
+                             d_model=d_model, n_heads=n_heads, n_rep=n_rep),
                  hint=WHERE, mistakes=mistakes.gqa_mistakes(state, x, n_heads, n_kv_heads, mask=mask))
 
 
@@ -242,8 +250,10 @@ def test_with_rope_matches_sdpa(impl, gen, shape, mask_kind, dtype):
     with naming_heads(call_text(d_model, n_heads, n_kv_heads, x, mask, rope=True), n_heads, n_kv_heads, d_model // n_heads):
         out = m(x, mask, rope=rope)
     assert_close(out, reference(state, x, n_heads, n_kv_heads, mask, rope),
-                 what=f"{call_text(d_model, n_heads, n_kv_heads, x, mask, rope=True)} vs "
-                      "F.scaled_dot_product_attention(..., enable_gqa=True) on queries and keys rotated at 0 .. T-1",
+                 what=Phrase("{call_text_d_model_n_heads_n_kv_heads_x_mask_rope_True} vs "
+                             "F.scaled_dot_product_attention(..., enable_gqa=True) on queries and keys rotated at "
+                             "0 .. T-1",
+                             call_text_d_model_n_heads_n_kv_heads_x_mask_rope_True=call_text(d_model, n_heads, n_kv_heads, x, mask, rope=True)),
                  hint="with rope = (cos, sin), rotate the head-split queries and keys with apply_rope at positions "
                       "0 .. T-1 (without a cache) before the attention; the values are not rotated",
                  mistakes=mistakes.gqa_mistakes(state, x, n_heads, n_kv_heads, mask=mask, rope=rope))
@@ -253,7 +263,8 @@ def test_with_rope_matches_sdpa(impl, gen, shape, mask_kind, dtype):
 
 
 def span(start: int, stop: int) -> str:
-    return f"position {start}" if stop == start + 1 else f"positions {start} .. {stop - 1}"
+    return Phrase('position {start}', start=start) if stop == start + 1 else Phrase("positions {start} .. {stop_1}",
+                                                                                    start=start, stop_1=stop - 1)
 
 SCHEDULES = {"prompt3-then-1-then-2": [(0, 3), (3, 4), (4, 6)], "one-by-one": [(t, t + 1) for t in range(5)],
              "prompt1-then-4": [(0, 1), (1, 5)]}
@@ -281,15 +292,17 @@ def test_cached_decoding_matches_full_forward(impl, gen, heads_kv, schedule, rop
     cache = adapters.KVCache(impl)
     kwargs = {"rope": tables} if rope else {}
     for start, stop in chunks:
-        what = (f"GroupedQueryAttention({d_model}, {n_heads}, {n_kv_heads})(x[:, {start}:{stop}], cache=cache"
-                + (", rope=(cos, sin))" if rope else ")") + f" after {start} cached positions")
+        what = (Phrase("GroupedQueryAttention({d_model}, {n_heads}, {n_kv_heads})(x[:, {start}:{stop}], cache=cache",
+                       d_model=d_model, n_heads=n_heads, n_kv_heads=n_kv_heads, start=start, stop=stop)
+                + (", rope=(cos, sin))" if rope else ")") + Phrase(' after {start} cached positions', start=start))
         with naming_heads(what, n_heads, n_kv_heads, 4):
             out = m(x[:, start:stop], cache=cache, **kwargs)
         check_tensor(out, what=what, shape=(batch, stop - start, d_model), dtype=dtype,
                      hint="with a cache, x holds only the new positions and so does the output")
         assert_close(out, expected[:, start:stop],
-                     what=f"{what}, against {span(start, stop)} of the full causal forward over "
-                          f"x[:, :{length}] (F.scaled_dot_product_attention, enable_gqa=True)",
+                     what=Phrase("{what}, against {span_start_stop} of the full causal forward over x[:, "
+                                 ":{length}] (F.scaled_dot_product_attention, enable_gqa=True)", what=what,
+                                 span_start_stop=span(start, stop), length=length),
                      hint=CACHED,
                      mistakes=mistakes.gqa_mistakes(state, x, n_heads, n_kv_heads, rope=tables, chunks=chunks,
                                                     select=lambda o, a=start, b=stop: o[:, a:b]))
@@ -313,8 +326,8 @@ def test_cache_holds_kv_heads(impl, gen, heads_kv, rope):
             m(x[:, start:stop], cache=recorder, **({"rope": tables} if rope else {}))
     updates = recorder.updates()
     if len(updates) != len(chunks):
-        fail(f"cache.update calls for {len(chunks)} forward calls with a cache",
-             f"expected {len(chunks)}, got {len(updates)}",
+        fail(Phrase('cache.update calls for {len_chunks} forward calls with a cache', len_chunks=len(chunks)),
+             Phrase('expected {len_chunks}, got {len_updates}', len_chunks=len(chunks), len_updates=len(updates)),
              hint="each forward call appends its new keys and values with exactly one cache.update(k, v)")
     for call, ((start, stop), (k, v)) in enumerate(zip(chunks, updates)):
         keys = projected(state, x[:, start:stop], "w_k", n_kv_heads)
@@ -324,9 +337,9 @@ def test_cache_holds_kv_heads(impl, gen, heads_kv, rope):
         where = f"forward(x[:, {start}:{stop}], cache=cache{', rope=(cos, sin)' if rope else ''})"
         hint = ("the cache holds the new positions' keys (rotated at positions start .. start + T - 1 when rope is "
                 "given) and values, split into n_kv_heads heads, (B, n_kv_heads, T_new, d_k): repeat_kv comes after")
-        assert_close(k, keys.float(), what=f"k passed to cache.update by {where}", hint=hint,
+        assert_close(k, keys.float(), what=Phrase('k passed to cache.update by {where}', where=where), hint=hint,
                      mistakes=mistakes.gqa_appended_mistakes(state, x, n_heads, n_kv_heads, tables, chunks, call, 0))
-        assert_close(v, values.float(), what=f"v passed to cache.update by {where}", hint=hint,
+        assert_close(v, values.float(), what=Phrase('v passed to cache.update by {where}', where=where), hint=hint,
                      mistakes=mistakes.gqa_appended_mistakes(state, x, n_heads, n_kv_heads, tables, chunks, call, 1))
 
 
@@ -347,12 +360,13 @@ def test_same_module_called_again(impl, gen):
     held = adapters.with_rope_tables(impl, m, *tables)
     xs = {"x1": randn(batch, length, d_model, gen=gen), "x2": randn(batch, length, d_model, gen=gen)}
     for name, x in xs.items():
-        what = (f"the same GroupedQueryAttention({d_model}, {n_heads}, {n_kv_heads}) with the same cos and sin tensors, "
-                f"{name} {tuple(x.shape)} with a causal mask and no cache")
+        what = (Phrase("the same GroupedQueryAttention({d_model}, {n_heads}, {n_kv_heads}) with the same cos and "
+                       "sin tensors, {name} {tuple_x_shape} with a causal mask and no cache", d_model=d_model,
+                       n_heads=n_heads, n_kv_heads=n_kv_heads, name=name, tuple_x_shape=tuple(x.shape)))
         with naming_heads(what, n_heads, n_kv_heads, 4):
             out = held(x, causal)
         assert_close(out, reference(state, x, n_heads, n_kv_heads, causal, tables),
-                     what=f"{what}, against F.scaled_dot_product_attention(..., enable_gqa=True)", hint=WHERE,
+                     what=Phrase("{what}, against F.scaled_dot_product_attention(..., enable_gqa=True)", what=what), hint=WHERE,
                      mistakes=mistakes.gqa_mistakes(state, x, n_heads, n_kv_heads, mask=causal, rope=tables))
     # where a module that counts every position it was given would rotate each position of each sequence
     counted, given = {name: torch.zeros(length, dtype=torch.int64) for name in xs}, 0
@@ -363,14 +377,17 @@ def test_same_module_called_again(impl, gen):
     caches = {name: adapters.KVCache(impl) for name in xs}
     for start, stop in AGAIN_CHUNKS:
         for name, x in xs.items():
-            what = (f"the same GroupedQueryAttention({d_model}, {n_heads}, {n_kv_heads}) with the same cos and sin "
-                    f"tensors, {name}[:, {start}:{stop}] with a cache of its own after {start} cached positions")
+            what = (Phrase("the same GroupedQueryAttention({d_model}, {n_heads}, {n_kv_heads}) with the same cos "
+                           "and sin tensors, {name}[:, {start}:{stop}] with a cache of its own after {start} "
+                           "cached positions", d_model=d_model, n_heads=n_heads, n_kv_heads=n_kv_heads, name=name,
+                           start=start, stop=stop))
             with naming_heads(what, n_heads, n_kv_heads, 4):
                 out = held(x[:, start:stop], cache=caches[name])
             check_tensor(out, what=what, shape=(batch, stop - start, d_model), dtype=x.dtype,
                          hint="with a cache, x holds only the new positions and so does the output")
             assert_close(out, reference(state, x, n_heads, n_kv_heads, causal, tables)[:, start:stop],
-                         what=f"{what}, against {span(start, stop)} of the full causal forward over {name}",
+                         what=Phrase("{what}, against {span_start_stop} of the full causal forward over {name}",
+                                     what=what, span_start_stop=span(start, stop), name=name),
                          hint="one module decodes many sequences, each with its own cache: the new positions start "
                               "at len(cache) of the cache passed in, and nothing kept from one call may change another",
                          mistakes=mistakes.gqa_again_mistakes(state, x, n_heads, n_kv_heads, rope=tables,

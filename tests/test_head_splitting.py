@@ -9,6 +9,7 @@ from checklib.compare import assert_equal, check_tensor
 from checklib.mistakes import head_splitting as mistakes
 from checklib.student import expect_value_error
 from checklib.weights import randn
+from grader.text import Phrase
 
 # (B, T, D, H): T = 1, H = 1, H = D, T != H.
 SHAPES = [(2, 5, 12, 3), (1, 1, 8, 2), (3, 4, 6, 1), (2, 3, 4, 4), (2, 7, 16, 4)]
@@ -68,7 +69,8 @@ def test_round_trip(impl, gen, shape):
 def test_split_heads_rejects_indivisible(impl, gen, d_model, n_heads):
     x = randn(2, 3, d_model, gen=gen)
     message = expect_value_error(adapters.split_heads(impl), x, n_heads,
-                                 what=f"split_heads with d_model={d_model}, n_heads={n_heads}")
+                                 what=Phrase("split_heads with d_model={d_model}, n_heads={n_heads}",
+                                             d_model=d_model, n_heads=n_heads))
     assert message, "the ValueError should say what is wrong (d_model is not divisible by n_heads)"
 
 

@@ -20,6 +20,7 @@ from checklib.mistakes.qkv_projection import linear
 from checklib.student import expect_value_error, naming_errors
 from checklib.weights import block_state, linear_state, mha_state, randn
 from grader.sandbox.protocol import StudentError
+from grader.text import Phrase
 
 # (B, T, D, H): T = 1, H = 1, one head per feature, usual sizes.
 SHAPES = [(2, 5, 8, 2), (1, 1, 4, 1), (3, 6, 12, 3), (2, 4, 6, 6)]
@@ -106,7 +107,7 @@ def test_cache_starts_empty(impl):
     with naming_errors("len(KVCache())", mistakes.EMPTY_LEN_FAILS):
         got = len(cache)
     if got != 0:
-        fail("len(KVCache())", f"expected 0, got {got!r}", hint="a new cache holds no positions")
+        fail("len(KVCache())", Phrase('expected 0, got {got}', got=repr(got)), hint="a new cache holds no positions")
 
 
 @pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
@@ -122,20 +123,23 @@ def test_cache_update_appends_along_the_sequence(impl, gen, chunks, dtype):
         keys.append(k)
         values.append(v)
         result = cache.update(k, v)
-        what = f"cache.update(k, v) call {step + 1}, after appending chunks of lengths {list(chunks[:step + 1])}"
+        what = Phrase("cache.update(k, v) call {step_1}, after appending chunks of lengths {list_chunks_step_1}",
+                      step_1=step + 1, list_chunks_step_1=list(chunks[:step + 1]))
         assert isinstance(result, (tuple, list)) and len(result) == 2, (
-            f"{what}: expected a pair (k_all, v_all), got {type(result).__name__}")
+            Phrase("{what}: expected a pair (k_all, v_all), got {type_result___name__}", what=what,
+                   type_result___name__=type(result).__name__))
         hint = ("update appends the new keys and values after the cached ones along the sequence "
                 "dimension (dim -2 of (B, H, T, Dh)) and returns everything cached so far")
-        assert_equal(result[0], torch.cat(keys, dim=-2), what=f"k_all from {what}", hint=hint,
+        assert_equal(result[0], torch.cat(keys, dim=-2), what=Phrase('k_all from {what}', what=what), hint=hint,
                      mistakes=mistakes.cache_update_mistakes(keys, values, "k"))
-        assert_equal(result[1], torch.cat(values, dim=-2), what=f"v_all from {what}", hint=hint,
+        assert_equal(result[1], torch.cat(values, dim=-2), what=Phrase('v_all from {what}', what=what), hint=hint,
                      mistakes=mistakes.cache_update_mistakes(values, keys, "v"))
         cached = sum(chunks[:step + 1])
         got = len(cache)
         if not got == cached:
-            fail(f"len(cache) after appending chunks of lengths {list(chunks[:step + 1])}",
-                 f"expected {cached}, got {got!r}",
+            fail(Phrase("len(cache) after appending chunks of lengths {list_chunks_step_1}",
+                        list_chunks_step_1=list(chunks[:step + 1])),
+                 Phrase('expected {cached}, got {got}', cached=cached, got=repr(got)),
                  hint="len counts the cached positions (the size of dim -2), not the calls, batches or heads",
                  actual=got, expected=cached, mistakes=mistakes.cache_len_mistakes(tuple(k.shape), step + 1, cached, chunks[0]))
 
@@ -156,8 +160,8 @@ def test_token_by_token_matches_full_forward(impl, gen, shape, kind):
         check_tensor(step, what=f"MultiHeadAttention(x[:, {t}:{t + 1}], cache=cache)", shape=(batch, 1, d_model),
                      hint="with a cache, x holds only the new positions and so does the output")
         assert_close(step[:, 0], expected[:, t],
-                     what=f"decoding position {t} one token at a time (cache: {kind}), against the last "
-                          f"position of your uncached forward over x[:, :{t + 1}]",
+                     what=Phrase("decoding position {t} one token at a time (cache: {kind}), against the last "
+                                 "position of your uncached forward over x[:, :{t_1}]", t=t, kind=kind, t_1=t + 1),
                      hint=CACHED_FORWARD, mistakes=mistakes.decoding_mistakes(state, x, t, t + 1, n_heads, t))
 
 
@@ -171,20 +175,22 @@ def test_prefill_then_steps_match_full_forward(impl, gen, prefill, kind, dtype):
     cache = new_cache(impl, kind)
     expected = causal(module, x)
     out = module(x[:, :prefill], cache=cache)
-    check_tensor(out, what=f"MultiHeadAttention(x[:, :{prefill}], cache=empty cache)", shape=(batch, prefill, d_model),
+    check_tensor(out, what=Phrase("MultiHeadAttention(x[:, :{prefill}], cache=empty cache)", prefill=prefill), shape=(batch, prefill, d_model),
                  dtype=dtype)
     for t in range(prefill):
         assert_close(out[:, t], expected[:, t],
-                     what=f"position {t} of a {prefill}-token prefill through an empty cache (cache: {kind}), "
-                          f"against the last position of your uncached forward over x[:, :{t + 1}]",
+                     what=Phrase("position {t} of a {prefill}-token prefill through an empty cache (cache: "
+                                 "{kind}), against the last position of your uncached forward over x[:, :{t_1}]",
+                                 t=t, prefill=prefill, kind=kind, t_1=t + 1),
                      hint="the new positions attend causally among themselves: build the mask with "
                           "causal_mask(q_len, k_len), even when the cache was empty",
                      mistakes=mistakes.decoding_mistakes(state, x, 0, prefill, n_heads, t))
     for t in range(prefill, length):
         step = module(x[:, t:t + 1], cache=cache)
         assert_close(step[:, 0], expected[:, t],
-                     what=f"decoding position {t} after a {prefill}-token prefill (cache: {kind}), against "
-                          f"the last position of your uncached forward over x[:, :{t + 1}]",
+                     what=Phrase("decoding position {t} after a {prefill}-token prefill (cache: {kind}), against "
+                                 "the last position of your uncached forward over x[:, :{t_1}]", t=t,
+                                 prefill=prefill, kind=kind, t_1=t + 1),
                      hint=CACHED_FORWARD, mistakes=mistakes.decoding_mistakes(state, x, t, t + 1, n_heads, t))
 
 
@@ -202,15 +208,16 @@ def test_same_module_decodes_two_sequences(impl, gen):
         expected = causal(module, x)
         cache = adapters.KVCache(impl)
         for start, stop in AGAIN_CHUNKS:
-            what = (f"the same MultiHeadAttention({d_model}, {n_heads})({name}[:, {start}:{stop}], cache=cache), "
-                    f"a fresh KVCache for {name}, after {start} cached positions")
+            what = (Phrase("the same MultiHeadAttention({d_model}, {n_heads})({name}[:, {start}:{stop}], "
+                           "cache=cache), a fresh KVCache for {name}, after {start} cached positions",
+                           d_model=d_model, n_heads=n_heads, name=name, start=start, stop=stop))
             out = cached_call(module, x, start, stop, cache, what)
             check_tensor(out, what=what, shape=(batch, stop - start, d_model),
                          hint="with a cache, x holds only the new positions and so does the output")
             for t in range(start, stop):
                 assert_close(out[:, t - start], expected[:, t],
-                             what=f"{what}, position {t} against the last position of your uncached forward over "
-                                  f"{name}[:, :{t + 1}]",
+                             what=Phrase("{what}, position {t} against the last position of your uncached forward "
+                                         "over {name}[:, :{t_1}]", what=what, t=t, name=name, t_1=t + 1),
                              hint="one module decodes many sequences, each with its own cache: update the cache "
                                   "passed to each call, and keep nothing from one call to the next",
                              mistakes=mistakes.decoding_again_mistakes(state, x, start, stop, n_heads, t, earlier))
@@ -225,12 +232,13 @@ def test_two_chunks_after_prefill(impl, gen, kind):
     x = randn(batch, 7, d_model, gen=gen)
     cache = new_cache(impl, kind)
     module(x[:, :2], cache=cache)
-    out = cached_call(module, x, 2, 5, cache, f"MultiHeadAttention(x[:, 2:5], cache) after a 2-token prefill "
-                                              f"(cache: {kind})")
+    out = cached_call(module, x, 2, 5, cache, Phrase("MultiHeadAttention(x[:, 2:5], cache) after a 2-token prefill "
+                                                     "(cache: {kind})", kind=kind))
     expected = causal(module, x[:, :5])
     for t in range(2, 5):
         assert_close(out[:, t - 2], expected[:, t],
-                     what=f"position {t} from the chunk x[:, 2:5] after a 2-token prefill (cache: {kind})",
+                     what=Phrase("position {t} from the chunk x[:, 2:5] after a 2-token prefill (cache: {kind})",
+                                 t=t, kind=kind),
                      hint="the new queries attend to every cached position and to the new positions up to "
                           "their own: causal_mask(q_len, k_len) with k_len = cached + new",
                      mistakes=mistakes.decoding_mistakes(state, x, 2, 5, n_heads, t))
@@ -253,13 +261,15 @@ def test_block_stack_decoding_matches_full_forward(impl, gen, dtype, prefill, ki
     chunks = [(0, prefill)] + [(t, t + 1) for t in range(prefill, length)]
     for start, stop in chunks:
         out = stack(x[:, start:stop], caches)
-        check_tensor(out, what=f"two TransformerBlocks on x[:, {start}:{stop}], one cache each",
+        check_tensor(out, what=Phrase("two TransformerBlocks on x[:, {start}:{stop}], one cache each", start=start,
+                                      stop=stop),
                      shape=(batch, stop - start, d_model), dtype=dtype)
         for t in range(start, stop):
             assert_close(out[:, t - start], expected[:, t],
-                         what=f"position {t} decoded through two TransformerBlocks with one cache each "
-                              f"(chunk x[:, {start}:{stop}], cache: {kind}), against your uncached blocks run "
-                              "causally (each block over every prefix, read at its last position)",
+                         what=Phrase("position {t} decoded through two TransformerBlocks with one cache each "
+                                     "(chunk x[:, {start}:{stop}], cache: {kind}), against your uncached blocks "
+                                     "run causally (each block over every prefix, read at its last position)", t=t,
+                                     start=start, stop=stop, kind=kind),
                          hint="TransformerBlock.forward must hand its cache to self.attention; each block "
                               "has a cache of its own",
                          mistakes=mistakes.block_decoding_mistakes(states, x, start, stop, n_heads, t))
@@ -278,7 +288,10 @@ def test_cache_length_grows_with_tokens(impl, gen):
     totals = [stop for _, stop in chunks]
     for (start, stop), got, total in zip(chunks, lengths, totals):
         if not got == total:
-            fail(f"len(cache) after MultiHeadAttention(x[:, {start}:{stop}], cache=cache)", f"expected {total}, got {got!r}",
+            fail(Phrase("len(cache) after MultiHeadAttention(x[:, {start}:{stop}], cache=cache)", start=start,
+                        stop=stop), Phrase("expected {total}, got {got}",
+                                                                                                                                  total=total,
+                                                                                                                                  got=repr(got)),
                  hint="each forward call appends its new positions once; len counts positions, not calls",
                  actual=tuple(lengths), expected=tuple(totals),
                  mistakes=mistakes.cache_len_sequence_mistakes((batch, n_heads, totals[-1], d_model // n_heads), totals))
@@ -296,17 +309,19 @@ def test_appends_projected_keys_and_values(trusted_impl, gen):
         module(x[:, start:stop], cache=recorder)
     updates = recorder.updates()
     if len(updates) != len(chunks):
-        fail(f"cache.update calls for {len(chunks)} forward calls with a cache",
-             f"expected {len(chunks)}, got {len(updates)}",
+        fail(Phrase('cache.update calls for {len_chunks} forward calls with a cache', len_chunks=len(chunks)),
+             Phrase('expected {len_chunks}, got {len_updates}', len_chunks=len(chunks), len_updates=len(updates)),
              hint="each forward call appends its new keys and values with exactly one cache.update(k, v)")
     for (start, stop), (k, v) in zip(chunks, updates):
         # from the weights, not the student's project_qkv (their own in a release, where it may do no work)
         keys, values = (linear(x[:, start:stop], state, f"w_{n}").to(x.dtype) for n in "kv")
         hint = ("the cache holds keys and values after projection and head split, (B, H, T_new, Dh), "
                 "and only those of the new positions")
-        assert_close(k, heads(keys, n_heads), what=f"k passed to cache.update by forward(x[:, {start}:{stop}])", hint=hint,
+        assert_close(k, heads(keys, n_heads), what=Phrase("k passed to cache.update by forward(x[:, "
+                                                          "{start}:{stop}])", start=start, stop=stop), hint=hint,
                      mistakes=mistakes.appended_mistakes(keys, values, n_heads, "k", x[:, start:stop]))
-        assert_close(v, heads(values, n_heads), what=f"v passed to cache.update by forward(x[:, {start}:{stop}])", hint=hint,
+        assert_close(v, heads(values, n_heads), what=Phrase("v passed to cache.update by forward(x[:, "
+                                                            "{start}:{stop}])", start=start, stop=stop), hint=hint,
                      mistakes=mistakes.appended_mistakes(keys, values, n_heads, "v", x[:, start:stop]))
 
 
@@ -333,7 +348,8 @@ def test_past_positions_are_not_reprojected(impl, gen, kind):
     if kind == "RecordingKVCache":
         updates = cache.updates()
         if len(updates) != 2:
-            fail("cache.update calls for 2 forward calls with a cache", f"expected 2, got {len(updates)}", hint=hint)
+            fail("cache.update calls for 2 forward calls with a cache", Phrase("expected 2, got {len_updates}",
+                                                                               len_updates=len(updates)), hint=hint)
         assert_close(updates[1][0], new_keys, what="k appended by the step after the prefill", hint=hint,
                      mistakes=mistakes.reprojected_mistakes(new_weights, x, n_heads, "w_k"))
         assert_close(updates[1][1], new_values, what="v appended by the step after the prefill", hint=hint,
@@ -397,10 +413,11 @@ def test_last_attention_after_cached_step(impl, gen, prefill, kind):
         if whole is None:
             continue
         kept = isinstance(whole, torch.Tensor) and whole.dim() >= 2 and whole.shape[-2:] == (t + 1, t + 1)
-        what = f"last_attention after decoding position {t} with a cache (cache: {kind})"
+        what = Phrase('last_attention after decoding position {t} with a cache (cache: {kind})', t=t, kind=kind)
         check_tensor(got, what=what, shape=(*whole.shape[:-2], 1, t + 1) if kept else (batch, n_heads, 1, t + 1),
                      hint="one new query attends to every position so far: (B, H, 1, T_cached + 1)")
         if kept:
-            assert_close(got, whole[..., -1:, :], what=f"{what} vs the last row of the same module's "
-                         f"last_attention for positions 0 .. {t} without a cache",
+            assert_close(got, whole[..., -1:, :], what=Phrase("{what} vs the last row of the same module's "
+                                                              "last_attention for positions 0 .. {t} without a "
+                                                              "cache", what=what, t=t),
                          hint="the new query's weights over every position so far, the cached ones included")

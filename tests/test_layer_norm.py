@@ -17,6 +17,7 @@ from checklib.norms import Norm
 from checklib.scratch import assert_from_scratch
 from checklib.student import naming_errors
 from checklib.weights import norm_state, randn
+from grader.text import Phrase
 
 NORM = Norm("LayerNorm", adapters.LayerNorm, nn.LayerNorm, ("weight", "bias"))
 new_norm, torch_norm, expected_output, call = NORM.new, NORM.torch, NORM.expected, NORM.call
@@ -43,13 +44,15 @@ def test_state_dict_layout(impl):
     d = 6
     got = NORM.new_student(impl, d).state_dict()
     if set(got) != {"weight", "bias"}:
-        fail(f"LayerNorm({d}).state_dict()", f"expected exactly the keys ['bias', 'weight'], got {sorted(got)}",
+        fail(f"LayerNorm({d}).state_dict()", Phrase("expected exactly the keys ['bias', 'weight'], got {sorted_got}",
+                                                    sorted_got=sorted(got)),
              hint="create weight and bias as nn.Parameter of shape (d_model,), and no other parameters or buffers",
              actual=set(got), mistakes=mistakes.norm_state_mistakes(set(got)))
     for name, value in (("weight", 1.0), ("bias", 0.0)):
         check_tensor(got[name], what=f"LayerNorm({d}).state_dict()['{name}']", shape=(d,), dtype=torch.float32,
-                     hint=f"{name} is a float32 nn.Parameter of shape (d_model,)")
-        assert_equal(got[name], torch.full((d,), value), what=f"the initial {name} of LayerNorm({d})",
+                     hint=Phrase('{name} is a float32 nn.Parameter of shape (d_model,)', name=name))
+        assert_equal(got[name], torch.full((d,), value), what=Phrase("the initial {name} of LayerNorm({d})",
+                                                                     name=name, d=d),
                      hint="weight starts at ones and bias at zeros, as in nn.LayerNorm",
                      mistakes=mistakes.initial_value_mistakes(d, name))
 
@@ -81,7 +84,7 @@ def test_matches_torch_layer_norm(impl, gen, shape, dtype, eps, kind):
     x = inputs(shape, kind, gen=gen, dtype=dtype)
     m = new_norm(impl, d, state, eps)
     used = 1e-5 if eps is None else eps
-    what = f"{call(d, eps, x)} vs nn.LayerNorm with the same weights"
+    what = Phrase('{call_d_eps_x} vs nn.LayerNorm with the same weights', call_d_eps_x=call(d, eps, x))
     with naming_errors(what, mistakes.LAYER_NORM_WITHOUT_KEEPDIM,
                        lambda exc: keepdim_lost(exc.message, x.shape)):
         got = m(x)
@@ -103,7 +106,8 @@ def test_large_offset_inputs(impl, gen, shape, dtype):
     # float32 holds 100 + noise to about 1e-5, which a correct LayerNorm computed in float32 carries into its output
     got = m(x)
     assert_close(got, expected_output(state, x, 1e-5), atol=1e-4,
-                 what=f"{call(d, 1e-5, x)} with inputs around {x.mean().item():.0f} vs nn.LayerNorm",
+                 what=Phrase("{call_d_1e_05_x} with inputs around {x_mean_item} vs nn.LayerNorm",
+                             call_d_1e_05_x=call(d, 1e-5, x), x_mean_item=format(x.mean().item(), '.0f')),
                  hint="subtract the mean first, then average the squared deviations (x - mean)**2: "
                       "E[x²] - E[x]² loses every digit of float32 when x is far from zero",
                  mistakes=mistakes.layer_norm_mistakes(x, state, 1e-5, got=got))
@@ -120,17 +124,18 @@ def test_gradients_match_torch(impl, gen, shape):
     layer = torch_norm(state, d, eps)
     x_ref = x.clone().requires_grad_(True)
     (layer(x_ref) * g).sum().backward()
-    what = f"gradient of {call(d, eps, x)}"
-    assert_close(grads["args"][0], x_ref.grad, what=f"{what} w.r.t. x vs nn.LayerNorm's",
+    what = Phrase('gradient of {call_d_eps_x}', call_d_eps_x=call(d, eps, x))
+    assert_close(grads["args"][0], x_ref.grad, what=Phrase("{what} w.r.t. x vs nn.LayerNorm's", what=what),
                  hint="compute the output from x with differentiable tensor operations: the mean and the variance "
                       "depend on x, and the gradient flows through them too",
                  mistakes=mistakes.detached_statistics_mistakes(x, state, eps, g))
     for name, param in (("weight", layer.weight), ("bias", layer.bias)):
         got = grads["params"].get(name)
         if got is None:
-            fail(f"{what} w.r.t. {name}", "no gradient reached it",
-                 hint=f"{name} must be an nn.Parameter used in forward, with no .detach() or torch.no_grad()")
-        assert_close(got, param.grad, what=f"{what} w.r.t. {name} vs nn.LayerNorm's", hint=WHERE)
+            fail(Phrase("{what} w.r.t. {name}", what=what, name=name), "no gradient reached it",
+                 hint=Phrase("{name} must be an nn.Parameter used in forward, with no .detach() or torch.no_grad()",
+                             name=name))
+        assert_close(got, param.grad, what=Phrase("{what} w.r.t. {name} vs nn.LayerNorm's", what=what, name=name), hint=WHERE)
 
 
 def test_does_not_modify_input(impl, gen):
@@ -139,7 +144,7 @@ def test_does_not_modify_input(impl, gen):
     x = randn(2, 5, d, gen=gen)
     m = new_norm(impl, d, state, 1e-5)
     _, (after,) = m.call_returning_args(x.clone())
-    assert_equal(after, x, what=f"x after {call(d, 1e-5, x)}",
+    assert_equal(after, x, what=Phrase('x after {call_d_1e_05_x}', call_d_1e_05_x=call(d, 1e-5, x)),
                  hint="forward must not change its input: write x - mean, not x -= mean",
                  mistakes=mistakes.centred_in_place_mistakes(x))
 

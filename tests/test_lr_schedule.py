@@ -16,6 +16,7 @@ from checklib.compare import assert_close, fail
 from checklib.mistakes import lr_schedule as mistakes
 from checklib.student import expect_value_error
 from checklib.tolerance import ATOL, RTOL
+from grader.text import Phrase
 
 # (max_lr, min_lr, warmup_steps, total_steps): nanoGPT-like, a short warmup, no warmup, a one-step decay.
 CONFIGS = [(6e-4, 6e-5, 10, 50), (1e-2, 1e-3, 3, 20), (3e-3, 1e-4, 0, 12), (1.0, 0.25, 4, 5)]
@@ -41,7 +42,10 @@ def schedule(impl, steps, max_lr, min_lr, warmup, total, what: str) -> torch.Ten
         lr = lr_at(step, max_lr=max_lr, min_lr=min_lr, warmup_steps=warmup, total_steps=total)
         if isinstance(lr, bool) or not isinstance(lr, (int, float)):
             right = expected(step, max_lr, min_lr, warmup, total)
-            fail(f"lr_at({step}, ...) in {what}", f"expected a float, got {type(lr).__name__} {lr!r:.60}",
+            fail(Phrase('lr_at({step}, ...) in {what}', step=step, what=what), Phrase("expected a float, got "
+                                                                                      "{type_lr___name__} {lr}",
+                                                                                      type_lr___name__=type(lr).__name__,
+                                                                                      lr=format(repr(lr), '.60')),
                  hint="return a plain Python float (math.cos, not torch.cos; no tensor)", actual=lr,
                  mistakes=mistakes.tensor_lr_mistakes(right))
         values.append(float(lr))
@@ -50,10 +54,13 @@ def schedule(impl, steps, max_lr, min_lr, warmup, total, what: str) -> torch.Ten
 
 def check_phase(impl, steps, config, phase: str) -> None:
     max_lr, min_lr, warmup, total = config
-    what = f"the {phase} of lr_at(max_lr={max_lr:g}, min_lr={min_lr:g}, warmup_steps={warmup}, total_steps={total})"
+    what = Phrase("the {phase} of lr_at(max_lr={max_lr}, min_lr={min_lr}, warmup_steps={warmup}, "
+                  "total_steps={total})", phase=phase, max_lr=format(max_lr, 'g'), min_lr=format(min_lr, 'g'),
+                  warmup=warmup, total=total)
     got = schedule(impl, steps, *config, what)
     want = torch.tensor([expected(s, *config) for s in steps], dtype=torch.float64)
-    assert_close(got, want, what=f"{what} at steps {steps[0]}..{steps[-1]}", rtol=RTOL, atol=ATOL * max_lr,
+    assert_close(got, want, what=Phrase("{what} at steps {steps_0}..{steps_1}", what=what, steps_0=steps[0],
+                                        steps_1=steps[-1]), rtol=RTOL, atol=ATOL * max_lr,
                  hint=WHERE, mistakes=mistakes.schedule_mistakes(steps, *config, got))
 
 

@@ -12,6 +12,7 @@ from checklib.scratch import assert_from_scratch
 from checklib.student import expect_value_error, naming_errors
 from checklib.weights import randn
 from grader.sandbox.protocol import StudentError, StudentTimeout
+from grader.text import Phrase
 
 # A masked score may be -inf, the dtype's lowest finite value, or any constant at or below this.
 MASKED_AT_MOST = -1e9
@@ -103,7 +104,8 @@ def test_causal_mask_device(impl, q_len, k_len):
     except StudentError:  # NotImplementedError too: torch raises it for copying data out of meta
         out = None
     if out is not None:
-        check_tensor(out, what=f"causal_mask({q_len}, {k_len}, device='cpu') while the default device is meta",
+        check_tensor(out, what=Phrase("causal_mask({q_len}, {k_len}, device='cpu') while the default device is meta",
+                                      q_len=q_len, k_len=k_len),
                      shape=shape, dtype=torch.bool, device="cpu", hint=hint)
         return
     out = causal_mask(q_len, k_len, device="meta")
@@ -124,15 +126,16 @@ def check_applied(out, scores: torch.Tensor, mask: torch.Tensor, what: str) -> N
     check_tensor(out, what=what, shape=scores.shape, dtype=scores.dtype,
                  hint="the result has the scores' shape and dtype; the mask only broadcasts against them")
     full = mask.expand(scores.shape)
-    assert_equal(out[full], scores[full], what=f"{what} where the mask is True",
+    assert_equal(out[full], scores[full], what=Phrase('{what} where the mask is True', what=what),
                  hint="scores where the mask is True must come back bit-identical; True means 'may attend'",
                  mistakes=mistakes.kept_where_allowed_mistakes(out, scores, full))
     masked = out[~full]
     bad = ~((masked <= MASKED_AT_MOST) | (masked == float("-inf")))
     if bool(bad.any()):
-        fail(f"{what} where the mask is False",
-             f"{int(bad.sum())} of {masked.numel()} values are not masked, "
-             f"e.g. {masked[bad][0].item()!r} (expected -inf, the dtype's lowest value, or <= -1e9)",
+        fail(Phrase('{what} where the mask is False', what=what),
+             Phrase("{int_bad_sum} of {masked_numel} values are not masked, e.g. {masked_bad_0_item} (expected "
+                    "-inf, the dtype's lowest value, or <= -1e9)", int_bad_sum=int(bad.sum()),
+                    masked_numel=masked.numel(), masked_bad_0_item=repr(masked[bad][0].item())),
              hint=MASK_HINT, actual=masked, mistakes=mistakes.masked_fill_mistakes(masked, scores[~full]))
 
 
@@ -153,7 +156,9 @@ def test_apply_mask_values(impl, gen, shapes, dtype):
     scores = randn(*scores_shape, gen=gen, dtype=dtype, scale=3.0)
     mask = random_mask(*mask_shape, gen=gen)
     out = adapters.apply_mask(impl)(scores, mask)
-    check_applied(out, scores, mask, f"apply_mask(scores {tuple(scores.shape)}, mask {tuple(mask.shape)})")
+    check_applied(out, scores, mask, Phrase("apply_mask(scores {tuple_scores_shape}, mask {tuple_mask_shape})",
+                                            tuple_scores_shape=tuple(scores.shape),
+                                            tuple_mask_shape=tuple(mask.shape)))
 
 
 @pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
@@ -163,7 +168,9 @@ def test_apply_mask_causal(impl, gen, q_len, k_len, dtype):
     scores = randn(2, 2, q_len, k_len, gen=gen, dtype=dtype)
     mask = expected_causal(q_len, k_len)
     out = adapters.apply_mask(impl)(scores, mask)
-    check_applied(out, scores, mask, f"apply_mask(scores {tuple(scores.shape)}, causal mask ({q_len}, {k_len}))")
+    check_applied(out, scores, mask, Phrase("apply_mask(scores {tuple_scores_shape}, causal mask ({q_len}, "
+                                            "{k_len}))", tuple_scores_shape=tuple(scores.shape), q_len=q_len,
+                                            k_len=k_len))
 
 
 @pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
@@ -171,9 +178,10 @@ def test_apply_mask_zero_weight_for_low_scores(impl, gen, dtype):
     """Masked positions get exactly zero softmax weight even when the allowed scores are near -1e6."""
     scores = (-1e6 + randn(2, 3, 4, 6, gen=gen, dtype=torch.float64, scale=10.0)).to(dtype)
     mask = random_mask(2, 1, 4, 6, gen=gen)
-    what = f"softmax(apply_mask(scores near -1e6, mask), -1) ({dtype})"
+    what = Phrase('softmax(apply_mask(scores near -1e6, mask), -1) ({dtype})', dtype=dtype)
     out = adapters.apply_mask(impl)(scores, mask)
-    check_tensor(out, what=f"apply_mask(scores {tuple(scores.shape)}, mask {tuple(mask.shape)})",
+    check_tensor(out, what=Phrase("apply_mask(scores {tuple_scores_shape}, mask {tuple_mask_shape})",
+                                  tuple_scores_shape=tuple(scores.shape), tuple_mask_shape=tuple(mask.shape)),
                  shape=scores.shape, dtype=dtype)
     weights = out.softmax(dim=-1)
     full = mask.expand(scores.shape)
@@ -186,7 +194,7 @@ def test_apply_mask_zero_weight_for_low_scores(impl, gen, dtype):
 
 def test_apply_mask_none_returns_scores(impl, gen):
     for scores in (randn(3, 5, gen=gen), randn(2, 2, 4, 4, gen=gen, dtype=torch.float64)):
-        what = f"apply_mask(scores {tuple(scores.shape)}, None)"
+        what = Phrase('apply_mask(scores {tuple_scores_shape}, None)', tuple_scores_shape=tuple(scores.shape))
         with naming_errors(what, mistakes.MASK_NONE_FAILS):  # whatever it raised, on a mask of None
             out = adapters.apply_mask(impl)(scores, None)
         assert_equal(out, scores, what=what,

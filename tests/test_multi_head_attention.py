@@ -26,6 +26,7 @@ from checklib.mistakes.general import mapped
 from checklib.scratch import assert_from_scratch
 from checklib.weights import mha_state, randn, torch_mha
 from grader.results import CheckFailure
+from grader.text import Phrase
 
 SDPA = adapters.scaled_dot_product_attention
 MHA = adapters.MultiHeadAttention
@@ -81,7 +82,7 @@ def sdpa_inputs(case, dtype, gen):
 
 
 def describe(q, k, v, mask) -> str:
-    m = "None" if mask is None else f"bool {tuple(mask.shape)}"
+    m = "None" if mask is None else Phrase('bool {tuple_mask_shape}', tuple_mask_shape=tuple(mask.shape))
     return f"scaled_dot_product_attention(q {tuple(q.shape)}, k {tuple(k.shape)}, v {tuple(v.shape)}, mask={m})"
 
 
@@ -97,11 +98,12 @@ def test_sdpa_shapes_and_dtypes(impl, gen, case, dtype):
     result = SDPA(impl)(q, k, v)
     what = describe(q, k, v, None)
     if not isinstance(result, tuple) or len(result) != 2:
-        raise AssertionError(f"{what}: expected a tuple (out, weights), got {type(result).__name__}")
+        raise AssertionError(Phrase("{what}: expected a tuple (out, weights), got {type_result___name__}", what=what,
+                                    type_result___name__=type(result).__name__))
     out, weights = result
-    check_tensor(out, what=f"out of {what}", shape=(*lead, t_q, d_v), dtype=dtype,
+    check_tensor(out, what=Phrase('out of {what}', what=what), shape=(*lead, t_q, d_v), dtype=dtype,
                  hint="out = weights @ v is (..., Tq, dv), in the inputs' dtype")
-    check_tensor(weights, what=f"weights of {what}", shape=(*lead, t_q, t_k), dtype=dtype,
+    check_tensor(weights, what=Phrase('weights of {what}', what=what), shape=(*lead, t_q, t_k), dtype=dtype,
                  hint="weights has one row per query and one column per key: (..., Tq, Tk)")
 
 
@@ -123,7 +125,9 @@ def test_sdpa_matches_torch(impl, gen, case, mask_kind, dtype):
     out, _ = SDPA(impl)(q, k, v, mask)
     hint = SDPA_WHERE if mask is None else SDPA_WHERE + "; keys where the mask is False get a weight of 0"
     try:
-        assert_close(out, expected, what=f"out of {describe(q, k, v, mask)} vs torch.nn.functional.scaled_dot_product_attention",
+        assert_close(out, expected, what=Phrase("out of {describe_q_k_v_mask} vs "
+                                                "torch.nn.functional.scaled_dot_product_attention",
+                                                describe_q_k_v_mask=describe(q, k, v, mask)),
                      hint=hint, mistakes=mistakes.sdpa_out_mistakes(q, k, v, mask, out))
     except CheckFailure as failure:  # a second call with the same inputs: does it even give the same?
         if failure.matched or not mistakes.changes_between_calls(lambda: SDPA(impl)(q, k, v, mask)[0], out):
@@ -141,15 +145,16 @@ def test_sdpa_weights_are_softmax_of_scaled_scores(impl, gen, case, mask_kind):
     q, k, v = sdpa_inputs(case, torch.float64, gen)
     mask = sdpa_mask(mask_kind, lead, t_q, t_k, gen)
     _, weights = SDPA(impl)(q, k, v, mask)
-    what = f"weights of {describe(q, k, v, mask)}"
+    what = Phrase('weights of {describe_q_k_v_mask}', describe_q_k_v_mask=describe(q, k, v, mask))
     weight_mistakes = mistakes.sdpa_weights_mistakes(q, k, v, mask, weights)
     check_tensor(weights, what=what, shape=(*lead, t_q, t_k), dtype=torch.float64, mistakes=weight_mistakes)
-    assert_close(weights.sum(dim=-1), torch.ones(*lead, t_q, dtype=torch.float64), what=f"row sums of the {what}",
+    assert_close(weights.sum(dim=-1), torch.ones(*lead, t_q, dtype=torch.float64), what=Phrase("row sums of the {what}",
+                                                                                               what=what),
                  hint="each query's weights are a softmax over the keys (the last dimension), so they sum to 1",
                  mistakes=mapped(weight_mistakes, lambda w: w.sum(dim=-1)))
     if mask is not None:
         masked = weights.masked_select(~mask.expand_as(weights))
-        assert_close(masked, torch.zeros_like(masked), what=f"{what} where the mask is False",
+        assert_close(masked, torch.zeros_like(masked), what=Phrase('{what} where the mask is False', what=what),
                      hint="a key the mask forbids must get weight 0: fill its score with -inf (or a very "
                           "negative number) before the softmax; True means 'may attend'",
                      mistakes=mapped(weight_mistakes, lambda w: w.masked_select(~mask.expand_as(w))))
@@ -163,7 +168,7 @@ def test_sdpa_does_not_modify_inputs(impl, gen):
     mask = random_mask(3, 4, gen=gen)
     _, after = SDPA(impl).call_returning_args(q, k, v, mask)
     for name, before, now in zip("qkv", (q, k, v), after):
-        assert_equal(now, before, what=f"{name} after scaled_dot_product_attention",
+        assert_equal(now, before, what=Phrase('{name} after scaled_dot_product_attention', name=name),
                      hint="functions must not modify their inputs in place (e.g. masked_fill_ on a view)")
     assert_equal(after[3], mask, what="mask after scaled_dot_product_attention",
                  hint="functions must not modify their inputs in place")
@@ -180,17 +185,19 @@ def test_sdpa_causal_no_leakage(impl, gen, lead, length):
         changed = [with_future_changed(t, position, gen) for t in (q, k, v)]
         out2, _ = sdpa(*changed, mask)
         assert_past_unchanged(out, out2, position,
-                              what=f"out[..., :{position}, :] of scaled_dot_product_attention with a causal mask "
-                                   f"after changing q, k, v from position {position} on", hint=hint)
+                              what=Phrase("out[..., :{position}, :] of scaled_dot_product_attention with a causal "
+                                          "mask after changing q, k, v from position {position} on",
+                                          position=position), hint=hint)
     for position in range(length - 1):
         g = one_hot_grad_output(out.shape, position, gen)
         grads = sdpa.grad(q, k, v, mask, grad_output=g, output_index=0)["args"]
         for name, grad in zip("qkv", grads):
-            check_tensor(grad, what=f"gradient of scaled_dot_product_attention's out w.r.t. {name}",
+            check_tensor(grad, what=Phrase("gradient of scaled_dot_product_attention's out w.r.t. {name}", name=name),
                          hint="the output must be computed from q, k and v with differentiable tensor operations")
             assert_no_gradient_from_future(grad, position,
-                                           what=f"d out[..., {position}, :] / d {name}[..., {position + 1}:, :] "
-                                                "with a causal mask", hint=hint)
+                                           what=Phrase("d out[..., {position}, :] / d {name}[..., {position_1}:, "
+                                                       ":] with a causal mask", position=position, name=name,
+                                                       position_1=position + 1), hint=hint)
 
 
 # --- MultiHeadAttention.forward ------------------------------------------------------------------
@@ -228,7 +235,9 @@ def test_mha_shapes_and_dtypes(impl, gen, shape, dtype):
                  shape=(batch, length, d_model), dtype=dtype,
                  hint="the output has the input's shape (B, T, D): merge the heads back before out_proj")
     weights = m.attr("last_attention")
-    check_tensor(weights, what=f"last_attention after MultiHeadAttention({d_model}, {n_heads})(x {tuple(x.shape)})",
+    check_tensor(weights, what=Phrase("last_attention after MultiHeadAttention({d_model}, {n_heads})(x "
+                                      "{tuple_x_shape})", d_model=d_model, n_heads=n_heads,
+                                      tuple_x_shape=tuple(x.shape)),
                  shape=(batch, n_heads, length, length), dtype=dtype,
                  hint="store the attention weights of every head, (B, H, T, T), in self.last_attention",
                  mistakes=mistakes.mha_weights_mistakes(state, x, None, n_heads, weights))
@@ -262,13 +271,13 @@ def test_mha_matches_torch(impl, gen, shape, mask_kind, bias, dtype):
     out = m(x, mask)
     weights = m.attr("last_attention")
     weight_mistakes = mistakes.mha_weights_mistakes(state, x, mask, n_heads, weights)
-    check_tensor(weights, what=f"last_attention after {call}", shape=(batch, n_heads, length, length), dtype=dtype,
+    check_tensor(weights, what=Phrase("last_attention after {call}", call=call), shape=(batch, n_heads, length, length), dtype=dtype,
                  hint="keep the weights of every head, (B, H, T, T), in self.last_attention", mistakes=weight_mistakes)
     assert_close(weights, expected_weights,
-                 what=f"last_attention after {call} vs nn.MultiheadAttention's per-head weights",
+                 what=Phrase("last_attention after {call} vs nn.MultiheadAttention's per-head weights", call=call),
                  hint="weights come from the projected, head-split q and k (scaled by sqrt(Dh), masked, softmax "
                       "over the keys); the mask broadcasts over (B, H, T, T)", mistakes=weight_mistakes)
-    assert_close(out, expected_out, what=f"{call} vs nn.MultiheadAttention with the same weights", hint=MHA_WHERE,
+    assert_close(out, expected_out, what=Phrase("{call} vs nn.MultiheadAttention with the same weights", call=call), hint=MHA_WHERE,
                  mistakes=mistakes.mha_out_mistakes(state, x, mask, n_heads, out))
 
 
@@ -278,7 +287,8 @@ def test_mha_last_attention_follows_latest_call(impl, gen):
     m = new_mha(impl, d_model, n_heads, state)
     before = m.attr("last_attention")
     if before is not None:
-        raise AssertionError(f"last_attention before the first call: expected None, got {type(before).__name__}")
+        raise AssertionError(Phrase("last_attention before the first call: expected None, got "
+                                    "{type_before___name__}", type_before___name__=type(before).__name__))
     x1 = randn(2, 5, d_model, gen=gen)
     m(x1)
     x2 = randn(3, 4, d_model, gen=gen)
@@ -297,14 +307,15 @@ def test_mha_last_attention_is_detached(impl, gen):
     x = randn(batch, length, d_model, gen=gen)
     mask = causal_bool_mask(length)
     out = m(x, mask)
-    call = f"MultiHeadAttention({d_model}, {n_heads})(x {tuple(x.shape)}, causal mask)"
+    call = Phrase("MultiHeadAttention({d_model}, {n_heads})(x {tuple_x_shape}, causal mask)", d_model=d_model,
+                  n_heads=n_heads, tuple_x_shape=tuple(x.shape))
     expected_out, expected = mha_expected(state, x, mask, d_model, n_heads)
-    assert_close(out, expected_out, what=f"{call} vs nn.MultiheadAttention with the same weights", hint=MHA_WHERE)
-    assert_close(m.attr("last_attention"), expected, what=f"last_attention after {call}",
+    assert_close(out, expected_out, what=Phrase("{call} vs nn.MultiheadAttention with the same weights", call=call), hint=MHA_WHERE)
+    assert_close(m.attr("last_attention"), expected, what=Phrase('last_attention after {call}', call=call),
                  hint="self.last_attention holds the weights of the latest call, (B, H, Tq, Tk)")
     info = m.tensor_info("last_attention")
     if info["requires_grad"] or info["has_grad_fn"]:
-        fail(f"last_attention after {call}", "expected a detached tensor, got one that "
+        fail(Phrase('last_attention after {call}', call=call), "expected a detached tensor, got one that "
              + ("has a grad_fn (it is still part of the autograd graph)" if info["has_grad_fn"] else "requires grad"),
              hint="store weights.detach(): kept for inspection, attached weights hold the whole graph of the "
                   "forward alive and let a later backward() flow through them")
@@ -322,7 +333,8 @@ def test_mha_permutation_equivariance(impl, gen, shape):
     out_perm = m(x[:, perm])
     hint = ("without positional encoding and without a mask, attention treats the tokens as a set: "
             "mix information only along the sequence dimension through the attention weights")
-    assert_close(out_perm, out[:, perm], what=f"MultiHeadAttention(x[:, {perm.tolist()}]) vs MultiHeadAttention(x)[:, perm]",
+    assert_close(out_perm, out[:, perm], what=Phrase("MultiHeadAttention(x[:, {perm_tolist}]) vs "
+                                                     "MultiHeadAttention(x)[:, perm]", perm_tolist=perm.tolist()),
                  hint=hint)
     assert_close(out_perm.mean(dim=1), out.mean(dim=1), what="mean over tokens of MultiHeadAttention(permuted x)",
                  hint=hint)
@@ -340,15 +352,16 @@ def test_mha_causal_no_leakage(impl, gen, shape):
     for position in range(1, length):
         out2 = m(with_future_changed(x, position, gen), mask)
         assert_past_unchanged(out, out2, position,
-                              what=f"MultiHeadAttention(x, causal mask)[:, :{position}] after changing x from "
-                                   f"position {position} on", hint=hint)
+                              what=Phrase("MultiHeadAttention(x, causal mask)[:, :{position}] after changing x "
+                                          "from position {position} on", position=position), hint=hint)
     for position in range(length - 1):
         g = one_hot_grad_output(out.shape, position, gen)
         grad = m.grad(x, mask, grad_output=g)["args"][0]
         check_tensor(grad, what="gradient of MultiHeadAttention(x, mask) w.r.t. x", shape=x.shape,
                      hint="the output must be computed from x with differentiable tensor operations")
         assert_no_gradient_from_future(grad, position,
-                                       what=f"d out[:, {position}] / d x[:, {position + 1}:] with a causal mask",
+                                       what=Phrase("d out[:, {position}] / d x[:, {position_1}:] with a causal mask",
+                                                   position=position, position_1=position + 1),
                                        hint=hint)
 
 

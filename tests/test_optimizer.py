@@ -17,6 +17,7 @@ from checklib.scratch import assert_from_scratch
 from checklib.student import expect_value_error, naming_errors
 from checklib.tolerance import ATOL, RTOL
 from checklib.weights import randn
+from grader.text import Phrase
 
 DTYPES = [torch.float32, torch.float64]
 SHAPES = [(3, 4), (4,), (2, 2, 3)]
@@ -93,7 +94,8 @@ def compare_steps(got, expected, values, grads, per_param, lrs, what: str) -> No
                 for got_step, expected_step in zip(got, expected) for out, ref in zip(got_step, expected_step))
     for s, (got_step, expected_step) in enumerate(zip(got, expected)):
         for i, (out, ref) in enumerate(zip(got_step, expected_step)):
-            where = f"{what}: parameter {i} {tuple(ref.shape)} after step {s + 1}"
+            where = Phrase("{what}: parameter {i} {tuple_ref_shape} after step {s_1}", what=what, i=i,
+                           tuple_ref_shape=tuple(ref.shape), s_1=s + 1)
             if not whole:
                 assert_close(out, ref, what=where, rtol=RTOL, atol=ATOL, hint=WHERE,
                              mistakes=mistakes.adamw_mistakes(values, grads, per_param, lrs, s, i, out))
@@ -127,7 +129,8 @@ def test_adamw_reads_lr_at_every_step(impl, gen, dtype):
     grads = gradients(gen, dtype, len(lr_steps), 1.0)
     got, expected, per_param, lrs = run(impl, values, grads, kwargs=kwargs, lr_steps=lr_steps)
     compare_steps(got, expected, values, grads, per_param, lrs,
-                  f"AdamW with lr changed before each step to {[lr[0] for lr in lr_steps]} ({dtype})")
+                  Phrase("AdamW with lr changed before each step to {lr_0_for_lr_in_lr_steps} ({dtype})",
+                         lr_0_for_lr_in_lr_steps=[lr[0] for lr in lr_steps], dtype=dtype))
 
 
 @pytest.mark.parametrize("dtype", DTYPES)
@@ -140,7 +143,8 @@ def test_adamw_counts_steps_per_parameter(impl, gen, dtype):
     grads = gradients(gen, dtype, 6, 1.0, absent=absent)
     got, expected, per_param, lrs = run(impl, values, grads, kwargs=kwargs)
     compare_steps(got, expected, values, grads, per_param, lrs,
-                  f"AdamW where parameter 1 has no gradient in steps 1-3 and parameter 2 none in steps 2 and 4 ({dtype})")
+                  Phrase("AdamW where parameter 1 has no gradient in steps 1-3 and parameter 2 none in steps 2 and "
+                         "4 ({dtype})", dtype=dtype))
 
 
 @pytest.mark.parametrize("dtype", DTYPES)
@@ -161,14 +165,16 @@ def test_adamw_param_group_defaults(impl, gen):
     optimizer = adapters.AdamW(impl, params.ref)
     groups = optimizer.attr("param_groups")
     if not isinstance(groups, list) or not groups or not isinstance(groups[0], dict):
-        fail("AdamW(params).param_groups", f"expected a list of dicts, got {groups!r:.80}",
+        fail("AdamW(params).param_groups", Phrase("expected a list of dicts, got {groups}",
+                                                  groups=format(repr(groups), '.80')),
              hint="subclass torch.optim.Optimizer and pass the settings to super().__init__(params, defaults)")
     group = groups[0]
     for key, value in DEFAULTS.items():
         got = group.get(key)
         got = tuple(got) if isinstance(got, list) else got
         if got != value:
-            fail(f"AdamW(params).param_groups[0][{key!r}]", f"expected the default {value!r}, got {got!r}",
+            fail(f"AdamW(params).param_groups[0][{key!r}]", Phrase("expected the default {value}, got {got}",
+                                                                   value=repr(value), got=repr(got)),
                  hint="the contract's defaults: lr=1e-3, betas=(0.9, 0.999), eps=1e-8, weight_decay=0.01; "
                       "pass them to super().__init__ in the defaults dict so each group gets them")
 
@@ -185,21 +191,24 @@ def test_adamw_step_with_a_closure(impl, gen, dtype):
     reference = torch.optim.AdamW(mine, lr=5e-2, foreach=False)
     returned, calls = params.method("step", optimizer, grads[0], 1.5)
     if calls != 1:
-        fail("AdamW.step(closure)", f"the closure ran {calls} times, expected once",
+        fail("AdamW.step(closure)", Phrase('the closure ran {calls} times, expected once', calls=calls),
              hint="call the closure (under torch.enable_grad()) once, before updating, and keep what it returns",
              actual=calls, mistakes=mistakes.closure_mistakes())
     if not (isinstance(returned, torch.Tensor) and returned.numel() == 1 and float(returned) == 1.5):
-        fail("AdamW.step(closure)", f"expected the closure's loss tensor(1.5) back, got {returned!r:.80}",
+        fail("AdamW.step(closure)", Phrase("expected the closure's loss tensor(1.5) back, got {returned}",
+                                           returned=format(repr(returned), '.80')),
              hint="step returns the loss the closure returned")
     for p, g in zip(mine, grads[0]):
         p.grad = g.clone()
     reference.step()
     for i, (out, ref) in enumerate(zip(params.method("values"), mine)):
-        assert_close(out, ref.detach(), what=f"parameter {i} after step(closure), the closure setting the gradients",
+        assert_close(out, ref.detach(), what=Phrase("parameter {i} after step(closure), the closure setting the "
+                                                    "gradients", i=i),
                      rtol=RTOL, atol=ATOL, hint="call the closure first: it computes the gradients of this step")
     returned, _ = params.method("step", optimizer, grads[1])
     if returned is not None:
-        fail("AdamW.step()", f"expected None without a closure, got {returned!r:.80}",
+        fail("AdamW.step()", Phrase("expected None without a closure, got {returned}",
+                                    returned=format(repr(returned), '.80')),
              hint="without a closure there is no loss to return")
 
 
@@ -230,20 +239,20 @@ def clip(impl, values, grads, max_norm, *, as_generator=False):
 def compare_clip(norm, after, expected_norm, expected, grads, max_norm, what: str) -> None:
     present = [g for g in grads if g is not None]
     dtype = present[0].dtype
-    check_tensor(norm, what=f"the norm {what} returns", shape=(), dtype=dtype,
+    check_tensor(norm, what=Phrase('the norm {what} returns', what=what), shape=(), dtype=dtype,
                  hint="return the total norm as a 0-dim tensor in the gradients' dtype")
     # atol 0: gradients as small as 1e-6 must be compared by their relative error
-    assert_close(norm, expected_norm, what=f"the norm {what} returns", rtol=RTOL, atol=0.0,
+    assert_close(norm, expected_norm, what=Phrase('the norm {what} returns', what=what), rtol=RTOL, atol=0.0,
                  hint="the L2 norm of all the gradients together, as one vector, before clipping",
                  mistakes=mistakes.clip_norm_mistakes(present, max_norm))
     for i, (out, ref) in enumerate(zip(after, expected)):
         if ref is None:
             if out is not None:
-                fail(f"parameter {i}'s .grad after {what}", "expected None (it had no gradient), got a tensor",
+                fail(Phrase("parameter {i}'s .grad after {what}", i=i, what=what), "expected None (it had no gradient), got a tensor",
                      hint="parameters without a gradient are skipped")
             continue
         k = sum(1 for g in grads[:i] if g is not None)
-        assert_close(out, ref, what=f"parameter {i}'s .grad after {what}", rtol=RTOL, atol=0.0,
+        assert_close(out, ref, what=Phrase("parameter {i}'s .grad after {what}", i=i, what=what), rtol=RTOL, atol=0.0,
                      hint="multiply every gradient in place by min(1, max_norm / (norm + 1e-6))",
                      mistakes=mistakes.clip_grads_mistakes(present, max_norm, k))
 
@@ -269,7 +278,8 @@ def test_clip_grad_norm_reads_a_generator_once(impl, gen, dtype):
     # the last gradient smaller: its norm is not the largest (two mistakes of the norm read the same there)
     grads = [randn(*s, gen=gen, dtype=dtype, scale=0.3 if s is SHAPES[-1] else 1.0) for s in SHAPES]
     result = clip(impl, values, grads, 0.5, as_generator=True)
-    compare_clip(*result, grads, 0.5, f"clip_grad_norm(a generator of parameters, max_norm=0.5) ({dtype})")
+    compare_clip(*result, grads, 0.5, Phrase("clip_grad_norm(a generator of parameters, max_norm=0.5) ({dtype})",
+                                             dtype=dtype))
 
 
 @pytest.mark.parametrize("dtype", DTYPES)
@@ -277,7 +287,8 @@ def test_clip_grad_norm_skips_parameters_without_grad(impl, gen, dtype):
     values = start(gen, dtype, shapes=SHAPES + [(5,)])
     grads = [randn(3, 4, gen=gen, dtype=dtype), None, randn(2, 2, 3, gen=gen, dtype=dtype, scale=0.3), None]
     result = clip(impl, values, grads, 0.5)
-    compare_clip(*result, grads, 0.5, f"clip_grad_norm(parameters 1 and 3 without a gradient, max_norm=0.5) ({dtype})")
+    compare_clip(*result, grads, 0.5, Phrase("clip_grad_norm(parameters 1 and 3 without a gradient, max_norm=0.5) "
+                                             "({dtype})", dtype=dtype))
 
 
 def test_from_scratch(target_folder):

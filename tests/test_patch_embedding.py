@@ -11,6 +11,7 @@ from checklib.compare import assert_close, assert_equal, check_tensor, fail
 from checklib.mistakes import patch_embedding as mistakes
 from checklib.student import expect_value_error, naming_errors
 from checklib.weights import linear_state, randn
+from grader.text import Phrase
 
 # (B, C, H, W, P): non-square images, one and three channels, P = 1, one patch per image.
 IMAGES = [
@@ -44,7 +45,8 @@ def test_patchify_matches_unfold(impl, gen, shape, dtype):
     shapes = [shape] + ([(batch, channels, 2 * height, width, patch)] if (height, width) == (patch, patch) else [])
     for batch, channels, height, width, patch in shapes:
         images = randn(batch, channels, height, width, gen=gen, dtype=dtype)
-        what = f"patchify(images {tuple(images.shape)}, patch_size={patch})"
+        what = Phrase("patchify(images {tuple_images_shape}, patch_size={patch})",
+                      tuple_images_shape=tuple(images.shape), patch=patch)
         with naming_errors(what, mistakes.SQUARE_ASSUMED,
                            lambda exc: mistakes.square_assumed(exc.message, tuple(images.shape), patch)):
             out = adapters.patchify(impl)(images, patch)
@@ -61,7 +63,8 @@ def test_patchify_matches_unfold(impl, gen, shape, dtype):
 def test_patchify_rejects_indivisible(impl, gen, height, width, patch):
     images = randn(1, 3, height, width, gen=gen)
     message = expect_value_error(adapters.patchify(impl), images, patch,
-                                 what=f"patchify(images {tuple(images.shape)}, patch_size={patch})",
+                                 what=Phrase("patchify(images {tuple_images_shape}, patch_size={patch})",
+                                             tuple_images_shape=tuple(images.shape), patch=patch),
                                  lets_through=mistakes.patchify_checks(height, width, patch))
     assert message, "the ValueError should say what is wrong (H and W must be multiples of patch_size)"
 
@@ -89,7 +92,9 @@ def test_patch_embedding_matches_strided_conv(impl, gen, sizes, dtype):
         conv.bias.copy_(state["proj.bias"])
         expected = conv(images).flatten(2).transpose(1, 2)
     out = module(images)
-    what = f"PatchEmbedding({img_size}, {patch}, {channels}, {d_model})(images {tuple(images.shape)})"
+    what = Phrase("PatchEmbedding({img_size}, {patch}, {channels}, {d_model})(images {tuple_images_shape})",
+                  img_size=img_size, patch=patch, channels=channels, d_model=d_model,
+                  tuple_images_shape=tuple(images.shape))
     check_tensor(out, what=what, shape=expected.shape, dtype=dtype,
                  hint="the result is (B, num_patches, d_model): proj applied to every patch of patchify(images)")
     assert_close(out, expected, what=what,
@@ -114,8 +119,9 @@ def test_same_module_on_other_images(impl, gen):
         with torch.no_grad():
             expected = conv(images).flatten(2).transpose(1, 2)
         out = module(images)
-        what = (f"call {call} of the same PatchEmbedding({img_size}, {patch}, {channels}, {d_model}), other images "
-                f"{tuple(images.shape)} each time")
+        what = (Phrase("call {call} of the same PatchEmbedding({img_size}, {patch}, {channels}, {d_model}), other "
+                       "images {tuple_images_shape} each time", call=call, img_size=img_size, patch=patch,
+                       channels=channels, d_model=d_model, tuple_images_shape=tuple(images.shape)))
         check_tensor(out, what=what, shape=expected.shape, dtype=torch.float32,
                      hint="the result is (B, num_patches, d_model): proj applied to every patch of patchify(images)")
         assert_close(out, expected, what=what, hint="embed each call's own images: proj(patchify(images, P))",
@@ -129,8 +135,10 @@ def test_num_patches(impl, sizes):
     got = module.attr("num_patches")
     expected = (img_size // patch) ** 2
     if not got == expected:
-        fail(f"PatchEmbedding({img_size}, {patch}, {channels}, {d_model}).num_patches", f"expected {expected}, got {got!r}",
-             hint=f"a {img_size}x{img_size} image holds (img_size / patch_size) ** 2 patches",
+        fail(f"PatchEmbedding({img_size}, {patch}, {channels}, {d_model}).num_patches", Phrase("expected {expected}, got {got}",
+                                                                                               expected=expected,
+                                                                                               got=repr(got)),
+             hint=Phrase('a {img_size}x{img_size} image holds (img_size / patch_size) ** 2 patches', img_size=img_size),
              actual=got, expected=expected, mistakes=mistakes.num_patches_mistakes(img_size, patch))
 
 
@@ -141,7 +149,8 @@ def test_state_dict(impl, sizes):
     state = module.state_dict()
     name = f"PatchEmbedding({img_size}, {patch}, {channels}, {d_model})"
     if sorted(state) != ["proj.bias", "proj.weight"]:
-        fail(f"{name}.state_dict()", f"expected exactly the keys ['proj.bias', 'proj.weight'], got {sorted(state)}",
+        fail(f"{name}.state_dict()", Phrase("expected exactly the keys ['proj.bias', 'proj.weight'], got "
+                                            "{sorted_state}", sorted_state=sorted(state)),
              hint="the only parameters are those of proj = nn.Linear(in_channels * patch_size**2, d_model)"
     )
     hint = "proj = nn.Linear(in_channels * patch_size**2, d_model) maps one flattened patch to d_model features"
@@ -163,6 +172,7 @@ def test_patch_embedding_rejects_wrong_images(impl, gen, shape, problem):
     module, _ = embedding(impl, gen, (8, 4, 3, 16))
     images = randn(*shape, gen=gen)
     message = expect_value_error(module, images,
-                                 what=f"PatchEmbedding(8, 4, 3, 16) given images {shape} ({problem})",
+                                 what=Phrase("PatchEmbedding(8, 4, 3, 16) given images {shape} ({problem})",
+                                             shape=shape, problem=problem),
                                  lets_through=mistakes.embedding_checks(shape[1] != 3))
     assert message, "the ValueError should say what is wrong (the images must be in_channels x img_size x img_size)"

@@ -25,6 +25,7 @@ from checklib.scratch import assert_from_scratch
 from checklib.weights import block_state, randn, torch_encoder_layer
 from grader.results import CheckFailure
 from grader.sandbox.protocol import StudentError
+from grader.text import Phrase
 
 BLOCK = adapters.TransformerBlock
 
@@ -39,7 +40,7 @@ WHERE = ("Pre-LN: x = x + dropout(attention(norm1(x), mask)), then x = x + dropo
 
 
 def mask_text(mask) -> str:
-    return "None" if mask is None else f"bool {tuple(mask.shape)}"
+    return "None" if mask is None else Phrase('bool {tuple_mask_shape}', tuple_mask_shape=tuple(mask.shape))
 
 
 def new_block(impl, d_model, n_heads, d_ff, state, dropout=0.3):
@@ -98,18 +99,20 @@ def test_block_submodule_names(impl, gen):
     missing, extra = sorted(set(state) - set(got)), sorted(set(got) - set(state))
     if missing or extra:
         fail(f"TransformerBlock({d_model}, {n_heads}, {d_ff}).state_dict()",
-             f"missing keys {missing}, unexpected keys {extra}",
+             Phrase('missing keys {missing}, unexpected keys {extra}', missing=missing, extra=extra),
              hint="name the submodules attention (MultiHeadAttention with bias), norm1, norm2, "
                   "ff = nn.Sequential(Linear, ReLU, Linear) (so ff.0 and ff.2), dropout")
     for key, value in state.items():
-        check_tensor(got[key], what=f"state_dict()['{key}'] of TransformerBlock({d_model}, {n_heads}, {d_ff})",
+        check_tensor(got[key], what=Phrase("state_dict()['{key}'] of TransformerBlock({d_model}, {n_heads}, {d_ff})",
+                                           key=key, d_model=d_model, n_heads=n_heads, d_ff=d_ff),
                      shape=value.shape, hint="ff.0 is Linear(d_model, d_ff), ff.2 is Linear(d_ff, d_model); "
                                              "norm1 and norm2 are LayerNorm(d_model)",
                      mistakes=mistakes.ff_width_mistakes(key, d_model, n_heads, d_ff))
     m.load_weights(state)
     back = m.state_dict()
     for key in ("norm1.weight", "norm1.bias", "norm2.weight", "norm2.bias"):
-        assert_equal(back[key], state[key], what=f"state_dict()['{key}'] after loading different norm1 and norm2 weights",
+        assert_equal(back[key], state[key], what=Phrase("state_dict()['{key}'] after loading different norm1 and "
+                                                        "norm2 weights", key=key),
                      hint="norm1 and norm2 must be two separate nn.LayerNorm(d_model) objects, not one shared twice",
                      mistakes=mistakes.shared_norm_mistakes(state, key))
 
@@ -135,8 +138,11 @@ def test_block_matches_torch_encoder_layer(impl, gen, shape, mask_kind, dtype):
     mask = self_attention_mask(mask_kind, batch, n_heads, length, gen)
     out = m(x, mask)
     assert_eval_output(m, (x, mask), out, expected_output(state, x, mask, d_model, n_heads, d_ff),
-                 what=f"TransformerBlock({d_model}, {n_heads}, {d_ff}, dropout=0.3).eval()(x {tuple(x.shape)}, "
-                      f"mask={mask_text(mask)}) vs nn.TransformerEncoderLayer(norm_first=True) with the same weights",
+                 what=Phrase("TransformerBlock({d_model}, {n_heads}, {d_ff}, dropout=0.3).eval()(x "
+                             "{tuple_x_shape}, mask={mask_text_mask}) vs "
+                             "nn.TransformerEncoderLayer(norm_first=True) with the same weights", d_model=d_model,
+                             n_heads=n_heads, d_ff=d_ff, tuple_x_shape=tuple(x.shape),
+                             mask_text_mask=mask_text(mask)),
                  hint=WHERE + "; pass the mask on to the attention; eval mode turns dropout off",
                  mistakes=mistakes.block_mistakes(state, x, mask, n_heads, out))
 
@@ -148,29 +154,31 @@ def test_block_dropout_only_in_train_mode(impl, gen):
     x = randn(2, 6, d_model, gen=gen)
     expected = expected_output(state, x, None, d_model, n_heads, d_ff)
     call = f"TransformerBlock({d_model}, {n_heads}, {d_ff}, dropout=0.5)"
-    assert_eval_output(m, (x,), m(x), expected, what=f"{call}.eval()(x) vs nn.TransformerEncoderLayer without dropout",
+    assert_eval_output(m, (x,), m(x), expected, what=Phrase("{call}.eval()(x) vs nn.TransformerEncoderLayer "
+                                                            "without dropout", call=call),
                  hint="in eval mode dropout must do nothing: use the nn.Dropout submodule (it follows "
                       "train()/eval()) rather than F.dropout(..., training=True)",
                  mistakes=mistakes.block_mistakes(state, x, None, n_heads))
     m.train()
     first, second = m(x), m(x)
     try:
-        assert_not_close(first, expected, what=f"{call} in train mode vs the same block in eval mode",
+        assert_not_close(first, expected, what=Phrase('{call} in train mode vs the same block in eval mode', call=call),
                          hint="in train mode dropout must be applied to the attention and feed-forward branches "
                               "before they are added back to x")
     except CheckFailure as failure:
         if isinstance(first, torch.Tensor) and first.shape == expected.shape:  # equal, not of another shape
             raise explained(failure, mistakes.NO_DROPOUT) from None
         raise
-    assert_not_close(first, second, what=f"two calls of {call} in train mode",
+    assert_not_close(first, second, what=Phrase('two calls of {call} in train mode', call=call),
                      hint="train-mode dropout draws a fresh random mask on every call")
     m.eval()
-    assert_close(m(x), expected, what=f"{call} back in eval mode after train mode",
+    assert_close(m(x), expected, what=Phrase('{call} back in eval mode after train mode', call=call),
                  hint="eval() must turn dropout off again")
     # With every value dropped, each branch adds nothing: a Pre-LN block passes its input through.
     every = new_block(impl, d_model, n_heads, d_ff, state, dropout=1.0)
     every.train()
-    what = f"TransformerBlock({d_model}, {n_heads}, {d_ff}, dropout=1.0) in train mode (every branch dropped, so x itself)"
+    what = Phrase("TransformerBlock({d_model}, {n_heads}, {d_ff}, dropout=1.0) in train mode (every branch "
+                  "dropped, so x itself)", d_model=d_model, n_heads=n_heads, d_ff=d_ff)
     hint = "dropout applies to each branch's output before it is added to x: x + dropout(branch)"
     try:
         assert_close(every(x), x, what=what, hint=hint, mistakes=mistakes.dropped_residual_mistakes(x, state, n_heads))
@@ -186,7 +194,8 @@ def test_block_dropout_only_in_train_mode(impl, gen):
     default = BLOCK(impl, d_model, n_heads, d_ff)
     default.load_weights(state)
     default.train()
-    what = f"TransformerBlock({d_model}, {n_heads}, {d_ff}) in train mode (the default dropout=0.1) vs eval mode"
+    what = Phrase("TransformerBlock({d_model}, {n_heads}, {d_ff}) in train mode (the default dropout=0.1) vs eval "
+                  "mode", d_model=d_model, n_heads=n_heads, d_ff=d_ff)
     hint = "dropout defaults to 0.1: __init__(d_model, n_heads, d_ff, dropout=0.1)"
     try:
         assert_not_close(default(x), expected, what=what, hint=hint)
@@ -211,15 +220,19 @@ def test_block_gradients_reach_every_parameter(impl, gen, mask_kind):
     for name in state:
         grad = grads["params"].get(name)
         if grad is None:
-            fail(f"gradient of {call} w.r.t. {name}", "no gradient reached it",
+            fail(Phrase('gradient of {call} w.r.t. {name}', call=call, name=name), "no gradient reached it",
                  hint="every parameter must be used in forward, with no .detach() or torch.no_grad() in between")
         # The key bias shifts every score of a query equally, so softmax cancels it: its gradient is zero.
         if name != "attention.w_k.bias" and not bool(grad.ne(0).any()):
-            fail(f"gradient of {call} w.r.t. {name}", "it is all zeros", hint=f"{name} must influence the output ({WHERE})")
+            fail(Phrase("gradient of {call} w.r.t. {name}", call=call, name=name), "it is all zeros", hint=Phrase("{name} must influence the output "
+                                                                                                                  "({WHERE})",
+                                                                                                                  name=name,
+                                                                                                                  WHERE=WHERE))
     layer = reference(state, d_model, n_heads, d_ff)
     x_ref = x.clone().requires_grad_(True)
     (layer(x_ref, src_mask=to_torch_attn_mask(mask, batch, n_heads, length)) * g).sum().backward()
-    assert_close(grads["args"][0], x_ref.grad, what=f"gradient of {call} w.r.t. x vs nn.TransformerEncoderLayer's",
+    assert_close(grads["args"][0], x_ref.grad, what=Phrase("gradient of {call} w.r.t. x vs "
+                                                           "nn.TransformerEncoderLayer's", call=call),
                  hint="both residual paths must carry the gradient straight back to x: " + WHERE,
                  mistakes=mistakes.block_grad_mistakes(state, x, mask, n_heads, g))
 
@@ -236,7 +249,8 @@ def test_block_permutation_equivariance(impl, gen, shape):
     out, out_perm = m(x), m(x[:, perm])
     hint = ("without positional encoding or a mask, only attention mixes tokens, and it treats them as a set; "
             "LayerNorm and the feed-forward act on each token separately (normalise over the last dimension)")
-    assert_close(out_perm, out[:, perm], what=f"TransformerBlock(x[:, {perm.tolist()}]) vs TransformerBlock(x)[:, perm]",
+    assert_close(out_perm, out[:, perm], what=Phrase("TransformerBlock(x[:, {perm_tolist}]) vs "
+                                                     "TransformerBlock(x)[:, perm]", perm_tolist=perm.tolist()),
                  hint=hint)
     assert_close(out_perm.mean(dim=1), out.mean(dim=1), what="mean over tokens of TransformerBlock(permuted x)", hint=hint)
 
@@ -247,7 +261,8 @@ def test_block_leaves_input_alone(impl, gen):
     m = new_block(impl, d_model, n_heads, d_ff, block_state(d_model, d_ff, gen=gen))
     x = randn(batch, length, d_model, gen=gen)
     _, (after, _) = m.call_returning_args(x, causal_bool_mask(length))
-    assert_close(after, x, what=f"x {tuple(x.shape)} after TransformerBlock's forward",
+    assert_close(after, x, what=Phrase("x {tuple_x_shape} after TransformerBlock's forward",
+                                       tuple_x_shape=tuple(x.shape)),
                  hint="forward must not modify the caller's x: add each residual into a new tensor, "
                       "x = x + self.dropout(...), not x += ... (an in-place add writes into the tensor the caller "
                       "passed)")
@@ -267,14 +282,16 @@ def test_block_causal_no_leakage(impl, gen, shape):
     out = m(x, mask)
     for position in range(1, length):
         out2 = m(with_future_changed(x, position, gen), mask)
-        assert_past_unchanged(out, out2, position, what=f"TransformerBlock(x, causal mask)[:, :{position}] after "
-                                                        f"changing x from position {position} on", hint=CAUSAL_HINT)
+        assert_past_unchanged(out, out2, position, what=Phrase("TransformerBlock(x, causal mask)[:, :{position}] "
+                                                               "after changing x from position {position} on",
+                                                               position=position), hint=CAUSAL_HINT)
     for position in range(length - 1):
         grad = m.grad(x, mask, grad_output=one_hot_grad_output(out.shape, position, gen))["args"][0]
         check_tensor(grad, what="gradient of TransformerBlock(x, mask) w.r.t. x", shape=x.shape,
                      hint="the output must be computed from x with differentiable tensor operations")
-        assert_no_gradient_from_future(grad, position, what=f"d out[:, {position}] / d x[:, {position + 1}:] of "
-                                                            "TransformerBlock with a causal mask", hint=CAUSAL_HINT)
+        assert_no_gradient_from_future(grad, position, what=Phrase("d out[:, {position}] / d x[:, {position_1}:] "
+                                                                   "of TransformerBlock with a causal mask",
+                                                                   position=position, position_1=position + 1), hint=CAUSAL_HINT)
 
 
 def test_two_block_stack_causal_no_leakage(impl, gen):
@@ -290,15 +307,18 @@ def test_two_block_stack_causal_no_leakage(impl, gen):
     hidden, out = stack(x)
     for position in range(1, length):
         _, out2 = stack(with_future_changed(x, position, gen))
-        assert_past_unchanged(out, out2, position, what=f"two stacked TransformerBlocks (causal mask)[:, :{position}] "
-                                                        f"after changing x from position {position} on", hint=CAUSAL_HINT)
+        assert_past_unchanged(out, out2, position, what=Phrase("two stacked TransformerBlocks (causal mask)[:, "
+                                                               ":{position}] after changing x from position "
+                                                               "{position} on", position=position), hint=CAUSAL_HINT)
     grads = [lambda inp, g, b=b: b.grad(inp, mask, grad_output=g)["args"][0] for b in blocks]
     for position in range(length - 1):
         grad = vjp_chain(grads, [x, hidden], one_hot_grad_output(out.shape, position, gen))
         check_tensor(grad, what="gradient of two stacked TransformerBlocks w.r.t. x", shape=x.shape,
                      hint="the output must be computed from x with differentiable tensor operations")
-        assert_no_gradient_from_future(grad, position, what=f"d out[:, {position}] / d x[:, {position + 1}:] of two "
-                                                            "stacked TransformerBlocks with a causal mask",
+        assert_no_gradient_from_future(grad, position, what=Phrase("d out[:, {position}] / d x[:, {position_1}:] "
+                                                                   "of two stacked TransformerBlocks with a causal "
+                                                                   "mask", position=position,
+                                                                   position_1=position + 1),
                                        hint=CAUSAL_HINT)
 
 

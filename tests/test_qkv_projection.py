@@ -11,6 +11,7 @@ from checklib.mistakes import qkv_projection as mistakes
 from checklib.student import expect_value_error
 from checklib.weights import mha_state, randn
 from grader.results import CheckFailure
+from grader.text import Phrase
 
 MHA = adapters.MultiHeadAttention
 LAYERS = ("w_q", "w_k", "w_v", "out_proj")
@@ -34,7 +35,7 @@ def test_state_dict_layout(impl, d_model, n_heads, bias):
     if keys != expected_keys(bias):
         missing, extra = sorted(expected_keys(bias) - keys), sorted(keys - expected_keys(bias))
         known = mistakes.state_dict_key_mistakes(expected_keys(bias), bias)
-        fail(what, f"wrong parameter names; missing {missing}, unexpected {extra}",
+        fail(what, Phrase('wrong parameter names; missing {missing}, unexpected {extra}', missing=missing, extra=extra),
              hint="create exactly four nn.Linear(d_model, d_model, bias=bias) named w_q, w_k, w_v, out_proj "
                   "(pass bias=bias to every one; bias defaults to True)",
              actual=keys, expected=expected_keys(bias),
@@ -52,7 +53,8 @@ def test_attributes(impl, d_model, n_heads):
     for name, value in (("d_model", d_model), ("n_heads", n_heads), ("d_k", d_model // n_heads)):
         got = m.attr(name)
         if isinstance(got, bool) or not isinstance(got, int) or got != value:
-            fail(f"MultiHeadAttention({d_model}, {n_heads}).{name}", f"expected the int {value}, got {got!r}",
+            fail(f"MultiHeadAttention({d_model}, {n_heads}).{name}", Phrase("expected the int {value}, got {got}",
+                                                                            value=value, got=repr(got)),
                  hint="d_k is the size of one head, d_model // n_heads (an int: it is used as a tensor size)",
                  actual=got, mistakes=mistakes.d_k_mistakes(d_model, n_heads) if name == "d_k" else None)
 
@@ -71,17 +73,18 @@ def test_project_qkv_values(impl, gen, shape, bias, dtype):
     result = m.project_qkv(x)
     call = f"MultiHeadAttention({d_model}, {n_heads}, bias={bias}).project_qkv(x {tuple(x.shape)})"
     if not isinstance(result, tuple) or len(result) != 3:
-        raise AssertionError(f"{call}: expected a tuple (q, k, v), got {shown(result)}")
+        raise AssertionError(Phrase("{call}: expected a tuple (q, k, v), got {shown_result}", call=call,
+                                    shown_result=shown(result)))
     for name, out in zip("qkv", result):
         layer = f"w_{name}"
-        what = f"{name} of {call}"
+        what = Phrase('{name} of {call}', name=name, call=call)
         check_tensor(out, what=what, shape=(batch, length, d_model), dtype=dtype,
                      hint="each of q, k, v is (B, T, D) in the input's dtype: project first, split heads later")
         expected = F.linear(x, state[f"{layer}.weight"], state.get(f"{layer}.bias"))
         try:
             assert_close(out, expected, what=what,
-                         hint=f"{name} must be {layer}(x) = x @ {layer}.weight^T" + (f" + {layer}.bias" if bias else "")
-                              + f"; check that {name} comes from its own layer {layer}",
+                         hint=Phrase("{name} must be {layer}(x) = x @ {layer}.weight^T", name=name, layer=layer) + (f" + {layer}.bias" if bias else "")
+                              + Phrase('; check that {name} comes from its own layer {layer}', name=name, layer=layer),
                          mistakes=mistakes.projection_mistakes(x, state, name, n_heads))
         except CheckFailure as failure:  # each output right, in another order: that says more than one wrong layer
             order = mistakes.returned_order(result, {n: F.linear(x, state[f"w_{n}.weight"], state.get(f"w_{n}.bias"))
@@ -94,7 +97,8 @@ def test_project_qkv_values(impl, gen, shape, bias, dtype):
 @pytest.mark.parametrize("d_model, n_heads", [(10, 3), (8, 3), (6, 4)])
 def test_rejects_indivisible_d_model(impl, d_model, n_heads):
     def build():
-        return f"a {MHA(impl, d_model, n_heads).type_name} object"
+        return Phrase("a {MHA_impl_d_model_n_heads_type_name} object",
+                      MHA_impl_d_model_n_heads_type_name=MHA(impl, d_model, n_heads).type_name)
 
     message = expect_value_error(build, what=f"MultiHeadAttention({d_model}, {n_heads})")
     assert message, "the ValueError should say what is wrong (d_model is not divisible by n_heads)"

@@ -18,6 +18,7 @@ from checklib.norms import Norm
 from checklib.scratch import assert_from_scratch
 from checklib.student import naming_errors
 from checklib.weights import norm_state, randn
+from grader.text import Phrase
 
 NORM = Norm("RMSNorm", adapters.RMSNorm, nn.RMSNorm, ("weight",))
 new_norm, torch_norm, expected_output, call = NORM.new, NORM.torch, NORM.expected, NORM.call
@@ -43,12 +44,13 @@ def test_state_dict_layout(impl):
     d = 6
     got = NORM.new_student(impl, d).state_dict()
     if set(got) != {"weight"}:
-        fail(f"RMSNorm({d}).state_dict()", f"expected exactly the key ['weight'], got {sorted(got)}",
+        fail(f"RMSNorm({d}).state_dict()", Phrase("expected exactly the key ['weight'], got {sorted_got}",
+                                                  sorted_got=sorted(got)),
              hint="create weight as an nn.Parameter of shape (d_model,), and no other parameters or buffers",
              actual=set(got), mistakes=mistakes.norm_state_mistakes(set(got)))
     check_tensor(got["weight"], what=f"RMSNorm({d}).state_dict()['weight']", shape=(d,), dtype=torch.float32,
                  hint="weight is a float32 nn.Parameter of shape (d_model,)")
-    assert_equal(got["weight"], torch.ones(d), what=f"the initial weight of RMSNorm({d})",
+    assert_equal(got["weight"], torch.ones(d), what=Phrase('the initial weight of RMSNorm({d})', d=d),
                  hint="weight starts at ones, as in nn.RMSNorm", mistakes=initial_value_mistakes(d, "weight"))
 
 
@@ -79,7 +81,7 @@ def test_matches_torch_rms_norm(impl, gen, shape, dtype, eps, kind):
     x = inputs(shape, kind, gen=gen, dtype=dtype)
     m = new_norm(impl, d, state, eps)
     used = 1e-5 if eps is None else eps
-    what = f"{call(d, eps, x)} vs nn.RMSNorm with the same weight"
+    what = Phrase('{call_d_eps_x} vs nn.RMSNorm with the same weight', call_d_eps_x=call(d, eps, x))
     with naming_errors(what, mistakes.RMS_WITHOUT_KEEPDIM, lambda exc: keepdim_lost(exc.message, x.shape)):
         got = m(x)
     assert_close(got, expected_output(state, x, used), what=what,
@@ -99,7 +101,8 @@ def test_large_offset_inputs(impl, gen, shape, dtype):
     m = new_norm(impl, d, state, 1e-5)
     got = m(x)
     assert_close(got, expected_output(state, x, 1e-5),
-                 what=f"{call(d, 1e-5, x)} with inputs around {x.mean().item():.0f} vs nn.RMSNorm",
+                 what=Phrase("{call_d_1e_05_x} with inputs around {x_mean_item} vs nn.RMSNorm",
+                             call_d_1e_05_x=call(d, 1e-5, x), x_mean_item=format(x.mean().item(), '.0f')),
                  hint="RMSNorm does not centre x: divide x itself by the root of mean(x**2) + eps",
                  mistakes=mistakes.rms_norm_mistakes(x, state, 1e-5, got=got))
 
@@ -115,16 +118,16 @@ def test_gradients_match_torch(impl, gen, shape):
     layer = torch_norm(state, d, eps)
     x_ref = x.clone().requires_grad_(True)
     (layer(x_ref) * g).sum().backward()
-    what = f"gradient of {call(d, eps, x)}"
-    assert_close(grads["args"][0], x_ref.grad, what=f"{what} w.r.t. x vs nn.RMSNorm's",
+    what = Phrase('gradient of {call_d_eps_x}', call_d_eps_x=call(d, eps, x))
+    assert_close(grads["args"][0], x_ref.grad, what=Phrase("{what} w.r.t. x vs nn.RMSNorm's", what=what),
                  hint="compute the output from x with differentiable tensor operations: the mean square depends "
                       "on x, and the gradient flows through it too",
                  mistakes=detached_statistics_mistakes(x, state, eps, g, rms=True))
     got = grads["params"].get("weight")
     if got is None:
-        fail(f"{what} w.r.t. weight", "no gradient reached it",
+        fail(Phrase('{what} w.r.t. weight', what=what), "no gradient reached it",
              hint="weight must be an nn.Parameter used in forward, with no .detach() or torch.no_grad()")
-    assert_close(got, layer.weight.grad, what=f"{what} w.r.t. weight vs nn.RMSNorm's", hint=WHERE)
+    assert_close(got, layer.weight.grad, what=Phrase("{what} w.r.t. weight vs nn.RMSNorm's", what=what), hint=WHERE)
 
 
 def test_does_not_modify_input(impl, gen):
@@ -133,7 +136,7 @@ def test_does_not_modify_input(impl, gen):
     x = randn(2, 5, d, gen=gen)
     m = new_norm(impl, d, state, 1e-5)
     _, (after,) = m.call_returning_args(x.clone())
-    assert_equal(after, x, what=f"x after {call(d, 1e-5, x)}",
+    assert_equal(after, x, what=Phrase('x after {call_d_1e_05_x}', call_d_1e_05_x=call(d, 1e-5, x)),
                  hint="forward must not change its input: write x * ..., not x *= ... or x.mul_(...)",
                  mistakes=mistakes.scaled_in_place_mistakes(x))
 

@@ -20,6 +20,7 @@ from checklib.student import expect_value_error
 from checklib.tolerance import ATOL, RTOL
 from checklib.weights import randn
 from grader.sandbox.protocol import StudentError
+from grader.text import Phrase
 
 EPS32 = torch.finfo(torch.float32).eps
 ANGLES = "cos[p, i] = cos(p * base**(-2i / head_dim)), likewise sin, positions p from 0, one column per pair i"
@@ -62,14 +63,14 @@ def call_angles(impl, max_len: int, head_dim: int, base: float | None = None):
     fn = adapters.rope_angles(impl)
     result = fn(max_len, head_dim) if base is None else fn(max_len, head_dim, base=base)
     if not isinstance(result, (tuple, list)) or len(result) != 2:
-        fail(what, f"expected a pair (cos, sin), got {shown(result)}", actual=result,
+        fail(what, Phrase('expected a pair (cos, sin), got {shown_result}', shown_result=shown(result)), actual=result,
              hint="return two tables, cos first: return angles.cos(), angles.sin()",
              mistakes=mistakes.rope_table_pair_mistakes(result))
     for name, table in zip(("cos", "sin"), result):
         table_mistakes = mistakes.rope_table_shape_mistakes(max_len, head_dim)
         if isinstance(table, torch.Tensor):
             table_mistakes.update(mistakes.rope_table_dtype_mistakes(table))
-        check_tensor(table, what=f"the {name} table of {what}", shape=(max_len, head_dim // 2), dtype=torch.float32,
+        check_tensor(table, what=Phrase("the {name} table of {what}", name=name, what=what), shape=(max_len, head_dim // 2), dtype=torch.float32,
                      hint="each table is float32 (max_len, head_dim // 2): one row per position, one column per pair",
                      mistakes=table_mistakes)
     return result
@@ -82,7 +83,7 @@ def call_rope(impl, x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor, posit
     check_tensor(out, what=what, shape=x.shape, hint="apply_rope returns a tensor of x's shape and dtype",
                  mistakes=mistakes.rope_mistakes(x, cos, sin, positions))
     if out.dtype != x.dtype:
-        fail(what, f"expected dtype {x.dtype}, got {out.dtype}", actual=out.dtype,
+        fail(what, Phrase("expected dtype {x_dtype}, got {out_dtype}", x_dtype=x.dtype, out_dtype=out.dtype), actual=out.dtype,
              hint="cast the tables' rows to x's dtype (or the result back to it): the output has x's dtype",
              mistakes=mistakes.rope_dtype_mistakes(x))
     return out
@@ -90,7 +91,8 @@ def call_rope(impl, x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor, posit
 
 def label(x: torch.Tensor, max_len: int, positions: torch.Tensor | None) -> str:
     at = "" if positions is None else f", positions={positions.tolist()}"
-    return f"apply_rope(x {tuple(x.shape)} {str(x.dtype)[6:]}, tables of {max_len} positions{at})"
+    return Phrase("apply_rope(x {tuple_x_shape} {str_x_dtype_6}, tables of {max_len} positions{at})",
+                  tuple_x_shape=tuple(x.shape), str_x_dtype_6=str(x.dtype)[6:], max_len=max_len, at=at)
 
 
 # --- rope_angles ---------------------------------------------------------------------------------------
@@ -117,14 +119,17 @@ def test_rope_angles_values(impl, max_len, head_dim, base):
     expected = angles(max_len, head_dim, 10000.0 if base is None else base)
     table_mistakes = mistakes.rope_table_mistakes(max_len, head_dim, 10000.0 if base is None else base)
     what = f"rope_angles({max_len}, {head_dim}" + ("" if base is None else f", base={base:g}") + ")"
-    hint = f"{ANGLES}; check the exponent 2i / head_dim (i counts pairs), its sign, and that positions start at 0"
+    hint = Phrase("{ANGLES}; check the exponent 2i / head_dim (i counts pairs), its sign, and that positions start "
+                  "at 0", ANGLES=ANGLES)
     for index, (name, got, want) in enumerate((("cos", cos, expected.cos()), ("sin", sin, expected.sin()))):
         for start, stop in BLOCKS:
             if start >= max_len:
                 break
             stop = min(stop, max_len)
-            assert_close(got[start:stop].double(), want[start:stop], what=f"the {name} table of {what}, positions "
-                         f"{start}..{stop - 1}", hint=hint, rtol=RTOL, atol=angle_atol(stop - 1),
+            assert_close(got[start:stop].double(), want[start:stop], what=Phrase("the {name} table of {what}, positions "
+                                                                                 "{start}..{stop_1}", name=name,
+                                                                                 what=what, start=start,
+                                                                                 stop_1=stop - 1), hint=hint, rtol=RTOL, atol=angle_atol(stop - 1),
                          mistakes=mapped(table_mistakes, lambda t, i=index, a=start, b=stop: t[i][a:b]))
 
 
@@ -165,8 +170,8 @@ def test_apply_rope_matches_complex_rotation(impl, gen, shape, max_len, base, dt
     cos, sin = tables(max_len, shape[-1], base)
     what = label(x, max_len, None)
     out = call_rope(impl, x, cos, sin, None, what)
-    assert_close(out, rotated(x, cos, sin).to(dtype), what=f"{what} vs the pairs as complex numbers times "
-                 "cos + 1j * sin", hint=ROTATION + "; positions default to 0 .. T-1", rtol=RTOL, atol=ATOL,
+    assert_close(out, rotated(x, cos, sin).to(dtype), what=Phrase("{what} vs the pairs as complex numbers times "
+                                                                  "cos + 1j * sin", what=what), hint=ROTATION + "; positions default to 0 .. T-1", rtol=RTOL, atol=ATOL,
                  mistakes=mistakes.rope_mistakes(x, cos, sin, None))
 
 
@@ -189,8 +194,8 @@ def test_apply_rope_at_given_positions(impl, gen, shape, max_len, positions, dty
     at = torch.tensor(positions, dtype=torch.int64)
     what = label(x, max_len, at)
     out = call_rope(impl, x, cos, sin, at, what)
-    assert_close(out, rotated(x, cos, sin, at).to(dtype), what=f"{what} vs the pairs as complex numbers times "
-                 "cos + 1j * sin", hint=ROTATION + "; row t of x uses row positions[t] of the tables",
+    assert_close(out, rotated(x, cos, sin, at).to(dtype), what=Phrase("{what} vs the pairs as complex numbers "
+                                                                      "times cos + 1j * sin", what=what), hint=ROTATION + "; row t of x uses row positions[t] of the tables",
                  rtol=RTOL, atol=ATOL, mistakes=mistakes.rope_mistakes(x, cos, sin, at))
 
 
@@ -209,7 +214,8 @@ def test_same_tables_at_other_positions(impl, gen):
         earlier = first.setdefault(len(rows), rows)
         x = randn(2, 2, len(rows), 8, gen=gen)
         asked = "None" if at is None else at
-        what = f"call {call} of apply_rope with the same cos and sin tensors each time, x {tuple(x.shape)}, positions={asked}"
+        what = Phrase("call {call} of apply_rope with the same cos and sin tensors each time, x {tuple_x_shape}, "
+                      "positions={asked}", call=call, tuple_x_shape=tuple(x.shape), asked=asked)
         out = held(x) if at is None else held(x, rows)
         check_tensor(out, what=what, shape=x.shape, dtype=x.dtype, hint="apply_rope returns a tensor of x's shape and dtype")
         assert_close(out, rotated(x, cos, sin, rows).to(x.dtype), what=what, rtol=RTOL, atol=ATOL,
@@ -235,11 +241,13 @@ def test_score_depends_only_on_distance(impl, gen):
             "m - n only; " + ROTATION)
     base = scores(0)
     assert_close(base[1:, 1:], base[:-1, :-1], rtol=RTOL, atol=ATOL, hint=hint,
-                 what=f"the scores q_(m+1) . k_(n+1) against q_m . k_n (positions 0..{length - 1})")
+                 what=Phrase("the scores q_(m+1) . k_(n+1) against q_m . k_n (positions 0..{length_1})",
+                             length_1=length - 1))
     for start in (5, 300):
         assert_close(scores(start), base, rtol=RTOL, atol=ATOL, hint=hint,
-                     what=f"the scores of q and k at positions {start}..{start + length - 1} against those at "
-                          f"0..{length - 1}")
+                     what=Phrase("the scores of q and k at positions {start}..{start_length_1} against those at "
+                                 "0..{length_1}", start=start, start_length_1=start + length - 1,
+                                 length_1=length - 1))
     assert_not_close(base[0, 1:], base[0, :-1], what="the scores q_0 . k_n for growing n",
                      hint="the score must change with the distance m - n: RoPE rotates each pair by its position")
 
@@ -252,13 +260,14 @@ def test_keeps_norms(impl, gen):
     at = torch.randint(0, max_len, (10,), generator=gen)
     what = label(x, max_len, at)
     out = call_rope(impl, x, cos, sin, at, what)
-    assert_close(out.norm(dim=-1), x.norm(dim=-1), what=f"the norm of every row of {what}", rtol=RTOL, atol=ATOL,
+    assert_close(out.norm(dim=-1), x.norm(dim=-1), what=Phrase("the norm of every row of {what}", what=what), rtol=RTOL, atol=ATOL,
                  hint="each pair is turned, never stretched: " + ROTATION)
 
     def pair_norms(t: torch.Tensor) -> torch.Tensor:
         return t[..., 0::2].double() ** 2 + t[..., 1::2].double() ** 2
 
-    assert_close(pair_norms(out), pair_norms(x), what=f"the squared norm of every pair (2i, 2i+1) of {what}",
+    assert_close(pair_norms(out), pair_norms(x), what=Phrase("the squared norm of every pair (2i, 2i+1) of {what}",
+                                                             what=what),
                  rtol=RTOL, atol=ATOL, hint="each adjacent pair (2i, 2i+1) is turned on its own: " + ROTATION,
                  mistakes=mapped(mistakes.rope_mistakes(x, cos, sin, at), pair_norms))
 
@@ -269,7 +278,7 @@ def test_gradient_flows_to_x(impl, gen):
     g = randn(2, 2, 5, 8, gen=gen, dtype=torch.float64)
     cos, sin = tables(max_len, 8)
     at = torch.tensor([3, 4, 5, 6, 30])
-    what = f"the gradient of {label(x, max_len, at)} w.r.t. x"
+    what = Phrase('the gradient of {label_x_max_len_at} w.r.t. x', label_x_max_len_at=label(x, max_len, at))
     hint = "compute the output from x with differentiable tensor operations (no torch.no_grad(), no .detach())"
     try:
         grads = adapters.apply_rope(impl).grad(x, cos, sin, at, grad_output=g)
@@ -284,7 +293,8 @@ def test_gradient_flows_to_x(impl, gen):
     if got is None:
         fail(what, "no gradient reached x", hint=hint, actual=mistakes.ROPE_NO_GRAPH,
              mistakes=mistakes.rope_grad_mistakes())
-    assert_close(got, x_ref.grad, what=f"{what} vs the complex rotation's (a turn back by the same angle)",
+    assert_close(got, x_ref.grad, what=Phrase("{what} vs the complex rotation's (a turn back by the same angle)",
+                                              what=what),
                  rtol=RTOL, atol=ATOL, hint=hint)
 
 
@@ -297,7 +307,7 @@ def test_does_not_modify_inputs(impl, gen):
     assert_equal(x_after, x, what="x after apply_rope(x, cos, sin, positions)", hint=hint,
                  mistakes=mistakes.rope_in_place_mistakes(x, cos, sin, at))
     for name, after, before in (("cos", cos_after, cos), ("sin", sin_after, sin), ("positions", at_after, at)):
-        assert_equal(after, before, what=f"{name} after apply_rope(x, cos, sin, positions)", hint=hint)
+        assert_equal(after, before, what=Phrase("{name} after apply_rope(x, cos, sin, positions)", name=name), hint=hint)
 
 
 @pytest.mark.parametrize("d_head, width", [(8, 3), (8, 8), (6, 2), (4, 16)],
@@ -306,7 +316,8 @@ def test_apply_rope_rejects_mismatched_tables(impl, gen, d_head, width):
     x = randn(1, 2, 5, d_head, gen=gen)
     cos, sin = tables(10, 2 * width)
     message = expect_value_error(adapters.apply_rope(impl), x, cos, sin,
-                                 what=f"apply_rope(x (1, 2, 5, {d_head}), tables (10, {width}))")
+                                 what=Phrase("apply_rope(x (1, 2, 5, {d_head}), tables (10, {width}))",
+                                             d_head=d_head, width=width))
     assert message, "the ValueError should say what is wrong (Dh must be twice the tables' width)"
 
 
@@ -320,7 +331,9 @@ def test_apply_rope_rejects_positions_outside_the_tables(impl, gen, length, posi
     x = randn(2, length, 8, gen=gen)
     cos, sin = tables(10, 8)
     at = None if positions is None else torch.tensor(positions, dtype=torch.int64)
-    what = f"apply_rope(x (2, {length}, 8), tables of 10 positions{'' if at is None else f', positions={positions}'})"
+    what = Phrase("apply_rope(x (2, {length}, 8), tables of 10 positions{if_at_is_None_else_f_positions_positions})",
+                  length=length,
+                  if_at_is_None_else_f_positions_positions='' if at is None else f', positions={positions}')
     returned = []
 
     def call(*args):
@@ -332,7 +345,8 @@ def test_apply_rope_rejects_positions_outside_the_tables(impl, gen, length, posi
     except AssertionError:
         if not returned or at is None:
             raise
-        fail(what, f"expected a ValueError, but it returned {shown(returned[-1])}", actual=returned[-1],
+        fail(what, Phrase("expected a ValueError, but it returned {shown_returned_1}",
+                          shown_returned_1=shown(returned[-1])), actual=returned[-1],
              hint="positions must lie in 0 .. max_len - 1, negative ones too are outside the tables",
              mistakes=mistakes.rope_wrapped_mistakes(x, cos, sin, at))
     assert message, "the ValueError should say what is wrong (a position outside the tables)"

@@ -22,6 +22,7 @@ from checklib.mistakes.general import judged_whole
 from checklib.student import expect_value_error, naming_errors
 from checklib.weights import randn
 from grader.sandbox.protocol import StudentError
+from grader.text import Phrase
 
 NEG_INF = float("-inf")
 WHERE = ("divide by temperature; keep the entries at or above each row's top_k-th largest value; on the softmax "
@@ -93,7 +94,9 @@ def settings(kw: dict) -> str:
 
 
 def check_filter(impl, logits: torch.Tensor, **kw) -> None:
-    what = f"filter_logits(logits {tuple(logits.shape)} {str(logits.dtype)[6:]}, {settings(kw)})"
+    what = Phrase("filter_logits(logits {tuple_logits_shape} {str_logits_dtype_6}, {settings_kw})",
+                  tuple_logits_shape=tuple(logits.shape), str_logits_dtype_6=str(logits.dtype)[6:],
+                  settings_kw=settings(kw))
     with naming_errors(what, mistakes.KTH_WITHOUT_ITS_DIMENSION, lambda exc: bool(kw.get("top_k")) and
                        mistakes.kth_without_its_dimension(exc.message, tuple(logits.shape))), \
             naming_errors(what, mistakes.TOP_K_ABOVE_VOCAB, lambda exc: mistakes.top_k_above_vocab(
@@ -103,9 +106,10 @@ def check_filter(impl, logits: torch.Tensor, **kw) -> None:
     check_tensor(got, what=what, shape=logits.shape, dtype=logits.dtype,
                  hint="the output has the logits' shape and dtype: -inf where a filter removed an entry")
     models = mistakes.filter_mistakes(logits, got, want, **kw)
-    assert_equal(kept(got), kept(want), what=f"which entries {what} keeps (True: kept, False: -inf)", hint=WHERE,
+    assert_equal(kept(got), kept(want), what=Phrase("which entries {what} keeps (True: kept, False: -inf)",
+                                                    what=what), hint=WHERE,
                  mistakes=judged_whole(models, got, kept))
-    assert_close(got, want, what=f"{what} vs a brute-force filter", hint=WHERE, mistakes=models)
+    assert_close(got, want, what=Phrase('{what} vs a brute-force filter', what=what), hint=WHERE, mistakes=models)
 
 
 # --- filter_logits --------------------------------------------------------------------------------------
@@ -212,7 +216,7 @@ def draw(impl, logits: torch.Tensor, *, what: str, **kw):
         diagnosis = mistakes.draw_error_diagnosis(exc.message, rows)
         if diagnosis is None:
             raise
-        raise diagnosed(f"{what}: {exc.describe()}", diagnosis) from None
+        raise diagnosed(Phrase("{what}: {problem}", what=what, problem=exc.describe()), diagnosis) from None
 
 
 def first_argmax(logits: torch.Tensor) -> torch.Tensor:
@@ -227,7 +231,8 @@ def test_greedy_is_first_argmax(impl, gen, kind, kw, rows):
     logits[0, :3] = logits[0].max() + 1  # a tie at the top of row 0
     if rows == 1:  # a lone row whose largest logit is not at index 0 (zeros are no answer)
         logits[0, 5] = logits[0].max() + 1
-    what = f"sample_next_token(logits ({rows}, 9), temperature=0{', ' if kw else ''}{settings(kw)})"
+    what = Phrase("sample_next_token(logits ({rows}, 9), temperature=0{if_kw_else}{settings_kw})", rows=rows,
+                  if_kw_else=', ' if kw else '', settings_kw=settings(kw))
     with naming_errors(what, mistakes.GREEDY_FILTERS, lambda exc: "ValueError" in exc.kinds):
         got = adapters.sample_next_token(impl)(logits, temperature=0.0, **kw)
     want = first_argmax(logits)
@@ -258,21 +263,22 @@ def test_draws_match_filtered_softmax(impl, gen, kind, temperature, top_k, targe
     row = logits_of(kind, (1, vocab), gen).clamp(-3, 3)
     top_p = None if target is None else pick_top_p(row, target, temperature, top_k)
     kw = dict(temperature=temperature, top_k=top_k, top_p=top_p)
-    what = f"{N_DRAWS} draws of sample_next_token(one logits row repeated, {settings(kw)})"
+    what = Phrase("{N_DRAWS} draws of sample_next_token(one logits row repeated, {settings_kw})", N_DRAWS=N_DRAWS,
+                  settings_kw=settings(kw))
     generator = impl.new_trusted("Randomness").generator(int(torch.randint(2**31, (1,), generator=gen)))
     draws = draw(impl, row.repeat(N_DRAWS, 1), **kw, generator=generator, what=what)
     check_tensor(draws, what=what, shape=(N_DRAWS,), dtype=torch.int64,
                  hint="one int64 token index per row, (B,)", mistakes=mistakes.draw_shape_mistakes(N_DRAWS, vocab))
     if not bool(((draws >= 0) & (draws < vocab)).all()):
-        fail(what, f"drew indices outside 0 .. {vocab - 1}", hint="draw indices into the vocabulary (the last dim)")
+        fail(what, Phrase("drew indices outside 0 .. {vocab_1}", vocab_1=vocab - 1), hint="draw indices into the vocabulary (the last dim)")
     allowed = kept(brute_filter(row, **kw))[0]
     removed = sorted(set(draws[~allowed[draws]].tolist()))
     if removed:
-        fail(what, f"drew token(s) {removed}, which the filters remove",
+        fail(what, Phrase('drew token(s) {removed}, which the filters remove', removed=removed),
              hint="draw from softmax(filter_logits(logits, ...)): a removed token has probability exactly 0")
     want = brute_filter(row.double(), **kw).softmax(-1)[0]
     freq = torch.bincount(draws, minlength=vocab).double() / N_DRAWS
-    assert_close(freq, want, what=f"the frequencies of the tokens in {what} vs the filtered softmax",
+    assert_close(freq, want, what=Phrase('the frequencies of the tokens in {what} vs the filtered softmax', what=what),
                  rtol=0.0, atol=ATOL, hint="draw each row's token with probabilities softmax(filter_logits(...))",
                  mistakes=mistakes.distribution_mistakes(row[0], temperature, top_k, top_p))
 
@@ -292,17 +298,17 @@ def test_equal_generator_states_give_equal_draws(impl, gen):
                  mistakes=mistakes.draw_shape_mistakes(1, 6))
     again = sample(logits, temperature=0.9, top_k=5, generator=randomness.generator(seed))
     if not torch.equal(again, first):
-        fail(f"{what} with two generators seeded {seed}", "the draws differ",
+        fail(Phrase('{what} with two generators seeded {seed}', what=what, seed=seed), "the draws differ",
              hint="take all the randomness from `generator` (torch.multinomial(..., generator=generator))",
              actual=True, mistakes={mistakes.GLOBAL_RANDOMNESS: True})
     other = sample(logits, temperature=0.9, top_k=5, generator=randomness.generator(seed + 1))
     if torch.equal(other, first):
-        fail(f"{what} with generators seeded {seed} and {seed + 1}", "the 500 draws are the same",
+        fail(Phrase("{what} with generators seeded {seed} and {seed_1}", what=what, seed=seed, seed_1=seed + 1), "the 500 draws are the same",
              hint="draw with the generator you are given", actual=True, mistakes={mistakes.GENERATOR_IGNORED: True})
     shared = randomness.generator(seed)
     one, two = (sample(logits, temperature=0.9, top_k=5, generator=shared) for _ in range(2))
     if torch.equal(one, two):
-        fail(f"{what}, called twice with the same generator", "both calls drew the same tokens",
+        fail(Phrase('{what}, called twice with the same generator', what=what), "both calls drew the same tokens",
              hint="draw from the generator as it is: do not seed it again (the second call goes on where the first "
                   "stopped)")
 
@@ -315,10 +321,12 @@ def test_global_random_state_untouched(impl, gen, temperature):
     before = randomness.global_state()
     draws = adapters.sample_next_token(impl)(logits, temperature=temperature, top_p=0.9, generator=generator)
     after = randomness.global_state()
-    check_tensor(draws, what=f"sample_next_token(logits (64, 7), temperature={temperature}, ...)", shape=(64,),
+    check_tensor(draws, what=Phrase("sample_next_token(logits (64, 7), temperature={temperature}, ...)",
+                                    temperature=temperature), shape=(64,),
                  dtype=torch.int64, hint="one int64 token index per row, (B,)")
     if not torch.equal(before, after):
-        fail(f"torch's global random state after sample_next_token(..., temperature={temperature}, generator=g)",
+        fail(Phrase("torch's global random state after sample_next_token(..., temperature={temperature}, "
+                    "generator=g)", temperature=temperature),
              "it changed", hint="every random number comes from `generator`; never call torch.manual_seed",
              actual=True, mistakes={mistakes.GLOBAL_RANDOMNESS: True})
 
@@ -387,7 +395,8 @@ def test_generate_greedy_matches_uncached_decoding(impl, gen, batch, length, new
         want, gap = model.greedy(idx, new)
         if gap > 1e-3:
             break
-    what = f"generate(TinyLM, idx ({batch}, {length}), {new}) (greedy, max_len {MAX_LEN})"
+    what = Phrase("generate(TinyLM, idx ({batch}, {length}), {new}) (greedy, max_len {MAX_LEN})", batch=batch,
+                  length=length, new=new, MAX_LEN=MAX_LEN)
     got = generate_call(impl, model.lm, idx, new, what)
     hint = ("the prompt, then each token the argmax of the last position's logits, fed back with the caches; "
             "the result is (B, T + max_new_tokens)")
@@ -399,7 +408,7 @@ def test_generate_greedy_matches_uncached_decoding(impl, gen, batch, length, new
         except StudentError:
             spelled = None
         models.update(mistakes.default_mistakes("generate", GENERATE_DEFAULTS, spelled, want, got))
-    assert_equal(got, want, what=f"{what} vs greedy decoding by the full model without caches", hint=hint,
+    assert_equal(got, want, what=Phrase("{what} vs greedy decoding by the full model without caches", what=what), hint=hint,
                  mistakes=models)
 
 
@@ -409,7 +418,7 @@ def test_generate_feeds_prompt_once_then_one_token(impl, gen, batch, length, new
     model = Model(impl, gen)
     recorder = model.recorder()
     idx = prompt(gen, batch, length)
-    what = f"generate(model, idx ({batch}, {length}), {new})"
+    what = Phrase('generate(model, idx ({batch}, {length}), {new})', batch=batch, length=length, new=new)
     hint = ("make the caches once (model.new_caches()), run the prompt through once with them, then feed each new "
             "token alone, (B, 1), with the same caches; the last token need not be fed")
     out, error = None, None
@@ -429,9 +438,13 @@ def test_generate_feeds_prompt_once_then_one_token(impl, gen, batch, length, new
     if len(pattern) == len(want) + 1 and pattern[-1] == optional:
         pattern = pattern[:-1]
     if pattern != want:
-        shown = "; ".join(f"call {i}: held {h}, caches {c}, fed {s}" for i, (h, c, s) in enumerate(pattern[:6]))
-        fail(f"the model calls of {what}", f"expected {len(want)} calls, the prompt once with fresh caches, then one "
-             f"token each with the same caches; got {len(pattern)}: {shown or 'none'}"
+        shown = "; ".join(Phrase("call {i}: held {h}, caches {c}, fed {s}", i=i, h=h, c=c, s=s) for i, (h, c, s) in enumerate(pattern[:6]))
+        fail(Phrase('the model calls of {what}', what=what), Phrase("expected {len_want} calls, the prompt once "
+                                                                    "with fresh caches, then one token each with "
+                                                                    "the same caches; got {len_pattern}: "
+                                                                    "{shown_or_none}", len_want=len(want),
+                                                                    len_pattern=len(pattern),
+                                                                    shown_or_none=shown or 'none')
              + ("" if error is None else "; then " + error.describe()),
              hint=hint + " (held: positions the caches held before the call; caches 0: the first list new_caches "
                          "made; fed: the slice of the output the call fed)",
@@ -445,9 +458,11 @@ def test_generate_feeds_prompt_once_then_one_token(impl, gen, batch, length, new
     pattern = mistakes.call_pattern(calls, out, length)[:len(want)]
     want = mistakes.expected_pattern(length, new, caches=1)
     if pattern != want:
-        shown = "; ".join(f"call {i}: held {h}, caches {c}, fed {s}" for i, (h, c, s) in enumerate(pattern[:3]))
-        fail(f"the model calls of a second {what} on the same model", f"expected the prompt with fresh caches "
-             f"(the second list new_caches made, 1), held 0; got {shown or 'no calls'}", hint=hint,
+        shown = "; ".join(Phrase("call {i}: held {h}, caches {c}, fed {s}", i=i, h=h, c=c, s=s) for i, (h, c, s) in enumerate(pattern[:3]))
+        fail(Phrase("the model calls of a second {what} on the same model", what=what), Phrase("expected the prompt with fresh caches "
+                                                                                               "(the second list new_caches made, 1), "
+                                                                                               "held 0; got {shown_or_no_calls}",
+                                                                                               shown_or_no_calls=shown or 'no calls'), hint=hint,
              actual=pattern, mistakes=mistakes.reused_caches_mistakes(pattern))
 
 
@@ -458,7 +473,7 @@ def test_generate_samples_with_sample_next_token(impl, gen):
     kw = dict(temperature=0.9, top_k=6, top_p=0.9)
     randomness = impl.new_trusted("Randomness")
     seed = int(torch.randint(2**31, (1,), generator=gen))
-    what = f"generate(TinyLM, idx (3, 4), 6, {settings(kw)}, generator=g)"
+    what = Phrase('generate(TinyLM, idx (3, 4), 6, {settings_kw}, generator=g)', settings_kw=settings(kw))
     before = randomness.global_state()
     got = adapters.generate(impl)(model.lm, idx, 6, **kw, generator=randomness.generator(seed))
     after = randomness.global_state()
@@ -467,11 +482,11 @@ def test_generate_samples_with_sample_next_token(impl, gen):
     sample = adapters.sample_next_token(impl)
     for _ in range(6):
         replay = torch.cat([replay, sample(model.logits(replay)[:, -1], **kw, generator=g)[:, None]], dim=1)
-    assert_equal(got, replay, what=f"{what} vs sample_next_token(model(seq)[:, -1], {settings(kw)}, generator=g) "
-                 "step by step", hint="choose each token with sample_next_token, passing on temperature, top_k, "
+    assert_equal(got, replay, what=Phrase("{what} vs sample_next_token(model(seq)[:, -1], {settings_kw}, "
+                                          "generator=g) step by step", what=what, settings_kw=settings(kw)), hint="choose each token with sample_next_token, passing on temperature, top_k, "
                  "top_p and the generator, from the last position's logits")
     if not torch.equal(before, after):
-        fail(f"torch's global random state after {what}", "it changed",
+        fail(Phrase("torch's global random state after {what}", what=what), "it changed",
              hint="every random number comes from `generator`", actual=True,
              mistakes={mistakes.GLOBAL_RANDOMNESS: True})
 
@@ -496,7 +511,8 @@ def test_generate_does_not_modify_prompt(impl, gen):
 def test_generate_rejects_bad_lengths(impl, gen, length, new):
     model = Model(impl, gen)
     idx = prompt(gen, 2, length)
-    what = f"generate(TinyLM with max_len {MAX_LEN}, idx (2, {length}), {new})"
+    what = Phrase("generate(TinyLM with max_len {MAX_LEN}, idx (2, {length}), {new})", MAX_LEN=MAX_LEN,
+                  length=length, new=new)
     try:
         message = expect_value_error(adapters.generate(impl), model.lm, idx, new, what=what)
     except AssertionError as exc:

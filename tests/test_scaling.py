@@ -13,6 +13,7 @@ from checklib.mistakes import scaling as mistakes
 from checklib.weights import randn
 from grader.sandbox.protocol import StudentError
 from grader.source import UnreadableFile, read_text
+from grader.text import Phrase
 
 # (leading dims, Tq, Tk, d): 2-D, 3-D and 4-D inputs; Tq != Tk; d != Tq, Tk so a scale
 # taken from the wrong dimension shows; d = 1 (where every scale is the same) as a plain case.
@@ -44,7 +45,7 @@ def scores_of(impl, folder: str, q: torch.Tensor, k: torch.Tensor, what: str):
         return adapters.attention_scores(impl)(q, k)
     except StudentError as exc:
         if type(exc) is StudentError and mistakes.k_not_transposed(exc.message, tuple(q.shape), tuple(k.shape)):
-            raise diagnosed(f"{what}: {exc.describe()}", mistakes.K_NOT_TRANSPOSED) from None
+            raise diagnosed(Phrase("{what}: {problem}", what=what, problem=exc.describe()), mistakes.K_NOT_TRANSPOSED) from None
         if type(exc) is StudentError:
             try:
                 source = read_text(Path(folder) / "attention.py")  # never a link, a FIFO or megabytes
@@ -52,7 +53,7 @@ def scores_of(impl, folder: str, q: torch.Tensor, k: torch.Tensor, what: str):
                 source = ""
             found = mistakes.transpose_mistakes(source)
             if len(found) == 1:
-                raise diagnosed(f"{what}: {exc.describe()}", found[0]) from None
+                raise diagnosed(Phrase("{what}: {problem}", what=what, problem=exc.describe()), found[0]) from None
         raise
 
 
@@ -80,7 +81,7 @@ def test_scale_is_one_over_sqrt_d(impl, target_folder, gen, d):
     k[..., 0] = 1.0
     out = scores_of(impl, target_folder, q, k, f"attention_scores(q (2, 3, {d}), k (2, 5, {d}))")
     assert_close(out, torch.full((2, 3, 5), 1.0 / math.sqrt(d), dtype=torch.float64),
-                 what=f"attention_scores of unit vectors with d={d} (every score should be 1/sqrt({d}))",
+                 what=Phrase('attention_scores of unit vectors with d={d} (every score should be 1/sqrt({d}))', d=d),
                  hint="divide the dot products by sqrt(d) with d the feature size q.size(-1): not d itself, "
                       "not the sequence length, and do not multiply",
                  mistakes=mistakes.scores_mistakes(q, k))
@@ -98,14 +99,15 @@ def test_scaled_scores_are_not_saturated(impl, gen):
     # Sampling spread of the std over 8192 scores is about 1%; 0.85..1.15 is a wide margin,
     # while a missing or wrong scale moves it by a factor of 2 or more.
     if not 0.85 < std < 1.15:
-        fail(f"attention_scores of unit-variance q, k with d={d}",
-             f"the scores' standard deviation is {std:.3g}, expected about 1",
+        fail(Phrase('attention_scores of unit-variance q, k with d={d}', d=d),
+             Phrase("the scores' standard deviation is {std}, expected about 1", std=format(std, '.3g')),
              hint="dividing by sqrt(d) keeps the scores' variance at 1; "
                   "no scale gives about sqrt(d) = 16, dividing by d gives about 1/16")
     top = out.double().softmax(dim=-1).max(dim=-1).values.mean().item()
     if not top < 0.5:
-        fail(f"softmax(attention_scores(q, k)) with d={d}",
-             f"on average the largest weight of a row is {top:.3g}, the softmax is saturated",
+        fail(Phrase('softmax(attention_scores(q, k)) with d={d}', d=d),
+             Phrase("on average the largest weight of a row is {top}, the softmax is saturated",
+                    top=format(top, '.3g')),
              hint="without the 1/sqrt(d) scale the scores grow with d")
 
 

@@ -10,6 +10,7 @@ from checklib.mistakes import sinusoidal_encoding as mistakes
 from checklib.mistakes.general import mapped
 from checklib.student import expect_value_error
 from checklib.weights import mha_state, randn, torch_mha
+from grader.text import Phrase
 
 # (max_len, d_model): a single position, the smallest d_model, usual sizes, a long table.
 SIZES = [(1, 2), (10, 6), (50, 16), (128, 64), (3000, 32)]
@@ -45,7 +46,7 @@ def assert_close_by_position(actual, expected, *, what: str, hint: str, mistakes
             break
         stop = min(stop, expected.shape[0])
         assert_close(actual[start:stop].to(torch.float64), expected[start:stop],
-                     what=f"{what}, positions {start}..{stop - 1}", hint=hint, atol=angle_atol(stop - 1),
+                     what=Phrase("{what}, positions {start}..{stop_1}", what=what, start=start, stop_1=stop - 1), hint=hint, atol=angle_atol(stop - 1),
                      mistakes=_rows(mistakes, start, stop))
 
 
@@ -70,14 +71,15 @@ def test_asked_again_with_other_sizes(impl):
     outs = adapters.sinusoidal_positional_encoding(impl).map(AGAIN_SIZES)
     for call, ((max_len, d_model), pe) in enumerate(zip(AGAIN_SIZES, outs), 1):
         earlier = next(d for length, d in AGAIN_SIZES if length == max_len)  # the first asked with this max_len
-        what = f"sinusoidal_positional_encoding({max_len}, {d_model}), call {call} of {len(AGAIN_SIZES)} in a row"
+        what = Phrase("sinusoidal_positional_encoding({max_len}, {d_model}), call {call} of {len_AGAIN_SIZES} in a "
+                      "row", max_len=max_len, d_model=d_model, call=call, len_AGAIN_SIZES=len(AGAIN_SIZES))
         check_tensor(pe, what=what, shape=(max_len, d_model), dtype=torch.float32,
                      hint="the table is float32 (max_len, d_model): one row per position, one column per feature",
                      mistakes=mistakes.table_again_mistakes(max_len, d_model, earlier, shape=True))
         expected = torch.stack((torch.sin(angles(max_len, d_model)), torch.cos(angles(max_len, d_model))), dim=-1)
         assert_close(pe.to(torch.float64), expected.reshape(max_len, d_model), what=what, atol=angle_atol(max_len - 1),
-                     hint=f"{FORMULA}; build each call's table from its own max_len and d_model, and keep nothing "
-                          "from one call to the next",
+                     hint=Phrase("{FORMULA}; build each call's table from its own max_len and d_model, and keep "
+                                 "nothing from one call to the next", FORMULA=FORMULA),
                      mistakes=mistakes.table_again_mistakes(max_len, d_model, earlier, pe))
 
 
@@ -90,9 +92,12 @@ def test_shape_and_dtype(impl, max_len, d_model):
 def test_even_columns_are_sines(impl, max_len, d_model):
     pe = encoding(impl, max_len, d_model)
     assert_close_by_position(pe[:, 0::2], torch.sin(angles(max_len, d_model)),
-                             what=f"PE[:, 0::2] (the even columns) of sinusoidal_positional_encoding({max_len}, {d_model})",
-                             hint=f"even columns hold the sines: {FORMULA}; check sin/cos order, the exponent 2i/d_model "
-                                  "(i counts pairs, not columns) and the base 10000",
+                             what=Phrase("PE[:, 0::2] (the even columns) of "
+                                         "sinusoidal_positional_encoding({max_len}, {d_model})", max_len=max_len,
+                                         d_model=d_model),
+                             hint=Phrase("even columns hold the sines: {FORMULA}; check sin/cos order, the "
+                                         "exponent 2i/d_model (i counts pairs, not columns) and the base 10000",
+                                         FORMULA=FORMULA),
                              mistakes=mapped(mistakes.table_mistakes(max_len, d_model, pe), lambda t: t[:, 0::2]))
 
 
@@ -100,8 +105,11 @@ def test_even_columns_are_sines(impl, max_len, d_model):
 def test_odd_columns_are_cosines(impl, max_len, d_model):
     pe = encoding(impl, max_len, d_model)
     assert_close_by_position(pe[:, 1::2], torch.cos(angles(max_len, d_model)),
-                             what=f"PE[:, 1::2] (the odd columns) of sinusoidal_positional_encoding({max_len}, {d_model})",
-                             hint=f"odd columns hold the cosines of the same angle as the sine just before them: {FORMULA}",
+                             what=Phrase("PE[:, 1::2] (the odd columns) of "
+                                         "sinusoidal_positional_encoding({max_len}, {d_model})", max_len=max_len,
+                                         d_model=d_model),
+                             hint=Phrase("odd columns hold the cosines of the same angle as the sine just before "
+                                         "them: {FORMULA}", FORMULA=FORMULA),
                              mistakes=mapped(mistakes.table_mistakes(max_len, d_model, pe), lambda t: t[:, 1::2]))
 
 
@@ -110,10 +118,10 @@ def test_position_zero(impl, d_model):
     pe = encoding(impl, 5, d_model)
     table_mistakes = mistakes.table_mistakes(5, d_model)
     assert_close(pe[0, 0::2], torch.zeros(d_model // 2),
-                 what=f"PE[0, 0::2] (sines at position 0, d_model={d_model})",
+                 what=Phrase('PE[0, 0::2] (sines at position 0, d_model={d_model})', d_model=d_model),
                  hint="positions start at 0, and sin(0) = 0", mistakes=mapped(table_mistakes, lambda t: t[0, 0::2]))
     assert_close(pe[0, 1::2], torch.ones(d_model // 2),
-                 what=f"PE[0, 1::2] (cosines at position 0, d_model={d_model})",
+                 what=Phrase('PE[0, 1::2] (cosines at position 0, d_model={d_model})', d_model=d_model),
                  hint="positions start at 0, and cos(0) = 1", mistakes=mapped(table_mistakes, lambda t: t[0, 1::2]))
 
 
@@ -127,15 +135,18 @@ def test_shift_is_a_rotation(impl, d_model, shift):
     turn = shift * frequencies(d_model)  # the rotation angle of pair i
     rotated_sines = sines[:-shift] * torch.cos(turn) + cosines[:-shift] * torch.sin(turn)
     rotated_cosines = cosines[:-shift] * torch.cos(turn) - sines[:-shift] * torch.sin(turn)
-    hint = (f"sin(a + b) = sin a cos b + cos a sin b and cos(a + b) = cos a cos b - sin a sin b: with {FORMULA}, "
-            f"moving {shift} positions on turns pair i by {shift} * 10000^(-2i/d_model) whatever the position")
+    hint = (Phrase("sin(a + b) = sin a cos b + cos a sin b and cos(a + b) = cos a cos b - sin a sin b: with "
+                   "{FORMULA}, moving {shift} positions on turns pair i by {shift} * 10000^(-2i/d_model) whatever "
+                   "the position", FORMULA=FORMULA, shift=shift))
     atol = angle_atol(2 * max_len)
     table_mistakes = mistakes.table_mistakes(max_len, d_model, pe)  # what a mistake's table gives here
     assert_close(sines[shift:], rotated_sines, atol=atol, hint=hint,
-                 what=f"PE[p + {shift}, 0::2] against PE[p] rotated by {shift} * w_i (d_model={d_model})",
+                 what=Phrase("PE[p + {shift}, 0::2] against PE[p] rotated by {shift} * w_i (d_model={d_model})",
+                             shift=shift, d_model=d_model),
                  mistakes=mapped(table_mistakes, lambda t: t[shift:, 0::2]))
     assert_close(cosines[shift:], rotated_cosines, atol=atol, hint=hint,
-                 what=f"PE[p + {shift}, 1::2] against PE[p] rotated by {shift} * w_i (d_model={d_model})",
+                 what=Phrase("PE[p + {shift}, 1::2] against PE[p] rotated by {shift} * w_i (d_model={d_model})",
+                             shift=shift, d_model=d_model),
                  mistakes=mapped(table_mistakes, lambda t: t[shift:, 1::2]))
 
 
@@ -159,10 +170,11 @@ def test_breaks_permutation_equivariance(impl, gen, length, d_model, n_heads):
     p, q = divmod(int(distances.argmin()), length)
     if not distances.min() > 1e-3:
         fail(f"sinusoidal_positional_encoding({length}, {d_model})",
-             f"rows {p} and {q} are (nearly) equal, but every position needs its own encoding",
+             Phrase('rows {p} and {q} are (nearly) equal, but every position needs its own encoding', p=p, q=q),
              hint="the angle of each entry is position * frequency")
     assert_not_close(attend(x[:, order] + pe), attend(x + pe)[:, order],
-                     what=f"nn.MultiheadAttention(x[perm] + PE) against nn.MultiheadAttention(x + PE)[perm] (T={length})",
+                     what=Phrase("nn.MultiheadAttention(x[perm] + PE) against nn.MultiheadAttention(x + PE)[perm] "
+                                 "(T={length})", length=length),
                      hint="with the encoding added, the same tokens in another order must give other outputs")
 
 

@@ -16,6 +16,8 @@ from checklib.mistakes import swiglu as mistakes
 from checklib.mistakes.general import loaded_shapes
 from checklib.weights import randn, swiglu_state
 from grader.sandbox.protocol import StudentError
+from checklib.student import where
+from grader.text import Phrase
 
 FFN = adapters.SwiGLU
 WHERE = "w_down(silu(w_gate(x)) * w_up(x)), silu(z) = z * sigmoid(z), every layer without bias"
@@ -40,7 +42,8 @@ def run(call, what: str, d_model: int, d_ff: int, *args, **kwargs):
         shapes = loaded_shapes(exc.message, expected) if type(exc) is StudentError else None
         if shapes is None:
             raise
-        fail(what, f"loading the weights failed: {exc.type_name}: {exc.message}\n{exc.where}".rstrip(),
+        fail(what, Phrase("loading the weights failed: {exc_type_name}: {exc_message}", exc_type_name=exc.type_name,
+                          exc_message=exc.message) + where(exc),
              hint="w_gate and w_up are nn.Linear(d_model, d_ff), w_down is nn.Linear(d_ff, d_model)", actual=shapes,
              expected=expected, mistakes=mistakes.swiglu_width_mistakes(d_model, d_ff))
 
@@ -56,7 +59,8 @@ def test_state_dict_layout(impl):
     got = FFN(impl, d_model, d_ff).state_dict()
     what = f"SwiGLU({d_model}, {d_ff}).state_dict()"
     if set(got) != KEYS:
-        fail(what, f"missing keys {sorted(KEYS - set(got))}, unexpected keys {sorted(set(got) - KEYS)}",
+        fail(what, Phrase("missing keys {sorted_KEYS_set_got}, unexpected keys {sorted_set_got_KEYS}",
+                          sorted_KEYS_set_got=sorted(KEYS - set(got)), sorted_set_got_KEYS=sorted(set(got) - KEYS)),
              hint="three nn.Linear(..., bias=False) named w_gate, w_up and w_down", actual=set(got),
              mistakes=mistakes.swiglu_key_mistakes(KEYS))
     for key, shape in mistakes.swiglu_shapes(d_model, d_ff).items():
@@ -85,7 +89,9 @@ def test_matches_reference(impl, gen, shape, d_ff, dtype):
     state = swiglu_state(d_model, d_ff, gen=gen, dtype=dtype)
     x = randn(*shape, gen=gen, dtype=dtype, scale=2.0)  # pre-activations beyond ±2, where silu, GELU and ReLU part
     m = new_ffn(impl, d_model, d_ff, state)
-    what = f"SwiGLU({d_model}, {d_ff})(x {tuple(x.shape)}, {str(dtype)[6:]}) vs the contract's formula with the same weights"
+    what = Phrase("SwiGLU({d_model}, {d_ff})(x {tuple_x_shape}, {str_dtype_6}) vs the contract's formula with the "
+                  "same weights", d_model=d_model, d_ff=d_ff, tuple_x_shape=tuple(x.shape),
+                  str_dtype_6=str(dtype)[6:])
     assert_close(run(m, what, d_model, d_ff, x), reference(state, x).to(dtype), what=what, hint=WHERE,
                  mistakes=mistakes.swiglu_mistakes(x, state))
 
@@ -96,20 +102,22 @@ def test_gradients_match_reference(impl, gen):
     x = randn(2, 5, d_model, gen=gen, dtype=torch.float64)
     g = randn(2, 5, d_model, gen=gen, dtype=torch.float64)
     m = new_ffn(impl, d_model, d_ff, state)
-    what = f"gradient of SwiGLU({d_model}, {d_ff})(x {tuple(x.shape)})"
+    what = Phrase("gradient of SwiGLU({d_model}, {d_ff})(x {tuple_x_shape})", d_model=d_model, d_ff=d_ff,
+                  tuple_x_shape=tuple(x.shape))
     grads = run(m.grad, what, d_model, d_ff, x, grad_output=g)
     params = {k: v.clone().requires_grad_(True) for k, v in state.items()}
     x_ref = x.clone().requires_grad_(True)
     (reference(params, x_ref) * g).sum().backward()
-    assert_close(grads["args"][0], x_ref.grad, what=f"{what} w.r.t. x vs the contract's formula",
+    assert_close(grads["args"][0], x_ref.grad, what=Phrase("{what} w.r.t. x vs the contract's formula", what=what),
                  hint="compute the output from x with differentiable tensor operations (no .detach(), no torch.no_grad())",
                  mistakes=mistakes.swiglu_grad_mistakes(x, state, g))
     for key, param in params.items():
         got = grads["params"].get(key)
         if got is None:
-            fail(f"{what} w.r.t. {key}", "no gradient reached it",
-                 hint=f"{key.split('.')[0]} must be used in forward: " + WHERE)
-        assert_close(got, param.grad, what=f"{what} w.r.t. {key} vs the contract's formula", hint=WHERE)
+            fail(Phrase("{what} w.r.t. {name}", what=what, name=key), "no gradient reached it",
+                 hint=Phrase('{key_split_0} must be used in forward: ', key_split_0=key.split('.')[0]) + WHERE)
+        assert_close(got, param.grad, what=Phrase("{what} w.r.t. {key} vs the contract's formula", what=what,
+                                                  key=key), hint=WHERE)
 
 
 def test_position_wise(impl, gen):
@@ -123,5 +131,6 @@ def test_position_wise(impl, gen):
     out = run(m, f"SwiGLU({d_model}, {d_ff})(x (2, 6, {d_model}))", d_model, d_ff, x)
     check_tensor(out, what=f"SwiGLU({d_model}, {d_ff})(x (2, 6, {d_model}))", shape=x.shape, dtype=x.dtype,
                  hint="SwiGLU maps (..., d_model) to (..., d_model)")
-    assert_close(m(x[:, perm]), out[:, perm], what=f"SwiGLU(x[:, {perm.tolist()}]) vs SwiGLU(x)[:, perm]",
+    assert_close(m(x[:, perm]), out[:, perm], what=Phrase("SwiGLU(x[:, {perm_tolist}]) vs SwiGLU(x)[:, perm]",
+                                                          perm_tolist=perm.tolist()),
                  hint="every layer acts on the last dimension only; nothing mixes positions")

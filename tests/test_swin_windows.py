@@ -23,6 +23,7 @@ from checklib.mistakes.general import FLOAT_DTYPE_CHANGED
 from checklib.student import expect_value_error
 from checklib.weights import randn
 from grader.sandbox.protocol import StudentError, StudentTimeout
+from grader.text import Phrase
 
 ORDER = ("windows ordered by image, then row-major over the grid of windows (window n at grid row n // (W/ws), "
          "grid column n % (W/ws)); tokens row-major inside a window (token t at row t // ws, column t % ws)")
@@ -109,7 +110,7 @@ def call_partition(impl, x: torch.Tensor, ws: int) -> torch.Tensor:
                  hint="(B, H, W, C) -> (B * nW, ws * ws, C) with nW = (H / ws) * (W / ws): one row per window, "
                       "ws * ws tokens each", mistakes=mistakes.partition_mistakes(x, ws))
     if out.dtype != x.dtype:
-        fail(what, f"expected dtype {x.dtype}, got {out.dtype}", actual=out.dtype,
+        fail(what, Phrase("expected dtype {x_dtype}, got {out_dtype}", x_dtype=x.dtype, out_dtype=out.dtype), actual=out.dtype,
              hint="the windows hold x's own values: keep its dtype (no float(), no new tensor of another dtype)",
              mistakes={FLOAT_DTYPE_CHANGED: out.dtype})
     return out
@@ -117,13 +118,16 @@ def call_partition(impl, x: torch.Tensor, ws: int) -> torch.Tensor:
 
 def call_reverse(impl, windows: torch.Tensor, ws: int, H: int, W: int) -> torch.Tensor:
     B = windows.shape[0] // ((H // ws) * (W // ws))
-    what = f"window_reverse(windows {tuple(windows.shape)} {str(windows.dtype)[6:]}, {ws}, H={H}, W={W})"
+    what = Phrase("window_reverse(windows {tuple_windows_shape} {str_windows_dtype_6}, {ws}, H={H}, W={W})",
+                  tuple_windows_shape=tuple(windows.shape), str_windows_dtype_6=str(windows.dtype)[6:], ws=ws, H=H,
+                  W=W)
     out = adapters.window_reverse(impl)(windows, ws, H, W)
     check_tensor(out, what=what, shape=(B, H, W, windows.shape[-1]),
                  hint="(B * nW, ws * ws, C) -> (B, H, W, C), B = windows.shape[0] // nW",
                  mistakes=mistakes.reverse_mistakes(windows, ws, H, W))
     if out.dtype != windows.dtype:
-        fail(what, f"expected dtype {windows.dtype}, got {out.dtype}", actual=out.dtype,
+        fail(what, Phrase("expected dtype {windows_dtype}, got {out_dtype}", windows_dtype=windows.dtype,
+                          out_dtype=out.dtype), actual=out.dtype,
              hint="the map holds the windows' own values: keep their dtype", mistakes={FLOAT_DTYPE_CHANGED: out.dtype})
     return out
 
@@ -159,16 +163,20 @@ IDS = [f"{b}x{h}x{w}x{c}-ws{ws}-{str(d)[6:]}" for b, h, w, c, ws, d in CASES]
 def test_window_partition_matches_loops(impl, gen, B, H, W, C, ws, dtype):
     x = values((B, H, W, C), dtype, gen)
     out = call_partition(impl, x, ws)
-    assert_equal(out, partition_loops(x, ws), what=f"window_partition(x {tuple(x.shape)}, {ws}) against the "
-                 "pixels copied one by one", hint=ORDER, mistakes=mistakes.partition_mistakes(x, ws))
+    assert_equal(out, partition_loops(x, ws), what=Phrase("window_partition(x {tuple_x_shape}, {ws}) against the "
+                                                          "pixels copied one by one", tuple_x_shape=tuple(x.shape),
+                                                          ws=ws), hint=ORDER, mistakes=mistakes.partition_mistakes(x, ws))
 
 
 @pytest.mark.parametrize("B, H, W, C, ws, dtype", CASES, ids=IDS)
 def test_window_reverse_matches_loops(impl, gen, B, H, W, C, ws, dtype):
     windows = values((B * (H // ws) * (W // ws), ws * ws, C), dtype, gen)
     out = call_reverse(impl, windows, ws, H, W)
-    assert_equal(out, reverse_loops(windows, ws, H, W), what=f"window_reverse(windows {tuple(windows.shape)}, "
-                 f"{ws}, H={H}, W={W}) against the pixels put back one by one",
+    assert_equal(out, reverse_loops(windows, ws, H, W), what=Phrase("window_reverse(windows {tuple_windows_shape}, "
+                                                                    "{ws}, H={H}, W={W}) against the pixels put "
+                                                                    "back one by one",
+                                                                    tuple_windows_shape=tuple(windows.shape), ws=ws,
+                                                                    H=H, W=W),
                  hint="the inverse of window_partition: " + ORDER,
                  mistakes=mistakes.reverse_mistakes(windows, ws, H, W))
 
@@ -186,8 +194,10 @@ def test_windows_ordered_by_image_then_row_major(impl):
             want = [image, (n // gw) * ws + t // ws, (n % gw) * ws + t % ws]
             got = out[window, t].tolist()
             if got != want:
-                fail(f"window_partition of a {H} x {W} map whose pixels hold (image, row, column), ws={ws}",
-                     f"token {t} of window {window} should be pixel {tuple(want)}, got pixel {tuple(got)}",
+                fail(Phrase("window_partition of a {H} x {W} map whose pixels hold (image, row, column), ws={ws}",
+                            H=H, W=W, ws=ws),
+                     Phrase("token {t} of window {window} should be pixel {tuple_want}, got pixel {tuple_got}", t=t,
+                            window=window, tuple_want=tuple(want), tuple_got=tuple(got)),
                      hint=ORDER, actual=out, mistakes=mistakes.partition_mistakes(x, ws))
 
 
@@ -210,8 +220,9 @@ def test_reverse_then_partition_is_identity(impl, gen, B, H, W, C, ws):
     windows = randn(B * (H // ws) * (W // ws), ws * ws, C, gen=gen, dtype=torch.float64)
     x = call_reverse(impl, windows, ws, H, W)
     again = call_partition(impl, x, ws)
-    assert_equal(again, windows, what=f"window_partition(window_reverse(windows {tuple(windows.shape)}, {ws}, {H}, "
-                 f"{W}), {ws})", hint="window_partition undoes window_reverse exactly: the same windows come back")
+    assert_equal(again, windows, what=Phrase("window_partition(window_reverse(windows {tuple_windows_shape}, {ws}, "
+                                             "{H}, {W}), {ws})", tuple_windows_shape=tuple(windows.shape), ws=ws,
+                                             H=H, W=W), hint="window_partition undoes window_reverse exactly: the same windows come back")
 
 
 @pytest.mark.parametrize("dtype", [torch.float32, torch.float64, torch.float16, torch.int64, torch.int32,
@@ -261,8 +272,9 @@ MASK_CASES = [(12, 18, 6, 1), (21, 14, 7, 1), (8, 8, 4, 1), (4, 4, 2, 1), (8, 8,
 @pytest.mark.parametrize("H, W, ws, s", MASK_CASES, ids=lambda v: str(v))
 def test_shifted_window_mask_matches_swin_labels(impl, H, W, ws, s):
     out = call_mask(impl, H, W, ws, s)
-    assert_equal(out, swin_labels_mask(H, W, ws, s), what=f"shifted_window_mask({H}, {W}, {ws}, {s}) against "
-                 "Swin's label map compared token by token", hint=MASK, mistakes=mask_mistakes(H, W, ws, s))
+    assert_equal(out, swin_labels_mask(H, W, ws, s), what=Phrase("shifted_window_mask({H}, {W}, {ws}, {s}) against "
+                                                                 "Swin's label map compared token by token", H=H,
+                                                                 W=W, ws=ws, s=s), hint=MASK, mistakes=mask_mistakes(H, W, ws, s))
 
 
 # The same map and window asked for again with other shifts, in one round trip: nothing that one call keeps (a
@@ -274,7 +286,8 @@ def test_mask_asked_again_with_other_shifts(impl):
     H, W, ws = 8, 12, 4
     outs = adapters.shifted_window_mask(impl).map([(H, W, ws, s) for s in AGAIN_SHIFTS])
     for call, (s, out) in enumerate(zip(AGAIN_SHIFTS, outs), 1):
-        what = f"shifted_window_mask({H}, {W}, {ws}, {s}), call {call} of {len(AGAIN_SHIFTS)} with this map and window"
+        what = Phrase("shifted_window_mask({H}, {W}, {ws}, {s}), call {call} of {len_AGAIN_SHIFTS} with this map "
+                      "and window", H=H, W=W, ws=ws, s=s, call=call, len_AGAIN_SHIFTS=len(AGAIN_SHIFTS))
         check_tensor(out, what=what, shape=((H // ws) * (W // ws), ws * ws, ws * ws), dtype=torch.bool,
                      hint="a bool tensor (nW, ws * ws, ws * ws), True where two tokens may attend",
                      mistakes=mistakes.mask_dtype_mistakes(H, W, ws, s))
@@ -290,8 +303,9 @@ ROLLED_CASES = [(18, 12, 6, 1), (14, 21, 7, 1), (12, 12, 6, 2), (6, 6, 2, 1), (9
 @pytest.mark.parametrize("H, W, ws, s", ROLLED_CASES, ids=lambda v: str(v))
 def test_mask_matches_the_rolled_coordinates(impl, H, W, ws, s):
     out = call_mask(impl, H, W, ws, s)
-    assert_equal(out, rolled_coordinates_mask(H, W, ws, s), what=f"shifted_window_mask({H}, {W}, {ws}, {s}) against "
-                 "the pixels' coordinates before the roll", mistakes=mask_mistakes(H, W, ws, s),
+    assert_equal(out, rolled_coordinates_mask(H, W, ws, s), what=Phrase("shifted_window_mask({H}, {W}, {ws}, {s}) "
+                                                                        "against the pixels' coordinates before "
+                                                                        "the roll", H=H, W=W, ws=ws, s=s), mistakes=mask_mistakes(H, W, ws, s),
                  hint="position (r, c) of the rolled map is pixel ((r + s) % H, (c + s) % W) of the image; two tokens "
                       "of a window may attend exactly when the roll did not tear them apart (their offset in the "
                       "image is their offset in the window)")
@@ -325,8 +339,8 @@ def test_mask_is_symmetric_with_a_true_diagonal(impl, H, W, ws, s):
     out = call_mask(impl, H, W, ws, s)
     what = f"shifted_window_mask({H}, {W}, {ws}, {s})"
     assert_equal(out.diagonal(dim1=1, dim2=2), torch.ones(out.shape[:2], dtype=torch.bool),
-                 what=f"the diagonals of {what}", hint="every token may attend to itself: it has its own label")
-    assert_equal(out.transpose(1, 2), out, what=f"{what} transposed",
+                 what=Phrase("the diagonals of {what}", what=what), hint="every token may attend to itself: it has its own label")
+    assert_equal(out.transpose(1, 2), out, what=Phrase('{what} transposed', what=what),
                  hint="'same label' is symmetric: mask[n, i, j] == mask[n, j, i]")
 
 
@@ -344,8 +358,8 @@ def test_mask_device(impl, H, W, ws, s):
     except StudentError:  # NotImplementedError too: torch raises it for copying data out of meta
         out = None
     if out is not None:
-        check_tensor(out, what=f"shifted_window_mask({H}, {W}, {ws}, {s}, device='cpu') while the default device "
-                     "is meta", shape=shape, dtype=torch.bool, device="cpu", hint=hint,
+        check_tensor(out, what=Phrase("shifted_window_mask({H}, {W}, {ws}, {s}, device='cpu') while the default "
+                                      "device is meta", H=H, W=W, ws=ws, s=s), shape=shape, dtype=torch.bool, device="cpu", hint=hint,
                      mistakes=mistakes.mask_dtype_mistakes(H, W, ws, s))
         return
     out = mask(H, W, ws, s, device="meta")

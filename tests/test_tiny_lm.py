@@ -25,12 +25,13 @@ from checklib.masks import self_attention_mask
 from checklib.mistakes import tiny_lm as mistakes
 from checklib.mistakes.general import mapped
 from checklib.scratch import assert_from_scratch
-from checklib.student import expect_value_error
+from checklib.student import where, expect_value_error
 from checklib.training.tiny_lm import TASK, TrainingFailed, expected_continuation, prompts, schedule, train
 from checklib.weights import randn
 from grader.engine.target import RemoteObject
 from grader.sandbox.protocol import StudentError
 from grader.sandbox.wire import Ref
+from grader.text import Phrase
 
 BLOCK, LM = adapters.DecoderBlock, adapters.TinyLM
 WHERE = ("h = x + attn(attn_norm(x), mask, rope=rope, cache=cache), out = h + ffn(ffn_norm(h)); TinyLM: "
@@ -138,7 +139,8 @@ def run(call, what: str, cfg: dict, *args, fills_max_len: bool = False, fresh_ca
     except StudentError as exc:
         if type(exc) is not StudentError:
             raise
-        problem = f"your code raised {exc.type_name}: {exc.message}\n{exc.where}".rstrip()
+        problem = Phrase("your code raised {exc_type_name}: {exc_message}", exc_type_name=exc.type_name,
+                         exc_message=exc.message) + where(exc)
         width = mistakes.rope_width(exc.message)
         if width is not None:  # the tables' width against what each divisor mistake makes it
             fail(what, problem, hint=WHERE, actual=width, expected=cfg["d_model"] // cfg["n_heads"],
@@ -196,7 +198,9 @@ def test_state_dict_layout(impl):
     shapes = expected_shapes(cfg)
     what = f"{lm_call(cfg)}.state_dict()"
     if set(got) != set(shapes):
-        fail(what, f"missing keys {sorted(set(shapes) - set(got))}, unexpected keys {sorted(set(got) - set(shapes))}",
+        fail(what, Phrase("missing keys {sorted_set_shapes_set_got}, unexpected keys {sorted_set_got_set_shapes}",
+                          sorted_set_shapes_set_got=sorted(set(shapes) - set(got)),
+                          sorted_set_got_set_shapes=sorted(set(got) - set(shapes))),
              hint="tok_emb = nn.Embedding(vocab_size, d_model), blocks = nn.ModuleList of DecoderBlock (attn_norm, "
                   "attn, ffn_norm, ffn), norm = RMSNorm(d_model), head = nn.Linear(d_model, vocab_size, bias=False); "
                   "the RoPE tables are buffers with persistent=False",
@@ -210,7 +214,8 @@ def test_state_dict_layout(impl):
     for name in ("vocab_size", "max_len"):
         value = m.attr(name)
         if value != cfg[name]:
-            fail(f"{lm_call(cfg)}.{name}", f"expected {cfg[name]!r}, got {value!r}",
+            fail(f"{lm_call(cfg)}.{name}", Phrase("expected {cfg_name}, got {value}", cfg_name=repr(cfg[name]),
+                                                  value=repr(value)),
                  hint="keep vocab_size and max_len as attributes (generate reads max_len)")
 
 
@@ -220,8 +225,11 @@ def test_new_caches_gives_one_empty_cache_per_block(impl):
     caches = m.new_caches()
     what = f"{lm_call(cfg)}.new_caches()"
     if not isinstance(caches, list) or len(caches) != cfg["n_layers"]:
-        fail(what, f"expected a list of {cfg['n_layers']} KVCache (one per block), got "
-                   f"{type(caches).__name__}{f' of {len(caches)}' if isinstance(caches, (list, tuple)) else ''}",
+        fail(what, Phrase("expected a list of {cfg_n_layers} KVCache (one per block), got "
+                          "{type_caches___name__}{f_of_len_caches_if_isinstance_caches_list_tuple_else}",
+                          cfg_n_layers=cfg['n_layers'], type_caches___name__=type(caches).__name__,
+                          f_of_len_caches_if_isinstance_caches_list_tuple_else=Phrase(" of {len_caches}",
+                                                                                      len_caches=len(caches)) if isinstance(caches, (list, tuple)) else ''),
              hint="make a new KVCache for each block, in the blocks' order")
     ids = [c.id if isinstance(c, Ref) else None for c in caches]
     sentence = mistakes.shared_caches_mistake(ids)
@@ -231,7 +239,8 @@ def test_new_caches_gives_one_empty_cache_per_block(impl):
              mistakes={sentence: True} if sentence else None, actual=True)
     for i, cache in enumerate(remote_caches(impl, caches)):
         if cache.type_name != "KVCache" or len(cache) != 0:
-            fail(f"{what}[{i}]", f"expected an empty KVCache, got a {cache.type_name} of length {len(cache)}",
+            fail(f"{what}[{i}]", Phrase("expected an empty KVCache, got a {cache_type_name} of length {len_cache}",
+                                        cache_type_name=cache.type_name, len_cache=len(cache)),
                  hint="each block starts from a new, empty KVCache (from kv_cache.py)")
 
 
@@ -263,8 +272,10 @@ def test_decoder_block_matches_reference(impl, gen, case):
     if rope is not None and dtype == torch.float64:
         rope = tuple(t.double() for t in rope)
     args = f"{D}, {H}, {Hkv}, {d_ff}" + ("" if eps is None else f", eps={eps:g}")
-    what = (f"DecoderBlock({args})(x {tuple(x.shape)}, mask={mask_kind}, "
-            f"rope={'tables' if with_rope else None}, {str(dtype)[6:]}) vs the reference with the same weights")
+    what = (Phrase("DecoderBlock({args})(x {tuple_x_shape}, mask={mask_kind}, "
+                   "rope={tables_if_with_rope_else_None}, {str_dtype_6}) vs the reference with the same weights",
+                   args=args, tuple_x_shape=tuple(x.shape), mask_kind=mask_kind,
+                   tables_if_with_rope_else_None='tables' if with_rope else None, str_dtype_6=str(dtype)[6:]))
     got = m(x, mask, rope=rope)
     expected = ref_block(state, x.double(), H, Hkv, rope, mask, eps=eps or 1e-5).to(dtype)
     assert_close(got, expected, what=what, hint=WHERE,
@@ -278,7 +289,8 @@ def test_decoder_block_leaves_input_alone(impl, gen):
     m.load_weights(block_state(D, H, Hkv, d_ff, gen=gen, dtype=torch.float32))
     x = randn(B, T, D, gen=gen)
     _, (after, _) = m.call_returning_args(x, self_attention_mask("causal", B, H, T, gen))
-    assert_close(after, x, what=f"x {tuple(x.shape)} after DecoderBlock({D}, {H}, {Hkv}, {d_ff})'s forward",
+    assert_close(after, x, what=Phrase("x {tuple_x_shape} after DecoderBlock({D}, {H}, {Hkv}, {d_ff})'s forward",
+                                       tuple_x_shape=tuple(x.shape), D=D, H=H, Hkv=Hkv, d_ff=d_ff),
                  hint="forward must not modify the caller's x: add each residual into a new tensor, "
                       "h = x + self.attn(...), not x += ... (an in-place add writes into the tensor the caller "
                       "passed)")
@@ -299,7 +311,8 @@ def test_tiny_lm_matches_reference(impl, gen, cfg, B, T, dtype):
     state = lm_state(cfg, gen=gen, dtype=dtype)
     m = new_lm(impl, cfg, state)
     idx = tokens(B, T, cfg["vocab_size"], gen)
-    what = f"{lm_call(cfg)}(idx {tuple(idx.shape)}), {str(dtype)[6:]}, vs the reference with the same weights"
+    what = Phrase("{lm_call_cfg}(idx {tuple_idx_shape}), {str_dtype_6}, vs the reference with the same weights",
+                  lm_call_cfg=lm_call(cfg), tuple_idx_shape=tuple(idx.shape), str_dtype_6=str(dtype)[6:])
     got = run(m, what, cfg, idx, fills_max_len=T == cfg["max_len"])
     assert_close(got, ref_lm(state, idx, cfg).to(dtype), what=what, hint=WHERE,
                  mistakes=mistakes.tiny_lm_mistakes(state, [idx], **model_kwargs(cfg)))
@@ -326,21 +339,23 @@ def test_cached_equals_uncached(impl, gen, cfg, B, chunks, dtype):
     for i, piece in enumerate(pieces):
         offset = sum(chunks[:i])
         what = (f"{lm_call(cfg)}(idx[:, {offset}:{offset + chunks[i]}], caches) "
-                + ("with empty caches (the prompt)" if i == 0 else f"after {offset} cached positions"))
+                + ("with empty caches (the prompt)" if i == 0 else Phrase("after {offset} cached positions",
+                                                                          offset=offset)))
         out = run(m, what, cfg, piece, caches=caches, fills_max_len=offset + chunks[i] == cfg["max_len"])
         check_tensor(out, what=what, shape=(B, chunks[i], cfg["vocab_size"]), dtype=dtype,
                      hint="with caches the logits are those of the new positions only")
         all_mistakes = mistakes.tiny_lm_mistakes(state, pieces[:i + 1], cached=True, **model_kwargs(cfg))
         assert_close(out, expected[:, offset:offset + chunks[i]],
-                     what=f"{what} vs the reference's logits at those positions",
+                     what=Phrase("{what} vs the reference's logits at those positions", what=what),
                      hint="each block gets its own cache (caches[i]), the new positions start at len(caches[0]); "
                           "with caches the attention masks by itself: pass mask=None",
                      mistakes=mapped(all_mistakes, lambda full, o=offset, n=chunks[i]: full[:, o:o + n]))
     total = sum(chunks)
     for i, cache in enumerate(remote_caches(impl, caches)):
         if len(cache) != total:
-            fail(f"len(caches[{i}]) after {len(chunks)} calls of {total} positions in all",
-                 f"expected {total}, got {len(cache)}", hint="every block appends its keys and values to its own cache")
+            fail(Phrase("len(caches[{i}]) after {len_chunks} calls of {total} positions in all", i=i,
+                        len_chunks=len(chunks), total=total),
+                 Phrase("expected {total}, got {len_cache}", total=total, len_cache=len(cache)), hint="every block appends its keys and values to its own cache")
 
 
 # The same model on two prompts of the same length: a forward of each without caches, then both decoded in turns
@@ -357,8 +372,10 @@ def test_two_prompts_decoded_in_turns(impl, gen):
     prompts = {"idx1": tokens(batch, length, cfg["vocab_size"], gen), "idx2": tokens(batch, length, cfg["vocab_size"], gen)}
     expected = {name: ref_lm(state, idx, cfg).float() for name, idx in prompts.items()}
     for name, idx in prompts.items():
-        what = f"the same {lm_call(cfg)}({name} {tuple(idx.shape)}) without caches"
-        assert_close(run(m, what, cfg, idx), expected[name], what=f"{what} vs the reference's logits", hint=WHERE,
+        what = Phrase("the same {lm_call_cfg}({name} {tuple_idx_shape}) without caches", lm_call_cfg=lm_call(cfg),
+                      name=name, tuple_idx_shape=tuple(idx.shape))
+        assert_close(run(m, what, cfg, idx), expected[name], what=Phrase("{what} vs the reference's logits",
+                                                                         what=what), hint=WHERE,
                      mistakes=mistakes.tiny_lm_mistakes(state, [idx], **model_kwargs(cfg)))
     caches = {name: m.new_caches() for name in prompts}
     fed: list[Tensor] = []
@@ -367,14 +384,15 @@ def test_two_prompts_decoded_in_turns(impl, gen):
         for name, idx in prompts.items():
             piece = idx[:, offset:offset + n]
             fed.append(piece)
-            what = (f"the same {lm_call(cfg)}({name}[:, {offset}:{offset + n}], caches) with {name}'s own caches "
-                    f"from new_caches() after {offset} cached positions, the other prompt decoded in turns")
+            what = (Phrase("the same {lm_call_cfg}({name}[:, {offset}:{offset_n}], caches) with {name}'s own "
+                           "caches from new_caches() after {offset} cached positions, the other prompt decoded in "
+                           "turns", lm_call_cfg=lm_call(cfg), name=name, offset=offset, offset_n=offset + n))
             out = run(m, what, cfg, piece, caches=caches[name])
             check_tensor(out, what=what, shape=(batch, n, cfg["vocab_size"]), dtype=torch.float32,
                          hint="with caches the logits are those of the new positions only")
             own = [idx[:, sum(AGAIN_CHUNKS[:j]):sum(AGAIN_CHUNKS[:j + 1])] for j in range(i + 1)]
             assert_close(out, expected[name][:, offset:offset + n],
-                         what=f"{what} vs the reference's logits at those positions",
+                         what=Phrase("{what} vs the reference's logits at those positions", what=what),
                          hint="each call of new_caches makes new, empty caches, and one model decodes many prompts: "
                               "keep nothing of one prompt's on the model",
                          mistakes=mistakes.tiny_lm_again_mistakes(state, own, list(fed), **model_kwargs(cfg)))
@@ -388,8 +406,8 @@ def test_no_future_token_changes_an_earlier_logit(impl, gen):
     state = lm_state(cfg, gen=gen, dtype=torch.float64)
     m = new_lm(impl, cfg, state)
     idx = tokens(2, 10, cfg["vocab_size"], gen)
-    base = run(m, f"{lm_call(cfg)}(idx (2, 10))", cfg, idx)
-    check_tensor(base, what=f"{lm_call(cfg)}(idx (2, 10))", shape=(2, 10, cfg["vocab_size"]), dtype=torch.float64,
+    base = run(m, Phrase('{lm_call_cfg}(idx (2, 10))', lm_call_cfg=lm_call(cfg)), cfg, idx)
+    check_tensor(base, what=Phrase("{lm_call_cfg}(idx (2, 10))", lm_call_cfg=lm_call(cfg)), shape=(2, 10, cfg["vocab_size"]), dtype=torch.float64,
                  hint="logits are (B, T, vocab_size)")
     for position in range(1, 10):
         changed = idx.clone()
@@ -397,7 +415,8 @@ def test_no_future_token_changes_an_earlier_logit(impl, gen):
             % cfg["vocab_size"]
         after = m(changed)
         assert_close(after[:, :position], base[:, :position],
-                     what=f"logits[:, :{position}] after changing the tokens from position {position} on",
+                     what=Phrase("logits[:, :{position}] after changing the tokens from position {position} on",
+                                 position=position),
                      hint="without caches TinyLM is causal: give the blocks a causal mask (True on and below the "
                           "diagonal), so position t only sees tokens 0 .. t",
                      mistakes={mistakes.TINY_LM_VARIANTS["no_causal_mask"]: lambda c=changed: mistakes.tiny_lm(
@@ -408,30 +427,32 @@ def test_rejects_positions_beyond_max_len(impl, gen):
     cfg = config(9, 8, 8, 2, 1, 2, 12)
     m = new_lm(impl, cfg, lm_state(cfg, gen=gen, dtype=torch.float32))
     call = lm_call(cfg)
-    expect_value_error(m, tokens(1, 9, 9, gen), what=f"{call}(idx (1, 9)): 9 positions, max_len 8")
+    expect_value_error(m, tokens(1, 9, 9, gen), what=Phrase('{call}(idx (1, 9)): 9 positions, max_len 8', call=call))
     # fresh caches start at position 0: 7 positions fit (len(caches), the 2 blocks, as a start would not)
     fresh = m.new_caches()
-    out = run(m, f"{call}(idx (1, 7), fresh caches from new_caches())", cfg, tokens(1, 7, 9, gen),
+    out = run(m, Phrase('{call}(idx (1, 7), fresh caches from new_caches())', call=call), cfg, tokens(1, 7, 9, gen),
               caches=fresh, fresh_caches=remote_caches(impl, fresh))
-    check_tensor(out, what=f"{call}(idx (1, 7), fresh caches)", shape=(1, 7, 9), hint="logits are (B, T, vocab_size)")
+    check_tensor(out, what=Phrase("{call}(idx (1, 7), fresh caches)", call=call), shape=(1, 7, 9), hint="logits are (B, T, vocab_size)")
     caches = m.new_caches()
     held = [len(cache) for cache in remote_caches(impl, caches)]
     if any(held):
-        fail(f"{call}.new_caches() called a second time, after 7 positions through the first caches",
-             f"expected empty caches, got caches holding {held} positions",
+        fail(Phrase('{call}.new_caches() called a second time, after 7 positions through the first caches', call=call),
+             Phrase('expected empty caches, got caches holding {held} positions', held=held),
              hint="each call of new_caches makes new, empty caches",
              mistakes={mistakes.CACHES_MADE_ONCE.text(): True}, actual=True)
     out = m(tokens(1, 6, 9, gen), caches=caches)
-    check_tensor(out, what=f"{call}(idx (1, 6), caches)", shape=(1, 6, 9), hint="logits are (B, T, vocab_size)")
+    check_tensor(out, what=Phrase("{call}(idx (1, 6), caches)", call=call), shape=(1, 6, 9), hint="logits are (B, T, vocab_size)")
     expect_value_error(m, tokens(1, 3, 9, gen), caches=caches,
-                       what=f"{call}(idx (1, 3), caches) after 6 cached positions: positions 6 .. 8, max_len 8")
-    out = run(m, f"{call}(idx (1, 2), caches) after 6 cached positions (positions 6, 7: exactly max_len)", cfg,
+                       what=Phrase("{call}(idx (1, 3), caches) after 6 cached positions: positions 6 .. 8, max_len "
+                                   "8", call=call))
+    out = run(m, Phrase("{call}(idx (1, 2), caches) after 6 cached positions (positions 6, 7: exactly max_len)",
+                        call=call), cfg,
               tokens(1, 2, 9, gen), caches=caches, fills_max_len=True)
-    check_tensor(out, what=f"{call}(idx (1, 2), caches) after 6 cached positions", shape=(1, 2, 9),
+    check_tensor(out, what=Phrase('{call}(idx (1, 2), caches) after 6 cached positions', call=call), shape=(1, 2, 9),
                  hint="positions up to max_len - 1 are allowed: raise only when start + T > max_len")
-    out = run(m, f"{call}(idx (1, 8)) without caches (exactly max_len)", cfg, tokens(1, 8, 9, gen),
+    out = run(m, Phrase('{call}(idx (1, 8)) without caches (exactly max_len)', call=call), cfg, tokens(1, 8, 9, gen),
               fills_max_len=True)
-    check_tensor(out, what=f"{call}(idx (1, 8))", shape=(1, 8, 9),
+    check_tensor(out, what=Phrase('{call}(idx (1, 8))', call=call), shape=(1, 8, 9),
                  hint="a sequence of exactly max_len positions is allowed: raise only when start + T > max_len")
 
 
@@ -451,7 +472,8 @@ def test_training_lowers_the_loss_and_continues_the_pattern(impl):
     task = TASK
     m = LM(impl, *task.model_args())
     lr = schedule(task, adapters.lr_at(impl))
-    what = f"training {task.describe()} for {task.steps} steps"
+    what = Phrase("training {task_describe} for {task_steps} steps", task_describe=task.describe(),
+                  task_steps=task.steps)
     try:
         losses = train(m, task, lr)
     except TrainingFailed as exc:
@@ -459,21 +481,28 @@ def test_training_lowers_the_loss_and_continues_the_pattern(impl):
                                   "parameter")
     final = sum(losses[-LAST:]) / LAST
     if not final < LOSS_BOUND:
-        fail(what, f"the loss went from {losses[0]:.3f} to {final:.3f} (mean of the last {LAST} steps); a correct "
-                   f"TinyLM reaches about {REFERENCE_LOSS} in these steps, and the check asks for less than "
-                   f"{LOSS_BOUND}", hint=WHERE)
+        fail(what, Phrase("the loss went from {losses_0} to {final} (mean of the last {LAST} steps); a correct "
+                          "TinyLM reaches about {REFERENCE_LOSS} in these steps, and the check asks for less than "
+                          "{LOSS_BOUND}", losses_0=format(losses[0], '.3f'), final=format(final, '.3f'), LAST=LAST,
+                          REFERENCE_LOSS=REFERENCE_LOSS, LOSS_BOUND=LOSS_BOUND), hint=WHERE)
     prompt = prompts(task, 4)
     length = task.seq_len + task.period
     out = adapters.generate(impl)(m, prompt, length - prompt.size(1))
     want = expected_continuation(task, prompt, length)
-    check_tensor(out, what=f"generate(trained model, prompts {tuple(prompt.shape)}, {length - prompt.size(1)})",
+    check_tensor(out, what=Phrase("generate(trained model, prompts {tuple_prompt_shape}, {length_prompt_size_1})",
+                                  tuple_prompt_shape=tuple(prompt.shape),
+                                  length_prompt_size_1=length - prompt.size(1)),
                  shape=want.shape, hint="TinyLM(idx, caches=caches) returns the logits of the new positions")
     wrong = [i for i in range(want.size(0)) if not torch.equal(out[i], want[i])]
     if wrong:
         i = wrong[0]
-        fail(what, f"after training (loss {final:.3f}) greedy decoding with caches does not continue the motif: "
-                   f"prompt {prompt[i].tolist()} gave {out[i, prompt.size(1):].tolist()}, expected "
-                   f"{want[i, prompt.size(1):].tolist()} ({len(wrong)} of {want.size(0)} prompts wrong)",
+        fail(what, Phrase("after training (loss {final}) greedy decoding with caches does not continue the motif: "
+                          "prompt {prompt_i_tolist} gave {out_i_prompt_size_1_tolist}, expected "
+                          "{want_i_prompt_size_1_tolist} ({len_wrong} of {want_size_0} prompts wrong)",
+                          final=format(final, '.3f'), prompt_i_tolist=prompt[i].tolist(),
+                          out_i_prompt_size_1_tolist=out[i, prompt.size(1):].tolist(),
+                          want_i_prompt_size_1_tolist=want[i, prompt.size(1):].tolist(), len_wrong=len(wrong),
+                          want_size_0=want.size(0)),
              hint="a model that learns with the whole sequence but decodes wrongly with caches: check that "
                   "positions continue from len(caches[0]) and each block has its own cache; a loss far below "
                   "the reference's can mean the model sees the future (no causal mask)")

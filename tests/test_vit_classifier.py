@@ -28,6 +28,8 @@ from checklib.training.vit_classifier import VISION_TASK, TrainingFailed, accura
 from checklib.weights import block_state, layer_norm_state, linear_state, randn, torch_encoder_layer
 from grader.engine.target import RemoteObject
 from grader.sandbox.protocol import StudentError, WeightsMismatch
+from checklib.student import where
+from grader.text import Phrase
 
 VIT = adapters.ViT
 WHERE = ("tokens = patch_embed(images); x = cat([cls_token expanded to (B, 1, D), tokens], dim=1) + pos_emb; "
@@ -120,7 +122,8 @@ def run(call, what: str, cfg: dict, *args):
             raise
         # the grader's own words where the weights do not fit (as every component shows them), else what was raised
         problem = exc.describe() if isinstance(exc, WeightsMismatch) else \
-            f"loading the weights failed: {exc.type_name}: {exc.message}\n{exc.where}".rstrip()
+            Phrase("loading the weights failed: {exc_type_name}: {exc_message}", exc_type_name=exc.type_name,
+                   exc_message=exc.message) + where(exc)
         fail(what, problem, hint=WHERE, mistakes={sentence: True}, actual=True)
 
 
@@ -161,7 +164,8 @@ def test_state_dict_layout(impl, gen):
     if set(got) != set(shapes):
         missing, extra = set(shapes) - set(got), set(got) - set(shapes)
         sentence = mistakes.vit_missing_key_diagnosis(missing, set(got))
-        fail(what, f"missing keys {sorted(missing)}, unexpected keys {sorted(extra)}", hint=hint,
+        fail(what, Phrase("missing keys {sorted_missing}, unexpected keys {sorted_extra}",
+                          sorted_missing=sorted(missing), sorted_extra=sorted(extra)), hint=hint,
              mistakes={sentence: True} if sentence else None, actual=True)
     for key, shape in shapes.items():
         sentence = mistakes.vit_shape_diagnosis(key, tuple(got[key].shape), num_patches(cfg), cfg["d_model"])
@@ -184,8 +188,9 @@ def test_state_dict_layout(impl, gen):
         key = f"blocks.{i}.norm1.weight"
         if not torch.equal(back[key], state[key]):
             last = torch.equal(back[key], state[f"blocks.{cfg['n_layers'] - 1}.norm1.weight"])
-            fail(f"{what}['{key}'] after loading different weights into each block",
-                 f"got the weights of another block (blocks.{cfg['n_layers'] - 1})" if last else
+            fail(Phrase("{what}['{key}'] after loading different weights into each block", what=what, key=key),
+                 Phrase("got the weights of another block (blocks.{cfg_n_layers_1})",
+                        cfg_n_layers_1=cfg['n_layers'] - 1) if last else
                  "got other values than those loaded",
                  hint="blocks must hold n_layers separate TransformerBlock objects, one per layer",
                  mistakes={mistakes.VIT_VARIANTS["shared_blocks"]: True} if last else None, actual=True)
@@ -211,8 +216,9 @@ def test_vit_matches_reference(impl, gen, cfg, B, dtype):
     state = vit_state(cfg, gen=gen, dtype=dtype)
     images = randn(B, cfg["in_channels"], cfg["img_size"], cfg["img_size"], gen=gen, dtype=dtype)
     m = new_vit(impl, cfg, state, dropout=0.2)
-    what = (f"{vit_call(cfg, 0.2)}.eval()(images {tuple(images.shape)}), {str(dtype)[6:]}, vs the reference "
-            f"with the same weights")
+    what = (Phrase("{vit_call_cfg_0_2}.eval()(images {tuple_images_shape}), {str_dtype_6}, vs the reference with "
+                   "the same weights", vit_call_cfg_0_2=vit_call(cfg, 0.2), tuple_images_shape=tuple(images.shape),
+                   str_dtype_6=str(dtype)[6:]))
     got = run(m, what, cfg, images)
     check_tensor(got, what=what, shape=(B, cfg["n_classes"]), dtype=dtype,
                  hint="the logits are (B, n_classes): the head of the class token only, in the images' dtype",
@@ -247,19 +253,21 @@ def test_permuting_patches_changes_logits_only_through_positions(impl, gen):
     m = new_vit(impl, cfg, state)
     call = vit_call(cfg)
     base = run(m, f"{call}(images)", cfg, images)
-    check_tensor(base, what=f"{call}(images {tuple(images.shape)})", shape=(2, cfg["n_classes"]),
+    check_tensor(base, what=Phrase("{call}(images {tuple_images_shape})", call=call,
+                                   tuple_images_shape=tuple(images.shape)), shape=(2, cfg["n_classes"]),
                  dtype=torch.float64, hint="the logits are (B, n_classes)")
     m.load_weights(moved_state)
     after = m(moved)
-    assert_close(after, base, what=f"{call} on the images with their patches permuted by {perm.tolist()} and the "
-                                   f"rows 1 .. {n} of pos_emb permuted alike, vs on the images as they were",
+    assert_close(after, base, what=Phrase("{call} on the images with their patches permuted by {perm_tolist} and "
+                                          "the rows 1 .. {n} of pos_emb permuted alike, vs on the images as they "
+                                          "were", call=call, perm_tolist=perm.tolist(), n=n),
                  hint="moving a patch together with its position must not change the logits: the blocks treat the "
                       "tokens as a set, so only pos_emb (row 1 + n for patch n, row 0 for the class token) says "
                       "where a patch was",
                  mistakes=vit_mistakes(moved_state, moved, cfg))
     m.load_weights(state)
-    assert_not_close(m(moved), base, what=f"{call} on the images with their patches permuted (pos_emb left as it "
-                                          f"was) vs on the images as they were",
+    assert_not_close(m(moved), base, what=Phrase("{call} on the images with their patches permuted (pos_emb left "
+                                                 "as it was) vs on the images as they were", call=call),
                      hint="the positions must reach the tokens: add pos_emb after prepending the class token")
 
 
@@ -269,7 +277,8 @@ def test_without_blocks_the_logits_are_the_class_token_s(impl, gen):
     state = vit_state(cfg, gen=gen, dtype=torch.float64)
     images = randn(3, cfg["in_channels"], cfg["img_size"], cfg["img_size"], gen=gen, dtype=torch.float64)
     m = new_vit(impl, cfg, state)
-    what = f"{vit_call(cfg)}(images {tuple(images.shape)}): no blocks, so only the class token reaches the head"
+    what = Phrase("{vit_call_cfg}(images {tuple_images_shape}): no blocks, so only the class token reaches the head",
+                  vit_call_cfg=vit_call(cfg), tuple_images_shape=tuple(images.shape))
     got = run(m, what, cfg, images)
     check_tensor(got, what=what, shape=(3, cfg["n_classes"]), dtype=torch.float64, hint="the logits are (B, n_classes)")
     assert_close(got, reference(state, images, cfg), what=what,
@@ -288,7 +297,8 @@ def test_dropout_defaults_to_zero_and_follows_eval(impl, gen):
     m.train()
     call = vit_call(cfg)
     first = run(m, f"{call}.train()(images)", cfg, images)
-    check_tensor(first, what=f"{call}.train()(images {tuple(images.shape)})", shape=expected.shape,
+    check_tensor(first, what=Phrase("{call}.train()(images {tuple_images_shape})", call=call,
+                                    tuple_images_shape=tuple(images.shape)), shape=expected.shape,
                  dtype=torch.float64, hint="the logits are (B, n_classes)")
     if not torch.equal(m(images), first):
         zero = new_vit(impl, cfg, state, dropout=0.0)  # a second look: the default, or dropout not passed on?
@@ -298,25 +308,26 @@ def test_dropout_defaults_to_zero_and_follows_eval(impl, gen):
             rate = m.attr("blocks").method("__getitem__", 0).attr("dropout").attr("p")
         except (StudentError, AttributeError):
             rate = None
-        fail(f"two calls of {call} in train mode", "expected equal logits (the default dropout is 0.0), but they "
+        fail(Phrase("two calls of {call} in train mode", call=call), "expected equal logits (the default dropout is 0.0), but they "
              "differ", hint="dropout defaults to 0.0 and is passed on to the blocks (TransformerBlock's own default "
              "is 0.1)", mistakes={mistakes.vit_dropout_diagnosis(True, not torch.equal(zero(images), once), rate):
                                   True}, actual=True)
-    assert_close(first, expected, what=f"{call} in train mode (default dropout=0.0) vs the reference",
+    assert_close(first, expected, what=Phrase('{call} in train mode (default dropout=0.0) vs the reference', call=call),
                  hint="with dropout=0.0 train mode computes exactly what eval mode does",
                  mistakes=vit_mistakes(state, images, cfg))
     m = new_vit(impl, cfg, state, dropout=0.5)
     call = vit_call(cfg, 0.5)
-    assert_close(run(m, f"{call}.eval()(images)", cfg, images), expected, what=f"{call}.eval() vs the reference",
+    assert_close(run(m, f"{call}.eval()(images)", cfg, images), expected, what=Phrase("{call}.eval() vs the reference",
+                                                                                      call=call),
                  hint="eval() turns dropout off", mistakes=vit_mistakes(state, images, cfg))
     m.train()
     first, second = m(images), m(images)
     if torch.equal(first, second):
-        fail(f"two calls of {call} in train mode", "expected the logits to differ (dropout draws a new mask on "
+        fail(Phrase("two calls of {call} in train mode", call=call), "expected the logits to differ (dropout draws a new mask on "
              "every call), but they are equal", hint="pass dropout on to every TransformerBlock",
              mistakes={mistakes.vit_dropout_diagnosis(False): True}, actual=True)
     m.eval()
-    assert_close(m(images), expected, what=f"{call} back in eval mode after train mode",
+    assert_close(m(images), expected, what=Phrase('{call} back in eval mode after train mode', call=call),
                  hint="eval() turns dropout off")
 
 
@@ -339,7 +350,7 @@ def test_gradients_reach_every_parameter(impl, gen):
                     sentence = mistakes.vit_not_learned_diagnosis(name, False)
                 else:
                     sentence = mistakes.vit_unused_diagnosis(name)
-            fail(f"gradient of {call} w.r.t. {name}", "no gradient reached it" if name in grads else
+            fail(Phrase("gradient of {call} w.r.t. {name}", call=call, name=name), "no gradient reached it" if name in grads else
                  "it is not a parameter of your model",
                  hint="every parameter must be used in forward, with no .detach() or torch.no_grad() in between",
                  mistakes={sentence: True} if sentence else None, actual=True)
@@ -347,7 +358,8 @@ def test_gradients_reach_every_parameter(impl, gen):
     wanted = torch.autograd.grad((reference_graph(leaves, images, cfg) * g).sum(),
                                  [leaves["cls_token"], leaves["pos_emb"]])
     for name, want in zip(("cls_token", "pos_emb"), wanted):
-        assert_close(grads[name], want, what=f"gradient of {call} w.r.t. {name} vs the reference's",
+        assert_close(grads[name], want, what=Phrase("gradient of {call} w.r.t. {name} vs the reference's", call=call,
+                                                    name=name),
                      hint="the class token and every row of pos_emb must reach the logits as in " + WHERE)
 
 
@@ -367,7 +379,8 @@ LAST, LOSS_BOUND, REFERENCE_LOSS, ACCURACY_BOUND = 5, 0.6, 0.11, 0.85
 def test_training_learns_which_quadrant_holds_the_square(impl):
     task = VISION_TASK
     m = VIT(impl, *task.model_args())
-    what = f"training {task.describe()} for {task.steps} steps"
+    what = Phrase("training {task_describe} for {task_steps} steps", task_describe=task.describe(),
+                  task_steps=task.steps)
     try:
         losses = train(m, task)
         m.eval()
@@ -377,10 +390,13 @@ def test_training_learns_which_quadrant_holds_the_square(impl):
                                   "parameter, the class token and pos_emb included")
     final = sum(losses[-LAST:]) / LAST
     if not final < LOSS_BOUND:
-        fail(what, f"the loss went from {losses[0]:.3f} to {final:.3f} (mean of the last {LAST} steps); a correct "
-                   f"ViT reaches about {REFERENCE_LOSS} in these steps, and the check asks for less than "
-                   f"{LOSS_BOUND}", hint=WHERE + "; the positions are what tells the quadrants apart")
+        fail(what, Phrase("the loss went from {losses_0} to {final} (mean of the last {LAST} steps); a correct ViT "
+                          "reaches about {REFERENCE_LOSS} in these steps, and the check asks for less than "
+                          "{LOSS_BOUND}", losses_0=format(losses[0], '.3f'), final=format(final, '.3f'), LAST=LAST,
+                          REFERENCE_LOSS=REFERENCE_LOSS, LOSS_BOUND=LOSS_BOUND), hint=WHERE + "; the positions are what tells the quadrants apart")
     if not correct >= ACCURACY_BOUND:
-        fail(what, f"after training (loss {final:.3f}) the model tells the quadrant of {correct:.0%} of fresh images; "
-                   f"a correct ViT gets them all, and the check asks for {ACCURACY_BOUND:.0%}",
+        fail(what, Phrase("after training (loss {final}) the model tells the quadrant of {correct} of fresh "
+                          "images; a correct ViT gets them all, and the check asks for {ACCURACY_BOUND}",
+                          final=format(final, '.3f'), correct=format(correct, '.0%'),
+                          ACCURACY_BOUND=format(ACCURACY_BOUND, '.0%')),
              hint="in eval mode the trained model must compute what it computed in train mode (dropout is 0)")

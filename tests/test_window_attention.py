@@ -27,6 +27,7 @@ from checklib.mistakes import window_attention as mistakes
 from checklib.scratch import assert_from_scratch
 from checklib.student import expect_value_error
 from checklib.weights import layer_norm_state, linear_state, randn
+from grader.text import Phrase
 
 WA, BLOCK = adapters.WindowAttention, adapters.SwinBlock
 DTYPES = [torch.float32, torch.float64]
@@ -181,7 +182,7 @@ def block_call(dim, n_heads, ws, shift, mlp_ratio) -> str:
 def layout_problem(got: dict, shapes: dict, optional: dict) -> str | None:
     """What is wrong with the state dict's keys, if anything (the keys of `optional` may be absent)."""
     missing, extra = sorted(set(shapes) - set(got)), sorted(set(got) - set(shapes) - set(optional))
-    return f"missing keys {missing}, unexpected keys {extra}" if missing or extra else None
+    return Phrase("missing keys {missing}, unexpected keys {extra}", missing=missing, extra=extra) if missing or extra else None
 
 
 # --------------------------------------------------------------------------- WindowAttention.__init__
@@ -219,7 +220,7 @@ def test_relative_position_index(impl, ws):
     what = f"WindowAttention({2 * ws}, {ws}, 2).relative_position_index"
     check_tensor(got, what=what, shape=(N, N), dtype=torch.int64,
                  hint="an int64 buffer (register_buffer) of shape (ws * ws, ws * ws), tokens row-major in the window")
-    assert_equal(got, relative_index(ws), what=f"{what} vs the formula, pair by pair", hint=INDEX,
+    assert_equal(got, relative_index(ws), what=Phrase('{what} vs the formula, pair by pair', what=what), hint=INDEX,
                  mistakes=mistakes.swin_index_mistakes(ws))
 
 
@@ -252,10 +253,12 @@ def test_matches_sdpa_per_window(impl, gen, name, batch, ws, dim, n_heads, kind,
     x = randn(windows, ws * ws, dim, gen=gen, dtype=dtype)
     m = loaded(WA(impl, dim, ws, n_heads), state)
     got = m(x) if mask is None else m(x, mask)
-    shown = "" if mask is None else f", mask bool {tuple(mask.shape)}"
+    shown = "" if mask is None else Phrase(', mask bool {tuple_mask_shape}', tuple_mask_shape=tuple(mask.shape))
     assert_close(got, reference_attention(state, x, n_heads, ws, mask).to(dtype),
-                 what=f"WindowAttention({dim}, {ws}, {n_heads})(x {tuple(x.shape)}{shown}) vs "
-                      "F.scaled_dot_product_attention per window, the bias gathered pair by pair as its float mask",
+                 what=Phrase("WindowAttention({dim}, {ws}, {n_heads})(x {tuple_x_shape}{shown}) vs "
+                             "F.scaled_dot_product_attention per window, the bias gathered pair by pair as its "
+                             "float mask", dim=dim, ws=ws, n_heads=n_heads, tuple_x_shape=tuple(x.shape),
+                             shown=shown),
                  hint=WHERE, mistakes=mistakes.swin_attention_mistakes(
                      state, x, n_heads, ws, mask, index_ok=lambda: index_is_right(m, ws)))
 
@@ -277,7 +280,7 @@ def test_bias_table_learns(impl, gen):
     if got is None:
         fail(what, "expected a gradient, got none: the table does not take part in the forward's autograd graph",
              hint="index the nn.Parameter itself (table[index]) inside forward, without .data or torch.no_grad()")
-    assert_close(got, table.grad, what=f"{what} vs autograd through the reference", hint=WHERE)
+    assert_close(got, table.grad, what=Phrase('{what} vs autograd through the reference', what=what), hint=WHERE)
 
 
 def test_leaves_inputs_alone(impl, gen):
@@ -293,7 +296,8 @@ def test_leaves_inputs_alone(impl, gen):
     image = randn(2, 2 * ws, 3 * ws, dim, gen=gen)
     _, (after_block,) = block.call_returning_args(image)
     call = block_call(dim, n_heads, ws, 1, 4.0)
-    assert_close(after_block, image, what=f"x {tuple(image.shape)} after {call}'s forward", hint=IN_PLACE_RESIDUAL)
+    assert_close(after_block, image, what=Phrase("x {tuple_image_shape} after {call}'s forward",
+                                                 tuple_image_shape=tuple(image.shape), call=call), hint=IN_PLACE_RESIDUAL)
 
 
 # --------------------------------------------------------------------------- SwinBlock
@@ -340,8 +344,10 @@ def test_block_matches_composition(impl, gen, batch, H, W, dim, n_heads, ws, shi
     m = loaded(BLOCK(impl, dim, n_heads, ws, shift, mlp_ratio=mlp_ratio), state)
     got = m(x)
     assert_close(got, reference_block(state, x, n_heads, ws, shift).to(dtype),
-                 what=f"{block_call(dim, n_heads, ws, shift, mlp_ratio)}(x {tuple(x.shape)}) vs F.layer_norm, "
-                      "torch.roll, windows by loops, Swin's region mask, per-window SDPA and a GELU MLP",
+                 what=Phrase("{block_call_dim_n_heads_ws_shift_mlp_ratio}(x {tuple_x_shape}) vs F.layer_norm, "
+                             "torch.roll, windows by loops, Swin's region mask, per-window SDPA and a GELU MLP",
+                             block_call_dim_n_heads_ws_shift_mlp_ratio=block_call(dim, n_heads, ws, shift, mlp_ratio),
+                             tuple_x_shape=tuple(x.shape)),
                  hint=BLOCK_WHERE, mistakes=mistakes.swin_block_mistakes(
                      state, x, n_heads, ws, shift, got, index_ok=lambda: index_is_right(m, ws, "attn")))
 
@@ -359,8 +365,11 @@ def test_same_block_called_again(impl, gen, shift):
     m = loaded(BLOCK(impl, dim, n_heads, ws, shift, mlp_ratio=2.0), state)
     for call, (H, W) in enumerate(AGAIN_MAPS, 1):
         x = randn(2, H, W, dim, gen=gen)
-        what = (f"call {call} of the same {block_call(dim, n_heads, ws, shift, 2.0)}, x {tuple(x.shape)}, after "
-                f"maps of {AGAIN_MAPS[0][0]} x {AGAIN_MAPS[0][1]} and others")
+        what = (Phrase("call {call} of the same {block_call_dim_n_heads_ws_shift_2_0}, x {tuple_x_shape}, after "
+                       "maps of {AGAIN_MAPS_0_0} x {AGAIN_MAPS_0_1} and others", call=call,
+                       block_call_dim_n_heads_ws_shift_2_0=block_call(dim, n_heads, ws, shift, 2.0),
+                       tuple_x_shape=tuple(x.shape), AGAIN_MAPS_0_0=AGAIN_MAPS[0][0],
+                       AGAIN_MAPS_0_1=AGAIN_MAPS[0][1]))
         got = m(x)
         assert_close(got, reference_block(state, x, n_heads, ws, shift).float(), what=what,
                      hint="one block sees maps of several sizes: make each call's mask for its own H and W, and keep "
@@ -381,8 +390,9 @@ def test_shift_zero_is_plain_window_attention(impl, gen, batch, H, W, dim, n_hea
     h = x + reverse(attn(partition(normed, ws)), ws, H, W)
     expected = h + mlp(state, F.layer_norm(h, (dim,), state["norm2.weight"], state["norm2.bias"], eps=1e-5))
     assert_close(block(x), expected,
-                 what=f"SwinBlock({dim}, {n_heads}, {ws}, shift_size=0)(x {tuple(x.shape)}) vs your own "
-                      "WindowAttention (same weights) on the windows of norm1(x), then the MLP",
+                 what=Phrase("SwinBlock({dim}, {n_heads}, {ws}, shift_size=0)(x {tuple_x_shape}) vs your own "
+                             "WindowAttention (same weights) on the windows of norm1(x), then the MLP", dim=dim,
+                             n_heads=n_heads, ws=ws, tuple_x_shape=tuple(x.shape)),
                  hint="with shift_size=0 there is no roll and no mask: partition, attend, reverse",
                  mistakes=mistakes.swin_block_mistakes(state, x, n_heads, ws, 0,
                                                        index_ok=lambda: index_is_right(block, ws, "attn")))
@@ -407,8 +417,9 @@ def test_shifted_block_on_rolled_image(impl, gen, batch, H, W, dim, n_heads, ws,
     check_tensor(got, what=f"SwinBlock({dim}, {n_heads}, {ws}, shift_size={shift})(x {tuple(x.shape)})",
                  shape=x.shape, dtype=torch.float64, hint=BLOCK_WHERE)
     assert_close(inner(torch.roll(got, (-shift, -shift), dims=(1, 2))), inner(plain(x)),
-                 what=f"SwinBlock(..., shift_size={shift}) on x rolled by +{shift}, rolled back, vs "
-                      f"SwinBlock(..., shift_size=0) on x, pixels [:{rows}, :{cols}] (windows without a seam)",
+                 what=Phrase("SwinBlock(..., shift_size={shift}) on x rolled by +{shift}, rolled back, vs "
+                             "SwinBlock(..., shift_size=0) on x, pixels [:{rows}, :{cols}] (windows without a seam)",
+                             shift=shift, rows=rows, cols=cols),
                  hint="a shifted block rolls norm1(x) by -shift_size, attends in the windows, and rolls the result "
                       "back by +shift_size: on an image rolled by +shift_size its windows are the unshifted ones",
                  mistakes=mistakes.swin_rolled_mistakes(state, x, n_heads, ws, shift, inner))

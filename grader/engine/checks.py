@@ -27,6 +27,7 @@ from ..sandbox import spawner
 from ..sandbox.confine import Plan
 from ..sandbox.handle import RemoteExecutor, Worker
 from ..sandbox.protocol import Limits, StudentTimeout, call_label
+from ..text import Phrase
 from .planning import worker_group
 from .reach import pieces_for
 from .plugin import SUBMISSION, Submission, describe_failure
@@ -80,7 +81,7 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo):
     if (not report.failed or call.excinfo is None
             or item.config.getoption("tbstyle", "auto") not in ("auto", "short")):
         return
-    report.longrepr = describe_failure(call.excinfo.value)[1]
+    report.longrepr = str(describe_failure(call.excinfo.value)[1])
 
 
 class InProcess:
@@ -201,7 +202,7 @@ class BudgetedExecutor(RemoteExecutor):
         hung = self.pool.hung.setdefault(self.component, set())
         label = call_label(op, request)
         if label in hung:
-            raise StudentTimeout("Timeout", f"skipped: `{label}` timed out in an earlier check")
+            raise StudentTimeout("Timeout", Phrase("skipped: `{call}` timed out in an earlier check", call=label))
         component_left = budget.component_s - self.pool.spent.get(self.component, 0.0)
         submission_left = budget.submission_deadline - time.monotonic()
         left = min(component_left, submission_left)

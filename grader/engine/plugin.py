@@ -24,8 +24,9 @@ from ..results import ERROR, FAILED, MESSAGE_LIMIT, NOT_STARTED, PASSED, TIMEOUT
 from ..sandbox.confine import Plan
 from ..sandbox.loader import ImplementationLoadError
 from ..sandbox.protocol import Limits, LoadFailed, NotStarted, StudentError, StudentTimeout
+from ..text import Phrase, data
 
-OVERRUN = "timed out: the code did not finish in time (an endless loop?)"
+OVERRUN = Phrase("timed out: the code did not finish in time (an endless loop?)")
 
 
 class CheckOverran(Exception):
@@ -55,11 +56,12 @@ class Collector:
         check = getattr(item, "originalname", item.name)
         case = CaseResult(item.nodeid, check, marker.args[0], PASSED)
         if report.failed:
-            case.status, case.message = _classify(call, report)
+            case.status, message = _classify(call, report)
             failure = call.excinfo.value if call.excinfo is not None else None
             if isinstance(failure, CheckFailure):  # its diagnosis travels by id, worded where it is scored
-                case.message = failure.message[:MESSAGE_LIMIT]
+                message = failure.message
                 case.matched, case.ruled_out = failure.matched, failure.ruled_out
+            case.message, case.text = str(message)[:MESSAGE_LIMIT], data(message)
         previous = self.cases.get(item.nodeid)
         if previous is None or previous.status == PASSED:
             self.cases[item.nodeid] = case
@@ -83,7 +85,7 @@ class PlainFailures:
         elif excinfo.errisinstance((pytest.skip.Exception, pytest.xfail.Exception)):
             return None  # pytest's own report
         else:
-            outcome, longrepr = "failed", describe_failure(excinfo.value)[1]
+            outcome, longrepr = "failed", str(describe_failure(excinfo.value)[1])
         return pytest.TestReport(item.nodeid, (item.nodeid.partition("::")[0], None, item.name), {}, outcome,
                                  longrepr, call.when, duration=call.duration, start=call.start, stop=call.stop)
 
@@ -123,7 +125,8 @@ def describe_failure(exc: BaseException) -> tuple[str, str]:
         return TIMEOUT, OVERRUN
     else:  # a check's own code raised (say on a value of the wrong type): its type and words, no path
         return FAILED, f"{type(exc).__name__}: {exc}"[:MESSAGE_LIMIT]
-    return status, str(exc)[:MESSAGE_LIMIT]
+    text = exc.args[0] if len(exc.args) == 1 and isinstance(exc.args[0], Phrase) else str(exc)
+    return status, text if len(text) <= MESSAGE_LIMIT else str(text)[:MESSAGE_LIMIT]
 
 
 class Shard:

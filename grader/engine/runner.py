@@ -21,7 +21,7 @@ import pytest
 from ..contract import FILES
 from ..course import Component, Course, load_course
 from ..errors import GraderError
-from ..i18n import _
+from ..i18n import _, language
 from ..paths import CHECKS_DIR
 from ..results import CaseResult, Report
 from ..sandbox import budget, confine, spawner
@@ -31,6 +31,7 @@ from ..sandbox.protocol import Limits
 from ..sandbox.reaper import kill_strays
 from ..sandbox.zygote import ZYGOTE
 from ..source import private_copy
+from ..text import Phrase
 from .cache import ResultCache
 from .forked import Forked
 from .planning import plan_shards
@@ -105,8 +106,10 @@ class Grading:
 
 def run_checks(target: str | Path, components: list[str] | None = None, *, course: Course | None = None,
                checks_dir: Path = CHECKS_DIR, timeout: float | None = None, cache: ResultCache | None = None,
-               processes: int = PROCESSES, session: CheckSession | None = None, own_code: bool = False) -> Report:
-    """Grade the implementation in `target`; `components` limits it to some component ids.
+               processes: int = PROCESSES, session: CheckSession | None = None, own_code: bool = False,
+               lang: str | None = None) -> Report:
+    """Grade the implementation in `target`; `components` limits it to some component ids. The report's
+    messages are in `lang` (default: the language in use).
 
     The cases are shared out over `processes` grading processes (forks of this
     one, each with its own workers). With a `cache`, a component whose code (its
@@ -128,12 +131,13 @@ def run_checks(target: str | Path, components: list[str] | None = None, *, cours
             confine.hidden_while_grading(chosen), budget.bound_grader(course.grader_memory_mb):
         grading = Grading(str(target), folder, Plan.for_copy(chosen, folder, budget_for(course, timeout)),
                           limits_for(course, timeout), selected, checks_dir, unreadable or {})
-        report = _grade(grading, cache, 1 if session is not None else max(processes, 1), session)
+        report = _grade(grading, cache, 1 if session is not None else max(processes, 1), session, lang or language())
     report.duration_s = time.perf_counter() - started
     return report
 
 
-def _grade(grading: Grading, cache: ResultCache | None, processes: int, session: CheckSession | None) -> Report:
+def _grade(grading: Grading, cache: ResultCache | None, processes: int, session: CheckSession | None,
+           lang: str) -> Report:
     settings = f"{grading.limits}|process"
     keys = {c.id: cache.key(grading.folder, c.id, grading.checks_dir, settings) for c in grading.components} \
         if cache else {}
@@ -169,7 +173,7 @@ def _grade(grading: Grading, cache: ResultCache | None, processes: int, session:
     if cache:
         for component in runnable:
             cache.put(keys[component.id], [case for case in cases.values() if case.component == component.id])
-    results = [score_component(c, list(cases.values()), load_errors) for c in grading.components]
+    results = [score_component(c, list(cases.values()), load_errors, lang) for c in grading.components]
     return Report(grading.target, results, 0.0, grading.plan.protection)
 
 
@@ -276,7 +280,7 @@ class Loading:
 def _load_errors(grading: Grading, files: list[str], worker: Worker | None = None) -> dict[str, str]:
     """file name -> why it cannot be graded (missing, fails to import, hangs or crashes on import)."""
     if not Path(grading.folder).is_dir():
-        return {f: f"no such folder: {grading.folder}" for f in files}
+        return {f: Phrase("no such folder: {path}", path=grading.folder) for f in files}
     errors: dict[str, str] = {}
     limits = grading.limits
     worker = worker or Worker(grading.plan, None, limits)
@@ -288,13 +292,15 @@ def _load_errors(grading: Grading, files: list[str], worker: Worker | None = Non
             try:
                 reply = worker.request({"op": "load", "module": file.removesuffix(".py")}, deadline)
             except WorkerTimeout:
-                errors[file] = f"{file} did not finish importing within {limits.timeout_s:g} s (an endless loop at import?)"
+                errors[file] = Phrase("{file} did not finish importing within {seconds} s (an endless loop at import?)",
+                                    file=file, seconds=format(limits.timeout_s, "g"))
                 continue
             except WorkerDied as exc:
-                errors[file] = f"{file} crashed the process while importing: {exc}"
+                errors[file] = Phrase("{file} crashed the process while importing: {why}", file=file,
+                                    why=exc.args[0] if exc.args else str(exc))
                 continue
             if "error" in reply:
-                errors[file] = str(reply["error"].get("message"))
+                errors[file] = reply["error"].get("message")
     finally:
         worker.retire()
     return errors

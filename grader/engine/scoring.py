@@ -4,11 +4,11 @@ from __future__ import annotations
 import math
 from fractions import Fraction
 
-from ..check_text import diagnosis_line, translated
+from ..check_text import diagnosis_line, render
 from ..contract import FILES
 from ..course import POINT_UNITS, Component
 from ..figures import figures_showing, see_line
-from ..i18n import _
+from ..i18n import catalogue, language
 from ..results import (ERROR, FAILED, NOT_STARTED, PASSED, TIMEOUT, CaseResult, CheckResult, ComponentResult,
                        with_diagnosis)
 from ..sandbox.protocol import FORBIDDEN_CALL_CLASS
@@ -31,8 +31,8 @@ RULE = "test_from_scratch"  # the from-scratch rule's check (tests/checklib/scra
 FORBIDDEN_CALL = f"raised {FORBIDDEN_CALL_CLASS}: "  # how a failing case's message shows a guard's refusal (grader/sandbox/forbid.py)
 
 
-def _broken_rule(component: Component, own: list[CaseResult], outcomes: dict[str, tuple[str, int, int, str]]
-                 ) -> str | None:
+def _broken_rule(component: Component, own: list[CaseResult], outcomes: dict[str, tuple[str, int, int, str]],
+                 lang: str) -> str | None:
     """Why the component broke the from-scratch rule, or None: its check found a forbidden call in the source, or
     a case of any of its checks failed on one that a guard stopped while the code ran (a way no reading follows).
 
@@ -45,26 +45,29 @@ def _broken_rule(component: Component, own: list[CaseResult], outcomes: dict[str
     stopped = next((c for c in own if c.status != PASSED and FORBIDDEN_CALL in c.message), None)
     if stopped is None:
         return None
-    return translated(stopped.message)
+    return render(stopped.text or stopped.message, lang)
 
 
-def diagnosed_message(message: str, named: list[dict]) -> str:
-    """A failing check's message in the language in use, with the diagnosis line of the mistakes `named`
-    before its hint."""
-    return with_diagnosis(message, diagnosis_line(named), translated(message))
+def diagnosed_message(case: CaseResult, named: list[dict], lang: str) -> str:
+    """A failing case's message in `lang`, with the diagnosis line of the mistakes `named` before its hint."""
+    return with_diagnosis(case.message, diagnosis_line(named, lang), render(case.text or case.message, lang))
 
 
-def score_component(component: Component, cases: list[CaseResult], load_errors: dict[str, str]) -> ComponentResult:
+def score_component(component: Component, cases: list[CaseResult], load_errors: dict[str, str],
+                    lang: str | None = None) -> ComponentResult:
     """Score one component by course.yml: each check's share of the points, in whole units.
 
     A check earns its share times the fraction of its cases that pass; a gated check (see
     Component.gated) also times the fraction of the points its component's core checks earn,
     so code that does not do the work earns nothing from properties that such code keeps.
     """
-    broken = [translated(load_errors[f]) for f in FILES[component.id] if f in load_errors]
+    lang = lang or language()
+    _ = catalogue(lang).gettext
+    broken = [render(load_errors[f], lang) for f in FILES[component.id] if f in load_errors]
     own = [c for c in cases if c.component == component.id]
     units = component.check_units()
     outcomes: dict[str, tuple[str, int, int, str]] = {}  # name -> status, cases passed, cases run, message
+    texts: dict[str, str | dict] = {}  # name -> its first failing case's message as data
     diagnoses: dict[str, list[dict]] = {}  # name -> the known mistakes its failing cases name
     for name in component.checks:
         runs = [c for c in own if c.check == name]
@@ -80,8 +83,9 @@ def score_component(component: Component, cases: list[CaseResult], load_errors: 
         if failing is not None and status == NOT_STARTED and any(c.status not in (NOT_STARTED, PASSED) for c in runs):
             status = FAILED
         diagnoses[name] = named_mistakes(runs)
+        texts[name] = "" if failing is None else failing.text or failing.message
         outcomes[name] = (status, passed, len(runs),
-                          "" if failing is None else diagnosed_message(failing.message, diagnoses[name]))
+                          "" if failing is None else diagnosed_message(failing, diagnoses[name], lang))
 
     def earned(name: str) -> Fraction:
         _, passed, total, _ = outcomes[name]
@@ -90,7 +94,7 @@ def score_component(component: Component, cases: list[CaseResult], load_errors: 
     core_units = sum(units[name] for name in component.core)
     gate = sum(earned(name) for name in component.core) / core_units if core_units else Fraction(1)
     gated = set(component.gated)
-    rule = _broken_rule(component, own, outcomes)
+    rule = _broken_rule(component, own, outcomes, lang)
     if rule is not None:
         outcomes[RULE] = (FAILED, 0, outcomes[RULE][2] or 1, rule)
     checks: list[CheckResult] = []
@@ -105,7 +109,7 @@ def score_component(component: Component, cases: list[CaseResult], load_errors: 
                 checks=", ".join(component.core), share=f"{math.floor(gate * 100)}%")
         checks.append(CheckResult(name, component.id, status, math.floor(share + Fraction(1, 2)) / POINT_UNITS,
                                   units[name] / POINT_UNITS, passed, total, message, name in component.hidden, note,
-                                  diagnoses.get(name, [])))
+                                  diagnoses.get(name, []), texts.get(name, "")))
     score = round(sum(c.score for c in checks), 6)  # whole units: the rounding only drops float noise
     statuses = {c.status for c in checks}
     if broken:

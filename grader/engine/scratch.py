@@ -15,6 +15,7 @@ from functools import lru_cache
 from pathlib import Path
 
 from ..contract import OWNERS
+from ..text import Phrase
 
 
 @dataclass(frozen=True)
@@ -26,6 +27,11 @@ class ForbiddenUse:
 
     def __str__(self) -> str:
         return f"{self.file}:{self.line} in {self.where} uses {self.name}"
+
+    def phrase(self) -> str:
+        """Its line in the from-scratch check's message (grader.text.Phrase)."""
+        return Phrase("  {file}:{line} in {where} uses {name}", file=self.file, line=self.line, where=self.where,
+                    name=self.name)
 
 
 class _Resolver(ast.NodeVisitor):

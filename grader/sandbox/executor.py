@@ -15,6 +15,7 @@ from typing import Any
 
 import torch
 
+from ..text import Phrase
 from .forbid import Guard
 from .loader import ImplementationLoadError, Package
 from .protocol import LoadFailed, NotStarted, StudentError, WeightsMismatch, call_label
@@ -79,7 +80,7 @@ class Executor:
         try:
             return getattr(self, f"_op_{op}")(**request)
         except ImplementationLoadError as exc:
-            raise LoadFailed("ImportError", str(exc)) from None
+            raise LoadFailed("ImportError", exc.args[0] if exc.args else str(exc)) from None
         except StudentError as exc:
             raise exc from None
         except Exception as exc:  # noqa: BLE001 - any failure of student code
@@ -87,11 +88,11 @@ class Executor:
             kinds = tuple(c.__name__ for c in type(exc).__mro__)
             raise cls(type(exc).__name__, str(exc), self._where(exc), kinds, call_label(op, request)) from None
 
-    def _where(self, exc: BaseException, frames_shown: int = 3) -> str:
-        """The student's own frames that led to the error, innermost last (at most `frames_shown`)."""
+    def _where(self, exc: BaseException, frames_shown: int = 3) -> list[tuple[str, int, str, str]]:
+        """The student's own frames that led to the error, innermost last (at most `frames_shown`): each (file,
+        line, function, source line)."""
         frames = [f for f in traceback.extract_tb(exc.__traceback__) if f.filename.startswith(self.folder)]
-        return "\n".join(f'  at {Path(f.filename).name}:{f.lineno} in {f.name}: {(f.line or "").strip()}'
-                         for f in frames[-frames_shown:])
+        return [(Path(f.filename).name, f.lineno or 0, f.name, (f.line or "").strip()) for f in frames[-frames_shown:]]
 
     def _op_load(self, module: str):
         self.package.module(module)
@@ -146,9 +147,10 @@ class Executor:
         result = module.load_state_dict(state, strict=False)
         if result.unexpected_keys:
             own = sorted(name for name, _ in module.named_parameters())
-            raise WeightsMismatch("KeyError", f"the checks load weights by the contract's names into your "
-                                  f"{type(module).__name__}, but it has no parameters named "
-                                  f"{sorted(result.unexpected_keys)} (its parameters: {own or 'none'})")
+            raise WeightsMismatch("KeyError", Phrase("the checks load weights by the contract's names into your "
+                                                   "{module}, but it has no parameters named {names} (its parameters: "
+                                                   "{own})", module=type(module).__name__,
+                                                   names=sorted(result.unexpected_keys), own=own or "none"))
 
     def _op_grad(self, name, args=(), kwargs=None, grad_output=None, output_index: int | None = None):
         """Backpropagate `grad_output` from a call; returns input and parameter gradients."""

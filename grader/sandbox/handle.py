@@ -19,6 +19,7 @@ import time
 from multiprocessing.connection import Connection
 from typing import Any
 
+from ..text import Phrase
 from . import spawner, wire
 from .confine import SANDBOX_FAILED, Plan
 from .protocol import (ERROR_CLASSES, READY, CrossedOver, Limits, StudentCrash, StudentError, StudentTimeout,
@@ -309,17 +310,20 @@ class Worker:
 
 def _describe_exit(code: int | None) -> str:
     if code is None:
-        return "the worker process stopped answering"
+        return Phrase("the worker process stopped answering")
     if code < 0:
         try:
             name = signal.Signals(-code).name
         except ValueError:
             name = f"signal {-code}"
-        hint = " (a segmentation fault)" if name == "SIGSEGV" else " (killed: out of memory?)" if name == "SIGKILL" else ""
-        return f"the process crashed with {name}{hint}"
+        if name == "SIGSEGV":
+            return Phrase("the process crashed with {signal} (a segmentation fault)", signal=name)
+        if name == "SIGKILL":
+            return Phrase("the process crashed with {signal} (killed: out of memory?)", signal=name)
+        return Phrase("the process crashed with {signal}", signal=name)
     if code == SANDBOX_FAILED:
-        return "the grader could not set up the sandbox for this worker (a grader error, not yours)"
-    return f"the process exited with status {code} (os._exit or a crash in native code)"
+        return Phrase("the grader could not set up the sandbox for this worker (a grader error, not yours)")
+    return Phrase("the process exited with status {code} (os._exit or a crash in native code)", code=code)
 
 
 
@@ -338,9 +342,11 @@ class RemoteExecutor:
             reply = self.worker.request({"op": op, **request}, started + max(self.timeout_s - self.waited, 0.0))
         except WorkerTimeout:
             self.worker.timed_out.add(label)
-            raise StudentTimeout("Timeout", f"timed out after {self.timeout_s:g} s in `{label}`") from None
+            raise StudentTimeout("Timeout", Phrase("timed out after {seconds} s in `{call}`",
+                                                 seconds=format(self.timeout_s, "g"), call=label)) from None
         except WorkerDied as exc:
-            raise StudentCrash("Crash", f"{exc} while running `{self.worker.first_ahead or label}`") from None
+            raise StudentCrash("Crash", Phrase("{why} while running `{call}`", why=exc.args[0] if exc.args else str(exc),
+                                             call=self.worker.first_ahead or label)) from None
         finally:
             self.waited += time.monotonic() - started - self.worker.starting_s
         earlier = self.worker.earlier_error is not None
@@ -363,7 +369,7 @@ class RemoteExecutor:
         """What the request is reported as; a call that timed out in an earlier check fails at once."""
         label = call_label(op, request)
         if label in self.worker.timed_out:
-            raise StudentTimeout("Timeout", f"skipped: `{label}` timed out in an earlier check")
+            raise StudentTimeout("Timeout", Phrase("skipped: `{call}` timed out in an earlier check", call=label))
         return label
 
     def close(self) -> None:

@@ -26,6 +26,7 @@ import torch.nn as nn
 from . import standins
 from .protocol import CrossedOver
 from ..contract import MODULES, OWNERS
+from ..text import Phrase
 
 _counter = itertools.count()
 
@@ -59,7 +60,7 @@ class Package:
         self.folder = Path(folder).resolve()
         self.broken = broken or {}  # file -> why it cannot be loaded (found out before)
         if not self.folder.is_dir():
-            raise ImplementationLoadError(f"no such folder: {self.folder}")
+            raise ImplementationLoadError(Phrase("no such folder: {path}", path=str(self.folder)))
         self.isolate_for = isolate_for
         self.mates = mates - {isolate_for}
         self.crossed: str | None = None  # the first of the mates' names that code here reached
@@ -179,13 +180,14 @@ class Package:
             raise ImplementationLoadError(self.broken[f"{name}.py"])
         if not (self.folder / f"{name}.py").is_file():
             # not the folder's path: graded, it is a private copy's, which the student never saw
-            raise ImplementationLoadError(f"{name}.py is missing from the submission")
+            raise ImplementationLoadError(Phrase("{file} is missing from the submission", file=f"{name}.py"))
         try:
             module = importlib.import_module(full)
         except Exception as exc:  # the student's file failed to import
             sys.modules.pop(full, None)
             why = str(exc).replace(f"{self.name}.", "")  # the student knows their modules by their own names
-            raise ImplementationLoadError(f"{name}.py failed to import: {type(exc).__name__}: {why}") from exc
+            raise ImplementationLoadError(Phrase("{file} failed to import: {error}", file=f"{name}.py",
+                                               error=f"{type(exc).__name__}: {why}")) from exc
         self._patch_imported()
         return module
 

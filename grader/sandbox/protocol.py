@@ -8,9 +8,12 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from functools import lru_cache
 from typing import Any
 
+from ..paths import EXERCISES
 from ..results import MESSAGE_LIMIT
+from ..text import Phrase, data, from_data
 from .wire import Ref, WireError
 
 
@@ -38,26 +41,74 @@ class Limits:
 class StudentError(Exception):
     """Student code raised; carried as text (type name, message, where, the call that raised).
 
-    Its str() is what a student reads (see `describe`): never a grader module or class name.
+    Its str() is what a student reads (see `describe`, a grader.text.Phrase): never a grader module or class
+    name. `where` is the student's frames that led to it, innermost last: each (file, line, function, source
+    line), or a text.
     """
 
-    def __init__(self, type_name: str, message: str, where: str = "", kinds: tuple[str, ...] = (),
+    def __init__(self, type_name: str, message: str, where: "str | list" = "", kinds: tuple[str, ...] = (),
                  call: str = "") -> None:
-        self.type_name, self.message, self.where, self.call = type_name, message, where, call
+        self.frames = checked_frames(where) if isinstance(where, (list, tuple)) else []
+        self.where = where_text(self.frames) if isinstance(where, (list, tuple)) else where
+        self.type_name, self.message, self.call = type_name, message, call
         self.kinds = kinds or (type_name,)
         super().__init__(self.describe())
 
     def describe(self) -> str:
-        text = f"{self.type_name}: {self.message}" if self.message else self.type_name
-        during = f" while running `{self.call}`" if self.call else ""
-        return f"your code raised {_public(text)}{during}\n{self.where}".rstrip()
+        error = _public(f"{self.type_name}: {self.message}" if self.message else self.type_name)
+        text = Phrase("your code raised {error} while running `{call}`", error=error, call=self.call) if self.call \
+            else Phrase("your code raised {error}", error=error)
+        return text + "\n" + self.where if self.where else text
+
+
+NEWLINE = "\n"
+FRAMES_LIMIT = 8  # the student's frames an error may carry
+
+
+def checked_frames(frames: Any) -> list[tuple[str, int, str, str]]:
+    """The frames (file, line, function, source line) an error says, as the grader keeps them: texts cut, anything
+    else dropped (a worker's reply is untrusted)."""
+    kept = []
+    for frame in list(frames)[-FRAMES_LIMIT:] if isinstance(frames, (list, tuple)) else []:
+        if isinstance(frame, (list, tuple)) and len(frame) == 4 and type(frame[1]) is int:
+            kept.append((student_text(frame[0], 200), frame[1], student_text(frame[2], 200),
+                         student_text(frame[3], 400)))
+    return kept
+
+
+def where_text(frames: list[tuple[str, int, str, str]]) -> str:
+    """The lines that say where the error was, a frame a line ("" for none)."""
+    return Phrase.joined(NEWLINE, [Phrase("  at {file}:{line} in {function}: {source}", file=file, line=line,
+                                    function=function, source=source)
+                              for file, line, function, source in frames]) if frames else ""
 
 
 class NotStarted(StudentError):
     """Student code raised NotImplementedError: the exercise has not been started."""
 
     def describe(self) -> str:
-        return f"not started: {_public(self.message) or 'NotImplementedError'}"
+        if isinstance(self.message, Phrase):  # the grader's own words (tests/checklib/scratch.py: untouched stubs)
+            return Phrase("not started: {what}", what=self.message)
+        words = _public(self.message)
+        if words in stub_words():  # a shipped stub's own words, as it raises them
+            component, name = stub_words()[words]
+            return Phrase("not started: {component}: write {name}", component=component, name=name)
+        return Phrase("not started: {message}", message=words or "NotImplementedError")
+
+
+@lru_cache(maxsize=1)
+def stub_words() -> dict[str, tuple[str, str]]:
+    """What the shipped stubs (exercises/) raise, `NotImplementedError("<component>: write <name>")`: each text with
+    its component and name. The grader's own texts: code whose error says exactly one of them reads as not started
+    in the reader's language; any other text is the code's own, quoted as it came."""
+    found = {}
+    for path in sorted(EXERCISES.glob("*.py")) if EXERCISES.is_dir() else []:
+        for words, component, name in STUB_RAISES.findall(path.read_text(encoding="utf-8")):
+            found[words] = (component, name)
+    return found
+
+
+STUB_RAISES = re.compile(r'raise NotImplementedError\("(([a-z_]+): write ([\w.]+))"\)')
 
 
 class LoadFailed(StudentError):
@@ -96,7 +147,9 @@ class CrossedOver(BaseException):
 
 
 def _public(text: str) -> str:
-    """`text` without the name of the package the grader imports the implementation as."""
+    """`text` without the name of the package the grader imports the implementation as (a Phrase: in each field)."""
+    if isinstance(text, Phrase) and text.fields:
+        return Phrase(text.template, **{name: _public(value) for name, value in text.fields.items()})
     return re.sub(r"\b_drills_impl_\d+\.(?:_own_|_trusted_\w+\.)?", "", text)
 
 
@@ -104,8 +157,11 @@ class BadResult(StudentError):
     """Student code returned something that cannot cross to the grader (not tensors, numbers or strings)."""
 
     def describe(self) -> str:
-        during = f" from `{self.call}`" if self.call else ""
-        return f"your code returned something that is not tensors, numbers or strings{during}: {_public(self.message)}"
+        if self.call:
+            return Phrase("your code returned something that is not tensors, numbers or strings from `{call}`: {error}",
+                        call=self.call, error=_public(self.message))
+        return Phrase("your code returned something that is not tensors, numbers or strings: {error}",
+                    error=_public(self.message))
 
 
 ERROR_CLASSES = {cls.__name__: cls for cls in (StudentError, LoadFailed, StudentTimeout, StudentCrash,
@@ -137,6 +193,11 @@ def student_text(value: Any, limit: int = MESSAGE_LIMIT) -> str:
     """A text that student code decided (an error's message, a name its code reached), as the grader keeps it:
     a str of at most `limit` characters. The one cut: everything a worker says passes here (`checked_reply`)."""
     return value[:limit] if type(value) is str else f"<not text: {type(value).__name__}>"
+
+
+def wire_text(value: Any) -> Any:
+    """A text as a worker sends it: a Phrase as its data (grader/text.py), anything else cut by `student_text`."""
+    return data(value) if isinstance(value, Phrase) else student_text(value)
 
 
 def checked_reply(reply: Any, op: str, expected_id: int) -> dict:
@@ -173,7 +234,8 @@ def checked_reply(reply: Any, op: str, expected_id: int) -> dict:
     if type(kinds) not in (list, tuple) or len(kinds) > KINDS_LIMIT:
         raise WireError("a malformed error")
     checked["error"] = {"class": student_text(error["class"], 40), "type": student_text(error.get("type", ""), 200),
-                        "message": student_text(error.get("message", "")),
-                        "where": student_text(error.get("where", "")),
+                        "message": from_data(error.get("message", ""), student_text),
+                        "where": checked_frames(error["where"]) if isinstance(error.get("where"), list) else
+                        student_text(error.get("where", "")),
                         "kinds": [student_text(k, 200) for k in kinds]}
     return checked

@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING, Any
 from . import confine, standins, wire
 from .confine import Plan
 from .protocol import (READY, Limits, NotStarted, StudentError,  # the worker cuts what crosses as the grader does
-                       student_text)
+                       student_text, wire_text)
 
 if TYPE_CHECKING:
     from .state import ProcessState
@@ -172,8 +172,8 @@ def serve(requests: "Connection | wire.Frames", output_fd: int, plan: Plan, isol
             reply = {"ok": executor.run(op, **request)}
         except StudentError as exc:
             kind = "not_started" if isinstance(exc, NotStarted) else type(exc).__name__
-            reply = {"error": {"class": kind, "type": student_text(exc.type_name, 200), "message": student_text(exc.message),
-                               "where": student_text(exc.where), "kinds": [student_text(k, 200) for k in exc.kinds[:64]]}}
+            reply = {"error": {"class": kind, "type": student_text(exc.type_name, 200), "message": wire_text(exc.message),
+                               "where": [list(f) for f in exc.frames] if exc.frames else student_text(str(exc.where)), "kinds": [student_text(k, 200) for k in exc.kinds[:64]]}}
         except SystemExit as exc:
             reply = {"error": {"class": "StudentError", "type": "SystemExit",
                                "message": student_text(f"the code called sys.exit({exc.code!r})"), "where": "", "kinds": ["SystemExit"]}}

@@ -27,7 +27,7 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor
 
-from ..check_text import translated
+from ..check_text import render
 from ..figures import FIGURES
 from .. import i18n
 from ..i18n import N_, _
@@ -510,7 +510,7 @@ def figure(component: str, name: str, impl) -> Figure:
         result.why_shown = result.why if i18n.language() == i18n.DEFAULT else _(
             "not started: your code raises NotImplementedError")
     except StudentError as exc:  # raised, hung, crashed, failed to load: as a check would say it
-        result.why, result.why_shown = str(exc), translated(str(exc))
+        result.why, result.why_shown = str(exc), render(exc.args[0] if exc.args else str(exc))
     except Unreadable as exc:
         result.why, result.why_shown = CANNOT.format(problem=exc), _(CANNOT).format(problem=exc.text())
     except Exception as exc:  # noqa: BLE001 - what came back does not fit the drawing: say so, draw the rest

@@ -21,7 +21,7 @@ from pathlib import Path
 
 import torch
 
-from ..check_text import translated
+from ..check_text import render
 from ..i18n import DEFAULT, N_, _, language, set_language
 from ..paths import EXERCISES, ROOT
 
@@ -57,7 +57,7 @@ def _child(args: argparse.Namespace) -> int:
         console.print(f"[bold red]{label}[/] {escape(str(exc))}", highlight=False)
         return 1
     console.print(_("training {task}\n  code: {target}; {steps} steps of torch.optim.AdamW, learning rates from "
-                    "your lr_at").format(task=translated(task.describe()), target=args.target, steps=steps),
+                    "your lr_at").format(task=render(task.describe()), target=args.target, steps=steps),
                   markup=False, highlight=False)
     try:
         lr = training.schedule(task, target.fn("training.lr_at"), steps)

@@ -34,6 +34,7 @@ from grader.results import CheckFailure, with_diagnosis
 from .catalogue import Mistake, Named, named
 from .mistakes.general import dtype_changed, squeezed
 from .tolerance import ATOL, FLOAT64_ATOL, FLOAT64_RTOL, RTOL, differing, matches
+from grader.text import Phrase
 
 # known mistake (a catalogue entry, or one named with its fields) -> what it gives (or a zero-arg callable computing it)
 Mistakes = Mapping["Mistake | Named", Any]
@@ -46,10 +47,13 @@ def _fmt_shape(shape) -> str:
 def shown(value: Any) -> str:
     """A value as a failure message shows it: a tensor by its dtype and shape, never all its numbers."""
     if isinstance(value, Tensor):
-        return f"a {_dtype_name(value.dtype)} tensor of shape {_fmt_shape(value.shape)}"
+        return Phrase("a {_dtype_name_value_dtype} tensor of shape {_fmt_shape_value_shape}",
+                      _dtype_name_value_dtype=_dtype_name(value.dtype),
+                      _fmt_shape_value_shape=_fmt_shape(value.shape))
     if isinstance(value, (tuple, list)):
         items = ", ".join(shown(v) for v in value[:4]) + (", ..." if len(value) > 4 else "")
-        return f"a {type(value).__name__} of {len(value)} ({items})"
+        return Phrase("a {type_value___name__} of {len_value} ({items})", type_value___name__=type(value).__name__,
+                      len_value=len(value), items=items)
     return repr(value)
 
 
@@ -63,14 +67,14 @@ def _values(expected: Any, got: Any) -> str:
         for digits in range(6, 18):
             shown = f"{expected:.{digits}g}", f"{got:.{digits}g}"
             if shown[0] != shown[1]:
-                return f"expected {shown[0]}, got {shown[1]}"
-    return f"expected {expected!r}, got {got!r}"
+                return Phrase('expected {shown_0}, got {shown_1}', shown_0=shown[0], shown_1=shown[1])
+    return Phrase('expected {expected}, got {got}', expected=repr(expected), got=repr(got))
 
 
 def _fail(what: str, problem: str, hint: str, diagnosis: "Diagnosis | None" = None) -> None:
-    message = f"{what}: {problem}"
-    if hint:
-        message += f"\n  hint: {hint}"
+    """Raise the failure "<what>: <problem>" (then "  hint: <hint>"), each a Phrase or a plain string."""
+    message = Phrase("{what}: {problem}\n  hint: {hint}", what=what, problem=problem, hint=hint) if hint else \
+        Phrase("{what}: {problem}", what=what, problem=problem)
     raise failure(message, diagnosis)
 
 
@@ -99,7 +103,12 @@ def explained(failure: CheckFailure, mistake: "Mistake | Named") -> CheckFailure
 def rediagnosed(failed: AssertionError, diagnosis: "Diagnosis") -> CheckFailure:
     """`failed` with the diagnosis that a wider look gave (say over a whole run of steps, where one step's
     output cannot tell two mistakes apart) instead of its own."""
-    return failure(failed.message if isinstance(failed, CheckFailure) else str(failed), diagnosis)
+    return failure(failed.message if isinstance(failed, CheckFailure) else message_of(failed), diagnosis)
+
+
+def message_of(failed: BaseException) -> str:
+    """An AssertionError's message as it was raised (a Phrase keeps its parts)."""
+    return failed.args[0] if len(failed.args) == 1 and isinstance(failed.args[0], str) else str(failed)
 
 
 class Diagnosis(NamedTuple):
@@ -194,13 +203,15 @@ def check_tensor(actual, *, what: str, shape=None, dtype: torch.dtype | None = N
 
 def _tensor_problem(actual, shape, dtype, device) -> str | None:
     if not isinstance(actual, Tensor):
-        return f"expected a torch.Tensor, got {type(actual).__name__}"
+        return Phrase('expected a torch.Tensor, got {type_actual___name__}', type_actual___name__=type(actual).__name__)
     if shape is not None and tuple(actual.shape) != tuple(shape):
-        return f"expected shape {_fmt_shape(shape)}, got {_fmt_shape(actual.shape)}"
+        return Phrase("expected shape {_fmt_shape_shape}, got {_fmt_shape_actual_shape}",
+                      _fmt_shape_shape=_fmt_shape(shape), _fmt_shape_actual_shape=_fmt_shape(actual.shape))
     if dtype is not None and actual.dtype != dtype:
-        return f"expected dtype {dtype}, got {actual.dtype}"
+        return Phrase('expected dtype {dtype}, got {actual_dtype}', dtype=dtype, actual_dtype=actual.dtype)
     if device is not None and actual.device != torch.device(device):
-        return f"expected a tensor on device {torch.device(device)}, got one on {actual.device}"
+        return Phrase("expected a tensor on device {torch_device_device}, got one on {actual_device}",
+                      torch_device_device=torch.device(device), actual_device=actual.device)
     return None
 
 
@@ -244,8 +255,11 @@ def assert_close(
     max_error = f"{error.max().item():.3g}" if error.numel() else "inf/nan"
     _fail(
         what,
-        f"{int(bad_values.sum())} of {bad_values.numel()} {_dtype_name(expected.dtype)} values differ (largest error "
-        f"{max_error}, allowed {atol * scale:.1g} + {rtol:.0e}·|expected|); first at index {list(index)}: "
+        Phrase("{int_bad_values_sum} of {bad_values_numel} {_dtype_name_expected_dtype} values differ (largest "
+               "error {max_error}, allowed {atol_scale} + {rtol}·|expected|); first at index {list_index}: ",
+               int_bad_values_sum=int(bad_values.sum()), bad_values_numel=bad_values.numel(),
+               _dtype_name_expected_dtype=_dtype_name(expected.dtype), max_error=max_error,
+               atol_scale=format(atol * scale, '.1g'), rtol=format(rtol, '.0e'), list_index=list(index))
         + _values(reference[index].item(), got[index].item()),
         hint,
         diagnose(actual, mistakes, expected=expected, rtol=rtol, atol=atol,
@@ -265,8 +279,9 @@ def assert_equal(actual, expected: Tensor, *, what: str, hint: str = "", mistake
     index = tuple(int(i) for i in (~same).nonzero()[0])
     _fail(
         what,
-        f"{int((~same).sum())} of {same.numel()} {_dtype_name(expected.dtype)} values differ; first at index "
-        f"{list(index)}: " + _values(expected[index].item(), actual[index].item()),
+        Phrase("{int_same_sum} of {same_numel} {_dtype_name_expected_dtype} values differ; first at index "
+               "{list_index}: ", int_same_sum=int((~same).sum()), same_numel=same.numel(),
+               _dtype_name_expected_dtype=_dtype_name(expected.dtype), list_index=list(index)) + _values(expected[index].item(), actual[index].item()),
         hint,
         diagnose(actual, mistakes, expected=expected, dtype=expected.dtype),
     )

@@ -5,6 +5,7 @@ from checklib.compare import fail
 from grader.course import load_course
 from grader.engine.scratch import forbidden_uses, not_started
 from grader.sandbox.protocol import NotStarted
+from grader.text import Phrase
 
 
 def assert_from_scratch(folder: str, component: str) -> None:
@@ -15,10 +16,13 @@ def assert_from_scratch(folder: str, component: str) -> None:
     """
     untouched = not_started(folder, component)
     if untouched:
-        raise NotStarted("NotImplementedError", f"{', '.join(untouched)} still raise NotImplementedError")
+        raise NotStarted("NotImplementedError", Phrase("{names} still raise NotImplementedError",
+                                                       names=", ".join(untouched)))
     forbidden = list(load_course().component(component).forbidden)
     uses = forbidden_uses(folder, component, forbidden)
     if uses:
-        listed = "\n".join(f"  {use}" for use in uses)
-        fail(f"{component} must be written from scratch", "your code calls a library function that does the "
-             f"exercise for you:\n{listed}", hint="replace each of these calls with your own tensor operations")
+        listed = Phrase.joined("\n", [use.phrase() for use in uses])
+        fail(Phrase("{component} must be written from scratch", component=component), Phrase("your code calls a library function "
+                                                                                             "that does the exercise for "
+                                                                                             "you:\n{listed}",
+                                                                                             listed=listed), hint="replace each of these calls with your own tensor operations")

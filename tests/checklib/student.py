@@ -6,8 +6,15 @@ from typing import Any, Callable, Iterator
 
 from grader.sandbox.protocol import StudentError
 
+from grader.text import Phrase
+
 from .catalogue import Known, Mistake, named
 from .compare import Diagnosis, diagnosed, rediagnosed
+
+
+def where(exc: StudentError) -> str:
+    """The lines that say where student code raised `exc`, each on a line of its own after a message ("" if none)."""
+    return "\n" + exc.where if exc.where else ""
 
 
 def expect_value_error(call: Callable[..., Any], *args: Any, what: str,
@@ -23,11 +30,12 @@ def expect_value_error(call: Callable[..., Any], *args: Any, what: str,
             raise
         if "ValueError" in exc.kinds:
             return exc.message
-        got = f"{exc.type_name}: {exc.message}" if exc.message else exc.type_name
-        raise _let_through(AssertionError(f"{what}: expected a ValueError, got {got}\n{exc.where}".rstrip()),
+        got = Phrase("{exc_type_name}: {exc_message}", exc_type_name=exc.type_name, exc_message=exc.message) if exc.message else exc.type_name
+        raise _let_through(AssertionError(Phrase("{what}: expected a ValueError, got {got}", what=what, got=got) + where(exc)),
                            lets_through) from None
     shown = getattr(result, "type_name", None) or getattr(result, "shape", result)
-    raise _let_through(AssertionError(f"{what}: expected a ValueError, but it returned {shown!r}"), lets_through)
+    raise _let_through(AssertionError(Phrase("{what}: expected a ValueError, but it returned {shown}", what=what,
+                                             shown=repr(shown))), lets_through)
 
 
 def _let_through(failure: AssertionError, lets_through: dict[Mistake, bool] | None) -> AssertionError:
@@ -52,5 +60,5 @@ def naming_errors(what: str, mistake: Known | Callable[[StudentError], Known | N
         if type(exc) is StudentError and when(exc):
             known = mistake(exc) if callable(mistake) else mistake
             if known is not None:
-                raise diagnosed(f"{what}: {exc.describe()}", known, ruling_out) from None
+                raise diagnosed(Phrase("{what}: {problem}", what=what, problem=exc.describe()), known, ruling_out) from None
         raise

@@ -23,6 +23,7 @@ from typing import Any, Callable
 import torch
 import torch.nn.functional as F
 from torch import Tensor
+from grader.text import Phrase
 
 IGNORE = -100  # the targets of the first motif: nothing in the past predicts them
 
@@ -54,9 +55,12 @@ class Task:
 
     def describe(self) -> str:
         """The task in a line, in English (a check's message; grader/check_text.py translates it)."""
-        return (f"TinyLM(vocab {self.vocab_size}, d_model {self.d_model}, {self.n_layers} layers, "
-                f"{self.n_heads} heads, {self.n_kv_heads} kv heads, d_ff {self.d_ff}) on motifs of {self.period} "
-                f"tokens repeated to {self.seq_len}, batches of {self.batch_size}")
+        return (Phrase("TinyLM(vocab {self_vocab_size}, d_model {self_d_model}, {self_n_layers} layers, "
+                       "{self_n_heads} heads, {self_n_kv_heads} kv heads, d_ff {self_d_ff}) on motifs of "
+                       "{self_period} tokens repeated to {self_seq_len}, batches of {self_batch_size}",
+                       self_vocab_size=self.vocab_size, self_d_model=self.d_model, self_n_layers=self.n_layers,
+                       self_n_heads=self.n_heads, self_n_kv_heads=self.n_kv_heads, self_d_ff=self.d_ff,
+                       self_period=self.period, self_seq_len=self.seq_len, self_batch_size=self.batch_size))
 
 TASK = Task()
 # The components whose code the training runs (through gpt.py's imports, the schedule and generate): those
@@ -153,17 +157,18 @@ def remote_training(model: Any, called: str, state: dict[str, Tensor], batch_at:
         if not isinstance(logits, Tensor) or tuple(logits.shape) != shape or not logits.is_floating_point():
             got = tuple(logits.shape) if isinstance(logits, Tensor) else type(logits).__name__
             call = f"{called} {tuple(inputs.shape)})"  # whole, so that a translation reads it as one call
-            raise TrainingFailed(f"step {step}: {call} returned {got}, expected logits {shape}")
+            raise TrainingFailed(Phrase("step {step}: {call} returned {got}, expected logits {shape}", step=step,
+                                        call=call, got=got, shape=shape))
         logits = logits.float().requires_grad_(True)
         loss = loss_of(logits, targets)
         if not torch.isfinite(loss):
-            raise TrainingFailed(f"step {step}: the loss is {loss.item()}")
+            raise TrainingFailed(Phrase('step {step}: the loss is {loss_item}', step=step, loss_item=loss.item()))
         (grad_logits,) = torch.autograd.grad(loss, logits)
         grads = model.backward(grad_logits)["params"]
         for name, p in params.items():
             g = grads.get(name)
             if g is None:
-                raise TrainingFailed(f"step {step}: no gradient reached {name}")
+                raise TrainingFailed(Phrase('step {step}: no gradient reached {name}', step=step, name=name))
             p.grad = g.to(p.dtype)
         optimizer.step()
         optimizer.zero_grad(set_to_none=True)
@@ -183,7 +188,8 @@ def schedule(task: Task, lr_at: Callable[..., float], steps: int | None = None) 
         try:
             return float(value)
         except (TypeError, ValueError):
-            raise TrainingFailed(f"lr_at({step}, ...) returned {value!r:.60}, not a number") from None
+            raise TrainingFailed(Phrase("lr_at({step}, ...) returned {value}, not a number", step=step,
+                                        value=format(repr(value), '.60'))) from None
 
     return lr
 

@@ -24,6 +24,7 @@ import torch.nn.functional as F
 from torch import Tensor
 
 from .tiny_lm import TrainingFailed, remote_training
+from grader.text import Phrase
 
 __all__ = ["QUADRANTS", "VISION_TASK", "TrainingFailed", "VisionTask", "accuracy", "batch", "images", "initial_state",
            "train"]
@@ -61,10 +62,13 @@ class VisionTask:
                 self.n_layers, self.d_ff)
 
     def describe(self) -> str:
-        return (f"ViT(img_size {self.img_size}, patch_size {self.patch_size}, d_model {self.d_model}, "
-                f"{self.n_layers} layers, {self.n_heads} heads, d_ff {self.d_ff}) on telling which quadrant of "
-                f"a noisy {self.img_size}x{self.img_size} image holds a bright {self.square}x{self.square} square, "
-                f"batches of {self.batch_size}")
+        return (Phrase("ViT(img_size {self_img_size}, patch_size {self_patch_size}, d_model {self_d_model}, "
+                       "{self_n_layers} layers, {self_n_heads} heads, d_ff {self_d_ff}) on telling which quadrant "
+                       "of a noisy {self_img_size}x{self_img_size} image holds a bright "
+                       "{self_square}x{self_square} square, batches of {self_batch_size}",
+                       self_img_size=self.img_size, self_patch_size=self.patch_size, self_d_model=self.d_model,
+                       self_n_layers=self.n_layers, self_n_heads=self.n_heads, self_d_ff=self.d_ff,
+                       self_square=self.square, self_batch_size=self.batch_size))
 
 
 QUADRANTS = 4
@@ -137,5 +141,7 @@ def accuracy(model: Any, task: VisionTask, count: int = 64) -> float:
     logits = model(x)
     if not isinstance(logits, Tensor) or tuple(logits.shape) != (count, task.n_classes):
         got = tuple(logits.shape) if isinstance(logits, Tensor) else type(logits).__name__
-        raise TrainingFailed(f"ViT(images {tuple(x.shape)}) returned {got}, expected logits {(count, task.n_classes)}")
+        raise TrainingFailed(Phrase("ViT(images {tuple_x_shape}) returned {got}, expected logits "
+                                    "{count_task_n_classes}", tuple_x_shape=tuple(x.shape), got=got,
+                                    count_task_n_classes=(count, task.n_classes)))
     return float((logits.argmax(-1) == labels).float().mean())
