@@ -107,6 +107,10 @@ def extract_checks(fileobj: BinaryIO, keywords, comment_tags, options) -> Iterat
                 isinstance(node.args[0], ast.Constant) and isinstance(node.args[0].value, str) and \
                 has_prose(node.args[0].value):
             yield node.lineno, "pgettext", (CONTEXT, node.args[0].value), []
+        if isinstance(node, ast.Call) and _callee(node) == "Phrase":  # and the texts its fields are given (a
+            for text in (t for keyword in node.keywords for t in texts(keyword.value)):  # word alone is code)
+                if " " in text and has_prose(text):
+                    yield node.lineno, "pgettext", (CONTEXT, text), []
 
 
 # The parameters through which the checks word a failing check's first line ("<what>: <problem>"): the call

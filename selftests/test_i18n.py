@@ -49,7 +49,7 @@ def _extracted() -> set[tuple[str | None, str]]:
     parse = getattr(frontend, "parse_mapping_cfg", None) or frontend.parse_mapping
     with open(ROOT / "babel.cfg", encoding="utf-8") as cfg:
         method_map, options_map = parse(cfg)
-    keywords = {**DEFAULT_KEYWORDS, "N_": None}
+    keywords = {**DEFAULT_KEYWORDS, "N_": None, "Phrase": None}  # as the Makefile's `-k N_ -k Phrase`
     found = set()
     for _file, _line, message, _comments, context in extract_from_dir(str(ROOT), method_map, options_map, keywords):
         found.add((context, message[0] if isinstance(message, tuple) else message))

@@ -33,9 +33,7 @@ def test_composing_phrases_keeps_each_part():
 
 
 def test_a_check_message_renders_in_chinese_part_by_part():
-    # as tests/checklib/compare.py words it
-    problem = Phrase("expected shape {_fmt_shape_shape}, got {_fmt_shape_actual_shape}", _fmt_shape_shape="(2, 3)",
-                     _fmt_shape_actual_shape="(3, 2)")
+    problem = Phrase("expected shape {expected}, got {got}", expected="(2, 3)", got="(3, 2)")  # (compare.py's)
     message = Phrase("{what}: {problem}\n  hint: {hint}", what="split_heads(x (2, 5, 8), 2)", problem=problem,
                      hint="functions must not modify their inputs in place")
     assert render(message, "en") == message

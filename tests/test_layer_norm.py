@@ -132,7 +132,7 @@ def test_gradients_match_torch(impl, gen, shape):
     for name, param in (("weight", layer.weight), ("bias", layer.bias)):
         got = grads["params"].get(name)
         if got is None:
-            fail(Phrase("{what} w.r.t. {name}", what=what, name=name), "no gradient reached it",
+            fail(Phrase("gradient of {call} w.r.t. {name}", call=call(d, eps, x), name=name), "no gradient reached it",
                  hint=Phrase("{name} must be an nn.Parameter used in forward, with no .detach() or torch.no_grad()",
                              name=name))
         assert_close(got, param.grad, what=Phrase("{what} w.r.t. {name} vs nn.LayerNorm's", what=what, name=name), hint=WHERE)

@@ -16,7 +16,7 @@ import pytest
 import torch
 
 from checklib import adapters
-from checklib.compare import assert_close, assert_equal, check_tensor, diagnosed, fail
+from checklib.compare import assert_close, assert_equal, check_tensor, diagnosed, fail, message_of
 from checklib.mistakes import sampling as mistakes
 from checklib.mistakes.general import judged_whole
 from checklib.student import expect_value_error, naming_errors
@@ -438,7 +438,8 @@ def test_generate_feeds_prompt_once_then_one_token(impl, gen, batch, length, new
     if len(pattern) == len(want) + 1 and pattern[-1] == optional:
         pattern = pattern[:-1]
     if pattern != want:
-        shown = "; ".join(Phrase("call {i}: held {h}, caches {c}, fed {s}", i=i, h=h, c=c, s=s) for i, (h, c, s) in enumerate(pattern[:6]))
+        shown = Phrase.joined("; ", [Phrase("call {i}: held {h}, caches {c}, fed {s}", i=i, h=h, c=c, s=s)
+                                     for i, (h, c, s) in enumerate(pattern[:6])])
         fail(Phrase('the model calls of {what}', what=what), Phrase("expected {len_want} calls, the prompt once "
                                                                     "with fresh caches, then one token each with "
                                                                     "the same caches; got {len_pattern}: "
@@ -458,7 +459,8 @@ def test_generate_feeds_prompt_once_then_one_token(impl, gen, batch, length, new
     pattern = mistakes.call_pattern(calls, out, length)[:len(want)]
     want = mistakes.expected_pattern(length, new, caches=1)
     if pattern != want:
-        shown = "; ".join(Phrase("call {i}: held {h}, caches {c}, fed {s}", i=i, h=h, c=c, s=s) for i, (h, c, s) in enumerate(pattern[:3]))
+        shown = Phrase.joined("; ", [Phrase("call {i}: held {h}, caches {c}, fed {s}", i=i, h=h, c=c, s=s)
+                                     for i, (h, c, s) in enumerate(pattern[:3])])
         fail(Phrase("the model calls of a second {what} on the same model", what=what), Phrase("expected the prompt with fresh caches "
                                                                                                "(the second list new_caches made, 1), "
                                                                                                "held 0; got {shown_or_no_calls}",
@@ -517,6 +519,6 @@ def test_generate_rejects_bad_lengths(impl, gen, length, new):
         message = expect_value_error(adapters.generate(impl), model.lm, idx, new, what=what)
     except AssertionError as exc:
         if length + new == MAX_LEN + 1 and "but it returned" in str(exc):
-            raise diagnosed(str(exc), mistakes.LENGTH_PAST_MAX_LEN) from None
+            raise diagnosed(message_of(exc), mistakes.LENGTH_PAST_MAX_LEN) from None
         raise
     assert message, "the ValueError should say which length is wrong"

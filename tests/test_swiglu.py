@@ -114,7 +114,8 @@ def test_gradients_match_reference(impl, gen):
     for key, param in params.items():
         got = grads["params"].get(key)
         if got is None:
-            fail(Phrase("{what} w.r.t. {name}", what=what, name=key), "no gradient reached it",
+            fail(Phrase("gradient of {call} w.r.t. {name}", call=f"SwiGLU({d_model}, {d_ff})(x {tuple(x.shape)})", name=key),
+                 "no gradient reached it",
                  hint=Phrase('{key_split_0} must be used in forward: ', key_split_0=key.split('.')[0]) + WHERE)
         assert_close(got, param.grad, what=Phrase("{what} w.r.t. {key} vs the contract's formula", what=what,
                                                   key=key), hint=WHERE)

@@ -20,7 +20,7 @@ import torch.nn.functional as F
 from torch import Tensor
 
 from checklib import adapters
-from checklib.compare import assert_close, check_tensor, fail
+from checklib.compare import assert_close, check_tensor, fail, message_of
 from checklib.masks import self_attention_mask
 from checklib.mistakes import tiny_lm as mistakes
 from checklib.mistakes.general import mapped
@@ -339,7 +339,7 @@ def test_cached_equals_uncached(impl, gen, cfg, B, chunks, dtype):
     for i, piece in enumerate(pieces):
         offset = sum(chunks[:i])
         what = (f"{lm_call(cfg)}(idx[:, {offset}:{offset + chunks[i]}], caches) "
-                + ("with empty caches (the prompt)" if i == 0 else Phrase("after {offset} cached positions",
+                + (Phrase("with empty caches (the prompt)") if i == 0 else Phrase("after {offset} cached positions",
                                                                           offset=offset)))
         out = run(m, what, cfg, piece, caches=caches, fills_max_len=offset + chunks[i] == cfg["max_len"])
         check_tensor(out, what=what, shape=(B, chunks[i], cfg["vocab_size"]), dtype=dtype,
@@ -477,7 +477,7 @@ def test_training_lowers_the_loss_and_continues_the_pattern(impl):
     try:
         losses = train(m, task, lr)
     except TrainingFailed as exc:
-        fail(what, str(exc), hint="the model must return (B, T, vocab_size) logits and backpropagate into every "
+        fail(what, message_of(exc), hint="the model must return (B, T, vocab_size) logits and backpropagate into every "
                                   "parameter")
     final = sum(losses[-LAST:]) / LAST
     if not final < LOSS_BOUND:

@@ -21,7 +21,7 @@ from torch import Tensor
 
 from checklib import adapters
 from checklib.catalogue import Mistakes
-from checklib.compare import assert_close, assert_not_close, check_tensor, fail
+from checklib.compare import assert_close, assert_not_close, check_tensor, fail, message_of
 from checklib.mistakes import vit_classifier as mistakes
 from checklib.scratch import assert_from_scratch
 from checklib.training.vit_classifier import VISION_TASK, TrainingFailed, accuracy, train
@@ -386,7 +386,7 @@ def test_training_learns_which_quadrant_holds_the_square(impl):
         m.eval()
         correct = accuracy(m, task)
     except TrainingFailed as exc:
-        fail(what, str(exc), hint="the model must return (B, n_classes) logits and backpropagate into every "
+        fail(what, message_of(exc), hint="the model must return (B, n_classes) logits and backpropagate into every "
                                   "parameter, the class token and pos_emb included")
     final = sum(losses[-LAST:]) / LAST
     if not final < LOSS_BOUND:

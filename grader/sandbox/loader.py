@@ -180,14 +180,15 @@ class Package:
             raise ImplementationLoadError(self.broken[f"{name}.py"])
         if not (self.folder / f"{name}.py").is_file():
             # not the folder's path: graded, it is a private copy's, which the student never saw
-            raise ImplementationLoadError(Phrase("{file} is missing from the submission", file=f"{name}.py"))
+            raise ImplementationLoadError(Phrase("{file} is missing from the submission", file=name + ".py"))
         try:
             module = importlib.import_module(full)
         except Exception as exc:  # the student's file failed to import
             sys.modules.pop(full, None)
             why = str(exc).replace(f"{self.name}.", "")  # the student knows their modules by their own names
-            raise ImplementationLoadError(Phrase("{file} failed to import: {error}", file=f"{name}.py",
-                                               error=f"{type(exc).__name__}: {why}")) from exc
+            error = f"{type(exc).__name__}: {why}"
+            raise ImplementationLoadError(Phrase("{file} failed to import: {error}", file=name + ".py",
+                                                 error=error)) from exc
         self._patch_imported()
         return module
 

@@ -108,7 +108,7 @@ def stub_words() -> dict[str, tuple[str, str]]:
     return found
 
 
-STUB_RAISES = re.compile(r'raise NotImplementedError\("(([a-z_]+): write ([\w.]+))"\)')
+STUB_RAISES = re.compile(r'raise NotImplementedError\(\s*"(([a-z_]+): write ([^"]+))"\s*\)')
 
 
 class LoadFailed(StudentError):

@@ -47,13 +47,11 @@ def _fmt_shape(shape) -> str:
 def shown(value: Any) -> str:
     """A value as a failure message shows it: a tensor by its dtype and shape, never all its numbers."""
     if isinstance(value, Tensor):
-        return Phrase("a {_dtype_name_value_dtype} tensor of shape {_fmt_shape_value_shape}",
-                      _dtype_name_value_dtype=_dtype_name(value.dtype),
-                      _fmt_shape_value_shape=_fmt_shape(value.shape))
+        return Phrase("a {dtype} tensor of shape {shape}", dtype=_dtype_name(value.dtype),
+                      shape=_fmt_shape(value.shape))
     if isinstance(value, (tuple, list)):
-        items = ", ".join(shown(v) for v in value[:4]) + (", ..." if len(value) > 4 else "")
-        return Phrase("a {type_value___name__} of {len_value} ({items})", type_value___name__=type(value).__name__,
-                      len_value=len(value), items=items)
+        items = Phrase.joined(", ", [shown(v) for v in value[:4]] + (["..."] if len(value) > 4 else []))
+        return Phrase("a {kind} of {length} ({items})", kind=type(value).__name__, length=len(value), items=items)
     return repr(value)
 
 
@@ -67,7 +65,7 @@ def _values(expected: Any, got: Any) -> str:
         for digits in range(6, 18):
             shown = f"{expected:.{digits}g}", f"{got:.{digits}g}"
             if shown[0] != shown[1]:
-                return Phrase('expected {shown_0}, got {shown_1}', shown_0=shown[0], shown_1=shown[1])
+                return Phrase("expected {expected}, got {got}", expected=shown[0], got=shown[1])
     return Phrase('expected {expected}, got {got}', expected=repr(expected), got=repr(got))
 
 
@@ -203,15 +201,15 @@ def check_tensor(actual, *, what: str, shape=None, dtype: torch.dtype | None = N
 
 def _tensor_problem(actual, shape, dtype, device) -> str | None:
     if not isinstance(actual, Tensor):
-        return Phrase('expected a torch.Tensor, got {type_actual___name__}', type_actual___name__=type(actual).__name__)
+        return Phrase("expected a torch.Tensor, got {kind}", kind=type(actual).__name__)
     if shape is not None and tuple(actual.shape) != tuple(shape):
-        return Phrase("expected shape {_fmt_shape_shape}, got {_fmt_shape_actual_shape}",
-                      _fmt_shape_shape=_fmt_shape(shape), _fmt_shape_actual_shape=_fmt_shape(actual.shape))
+        return Phrase("expected shape {expected}, got {got}", expected=_fmt_shape(shape),
+                      got=_fmt_shape(actual.shape))
     if dtype is not None and actual.dtype != dtype:
-        return Phrase('expected dtype {dtype}, got {actual_dtype}', dtype=dtype, actual_dtype=actual.dtype)
+        return Phrase("expected dtype {expected}, got {got}", expected=dtype, got=actual.dtype)
     if device is not None and actual.device != torch.device(device):
-        return Phrase("expected a tensor on device {torch_device_device}, got one on {actual_device}",
-                      torch_device_device=torch.device(device), actual_device=actual.device)
+        return Phrase("expected a tensor on device {expected}, got one on {got}", expected=torch.device(device),
+                      got=actual.device)
     return None
 
 
@@ -255,11 +253,10 @@ def assert_close(
     max_error = f"{error.max().item():.3g}" if error.numel() else "inf/nan"
     _fail(
         what,
-        Phrase("{int_bad_values_sum} of {bad_values_numel} {_dtype_name_expected_dtype} values differ (largest "
-               "error {max_error}, allowed {atol_scale} + {rtol}·|expected|); first at index {list_index}: ",
-               int_bad_values_sum=int(bad_values.sum()), bad_values_numel=bad_values.numel(),
-               _dtype_name_expected_dtype=_dtype_name(expected.dtype), max_error=max_error,
-               atol_scale=format(atol * scale, '.1g'), rtol=format(rtol, '.0e'), list_index=list(index))
+        Phrase("{count} of {total} {dtype} values differ (largest error {error}, allowed {atol} + "
+               "{rtol}·|expected|); first at index {index}: ", count=int(bad_values.sum()), total=bad_values.numel(),
+               dtype=_dtype_name(expected.dtype), error=max_error, atol=format(atol * scale, '.1g'),
+               rtol=format(rtol, '.0e'), index=list(index))
         + _values(reference[index].item(), got[index].item()),
         hint,
         diagnose(actual, mistakes, expected=expected, rtol=rtol, atol=atol,
@@ -279,9 +276,8 @@ def assert_equal(actual, expected: Tensor, *, what: str, hint: str = "", mistake
     index = tuple(int(i) for i in (~same).nonzero()[0])
     _fail(
         what,
-        Phrase("{int_same_sum} of {same_numel} {_dtype_name_expected_dtype} values differ; first at index "
-               "{list_index}: ", int_same_sum=int((~same).sum()), same_numel=same.numel(),
-               _dtype_name_expected_dtype=_dtype_name(expected.dtype), list_index=list(index)) + _values(expected[index].item(), actual[index].item()),
+        Phrase("{count} of {total} {dtype} values differ; first at index {index}: ", count=int((~same).sum()),
+               total=same.numel(), dtype=_dtype_name(expected.dtype), index=list(index)) + _values(expected[index].item(), actual[index].item()),
         hint,
         diagnose(actual, mistakes, expected=expected, dtype=expected.dtype),
     )

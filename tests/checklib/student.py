@@ -34,8 +34,9 @@ def expect_value_error(call: Callable[..., Any], *args: Any, what: str,
         raise _let_through(AssertionError(Phrase("{what}: expected a ValueError, got {got}", what=what, got=got) + where(exc)),
                            lets_through) from None
     shown = getattr(result, "type_name", None) or getattr(result, "shape", result)
+    shown = Phrase("'{text}'", text=shown) if isinstance(shown, Phrase) else repr(shown)  # (a text: its own words)
     raise _let_through(AssertionError(Phrase("{what}: expected a ValueError, but it returned {shown}", what=what,
-                                             shown=repr(shown))), lets_through)
+                                             shown=shown)), lets_through)
 
 
 def _let_through(failure: AssertionError, lets_through: dict[Mistake, bool] | None) -> AssertionError:
