@@ -32,9 +32,12 @@ class Phrase(str):
     fields: dict[str, str]
 
     def __new__(cls, template: str, /, **fields: Any) -> "Phrase":
-        values = {name: value if isinstance(value, str) else str(value) for name, value in fields.items()}
-        self = super().__new__(cls, template.format_map(values) if values else template)
-        self.template, self.fields = template, values
+        for name, value in fields.items():  # (a dict of its own: the call's keywords)
+            if not isinstance(value, str):
+                fields[name] = str(value)
+        self = str.__new__(cls, template.format_map(fields) if fields else template)
+        self.template = template
+        self.fields = fields
         return self
 
     def __add__(self, other: Any) -> Any:
