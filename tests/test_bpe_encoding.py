@@ -29,7 +29,7 @@ ENCODED = {
     "english": "the lowest newer widest lower, it's 2026; we'll see!!\n\n  Don't.",
     "runs": "aaaaaaa aaa aaaa abababababa bab",
     "utf8": "中文汉字 😀😀😀 e\u0301 naïve cafés 👍🏽",
-    "unseen": "zzz qqq ⚡⚡ 𝔘𝔫𝔦𝔠𝔬𝔡𝔢 \x00\x01",
+    "unseen": "zzz qqq ⚡⚡ 𝔘𝔫𝔦𝔠𝔬𝔡𝔢 \x00\x01 (bytes no merge holds, beside the lowest words)",
     "whitespace": "a   b\n\n\n c \t\t  \n end  ",
 }
 SPECIAL_ENCODED = {
