@@ -137,7 +137,7 @@ def test_matches_huggingface_before_the_first_tie(impl, seed):
     what, _, merges = trained(impl, text, vocab_size)
     ties = ties_in(text, vocab_size)
     upto = ties[0] if ties else vocab_size - 256
-    want = hf_bpe.train(text, vocab_size - 256)[:upto]
+    want = list(hf_bpe.train(text, vocab_size - 256)[:upto])
     check_merges(what, merges[:upto], want, {},
                  hint="Hugging Face's byte-level BPE trainer learns these first merges (before any tie): count "
                       "pairs inside GPT-2's pre-tokens and merge the most frequent")

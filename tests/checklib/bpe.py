@@ -4,6 +4,8 @@ the known mistakes of bpe_training and bpe_encoding turn on (mistakes/bpe_traini
 so that one plain implementation is both the reference and every mistake's model."""
 from __future__ import annotations
 
+import functools
+
 import regex
 
 GPT2_PATTERN = r"""'(?:[sdmt]|ll|ve|re)| ?\p{L}+| ?\p{N}+| ?[^\s\p{L}\p{N}]+|\s+(?!\S)|\s+"""
@@ -69,7 +71,13 @@ def _right_to_left(word: list[bytes], pair: tuple[bytes, bytes]) -> list[bytes]:
     return out
 
 
-def recount_train(text: str, vocab_size: int, specials=(), *, tie: str = "max", overlaps: bool = True,
+def recount_train(text: str, vocab_size: int, specials=(), **switches) -> list[tuple[bytes, bytes]]:
+    """`_recount_train`'s merges, computed once per text and switches (checks and mistakes share the texts)."""
+    return list(_recount_train(text, vocab_size, tuple(specials), **switches))
+
+
+@functools.lru_cache(maxsize=256)
+def _recount_train(text: str, vocab_size: int, specials=(), *, tie: str = "max", overlaps: bool = True,
                   weighted: bool = True, whole_pieces: bool = False, split_specials: bool = True,
                   shortest_first: bool = False, pattern: str = GPT2_PATTERN, right_to_left: bool = False,
                   merges_limit: int | None = None, as_str: bool = False, distinct_pairs: bool = False,
@@ -119,9 +127,10 @@ def recount_train(text: str, vocab_size: int, specials=(), *, tie: str = "max", 
         pair = {"max": max, "min": min, "first": lambda ps: ps[0]}[tie](tied)
         merges.append(pair)
         words = [join_pair(w, pair, right_to_left=right_to_left) for w in words]
-    return merges
+    return tuple(merges)
 
 
+@functools.lru_cache(maxsize=16)
 def ties_in(text: str, vocab_size: int, specials=()) -> list[int]:
     """The steps of recount_train at which the highest count is shared by several pairs."""
     steps = []

@@ -3,6 +3,7 @@ coincide with the contract's: its trainer up to the first step whose highest cou
 own), and its BPE model's encoding with given merges (GPT-2's bpe()) where no two ids hold the same bytes."""
 from __future__ import annotations
 
+import functools
 import json
 
 
@@ -26,7 +27,8 @@ def _text(data: bytes) -> str:
     return "".join(CHAR_OF[data[i:i + 1]] for i in range(len(data)))
 
 
-def train(text: str, merges: int) -> list[tuple[bytes, bytes]]:
+@functools.lru_cache(maxsize=16)
+def train(text: str, merges: int) -> tuple[tuple[bytes, bytes], ...]:
     """The merges Hugging Face's BpeTrainer learns from `text` on GPT-2's byte-level pre-tokenizer."""
     from tokenizers import Tokenizer, models, pre_tokenizers, trainers
 
@@ -39,7 +41,7 @@ def train(text: str, merges: int) -> list[tuple[bytes, bytes]]:
     for merge in json.loads(tokenizer.to_str())["model"]["merges"]:
         a, b = merge if isinstance(merge, list) else merge.split(" ")
         out.append((b"".join(BYTE_OF[c] for c in a), b"".join(BYTE_OF[c] for c in b)))
-    return out
+    return tuple(out)
 
 
 def encode(text: str, vocab: dict[int, bytes], merges) -> list[int]:
