@@ -20,6 +20,11 @@ BUGS = [
         "pair = next((p for p in zip(word, word[1:]) if p in self.ranks), None)",
         "merges the leftmost pair that has a rank instead of the lowest-ranked one",
         diagnosis=("bpe_encoding:leftmost_pair_first",)),
+    Bug("bpe_encoding", "reversed_ranks", "tokenizer.py",
+        "        self.ranks = {tuple(pair): i for i, pair in enumerate(merges)}",
+        "        self.ranks = {tuple(pair): i for i, pair in enumerate(reversed(merges))}",
+        "numbers the merges from the last one, so the latest merge has the lowest rank",
+        diagnosis=("bpe_encoding:latest_merge_first",)),
     Bug("bpe_encoding", "merge_from_the_right", "tokenizer.py", "            word = _merge(word, pair)",
         "            w, i = list(word), len(word) - 2\n"
         "            while i >= 0:\n"
@@ -59,6 +64,17 @@ BUGS = [
         '                ids.extend(self.ids[part] for part in self._bpe(m.group().encode("utf-8")))',
         "pre-tokenizes with \\S+|\\s+ instead of GPT-2's pattern",
         diagnosis=("bpe_encoding:simplified_pattern",)),
+    Bug("bpe_encoding", "str_split", "tokenizer.py", PIECES,
+        '            for w in piece.split():\n'
+        '                ids.extend(self.ids[part] for part in self._bpe(w.encode("utf-8")))',
+        "pre-tokenizes with str.split(), dropping the whitespace",
+        diagnosis=("bpe_encoding:whitespace_dropped",)),
+    Bug("bpe_encoding", "whole_pretoken_first", "tokenizer.py", PIECES,
+        '            for m in PAT.finditer(piece):\n'
+        '                data = m.group().encode("utf-8")\n'
+        '                ids.extend([self.ids[data]] if data in self.ids else (self.ids[p] for p in self._bpe(data)))',
+        "looks the whole pre-token up in the vocab first, merging only where it is not there",
+        diagnosis=("bpe_encoding:whole_pretoken_lookup",)),
     Bug("bpe_encoding", "no_merge_loop", "tokenizer.py",
         "        word = tuple(bytes([b]) for b in token)\n        while len(word) > 1:",
         "        word = tuple(bytes([b]) for b in token)\n        while False:",

@@ -21,6 +21,14 @@ BUGS = [
         "pair = counts.most_common(1)[0][0]",
         "takes Counter.most_common(1), whose ties go to the pair counted first",
         diagnosis=("bpe_training:first_seen_tie_break",)),
+    Bug("bpe_training", "max_of_items", "tokenizer.py", PICK,
+        "pair = max(counts.items(), key=lambda kv: kv[1])[0]",
+        "takes the max of the (pair, count) items by count alone, so a tie goes to the pair counted first",
+        diagnosis=("bpe_training:first_seen_tie_break",)),
+    Bug("bpe_training", "sorted_ascending_pairs", "tokenizer.py", PICK,
+        "pair = sorted(counts, key=lambda p: (-counts[p], p))[0]",
+        "sorts by descending count and then ascending pair, so a tie goes to the smallest pair",
+        diagnosis=("bpe_training:min_tie_break",)),
     Bug("bpe_training", "run_counted_once", "tokenizer.py", COUNT,
         "            i = 0\n"
         "            while i < len(word) - 1:\n"
@@ -71,6 +79,18 @@ BUGS = [
         "            new_words[tuple(w)] += n",
         "replaces the pair scanning from the right end of each pre-token",
         diagnosis=("bpe_training:merged_right_to_left",)),
+    Bug("bpe_training", "merge_first_occurrence", "tokenizer.py", REWRITE,
+        "        for word, n in words.items():\n"
+        "            i = next((i for i in range(len(word) - 1) if (word[i], word[i + 1]) == pair), None)\n"
+        "            new_words[word if i is None else word[:i] + (word[i] + word[i + 1],) + word[i + 2:]] += n",
+        "replaces only the first occurrence of the pair in each pre-token",
+        diagnosis=("bpe_training:merged_first_only",)),
+    Bug("bpe_training", "specials_deleted", "tokenizer.py", "    " + WORDS,
+        "    for s in sorted(special_tokens, key=len, reverse=True):\n"
+        "        text = text.replace(s, \"\")\n"
+        "    words = Counter(tuple(bytes([b]) for b in p) for p in _pretokenize(text))",
+        "deletes the special tokens from the text, joining the pieces around them",
+        diagnosis=("bpe_training:specials_deleted",)),
     Bug("bpe_training", "merges_ignore_specials", "tokenizer.py", LOOP,
         "    while len(merges) < vocab_size - 256:",
         "learns vocab_size - 256 merges, forgetting the special tokens' ids",

@@ -44,13 +44,16 @@ def pretokens(text: str, specials=(), *, pattern: str = GPT2_PATTERN, shortest_f
     return out
 
 
-def join_pair(word: list[bytes], pair: tuple[bytes, bytes], right_to_left: bool = False) -> list[bytes]:
-    """`word` with `pair` merged: left to right without overlap (the contract), or from the right."""
+def join_pair(word: list[bytes], pair: tuple[bytes, bytes], right_to_left: bool = False,
+              first_only: bool = False) -> list[bytes]:
+    """`word` with `pair` merged: left to right without overlap (the contract), or from the right, or at its first
+    occurrence only."""
     if right_to_left:
         return _right_to_left(word, pair)
-    out, i = [], 0
+    out, i, done = [], 0, False
     while i < len(word):
-        if i + 1 < len(word) and word[i] == pair[0] and word[i + 1] == pair[1]:
+        if not done and i + 1 < len(word) and word[i] == pair[0] and word[i + 1] == pair[1]:
+            done = first_only
             out.append(word[i] + word[i + 1])
             i += 2
         else:
@@ -81,7 +84,7 @@ def _recount_train(text: str, vocab_size: int, specials=(), *, tie: str = "max",
                   weighted: bool = True, whole_pieces: bool = False, split_specials: bool = True,
                   shortest_first: bool = False, pattern: str = GPT2_PATTERN, right_to_left: bool = False,
                   merges_limit: int | None = None, as_str: bool = False, distinct_pairs: bool = False,
-                  min_count: int = 1) -> list[tuple[bytes, bytes]]:
+                  min_count: int = 1, first_only: bool = False, delete_specials: bool = False):
     """The merges, recounting every pair of every pre-token occurrence after each merge. Switches (the known
     mistakes): `tie` "min" or "first" (first counted); `overlaps` False (a run `aaa` holds (a, a) once);
     `weighted` False (each distinct pre-token counted once); `whole_pieces` (no pre-tokenizer: pairs cross
@@ -90,6 +93,8 @@ def _recount_train(text: str, vocab_size: int, specials=(), *, tie: str = "max",
     len(specials)); `as_str` (characters instead of bytes); `distinct_pairs` (a pair counted once per pre-token
     however often it occurs there); `min_count` (stop when the highest count is below it)."""
     words: list[list[bytes]] = []
+    if delete_specials:  # the special tokens cut out of the text, the pieces around them joined
+        text = "".join(piece for piece, special in split_at_specials(text, specials) if not special)
     for piece in pretokens(text, specials, pattern=pattern, shortest_first=shortest_first,
                            split_specials=split_specials, whole_pieces=whole_pieces):
         for token in piece:
@@ -126,7 +131,7 @@ def _recount_train(text: str, vocab_size: int, specials=(), *, tie: str = "max",
         tied = [p for p in counts if counts[p] == top]
         pair = {"max": max, "min": min, "first": lambda ps: ps[0]}[tie](tied)
         merges.append(pair)
-        words = [join_pair(w, pair, right_to_left=right_to_left) for w in words]
+        words = [join_pair(w, pair, right_to_left=right_to_left, first_only=first_only) for w in words]
     return tuple(merges)
 
 
@@ -168,7 +173,7 @@ def vocab_of(merges, specials=(), *, specials_last: bool = False, specials_from:
 
 
 def gpt2_bpe(token: bytes, ranks: dict, *, by: str = "rank", right_to_left: bool = False,
-             once: bool = False) -> list[bytes]:
+             once: bool = False, first_only: bool = False) -> list[bytes]:
     """GPT-2's bpe(): while some adjacent pair has a rank, merge the lowest-ranked pair everywhere. Switches:
     `by` "last" (the highest rank first), "position" (the leftmost ranked pair first); `right_to_left`; `once`
     (each merge tried once, in the order the word's pairs appear, not again)."""
@@ -187,7 +192,7 @@ def gpt2_bpe(token: bytes, ranks: dict, *, by: str = "rank", right_to_left: bool
             pair = max(ranked)[2]
         else:
             pair = min(ranked, key=lambda r: r[1])[2]
-        word = join_pair(word, pair, right_to_left=right_to_left)
+        word = join_pair(word, pair, right_to_left=right_to_left, first_only=first_only)
     return word
 
 
@@ -195,7 +200,7 @@ def encode(text: str, vocab: dict[int, bytes], merges, specials=(), *, ids: str 
            shortest_first: bool = False, split_specials: bool = True, whole_pieces: bool = False,
            pattern: str = GPT2_PATTERN, right_to_left: bool = False, bytes_only: bool = False,
            special_as_bytes: bool = False, special_ids_from_256: bool = False,
-           ids_from_ranks: bool = False) -> list[int]:
+           ids_from_ranks: bool = False, first_only: bool = False, whole_lookup: bool = False) -> list[int]:
     """The contract's encode, with the switches of the known mistakes of bpe_encoding (`special_ids_from_256`:
     special token i is id 256 + i whatever the vocab says; `ids_from_ranks`: a merged piece's id is 256 +
     len(specials) + its merge's rank, not looked up in the vocab)."""
@@ -212,8 +217,12 @@ def encode(text: str, vocab: dict[int, bytes], merges, specials=(), *, ids: str 
         tokens = [piece] if whole_pieces else [m.group() for m in regex.finditer(pattern, piece)]
         for token in tokens:
             data = token.encode("utf-8")
+            if whole_lookup and data in table:  # the whole pre-token's id where the vocab holds it
+                out.append(table[data])
+                continue
             parts = [bytes([b]) for b in data] if bytes_only else gpt2_bpe(data, ranks, by=by,
-                                                                           right_to_left=right_to_left)
+                                                                           right_to_left=right_to_left,
+                                                                           first_only=first_only)
             if ids_from_ranks:
                 made = {a + b: 256 + len(specials) + r for r, (a, b) in enumerate(merges)}
                 out += [p[0] if len(p) == 1 else made[p] for p in parts]

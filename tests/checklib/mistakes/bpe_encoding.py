@@ -12,6 +12,10 @@ ENCODE_MISTAKES = variants("bpe_encoding", [
      "its position", "leftmost_pair_first"),
     ("your merge joins the pair from the right end of the pre-token: merge left to right without overlap",
      "merged_right_to_left"),
+    ("your encode drops the whitespace (text.split(), or \\S+): pre-tokenize with GPT-2's pattern, which keeps "
+     "every character", "whitespace_dropped"),
+    ("you look the whole pre-token up in the vocab before merging: a pre-token's tokens are what its merges give, "
+     "even where the vocab holds its whole bytes under another id", "whole_pretoken_lookup"),
     ("where two ids hold the same bytes you take the highest: each byte string becomes the lowest such id",
      "highest_duplicate_id"),
     ("where two special tokens start at one position you cut at the shorter: the longest one that starts there "
@@ -35,7 +39,7 @@ SWITCHES = {"latest_merge_first": dict(by="last"), "leftmost_pair_first": dict(b
             "shorter_special_first": dict(shortest_first=True), "specials_encoded_as_text": dict(special_as_bytes=True),
             "merges_cross_pretokens": dict(whole_pieces=True), "simplified_pattern": dict(pattern=r"\S+|\s+"),
             "no_merges": dict(bytes_only=True), "special_ids_from_256": dict(special_ids_from_256=True),
-            "ids_from_ranks": dict(ids_from_ranks=True)}
+            "ids_from_ranks": dict(ids_from_ranks=True), "whitespace_dropped": dict(pattern=r"\S+"), "whole_pretoken_lookup": dict(whole_lookup=True)}
 
 
 def encode_mistakes(text: str, vocab, merges, specials=()) -> Mistakes:

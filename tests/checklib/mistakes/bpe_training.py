@@ -32,6 +32,10 @@ MERGE_MISTAKES = variants("bpe_training", [
      "regex.finditer", "simplified_pattern"),
     ("your merge joins the pair from the right end of a pre-token: replace it left to right without overlap "
      "(a a a becomes aa a)", "merged_right_to_left"),
+    ("your merge replaces only the first occurrence of the pair in each pre-token: replace every occurrence, left "
+     "to right without overlap", "merged_first_only"),
+    ("you delete the special tokens from the text, so the pieces around one join and pairs span it: cut the text at "
+     "them and pre-tokenize each piece on its own", "specials_deleted"),
     ("you learn vocab_size - 256 merges, forgetting that the special tokens take ids too: stop when the "
      "vocabulary holds vocab_size entries", "specials_not_counted"),
     ("you learn one merge too few: stop only when the vocabulary holds vocab_size entries", "one_merge_short"),
@@ -46,7 +50,8 @@ SWITCHES = {"min_tie_break": dict(tie="min"), "first_seen_tie_break": dict(tie="
             "shortest_special_first": dict(shortest_first=True), "simplified_pattern": dict(pattern=SIMPLE_PATTERN),
             "merged_right_to_left": dict(right_to_left=True), "characters_not_bytes": dict(as_str=True),
             "pairs_counted_once_per_pretoken": dict(distinct_pairs=True), "stops_at_count_one": dict(min_count=2),
-            "whitespace_dropped": dict(pattern=r"\S+")}
+            "whitespace_dropped": dict(pattern=r"\S+"), "merged_first_only": dict(first_only=True),
+            "specials_deleted": dict(delete_specials=True)}
 
 
 def _merges(text: str, vocab_size: int, specials, variant: str):
