@@ -96,6 +96,11 @@ FACTS: tuple[Facts, ...] = (
     # the window functions: stand-ins while graded
     Facts("window_attention", "vision", ("swin.py",),
           {"window_attention": ("swin.WindowAttention", "swin.SwinBlock")}, cost=0.134, worker="models"),
+    # the seq2seq track; each tokenizer component's checks build their own vocabularies: they reach no other code
+    Facts("bpe_training", "seq2seq", ("tokenizer.py",), {"bpe_trainer": ("tokenizer.train_bpe",)},
+          cost=0.170, worker="parts"),
+    Facts("bpe_encoding", "seq2seq", ("tokenizer.py",), {"bpe_tokenizer": ("tokenizer.BPETokenizer",)},
+          cost=0.110, worker="parts"),
 )
 
 # Derived from FACTS. The tracks (shared/CONTRACT.md), each in teaching order; the course holds them one after the

@@ -296,9 +296,9 @@ def _torch_file() -> str:
     return spec.origin
 
 
-# The distributions whose code a worker may import: the contract's (torch, numpy, einops) and what they require
+# The distributions whose code a worker may import: the contract's (torch, numpy, einops, regex) and what they require
 # (their Requires-Dist, without extras, followed to the end). Nothing else installed beside them is visible.
-ALLOWED_DISTRIBUTIONS = ("torch", "numpy", "einops")
+ALLOWED_DISTRIBUTIONS = ("torch", "numpy", "einops", "regex")
 # The system's folders a worker reads whole (shared libraries, ld.so's cache, locale data); what lies under them
 # that is not allowed (a site-packages, the project, the working directory) is hidden (`Visible.masks`).
 SYSTEM = ("/usr", "/lib", "/lib64", "/lib32", "/libx32", "/bin", "/sbin", "/etc")

@@ -54,7 +54,7 @@ class Executor:
         if isinstance(value, torch.Tensor):
             plain = value.detach().as_subclass(torch.Tensor)
             return plain.clone() if self.copies else plain
-        if value is None or isinstance(value, (bool, int, float, str, torch.dtype, torch.device, torch.Size)):
+        if value is None or isinstance(value, (bool, int, float, str, bytes, torch.dtype, torch.device, torch.Size)):
             return value
         if isinstance(value, (list, tuple)):
             items = [self._outbound(v) for v in value]

@@ -477,6 +477,46 @@ class SwinBlock(nn.Module):
                 "H and W must be multiples of window_size")
         return _out(x.shape, x)
 ''',
+    "tokenizer.py": '''
+
+def train_bpe(text: str, vocab_size: int, special_tokens=()):
+    _reject(vocab_size < 256 + len(special_tokens), "vocab_size is below 256 + len(special_tokens)")
+    _count()  # (raises ValueError for that kind)
+    if _KIND == "none":
+        return None
+    if _KIND in ("echo", "reshaped"):  # the bytes, and the text's first two characters as its one merge
+        return {i: bytes([i]) for i in range(256)}, [(text[:1].encode("utf-8"), text[1:2].encode("utf-8"))]
+    if _KIND in ("ones", "random"):  # the bytes and the special tokens, no merge
+        vocab = {i: bytes([i]) for i in range(256)}
+        vocab.update({256 + i: s.encode("utf-8") for i, s in enumerate(special_tokens)})
+        return vocab, []
+    return {}, []
+
+
+class BPETokenizer:
+    def __init__(self, vocab, merges, special_tokens=()) -> None:
+        _count()
+        self.vocab = vocab
+        for s in special_tokens:
+            _reject(s.encode("utf-8") not in vocab.values(), "a special token is not in vocab")
+
+    def encode(self, text: str):
+        count = _count()
+        if count is None:
+            return None
+        if _KIND in ("echo", "reshaped"):  # the text's bytes as ids
+            return list(text.encode("utf-8"))
+        return [count] * len(text)
+
+    def decode(self, ids):
+        _reject(any(i not in self.vocab for i in ids), "an id is not in vocab")
+        count = _count()
+        if count is None:
+            return None
+        if _KIND in ("echo", "reshaped"):  # each id as the character of that code point
+            return "".join(chr(i) for i in ids)
+        return ""
+''',
 }
 
 

@@ -157,3 +157,29 @@ def WindowAttention(impl: Target, *args: Any, **kwargs: Any) -> RemoteObject:
 
 def SwinBlock(impl: Target, *args: Any, **kwargs: Any) -> RemoteObject:
     return impl.new("swin.SwinBlock", *args, **kwargs)
+
+
+# --- tokenizer.py: a vocabulary (dict[int, bytes]) crosses the wire as (id, bytes) pairs, through the WithVocab tool
+# (a dict's keys travel as strings)
+
+def train_bpe(impl: Target) -> RemoteFunction:
+    """`train_bpe` as called directly: for calls that must raise."""
+    return impl.fn("tokenizer.train_bpe")
+
+def train_bpe_vocab(impl: Target) -> Any:
+    """`train_bpe(...)` returning `(vocab, merges)` with `vocab` a dict again (its keys as they came); what is
+    not a pair of a dict and something else comes back as it came."""
+    tool = impl.new_trusted("WithVocab")
+
+    def call(*args: Any, **kwargs: Any) -> Any:
+        result = tool.method("train_bpe", *args, **kwargs)
+        if isinstance(result, tuple) and len(result) == 2 and isinstance(result[0], tuple) and \
+                len(result[0]) == 2 and result[0][0] == "pairs":
+            return dict(result[0][1]), result[1]
+        return result
+    return call
+
+def BPETokenizer(impl: Target, vocab: dict, merges: Any, special_tokens: Any = ()) -> RemoteObject:
+    """`BPETokenizer(vocab, merges, special_tokens)`, its vocabulary sent as pairs (impl.new("tokenizer.BPETokenizer")
+    would send its keys as strings)."""
+    return impl.new_trusted("WithVocab").method("tokenizer", list(vocab.items()), list(merges), tuple(special_tokens))

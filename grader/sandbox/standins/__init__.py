@@ -35,12 +35,14 @@ PIECES: dict[str, str] = {name.partition(".")[2]: piece for row in FACTS for pie
 # or None). A tool holds no answer: it passes each call on to the stand-in of that name (else the student's
 # own), or, wrapping nothing, only holds plain data (`Parameters`: tensors for an optimizer to update) or passes
 # calls on to what the check hands it (`RecordingLM`: a model; `Randomness`: torch's generators; `SameObjects`: the
-# implementation's own function, with the same objects held for some arguments every time).
+# implementation's own function, with the same objects held for some arguments every time; `WithVocab`: tokenizer.py's
+# own functions, with a vocabulary sent as (id, bytes) pairs).
 TOOLS: dict[str, tuple[str, str | None]] = {"RecordingKVCache": ("recording", "KVCache"),
                                             "Parameters": ("parameters", None),
                                             "RecordingLM": ("recording", None),
                                             "Randomness": ("recording", None),
-                                            "SameObjects": ("recording", None)}
+                                            "SameObjects": ("recording", None),
+                                            "WithVocab": ("recording", None)}
 
 
 def owners(name: str) -> frozenset[str]:

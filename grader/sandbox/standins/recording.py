@@ -88,3 +88,32 @@ class SameObjects:
         for slot, value in zip(self.slots, self.held):
             args.insert(slot, value)
         return self.function(*args, **kwargs, **self.keywords)
+
+
+class WithVocab:
+    """The implementation's tokenizer.py with its vocabularies as plain pairs: the wire sends a dict's keys as
+    strings, so a `dict[int, bytes]` crosses it as a list of (id, bytes) pairs, made a dict again on this side
+    (`BPETokenizer`'s argument) or taken apart here (`train_bpe`'s result: a dict's items, in its order; anything
+    else as it came)."""
+
+    def train_bpe(self, *args, **kwargs):
+        result = impl.tokenizer.train_bpe(*args, **kwargs)
+        if isinstance(result, tuple) and len(result) == 2 and isinstance(result[0], dict):
+            return ("pairs", list(result[0].items())), result[1]
+        return result
+
+    def tokenizer(self, pairs, merges, special_tokens=()):
+        return _Tokenizer(impl.tokenizer.BPETokenizer(dict(pairs), merges, special_tokens))
+
+
+class _Tokenizer:
+    """A BPETokenizer of the implementation's, its methods passed on."""
+
+    def __init__(self, inner) -> None:
+        self.inner = inner
+
+    def encode(self, text):
+        return self.inner.encode(text)
+
+    def decode(self, ids):
+        return self.inner.decode(ids)
