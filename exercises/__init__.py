@@ -33,15 +33,23 @@ The vision track (Transformers for images):
   [swin_windows].
 - ``swin.py``: ``WindowAttention`` / ``SwinBlock`` [window_attention].
 
+The interview track (what LLM interviews ask after the basics):
+
+- ``alignment.py``: ``sequence_logprobs`` / ``dpo_loss`` [dpo_loss],
+  ``group_advantages`` / ``grpo_loss`` [grpo_loss], the losses that align a
+  language model with preferences (DPO and GRPO, as TRL computes them).
+
 Every function you write starts as ``raise NotImplementedError(...)``; replace
 that line with your code. Each component is graded on its own: the checks for
 one component use trusted stand-ins for all the others, so you can work in any
 order. The course's teaching order (course.yml's, as in the README; the LLM
-track from layer_norm on, the vision track from vit_classifier on) is:
+track from layer_norm on, the vision track from vit_classifier on, the
+interview track from dpo_loss on) is:
 qkv_projection, scaling, masking, head_splitting, multi_head_attention,
 sinusoidal_encoding, pre_ln_block, patch_embedding, kv_cache, layer_norm,
 rms_norm, rope, swiglu, grouped_query_attention, cross_entropy, optimizer,
-lr_schedule, sampling, tiny_lm, vit_classifier, swin_windows, window_attention.
+lr_schedule, sampling, tiny_lm, vit_classifier, swin_windows, window_attention,
+dpo_loss, grpo_loss.
 
 How to check your work:
 

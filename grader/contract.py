@@ -96,6 +96,11 @@ FACTS: tuple[Facts, ...] = (
     # the window functions: stand-ins while graded
     Facts("window_attention", "vision", ("swin.py",),
           {"window_attention": ("swin.WindowAttention", "swin.SwinBlock")}, cost=0.134, worker="models"),
+    # the interview track (alignment.py's losses take log-probabilities: no other component's code is reached)
+    Facts("dpo_loss", "interview", ("alignment.py",),
+          {"dpo": ("alignment.sequence_logprobs", "alignment.dpo_loss")}, cost=0.05, worker="llm_parts"),
+    Facts("grpo_loss", "interview", ("alignment.py",),
+          {"grpo": ("alignment.group_advantages", "alignment.grpo_loss")}, cost=0.05, worker="llm_parts"),
 )
 
 # Derived from FACTS. The tracks (shared/CONTRACT.md), each in teaching order; the course holds them one after the

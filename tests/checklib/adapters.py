@@ -157,3 +157,17 @@ def WindowAttention(impl: Target, *args: Any, **kwargs: Any) -> RemoteObject:
 
 def SwinBlock(impl: Target, *args: Any, **kwargs: Any) -> RemoteObject:
     return impl.new("swin.SwinBlock", *args, **kwargs)
+
+# --- alignment.py
+
+def sequence_logprobs(impl: Target) -> RemoteFunction:
+    return impl.fn("alignment.sequence_logprobs")
+
+def dpo_loss(impl: Target) -> RemoteFunction:
+    return impl.fn("alignment.dpo_loss")
+
+def group_advantages(impl: Target) -> RemoteFunction:
+    return impl.fn("alignment.group_advantages")
+
+def grpo_loss(impl: Target) -> RemoteFunction:
+    return impl.fn("alignment.grpo_loss")
