@@ -55,9 +55,10 @@ def sequence_case(gen: torch.Generator, dtype: torch.dtype, masked_labels: str):
 @pytest.mark.parametrize("masked_labels", ["tokens", "minus100"])
 def test_sequence_logprobs_matches_formula(impl, gen, dtype, masked_labels):
     logits, labels, mask = sequence_case(gen, dtype, masked_labels)
-    what = Phrase("sequence_logprobs(logits (4, 7, 11), labels, mask with gaps and an all-False row), labels "
-                  "under the False mask {labels} ({dtype})",
-                  labels="-100" if masked_labels == "minus100" else "token ids", dtype=dtype)
+    what = (Phrase("sequence_logprobs(logits (4, 7, 11), labels, mask with gaps and an all-False row), labels "
+                   "-100 under the False mask ({dtype})", dtype=dtype) if masked_labels == "minus100" else
+            Phrase("sequence_logprobs(logits (4, 7, 11), labels, mask with gaps and an all-False row), token ids "
+                   "under the False mask ({dtype})", dtype=dtype))
     with naming_errors(what, mistakes.GATHERED_MASKED_LABELS,
                        lambda exc: "out of bounds" in exc.message or "-100" in exc.message):
         out = adapters.sequence_logprobs(impl)(logits, labels, mask)
