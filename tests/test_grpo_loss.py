@@ -145,11 +145,11 @@ def test_grpo_clipping_on_both_signs(impl, dtype):
 
 @pytest.mark.parametrize("dtype", DTYPES)
 def test_grpo_kl_term(impl, gen, dtype):
-    """logps = old_logps and the advantages 0: what is left is beta times each sequence's mean k3."""
-    logps, _old, ref, _adv, mask = token_case(gen, dtype)
-    inputs = (logps, logps.clone(), ref, torch.zeros(4, dtype=dtype), mask)
-    what = Phrase("grpo_loss with logps = old_logps and zero advantages, beta=0.5: the KL term alone ({dtype})",
-                  dtype=dtype)
+    """Advantages 0, so that the surrogate is 0 whatever the ratio: what is left is beta times each sequence's mean
+    k3 (old_logps differs from logps and ref_logps, so that a KL against old_logps shows)."""
+    logps, old, ref, _adv, mask = token_case(gen, dtype)
+    inputs = (logps, old, ref, torch.zeros(4, dtype=dtype), mask)
+    what = Phrase("grpo_loss with zero advantages, beta=0.5: the KL term alone ({dtype})", dtype=dtype)
     check_grpo(impl, inputs, {"beta": 0.5}, what, dtype)
 
 
