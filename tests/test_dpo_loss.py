@@ -11,7 +11,7 @@ import torch
 import torch.nn.functional as F
 
 from checklib import adapters
-from checklib.compare import assert_close, check_tensor, fail
+from checklib.compare import assert_close, assert_equal, check_tensor, fail
 from checklib.mistakes import dpo_loss as mistakes
 from checklib.scratch import assert_from_scratch
 from checklib.student import expect_value_error, naming_errors
@@ -81,6 +81,18 @@ def test_sequence_logprobs_gradient(impl, gen, dtype):
     want = (F.one_hot(labels.clamp(min=0), 11).double() - torch.softmax(x, -1)) * mask.unsqueeze(-1)
     assert_close(got, want.to(dtype), what=what, rtol=RTOL, atol=ATOL,
                  hint="one_hot(label) - softmax(logits) where mask is True, 0 elsewhere")
+
+
+def test_sequence_logprobs_leaves_its_inputs_alone(impl, gen):
+    logits, labels, mask = sequence_case(gen, torch.float32, "minus100")
+    _, (logits_after, labels_after, mask_after) = adapters.sequence_logprobs(impl).call_returning_args(
+        logits, labels, mask)
+    for name, after, before in (("logits", logits_after, logits), ("labels", labels_after, labels),
+                                ("mask", mask_after, mask)):
+        assert_equal(after, before, what=Phrase("{name} after sequence_logprobs(logits, labels, mask)", name=name),
+                     hint="functions must not modify their inputs in place: torch.where(mask, labels, 0) makes a "
+                          "new tensor", mistakes=mistakes.labels_in_place_mistakes(labels, mask) if name == "labels"
+                     else None)
 
 
 @pytest.mark.parametrize("bad", ["labels", "mask", "both"])

@@ -13,7 +13,7 @@ import pytest
 import torch
 
 from checklib import adapters
-from checklib.compare import assert_close, check_tensor, fail
+from checklib.compare import assert_close, assert_equal, check_tensor, fail
 from checklib.mistakes import grpo_loss as mistakes
 from checklib.scratch import assert_from_scratch
 from checklib.student import expect_value_error
@@ -70,6 +70,15 @@ def test_group_advantages_equal_rewards(impl, gen, dtype):
     rewards = torch.tensor([1.0, 1.0, 1.0, 1.0, 0.0, 1.0, 0.0, 0.0, 0.5, 0.5, 0.5, 0.5], dtype=dtype)
     what = Phrase("group_advantages(rewards (12,), group_size=4) with groups of equal rewards ({dtype})", dtype=dtype)
     check_advantages(impl, rewards, 4, None, what, dtype)
+
+
+def test_group_advantages_leaves_the_rewards_alone(impl, gen):
+    rewards = torch.randn(12, generator=gen)
+    _, (after, _size) = adapters.group_advantages(impl).call_returning_args(rewards, 4)
+    assert_equal(after, rewards, what="rewards after group_advantages(rewards, 4)",
+                 hint="functions must not modify their inputs in place: a view of the rewards shares their memory, so "
+                      "compute (grouped - mean) / (std + eps) as a new tensor",
+                 mistakes=mistakes.rewards_in_place_mistakes(rewards, 4, 1e-4))
 
 
 @pytest.mark.parametrize("case", [(6, 1), (6, 0), (6, 4), (7, 2)], ids=lambda c: "n{}-size{}".format(*c))

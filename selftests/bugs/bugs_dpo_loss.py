@@ -89,4 +89,9 @@ BUGS = [
         "    if not (policy_chosen.shape == policy_rejected.shape == ref_chosen.shape == ref_rejected.shape):",
         "    if policy_chosen.shape != policy_rejected.shape:",
         "compares the policy's two shapes only", named_by="expected a ValueError"),
+    Bug("dpo_loss", "labels_zeroed_in_place", F,
+        "safe = torch.where(mask, labels, torch.zeros_like(labels))  # labels under a False mask may be -100",
+        "safe = labels.masked_fill_(~mask, 0)  # labels under a False mask may be -100",
+        "zeroes the caller's masked labels in place before gathering",
+        diagnosis=("dpo_loss:labels_changed_in_place",)),
 ]

@@ -83,4 +83,8 @@ BUGS = [
         "detaches the ratio", diagnosis=("grpo_loss:ratio_detached",)),
     Bug("grpo_loss", "kl_detached", F, KL, "kl = (torch.exp(ref_logps - logps) - (ref_logps - logps) - 1).detach()",
         "detaches the KL penalty", diagnosis=("grpo_loss:kl_detached",)),
+    Bug("grpo_loss", "normalised_in_place", F, ADV,
+        "grouped -= mean\n    grouped /= std + eps\n    return grouped.reshape(-1)",
+        "normalises the view of the caller's rewards in place",
+        diagnosis=("grpo_loss:rewards_normalised_in_place",)),
 ]

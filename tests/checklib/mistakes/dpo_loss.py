@@ -158,3 +158,14 @@ REWARDS_ATTACHED = recognised(
 def reward_mistakes(pc: Tensor, pr: Tensor, rc: Tensor, rr: Tensor, beta: float, chosen: bool) -> Mistakes:
     c = _Pairs(pc.double(), pr.double(), rc.double(), rr.double(), beta)
     return bind(REWARD_MISTAKES, c, chosen)
+
+
+LABELS_CHANGED_IN_PLACE = mistake(
+    "dpo_loss", "labels_changed_in_place",
+    "your sequence_logprobs overwrote the caller's labels under the False mask in place (labels[~mask] = 0, "
+    "masked_fill_): make a new tensor, torch.where(mask, labels, 0)",
+    lambda labels, mask: torch.where(mask, labels, 0))
+
+
+def labels_in_place_mistakes(labels: Tensor, mask: Tensor) -> Mistakes:
+    return bind([LABELS_CHANGED_IN_PLACE], labels, mask)

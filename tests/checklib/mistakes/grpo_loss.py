@@ -201,3 +201,15 @@ GRADIENT_MISTAKES = (
 def gradient_mistakes(logps, old, ref, advantages, mask, clip_eps, beta) -> Mistakes:
     c = _Tokens(logps.double(), old.double(), ref.double(), advantages.double()[:, None], mask, clip_eps, beta)
     return bind(GRADIENT_MISTAKES, c)
+
+
+REWARDS_NORMALISED_IN_PLACE = mistake(
+    "grpo_loss", "rewards_normalised_in_place",
+    "your group_advantages normalised the caller's rewards in place (a view of them, then -= and /=): compute a "
+    "new tensor, (grouped - mean) / (std + eps)",
+    lambda rewards, group_size, eps: _flat((lambda g: (g - g.mean(1, keepdim=True)) / (_std(g) + eps))(
+        rewards.double().reshape(-1, group_size))))
+
+
+def rewards_in_place_mistakes(rewards: Tensor, group_size: int, eps: float) -> Mistakes:
+    return bind([REWARDS_NORMALISED_IN_PLACE], rewards, group_size, eps)
