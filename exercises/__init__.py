@@ -38,17 +38,23 @@ The seq2seq track (the encoder-decoder Transformer and its tokenizer):
 - ``tokenizer.py``: ``train_bpe`` [bpe_training], ``BPETokenizer``
   [bpe_encoding], byte-level BPE as GPT-2's tokenizer.
 
+The interview track (what LLM interviews ask after the basics):
+
+- ``alignment.py``: ``sequence_logprobs`` / ``dpo_loss`` [dpo_loss],
+  ``group_advantages`` / ``grpo_loss`` [grpo_loss], the losses that align a
+  language model with preferences (DPO and GRPO, as TRL computes them).
+
 Every function you write starts as ``raise NotImplementedError(...)``; replace
 that line with your code. Each component is graded on its own: the checks for
 one component use trusted stand-ins for all the others, so you can work in any
 order. The course's teaching order (course.yml's, as in the README; the LLM
 track from layer_norm on, the vision track from vit_classifier on, the seq2seq
-track from bpe_training on) is:
+track from bpe_training on, the interview track from dpo_loss on) is:
 qkv_projection, scaling, masking, head_splitting, multi_head_attention,
 sinusoidal_encoding, pre_ln_block, patch_embedding, kv_cache, layer_norm,
 rms_norm, rope, swiglu, grouped_query_attention, cross_entropy, optimizer,
 lr_schedule, sampling, tiny_lm, vit_classifier, swin_windows, window_attention,
-bpe_training, bpe_encoding.
+bpe_training, bpe_encoding, dpo_loss, grpo_loss.
 
 How to check your work:
 

@@ -101,6 +101,13 @@ FACTS: tuple[Facts, ...] = (
           cost=0.170, worker="parts"),
     Facts("bpe_encoding", "seq2seq", ("tokenizer.py",), {"bpe_tokenizer": ("tokenizer.BPETokenizer",)},
           cost=0.110, worker="parts"),
+    # the interview track. alignment.py: a worker group of its own, since the release's reading of the reference
+    # takes torch.log_softmax in sequence_logprobs for training.log_softmax (cross_entropy's); costs from a run on a
+    # loaded machine, scaled by its figures for scaling and sinusoidal_encoding against theirs here
+    Facts("dpo_loss", "interview", ("alignment.py",),
+          {"dpo": ("alignment.sequence_logprobs", "alignment.dpo_loss")}, cost=0.025, worker="alignment"),
+    Facts("grpo_loss", "interview", ("alignment.py",),
+          {"grpo": ("alignment.group_advantages", "alignment.grpo_loss")}, cost=0.033, worker="alignment"),
 )
 
 # Derived from FACTS. The tracks (shared/CONTRACT.md), each in teaching order; the course holds them one after the

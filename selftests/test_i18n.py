@@ -159,7 +159,10 @@ CODE_WORDS = {"True", "False", "None", "softmax", "dtype", "inf", "Python", "PID
               "nW", "Py", "Px", "Hkv", "start", "torch", "Tensor", "Parameter", "cpu", "GLU", "GeGLU", "ReGLU",
               "Adam", "nanoGPT", "LLaMA", "RoFormer", "Hugging", "Face", "Meta", "Transformer",  # works, makers
               "Debian",  # where the font note says how to install a CJK font
-              "Landlock", "root", "id"}  # the sandbox's words: the kernel's feature, the superuser, a user id
+              "Landlock", "root", "id",  # the sandbox's words: the kernel's feature, the superuser, a user id
+              "DPO", "IPO", "PPO", "GRPO", "DAPO", "TRL", "KL",  # the interview track's methods and library
+              "kl", "std", "min", "clamp", "logsigmoid", "detach",  # its tensor vocabulary, as code writes it
+              "policy", "ref", "margin", "ratio", "surrogate", "picked"}  # the names its formulas write
 
 
 @lru_cache(maxsize=None)
@@ -532,6 +535,10 @@ def test_a_chinese_notebooks_grading_cell_holds_no_english_prose(tmp_path, capsy
 # One catalogued bug for each check that some bug of the catalogue fails (a greedy cover, from the catalogue
 # graded in English; test_the_chinese_sample_covers_every_failing_check_... below keeps it one).
 CHINESE_SAMPLE = (
+    "dpo_loss:beta_missing", "dpo_loss:half_shape_check", "dpo_loss:log_of_sigmoid", "dpo_loss:masked_mean",
+    "dpo_loss:labels_zeroed_in_place", "dpo_loss:no_label_shape_check", "dpo_loss:rewards_not_detached",
+    "grpo_loss:eps_missing", "grpo_loss:normalised_in_place",
+    "grpo_loss:group_size_one_allowed", "grpo_loss:k1_kl", "grpo_loss:max_not_min", "grpo_loss:ratio_detached",
     "cross_entropy:log_softmax_max_added_back", "cross_entropy:logsumexp_method", "cross_entropy:no_shape_check",
     "cross_entropy:softmax_max_without_keepdim", "grouped_query_attention:full_width_kv",
     "grouped_query_attention:repeat_along_sequence", "head_splitting:head_count_as_width",

@@ -517,6 +517,30 @@ class BPETokenizer:
             return "".join(chr(i) for i in ids)
         return ""
 ''',
+    "alignment.py": '''
+
+def sequence_logprobs(logits: Tensor, labels: Tensor, mask: Tensor) -> Tensor:
+    _reject(labels.shape != logits.shape[:2] or mask.shape != labels.shape, "labels and mask must be logits.shape[:2]")
+    return _out(logits.shape[:1], logits)
+
+
+def dpo_loss(policy_chosen: Tensor, policy_rejected: Tensor, ref_chosen: Tensor, ref_rejected: Tensor,
+             beta: float = 0.1):
+    _reject(not (policy_chosen.shape == policy_rejected.shape == ref_chosen.shape == ref_rejected.shape),
+            "the four shapes differ")
+    return _many(_out((), policy_chosen), _out(policy_chosen.shape, policy_chosen),
+                 _out(policy_rejected.shape, policy_rejected))
+
+
+def group_advantages(rewards: Tensor, group_size: int, eps: float = 1e-4) -> Tensor:
+    _reject(group_size < 2 or rewards.numel() % group_size != 0, "bad group_size")
+    return _out(rewards.shape, rewards)
+
+
+def grpo_loss(logps: Tensor, old_logps: Tensor, ref_logps: Tensor, advantages: Tensor, mask: Tensor,
+              clip_eps: float = 0.2, beta: float = 0.04) -> Tensor:
+    return _out((), logps)
+''',
 }
 
 

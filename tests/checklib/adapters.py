@@ -183,3 +183,18 @@ def BPETokenizer(impl: Target, vocab: dict, merges: Any, special_tokens: Any = (
     """`BPETokenizer(vocab, merges, special_tokens)`, its vocabulary sent as pairs (impl.new("tokenizer.BPETokenizer")
     would send its keys as strings)."""
     return impl.new_trusted("WithVocab").method("tokenizer", list(vocab.items()), list(merges), tuple(special_tokens))
+
+
+# --- alignment.py
+
+def sequence_logprobs(impl: Target) -> RemoteFunction:
+    return impl.fn("alignment.sequence_logprobs")
+
+def dpo_loss(impl: Target) -> RemoteFunction:
+    return impl.fn("alignment.dpo_loss")
+
+def group_advantages(impl: Target) -> RemoteFunction:
+    return impl.fn("alignment.group_advantages")
+
+def grpo_loss(impl: Target) -> RemoteFunction:
+    return impl.fn("alignment.grpo_loss")

@@ -37,15 +37,22 @@
 - ``tokenizer.py``：``train_bpe`` [bpe_training]，``BPETokenizer``
   [bpe_encoding]，即 GPT-2 分词器那样的字节级 BPE。
 
+面试方向（基础之后大语言模型面试常问的内容）：
+
+- ``alignment.py``：``sequence_logprobs`` / ``dpo_loss`` [dpo_loss]，
+  ``group_advantages`` / ``grpo_loss`` [grpo_loss]，按偏好对齐语言模型的损失
+  （DPO 和 GRPO，与 TRL 的算法一致）。
+
 你要写的每个函数一开始都是 ``raise NotImplementedError(...)``；用你的代码替换这一行。
 每个组件单独评分：一个组件的检查项对其他所有组件使用可信的替身实现，所以你可以按任意
 顺序来做。课程的教学顺序（即 course.yml 中、也是 README 中的顺序；大语言模型方向从
-layer_norm 开始，视觉方向从 vit_classifier 开始，序列到序列方向从 bpe_training 开始）是：
+layer_norm 开始，视觉方向从 vit_classifier 开始，序列到序列方向从 bpe_training 开始，
+面试方向从 dpo_loss 开始）是：
 qkv_projection, scaling, masking, head_splitting, multi_head_attention,
 sinusoidal_encoding, pre_ln_block, patch_embedding, kv_cache, layer_norm,
 rms_norm, rope, swiglu, grouped_query_attention, cross_entropy, optimizer,
 lr_schedule, sampling, tiny_lm, vit_classifier, swin_windows, window_attention,
-bpe_training, bpe_encoding.
+bpe_training, bpe_encoding, dpo_loss, grpo_loss.
 
 如何检查你的代码：
 
