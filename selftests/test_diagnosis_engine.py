@@ -286,8 +286,9 @@ def test_every_entry_is_reachable_from_a_bundle():
         tree = ast.parse(path.read_text())
         for node in tree.body:
             for target in node.targets if isinstance(node, ast.Assign) else ():
-                if isinstance(target, ast.Name):
-                    values[target.id], defined[target.id] = node.value, getattr(module, target.id)
+                if isinstance(target, ast.Name):  # (two modules may use one name: each module's value counts)
+                    values.setdefault(target.id, []).append(node.value)
+                    defined.setdefault(target.id, []).append(getattr(module, target.id))
         reachable |= set().union(*(loaded(f) for f in tree.body if isinstance(f, ast.FunctionDef)))
     for check in sorted((ROOT / "tests").glob("test_*.py")):  # the checks name some entries: mistakes.GREEDY_FILTERS
         tree = ast.parse(check.read_text())
@@ -298,12 +299,11 @@ def test_every_entry_is_reachable_from_a_bundle():
     todo = list(reachable)
     while todo:
         name = todo.pop()
-        for other in loaded(values[name]) - reachable if name in values else ():
+        for other in set().union(*map(loaded, values[name])) - reachable if name in values else ():
             reachable.add(other)
             todo.append(other)
     entries = set()
-    for name in reachable & set(values):
-        value = defined[name]
+    for value in (v for name in reachable & set(values) for v in defined[name]):
         for item in value if isinstance(value, tuple) else (value,):
             if isinstance(item, Mistake):
                 entries.add(item.id)

@@ -92,24 +92,23 @@ class BPETokenizer:
             if s.encode("utf-8") not in self.ids:
                 raise ValueError(f"special token {s!r} is not in the vocabulary")
 
-    def _bpe(self, token: bytes) -> tuple[bytes, ...]:
-        """GPT-2's bpe(): merge the pair that came first in training, again and again."""
-        word = tuple(bytes([b]) for b in token)
-        while len(word) > 1:
-            pair = min(zip(word, word[1:]), key=lambda p: self.ranks.get(p, float("inf")))
-            if pair not in self.ranks:
-                break
-            word = _merge(word, pair)
-        return word
-
     def encode(self, text: str) -> list[int]:
+        def bpe(token: bytes) -> tuple[bytes, ...]:  # GPT-2's bpe(): merge the pair that came first in training
+            word = tuple(bytes([b]) for b in token)
+            while len(word) > 1:
+                pair = min(zip(word, word[1:]), key=lambda p: self.ranks.get(p, float("inf")))
+                if pair not in self.ranks:
+                    break
+                word = _merge(word, pair)
+            return word
+
         ids = []
         for piece, special in _split_special(text, self.special_tokens):
             if special:
                 ids.append(self.ids[piece.encode("utf-8")])
                 continue
             for m in PAT.finditer(piece):
-                ids.extend(self.ids[part] for part in self._bpe(m.group().encode("utf-8")))
+                ids.extend(self.ids[part] for part in bpe(m.group().encode("utf-8")))
         return ids
 
     def decode(self, ids: list[int]) -> str:
