@@ -4,7 +4,7 @@ PICK = 'pair = min(zip(word, word[1:]), key=lambda p: self.ranks.get(p, float("i
 TABLE = "        for i in sorted(self.vocab):  # the lowest id of each byte string"
 SPLIT = "        for piece, special in _split_special(text, self.special_tokens):"
 PIECES = ('            for m in PAT.finditer(piece):\n'
-          '                ids.extend(self.ids[part] for part in self._bpe(m.group().encode("utf-8")))')
+          '                ids.extend(self.ids[part] for part in bpe(m.group().encode("utf-8")))')
 DECODE = '        return b"".join(self.vocab[i] for i in ids).decode("utf-8", errors="replace")'
 CHECK_ID = ('        for i in ids:\n            if i not in self.vocab:\n'
             '                raise ValueError(f"id {i} is not in the vocabulary")\n')
@@ -25,15 +25,15 @@ BUGS = [
         "        self.ranks = {tuple(pair): i for i, pair in enumerate(reversed(merges))}",
         "numbers the merges from the last one, so the latest merge has the lowest rank",
         diagnosis=("bpe_encoding:latest_merge_first",)),
-    Bug("bpe_encoding", "merge_from_the_right", "tokenizer.py", "            word = _merge(word, pair)",
-        "            w, i = list(word), len(word) - 2\n"
-        "            while i >= 0:\n"
-        "                if (w[i], w[i + 1]) == pair:\n"
-        "                    w[i:i + 2] = [w[i] + w[i + 1]]\n"
-        "                    i -= 2\n"
-        "                else:\n"
-        "                    i -= 1\n"
-        "            word = tuple(w)",
+    Bug("bpe_encoding", "merge_from_the_right", "tokenizer.py", "                word = _merge(word, pair)",
+        "                w, i = list(word), len(word) - 2\n"
+        "                while i >= 0:\n"
+        "                    if (w[i], w[i + 1]) == pair:\n"
+        "                        w[i:i + 2] = [w[i] + w[i + 1]]\n"
+        "                        i -= 2\n"
+        "                    else:\n"
+        "                        i -= 1\n"
+        "                word = tuple(w)",
         "merges the pair scanning from the right end of the pre-token",
         diagnosis=("bpe_encoding:merged_right_to_left",)),
     Bug("bpe_encoding", "highest_duplicate_id", "tokenizer.py", TABLE,
@@ -56,28 +56,28 @@ BUGS = [
         "never cuts the text at its special tokens: they are pre-tokenized and merged as text",
         diagnosis=("bpe_encoding:specials_encoded_as_text",)),
     Bug("bpe_encoding", "no_pretokenizer", "tokenizer.py", PIECES,
-        '            ids.extend(self.ids[part] for part in self._bpe(piece.encode("utf-8")))',
+        '            ids.extend(self.ids[part] for part in bpe(piece.encode("utf-8")))',
         "merges each piece between special tokens whole, without pre-tokenizing it",
         diagnosis=("bpe_encoding:merges_cross_pretokens",)),
     Bug("bpe_encoding", "split_words_and_spaces", "tokenizer.py", PIECES,
         '            for m in regex.finditer(r"\\S+|\\s+", piece):\n'
-        '                ids.extend(self.ids[part] for part in self._bpe(m.group().encode("utf-8")))',
+        '                ids.extend(self.ids[part] for part in bpe(m.group().encode("utf-8")))',
         "pre-tokenizes with \\S+|\\s+ instead of GPT-2's pattern",
         diagnosis=("bpe_encoding:simplified_pattern",)),
     Bug("bpe_encoding", "str_split", "tokenizer.py", PIECES,
         '            for w in piece.split():\n'
-        '                ids.extend(self.ids[part] for part in self._bpe(w.encode("utf-8")))',
+        '                ids.extend(self.ids[part] for part in bpe(w.encode("utf-8")))',
         "pre-tokenizes with str.split(), dropping the whitespace",
         diagnosis=("bpe_encoding:whitespace_dropped",)),
     Bug("bpe_encoding", "whole_pretoken_first", "tokenizer.py", PIECES,
         '            for m in PAT.finditer(piece):\n'
         '                data = m.group().encode("utf-8")\n'
-        '                ids.extend([self.ids[data]] if data in self.ids else (self.ids[p] for p in self._bpe(data)))',
+        '                ids.extend([self.ids[data]] if data in self.ids else (self.ids[p] for p in bpe(data)))',
         "looks the whole pre-token up in the vocab first, merging only where it is not there",
         diagnosis=("bpe_encoding:whole_pretoken_lookup",)),
     Bug("bpe_encoding", "no_merge_loop", "tokenizer.py",
-        "        word = tuple(bytes([b]) for b in token)\n        while len(word) > 1:",
-        "        word = tuple(bytes([b]) for b in token)\n        while False:",
+        "            word = tuple(bytes([b]) for b in token)\n            while len(word) > 1:",
+        "            word = tuple(bytes([b]) for b in token)\n            while False:",
         "never applies the merges: every pre-token stays single bytes",
         diagnosis=("bpe_encoding:no_merges",)),
     Bug("bpe_encoding", "special_id_256", "tokenizer.py", '                ids.append(self.ids[piece.encode("utf-8")])',
@@ -88,7 +88,7 @@ BUGS = [
         '            for m in PAT.finditer(piece):\n'
         '                ids.extend(part[0] if len(part) == 1 else 256 + len(self.special_tokens) + '
         'next(r for p, r in self.ranks.items() if p[0] + p[1] == part)\n'
-        '                           for part in self._bpe(m.group().encode("utf-8")))',
+        '                           for part in bpe(m.group().encode("utf-8")))',
         "computes a merged piece's id from its merge's rank instead of looking its bytes up in the vocab",
         diagnosis=("bpe_encoding:ids_from_ranks",)),
     Bug("bpe_encoding", "strict_decode", "tokenizer.py", DECODE,
