@@ -61,8 +61,8 @@ class Phrase(str):
         template = escaped.join(f"{{i{n}}}" for n in range(len(items)))
         return _new(template, **{f"i{n}": item for n, item in enumerate(items)})
 
-    def data(self) -> dict:
-        return {"text": self.template, "fields": {name: data(value) for name, value in self.fields.items()}}
+    def data(self, limit: int | None = None) -> dict:
+        return {"text": self.template, "fields": {name: data(value, limit) for name, value in self.fields.items()}}
 
 
 _new = Phrase  # (a name that the catalogue's extraction, `-k Phrase`, does not take for a text to translate)
@@ -72,9 +72,10 @@ def _rebuilt(template: str, fields: dict[str, str]) -> Phrase:
     return Phrase(template, **fields) if fields else Phrase(template)
 
 
-def data(value: str) -> Data:
-    """A text (a Phrase or a plain string) as data: what results and the result cache keep."""
-    return value.data() if isinstance(value, Phrase) else str(value)
+def data(value: str, limit: int | None = None) -> Data:
+    """A text (a Phrase or a plain string) as data: what results and the result cache keep (each string cut to
+    `limit` characters, where one is given)."""
+    return value.data(limit) if isinstance(value, Phrase) else str(value)[:limit]
 
 
 def from_data(value: Any, cut: Callable[[str], str] = str, depth: int = 0) -> str:

@@ -162,7 +162,9 @@ CODE_WORDS = {"True", "False", "None", "softmax", "dtype", "inf", "Python", "PID
               "Landlock", "root", "id",  # the sandbox's words: the kernel's feature, the superuser, a user id
               "DPO", "IPO", "PPO", "GRPO", "DAPO", "TRL", "KL",  # the interview track's methods and library
               "kl", "std", "min", "clamp", "logsigmoid", "detach",  # its tensor vocabulary, as code writes it
-              "policy", "ref", "margin", "ratio", "surrogate", "picked"}  # the names its formulas write
+              "policy", "ref", "margin", "ratio", "surrogate", "picked",  # the names its formulas write
+              "BPE", "PAT", "str",  # the seq2seq track's method, the contract's pre-tokenizer pattern, a type
+              "aa"}  # a merged token in its examples ("a a a" becomes "aa a")
 
 
 @lru_cache(maxsize=None)
@@ -187,11 +189,19 @@ def _identifiers() -> frozenset[str]:
     return frozenset(names)
 
 
+# A Python string or bytes literal where a value stands: an argument (after "(", "[", "{", ",", "=" or ":") or a
+# value a Chinese message shows (after a Chinese word): data a check passed or got back (`encode('abc ab')`),
+# not prose. A quoted phrase inside English words ("True means 'may attend'") is still read.
+DATA = re.compile(r"""(?<=[(\[{,=:\u4e00-\u9fff\uff08\uff1a\uff0c])\s*b?(['"])(?:\\.|(?!\1).)*\1""")
+
+
 def english_prose(text: str) -> list[str]:
     """The English words of `text` that are not code: tokens holding only letters, not identifiers. Code in
     backticks is not prose, nor is an error's own text that a Chinese message quotes as it came, 「...」 (what
-    torch or the learner's code raised, which no catalogue translates)."""
+    torch or the learner's code raised, which no catalogue translates), nor a string a check shows as data
+    (DATA)."""
     text = re.sub(r"`[^`\n]*`|「[^」]*」", " ", text)
+    text = DATA.sub(" ", text)
     allowed = _identifiers() | CODE_WORDS
     words = []
     for token in re.split(r"[\s\u3000-\u303f\uff00-\uffef\u4e00-\u9fff“”‘’…]+", text):

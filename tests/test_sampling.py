@@ -446,7 +446,7 @@ def test_generate_feeds_prompt_once_then_one_token(impl, gen, batch, length, new
                                                                     "{shown_or_none}", len_want=len(want),
                                                                     len_pattern=len(pattern),
                                                                     shown_or_none=shown or 'none')
-             + ("" if error is None else "; then " + error.describe()),
+             + ("" if error is None else Phrase("; then {what_happened}", what_happened=error.describe())),
              hint=hint + " (held: positions the caches held before the call; caches 0: the first list new_caches "
                          "made; fed: the slice of the output the call fed)",
              actual=pattern, mistakes=mistakes.generate_call_mistakes(length, new, MAX_LEN))

@@ -23,6 +23,7 @@ import torch
 from ..contract import COMPONENTS, component_modules
 from ..course import load_course
 from ..paths import EXERCISES
+from ..results import MESSAGE_LIMIT
 from ..sandbox import spawner
 from ..sandbox.confine import Plan
 from ..sandbox.handle import RemoteExecutor, Worker
@@ -81,7 +82,7 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo):
     if (not report.failed or call.excinfo is None
             or item.config.getoption("tbstyle", "auto") not in ("auto", "short")):
         return
-    report.longrepr = str(describe_failure(call.excinfo.value)[1])
+    report.longrepr = str(describe_failure(call.excinfo.value)[1])[:MESSAGE_LIMIT]
 
 
 class InProcess:

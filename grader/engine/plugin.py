@@ -61,7 +61,7 @@ class Collector:
             if isinstance(failure, CheckFailure):  # its diagnosis travels by id, worded where it is scored
                 message = failure.message
                 case.matched, case.ruled_out = failure.matched, failure.ruled_out
-            case.message, case.text = str(message)[:MESSAGE_LIMIT], data(message)
+            case.message, case.text = str(message)[:MESSAGE_LIMIT], data(message, MESSAGE_LIMIT)
         previous = self.cases.get(item.nodeid)
         if previous is None or previous.status == PASSED:
             self.cases[item.nodeid] = case
@@ -85,7 +85,7 @@ class PlainFailures:
         elif excinfo.errisinstance((pytest.skip.Exception, pytest.xfail.Exception)):
             return None  # pytest's own report
         else:
-            outcome, longrepr = "failed", str(describe_failure(excinfo.value)[1])
+            outcome, longrepr = "failed", str(describe_failure(excinfo.value)[1])[:MESSAGE_LIMIT]
         return pytest.TestReport(item.nodeid, (item.nodeid.partition("::")[0], None, item.name), {}, outcome,
                                  longrepr, call.when, duration=call.duration, start=call.start, stop=call.stop)
 
@@ -125,8 +125,9 @@ def describe_failure(exc: BaseException) -> tuple[str, str]:
         return TIMEOUT, OVERRUN
     else:  # a check's own code raised (say on a value of the wrong type): its type and words, no path
         return FAILED, f"{type(exc).__name__}: {exc}"[:MESSAGE_LIMIT]
-    text = exc.args[0] if len(exc.args) == 1 and isinstance(exc.args[0], Phrase) else str(exc)
-    return status, text if len(text) <= MESSAGE_LIMIT else str(text)[:MESSAGE_LIMIT]
+    if len(exc.args) == 1 and isinstance(exc.args[0], Phrase):  # its texts kept (each cut where it is stored)
+        return status, exc.args[0]
+    return status, str(exc)[:MESSAGE_LIMIT]
 
 
 class Shard:
