@@ -9,8 +9,8 @@ from ..contract import FILES
 from ..course import POINT_UNITS, Component
 from ..figures import figures_showing, see_line
 from ..i18n import catalogue, language
-from ..results import (ERROR, FAILED, NOT_STARTED, PASSED, TIMEOUT, CaseResult, CheckResult, ComponentResult,
-                       with_diagnosis)
+from ..results import (ERROR, FAILED, MESSAGE_LIMIT, NOT_STARTED, PASSED, TIMEOUT, CaseResult, CheckResult,
+                       ComponentResult, with_diagnosis)
 from ..sandbox.protocol import FORBIDDEN_CALL_CLASS
 
 
@@ -45,12 +45,18 @@ def _broken_rule(component: Component, own: list[CaseResult], outcomes: dict[str
     stopped = next((c for c in own if c.status != PASSED and FORBIDDEN_CALL in c.message), None)
     if stopped is None:
         return None
-    return render(stopped.text or stopped.message, lang)
+    return shown(stopped, lang)
 
 
 def diagnosed_message(case: CaseResult, named: list[dict], lang: str) -> str:
     """A failing case's message in `lang`, with the diagnosis line of the mistakes `named` before its hint."""
-    return with_diagnosis(case.message, diagnosis_line(named, lang), render(case.text or case.message, lang))
+    return with_diagnosis(case.message, diagnosis_line(named, lang), shown(case, lang))
+
+
+def shown(case: CaseResult, lang: str) -> str:
+    """A failing case's message in `lang`, as long as a message may be (its texts were cut where they were stored,
+    not the whole)."""
+    return render(case.text or case.message, lang)[:MESSAGE_LIMIT]
 
 
 def score_component(component: Component, cases: list[CaseResult], load_errors: dict[str, str],
@@ -63,7 +69,7 @@ def score_component(component: Component, cases: list[CaseResult], load_errors: 
     """
     lang = lang or language()
     _ = catalogue(lang).gettext
-    broken = [render(load_errors[f], lang) for f in FILES[component.id] if f in load_errors]
+    broken = [render(load_errors[f], lang)[:MESSAGE_LIMIT] for f in FILES[component.id] if f in load_errors]
     own = [c for c in cases if c.component == component.id]
     units = component.check_units()
     outcomes: dict[str, tuple[str, int, int, str]] = {}  # name -> status, cases passed, cases run, message
