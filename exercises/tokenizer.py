@@ -30,7 +30,7 @@ from __future__ import annotations
 import regex
 
 # GPT-2's pre-tokenizer (tiktoken's gpt2 pat_str): contractions, letters, digits, other symbols, whitespace.
-PAT = regex.compile(r"""'(?:[sdmt]|ll|ve|re)| ?\p{L}+| ?\p{N}+| ?[^\s\p{L}\p{N}]+|\s+(?!\S)|\s+""")
+PAT = regex.compile(r"'(?:[sdmt]|ll|ve|re)| ?\p{L}+| ?\p{N}+| ?[^\s\p{L}\p{N}]+|\s+(?!\S)|\s+")
 
 
 def train_bpe(text: str, vocab_size: int, special_tokens=()) -> tuple[dict[int, bytes], list[tuple[bytes, bytes]]]:

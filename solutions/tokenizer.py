@@ -15,7 +15,7 @@ from collections import Counter
 import regex
 
 # GPT-2's pre-tokenizer (tiktoken's gpt2 pat_str)
-PAT = regex.compile(r"""'(?:[sdmt]|ll|ve|re)| ?\p{L}+| ?\p{N}+| ?[^\s\p{L}\p{N}]+|\s+(?!\S)|\s+""")
+PAT = regex.compile(r"'(?:[sdmt]|ll|ve|re)| ?\p{L}+| ?\p{N}+| ?[^\s\p{L}\p{N}]+|\s+(?!\S)|\s+")
 
 
 def _split_special(text: str, special_tokens) -> list[tuple[str, bool]]:

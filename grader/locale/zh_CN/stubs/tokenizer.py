@@ -27,7 +27,7 @@ from __future__ import annotations
 import regex
 
 # GPT-2 的预分词模式：缩写、字母、数字、其他符号、空白。
-PAT = regex.compile(r"""'(?:[sdmt]|ll|ve|re)| ?\p{L}+| ?\p{N}+| ?[^\s\p{L}\p{N}]+|\s+(?!\S)|\s+""")
+PAT = regex.compile(r"'(?:[sdmt]|ll|ve|re)| ?\p{L}+| ?\p{N}+| ?[^\s\p{L}\p{N}]+|\s+(?!\S)|\s+")
 
 
 def train_bpe(text: str, vocab_size: int, special_tokens=()) -> tuple[dict[int, bytes], list[tuple[bytes, bytes]]]:
