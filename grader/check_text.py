@@ -19,7 +19,7 @@ from typing import Any
 from . import i18n
 from .checks_library import mistake_sentence
 from .results import AMBIGUOUS, DIAGNOSIS, HINT
-from .text import DEPTH, Phrase
+from .text import DEPTH, Phrase, from_data
 
 CONTEXT = "check"  # the message context of the checks' sentences in the catalogue
 LABELS = {DIAGNOSIS: i18n.N_("  diagnosis: "), HINT: i18n.N_("  hint: ")}  # (a diagnosis line: diagnosis_line)
@@ -62,8 +62,6 @@ def render(value: Any, lang: str | None = None) -> str:
     """A text (a Phrase, its data, or a plain string) in `lang` (default: the language in use)."""
     lang = lang or i18n.language()
     if isinstance(value, dict):
-        from .text import from_data
-
         value = from_data(value)
     if not isinstance(value, str):
         value = str(value)

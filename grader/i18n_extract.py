@@ -102,15 +102,15 @@ def extract_checks(fileobj: BinaryIO, keywords, comment_tags, options) -> Iterat
         for text in texts(value):
             if has_prose(text):
                 yield value.lineno, "pgettext", (CONTEXT, text), []
-    for node in ast.walk(tree):  # every text a check words with its fields (grader/text.py Phrase): by its template
-        if isinstance(node, ast.Call) and _callee(node) == "Phrase" and node.args and \
-                isinstance(node.args[0], ast.Constant) and isinstance(node.args[0].value, str) and \
+    for node in ast.walk(tree):  # every text a check words with its fields (grader/text.py Phrase): its template,
+        if not (isinstance(node, ast.Call) and _callee(node) == "Phrase"):  # and the texts its fields are given
+            continue
+        if node.args and isinstance(node.args[0], ast.Constant) and isinstance(node.args[0].value, str) and \
                 has_prose(node.args[0].value):
             yield node.lineno, "pgettext", (CONTEXT, node.args[0].value), []
-        if isinstance(node, ast.Call) and _callee(node) == "Phrase":  # and the texts its fields are given (a
-            for text in (t for keyword in node.keywords for t in texts(keyword.value)):  # word alone is code)
-                if " " in text and has_prose(text):
-                    yield node.lineno, "pgettext", (CONTEXT, text), []
+        for text in (t for keyword in node.keywords for t in texts(keyword.value)):
+            if " " in text and has_prose(text):  # (a word alone is code)
+                yield node.lineno, "pgettext", (CONTEXT, text), []
 
 
 # The parameters through which the checks word a failing check's first line ("<what>: <problem>"): the call

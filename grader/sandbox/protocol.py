@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any
 
-from ..paths import EXERCISES
+from ..pristine import translated_stubs_dir
 from ..results import MESSAGE_LIMIT
 from ..text import Phrase, data, from_data
 from .wire import Ref, WireError
@@ -79,8 +79,8 @@ def checked_frames(frames: Any) -> list[tuple[str, int, str, str]]:
 def where_text(frames: list[tuple[str, int, str, str]]) -> str:
     """The lines that say where the error was, a frame a line ("" for none)."""
     return Phrase.joined(NEWLINE, [Phrase("  at {file}:{line} in {function}: {source}", file=file, line=line,
-                                    function=function, source=source)
-                              for file, line, function, source in frames]) if frames else ""
+                                          function=function, source=source)
+                                   for file, line, function, source in frames]) if frames else ""
 
 
 class NotStarted(StudentError):
@@ -98,11 +98,14 @@ class NotStarted(StudentError):
 
 @lru_cache(maxsize=1)
 def stub_words() -> dict[str, tuple[str, str]]:
-    """What the shipped stubs (exercises/) raise, `NotImplementedError("<component>: write <name>")`: each text with
-    its component and name. The grader's own texts: code whose error says exactly one of them reads as not started
-    in the reader's language; any other text is the code's own, quoted as it came."""
+    """What the shipped stubs raise, `NotImplementedError("<component>: write <name>")`: each text with its component
+    and name. The grader's own texts: code whose error says exactly one of them reads as not started in the reader's
+    language; any other text is the code's own, quoted as it came. Read from the package's own copy of the stubs'
+    code (the Chinese stubs: the English stubs' code, selftests/test_i18n holds them so), which every install
+    ships and no learner edits, not from exercises/."""
     found = {}
-    for path in sorted(EXERCISES.glob("*.py")) if EXERCISES.is_dir() else []:
+    stubs = translated_stubs_dir("zh")
+    for path in sorted(stubs.glob("*.py")) if stubs is not None and stubs.is_dir() else []:
         for words, component, name in STUB_RAISES.findall(path.read_text(encoding="utf-8")):
             found[words] = (component, name)
     return found
