@@ -72,7 +72,7 @@ def checked_frames(frames: Any) -> list[tuple[str, int, str, str]]:
     for frame in list(frames)[-FRAMES_LIMIT:] if isinstance(frames, (list, tuple)) else []:
         if isinstance(frame, (list, tuple)) and len(frame) == 4 and type(frame[1]) is int:
             kept.append((student_text(frame[0], 200), frame[1], student_text(frame[2], 200),
-                         student_text(frame[3], 400)))
+                         student_text(frame[3])))  # (a source line as long as a message may be)
     return kept
 
 
