@@ -545,6 +545,8 @@ def test_a_chinese_notebooks_grading_cell_holds_no_english_prose(tmp_path, capsy
 # One catalogued bug for each check that some bug of the catalogue fails (a greedy cover, from the catalogue
 # graded in English; test_the_chinese_sample_covers_every_failing_check_... below keeps it one).
 CHINESE_SAMPLE = (
+    "bpe_encoding:no_id_check", "bpe_encoding:no_special_check", "bpe_encoding:str_split", "bpe_encoding:strict_decode",
+    "bpe_training:count_not_weighted", "bpe_training:no_check_for_specials",
     "dpo_loss:beta_missing", "dpo_loss:half_shape_check", "dpo_loss:log_of_sigmoid", "dpo_loss:masked_mean",
     "dpo_loss:labels_zeroed_in_place", "dpo_loss:no_label_shape_check", "dpo_loss:rewards_not_detached",
     "grpo_loss:eps_missing", "grpo_loss:normalised_in_place",
