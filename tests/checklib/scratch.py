@@ -22,7 +22,6 @@ def assert_from_scratch(folder: str, component: str) -> None:
     uses = forbidden_uses(folder, component, forbidden)
     if uses:
         listed = Phrase.joined("\n", [use.phrase() for use in uses])
-        fail(Phrase("{component} must be written from scratch", component=component), Phrase("your code calls a library function "
-                                                                                             "that does the exercise for "
-                                                                                             "you:\n{listed}",
-                                                                                             listed=listed), hint="replace each of these calls with your own tensor operations")
+        fail(Phrase("{component} must be written from scratch", component=component),
+             Phrase("your code calls a library function that does the exercise for you:\n{listed}", listed=listed),
+             hint="replace each of these calls with your own tensor operations")

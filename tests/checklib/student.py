@@ -30,7 +30,7 @@ def expect_value_error(call: Callable[..., Any], *args: Any, what: str,
             raise
         if "ValueError" in exc.kinds:
             return exc.message
-        got = Phrase("{exc_type_name}: {exc_message}", exc_type_name=exc.type_name, exc_message=exc.message) if exc.message else exc.type_name
+        got = f"{exc.type_name}: {exc.message}" if exc.message else exc.type_name  # (its translation quotes it)
         raise _let_through(AssertionError(Phrase("{what}: expected a ValueError, got {got}", what=what, got=got) + where(exc)),
                            lets_through) from None
     shown = getattr(result, "type_name", None) or getattr(result, "shape", result)
